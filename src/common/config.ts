@@ -1,0 +1,239 @@
+/**
+ * Every configuration key, declared once: name, scope, type, default and a one-line description.
+ * `docs/configuration.md` is generated from this list (`npm run docs:config`); keep names and
+ * defaults the same as Apache Fluss where Fluss has the option.
+ */
+import { TributaryError } from './errors.js';
+
+export type OptionScope = 'table' | 'server' | 'client';
+export type OptionType = 'int' | 'bool' | 'string' | 'list' | 'duration' | 'memory' | 'enum';
+
+export interface OptionDef {
+  key: string;
+  scope: OptionScope;
+  type: OptionType;
+  /** Default in its written form; undefined = no default (optional or required by context). */
+  default?: string;
+  description: string;
+  enumValues?: readonly string[];
+  min?: number;
+  max?: number;
+  /** Table options that ALTER TABLE SET/RESET may change after creation. */
+  alterable?: boolean;
+}
+
+const d = (def: OptionDef): OptionDef => def;
+
+export const OPTIONS: readonly OptionDef[] = [
+  // ---- table options
+  d({ key: 'bucket.num', scope: 'table', type: 'int', min: 1, max: 4096, description: 'Number of buckets of the table (or of each partition); defaults to the server\'s default.bucket.number.' }),
+  d({ key: 'bucket.key', scope: 'table', type: 'list', description: 'Comma-separated columns hashed to choose a bucket; empty means sticky assignment for log tables.' }),
+  d({ key: 'table.log.format', scope: 'table', type: 'enum', enumValues: ['ARROW'], default: 'ARROW', description: 'Record format of the log; ARROW stores Arrow IPC record batches.' }),
+  d({ key: 'table.log.ttl', scope: 'table', type: 'duration', default: '7d', alterable: true, description: 'How long log segments are kept; 0 keeps them forever.' }),
+  d({ key: 'table.log.arrow.compression.type', scope: 'table', type: 'enum', enumValues: ['ZSTD', 'LZ4_FRAME', 'NONE'], default: 'ZSTD', description: 'Arrow IPC body compression of log batches.' }),
+  d({ key: 'table.log.arrow.compression.zstd.level', scope: 'table', type: 'int', default: '3', min: 1, max: 22, description: 'ZSTD level for Arrow body compression.' }),
+  d({ key: 'table.auto-partition.enabled', scope: 'table', type: 'bool', default: 'false', description: 'Create and drop time partitions automatically.' }),
+  d({ key: 'table.auto-partition.key', scope: 'table', type: 'string', description: 'The time partition key; required when the table has more than one partition key.' }),
+  d({ key: 'table.auto-partition.time-unit', scope: 'table', type: 'enum', enumValues: ['HOUR', 'DAY', 'MONTH', 'QUARTER', 'YEAR'], default: 'DAY', description: 'Time unit of automatic partitions (yyyyMMddHH, yyyyMMdd, yyyyMM, yyyyQ, yyyy).' }),
+  d({ key: 'table.auto-partition.num-precreate', scope: 'table', type: 'int', default: '2', min: 0, alterable: true, description: 'Partitions created ahead: the current one and the following ones.' }),
+  d({ key: 'table.auto-partition.num-retention', scope: 'table', type: 'int', default: '7', min: 0, alterable: true, description: 'Past partitions kept; older automatic partitions are dropped. 0 keeps all.' }),
+  d({ key: 'table.auto-partition.time-zone', scope: 'table', type: 'string', description: 'IANA time zone used to compute partition values; defaults to the server\'s zone.' }),
+
+  // ---- server options
+  d({ key: 'bind.listeners', scope: 'server', type: 'string', default: 'TRIBUTARY://127.0.0.1:9123', description: 'RPC listener as NAME://host:port; port 0 picks a free port.' }),
+  d({ key: 'http.port', scope: 'server', type: 'int', default: '9124', min: 0, max: 65535, description: 'Port of the HTTP endpoint (health and metrics); 0 picks a free port.' }),
+  d({ key: 'data.dir', scope: 'server', type: 'string', default: './tributary-data', description: 'Directory for metadata and log segments.' }),
+  d({ key: 'default.bucket.number', scope: 'server', type: 'int', default: '1', min: 1, max: 4096, description: 'Bucket count of tables created without bucket.num.' }),
+  d({ key: 'max.partition.num', scope: 'server', type: 'int', default: '1000', min: 1, description: 'Most partitions one table may have.' }),
+  d({ key: 'max.bucket.num', scope: 'server', type: 'int', default: '4096', min: 1, description: 'Most buckets one table or partition may have.' }),
+  d({ key: 'log.segment.file-size', scope: 'server', type: 'memory', default: '1024mb', description: 'A log segment rolls to a new file past this size.' }),
+  d({ key: 'log.index.interval-size', scope: 'server', type: 'memory', default: '4kb', description: 'Bytes of log between two entries of the sparse offset index.' }),
+  d({ key: 'log.flush.interval-messages', scope: 'server', type: 'int', default: '1', min: 1, description: 'fsync the log after this many appended batches; 1 makes every acknowledged batch durable on disk before the ack.' }),
+  d({ key: 'log.flush.interval', scope: 'server', type: 'duration', default: '1s', description: 'Upper bound on how long appended data may wait for an fsync when log.flush.interval-messages > 1.' }),
+  d({ key: 'log.flush.offset.checkpoint-interval', scope: 'server', type: 'duration', default: '1min', description: 'How often each log\'s recovery point is checkpointed; recovery validates batches from there.' }),
+  d({ key: 'log.retention.check-interval', scope: 'server', type: 'duration', default: '5min', description: 'How often expired log segments are deleted.' }),
+  d({ key: 'auto-partition.check.interval', scope: 'server', type: 'duration', default: '10min', description: 'How often automatic partitions are created and expired.' }),
+  d({ key: 'server.writer-id.expiration-time', scope: 'server', type: 'duration', default: '7d', description: 'Idle writer ids older than this are forgotten.' }),
+  d({ key: 'rpc.max-frame-size', scope: 'server', type: 'memory', default: '100mb', description: 'Largest request frame accepted; bigger frames get RECORD_TOO_LARGE and the connection is closed.' }),
+  d({ key: 'server.buffer.memory-size', scope: 'server', type: 'memory', default: '256mb', description: 'Request bytes the server holds in flight across connections before it stops reading sockets.' }),
+  d({ key: 'rpc.max-wait', scope: 'server', type: 'duration', default: '30s', description: 'Longest a fetch may wait for data or a produce for its acks.' }),
+
+  // ---- client options
+  d({ key: 'bootstrap.servers', scope: 'client', type: 'list', default: '127.0.0.1:9123', description: 'host:port of any server to bootstrap from.' }),
+  d({ key: 'client.request-timeout', scope: 'client', type: 'duration', default: '30s', description: 'How long a request may take before it fails with REQUEST_TIME_OUT.' }),
+  d({ key: 'client.connect-timeout', scope: 'client', type: 'duration', default: '10s', description: 'How long connecting to a server may take.' }),
+  d({ key: 'client.writer.acks', scope: 'client', type: 'enum', enumValues: ['0', '1', 'all', '-1'], default: 'all', description: '0: do not wait; 1: leader appended; all: durable per the server flush policy and below the high watermark.' }),
+  d({ key: 'client.writer.batch-size', scope: 'client', type: 'memory', default: '2mb', description: 'A bucket\'s batch is sent once it holds this many bytes.' }),
+  d({ key: 'client.writer.batch-timeout', scope: 'client', type: 'duration', default: '100ms', description: 'Linger: a non-full batch is sent after this long.' }),
+  d({ key: 'client.writer.buffer.memory-size', scope: 'client', type: 'memory', default: '64mb', description: 'Memory for unsent rows; append() waits when it is full.' }),
+  d({ key: 'client.writer.buffer.wait-timeout', scope: 'client', type: 'duration', default: '60s', description: 'How long append() waits for buffer memory before failing with BUFFER_EXHAUSTED.' }),
+  d({ key: 'client.writer.request-max-size', scope: 'client', type: 'memory', default: '10mb', description: 'Largest ProduceLog request the writer sends.' }),
+  d({ key: 'client.writer.retries', scope: 'client', type: 'int', default: '2147483647', min: 0, description: 'Retries of a failed retriable send (bounded in time by the request timeout).' }),
+  d({ key: 'client.writer.enable-idempotence', scope: 'client', type: 'bool', default: 'true', description: 'Tag batches with a writer id and sequence so retries never duplicate.' }),
+  d({ key: 'client.writer.max-inflight-requests-per-bucket', scope: 'client', type: 'int', default: '5', min: 1, description: 'Unacknowledged batches per bucket.' }),
+  d({ key: 'client.writer.bucket.no-key-assigner', scope: 'client', type: 'enum', enumValues: ['STICKY', 'ROUND_ROBIN'], default: 'STICKY', description: 'Bucket choice for tables without a bucket key.' }),
+  d({ key: 'client.writer.dynamic-create-partition.enabled', scope: 'client', type: 'bool', default: 'true', description: 'Create a missing partition on first write.' }),
+  d({ key: 'client.scanner.log.max-poll-records', scope: 'client', type: 'int', default: '500', min: 1, description: 'Most records one poll() returns.' }),
+  d({ key: 'client.scanner.log.fetch.max-bytes', scope: 'client', type: 'memory', default: '16mb', description: 'Most bytes of one fetch response.' }),
+  d({ key: 'client.scanner.log.fetch.max-bytes-for-bucket', scope: 'client', type: 'memory', default: '1mb', description: 'Most bytes per bucket in one fetch (the first batch is always returned).' }),
+  d({ key: 'client.scanner.log.fetch.min-bytes', scope: 'client', type: 'memory', default: '1b', description: 'The server waits for this many bytes before answering a fetch.' }),
+  d({ key: 'client.scanner.log.fetch.wait-max-time', scope: 'client', type: 'duration', default: '500ms', description: 'Longest the server holds a fetch waiting for min-bytes.' }),
+];
+
+const BY_KEY = new Map(OPTIONS.map((o) => [o.key, o]));
+
+export function optionDef(key: string): OptionDef | undefined {
+  return BY_KEY.get(key);
+}
+
+const DURATION_UNITS: Record<string, number> = {
+  ms: 1, milli: 1, millis: 1, s: 1000, sec: 1000, second: 1000, seconds: 1000,
+  m: 60_000, min: 60_000, minute: 60_000, minutes: 60_000,
+  h: 3_600_000, hour: 3_600_000, hours: 3_600_000, d: 86_400_000, day: 86_400_000, days: 86_400_000,
+};
+const MEMORY_UNITS: Record<string, number> = {
+  b: 1, '': 1, k: 1024, kb: 1024, m: 1024 ** 2, mb: 1024 ** 2, g: 1024 ** 3, gb: 1024 ** 3, t: 1024 ** 4, tb: 1024 ** 4,
+};
+
+/** Parses `500ms`, `30s`, `3min`, `7d`, `2 h`; a bare number is milliseconds. */
+export function parseDuration(text: string): number | undefined {
+  const m = /^(\d+(?:\.\d+)?)\s*([a-z]*)$/i.exec(text.trim());
+  if (!m) return undefined;
+  const unit = m[2].toLowerCase() || 'ms';
+  const factor = DURATION_UNITS[unit];
+  return factor === undefined ? undefined : Math.round(Number(m[1]) * factor);
+}
+
+/** Parses `1b`, `4kb`, `2mb`, `1024m`, `1g`; a bare number is bytes. */
+export function parseMemory(text: string): number | undefined {
+  const m = /^(\d+(?:\.\d+)?)\s*([a-z]*)$/i.exec(text.trim());
+  if (!m) return undefined;
+  const factor = MEMORY_UNITS[m[2].toLowerCase()];
+  return factor === undefined ? undefined : Math.round(Number(m[1]) * factor);
+}
+
+function invalidOption(key: string, value: string, why: string): TributaryError {
+  return new TributaryError('INVALID_CONFIG_EXCEPTION', `invalid value '${value}' for option '${key}': ${why}`);
+}
+
+/** Checks one value against its declaration; throws INVALID_CONFIG_EXCEPTION with the reason. */
+export function validateOptionValue(def: OptionDef, value: string): void {
+  switch (def.type) {
+    case 'int': {
+      if (!/^-?\d+$/.test(value.trim())) throw invalidOption(def.key, value, 'expected an integer');
+      const n = Number(value);
+      if (def.min !== undefined && n < def.min) throw invalidOption(def.key, value, `must be at least ${def.min}`);
+      if (def.max !== undefined && n > def.max) throw invalidOption(def.key, value, `must be at most ${def.max}`);
+      return;
+    }
+    case 'bool':
+      if (!/^(true|false)$/i.test(value.trim())) throw invalidOption(def.key, value, 'expected true or false');
+      return;
+    case 'duration':
+      if (parseDuration(value) === undefined) throw invalidOption(def.key, value, "expected a duration such as '500ms', '30s', '3min', '7d'");
+      return;
+    case 'memory':
+      if (parseMemory(value) === undefined) throw invalidOption(def.key, value, "expected a size such as '4kb', '2mb', '1gb'");
+      return;
+    case 'enum':
+      if (!def.enumValues!.includes(value.trim().toUpperCase()) && !def.enumValues!.includes(value.trim())) {
+        throw invalidOption(def.key, value, `expected one of ${def.enumValues!.join(', ')}`);
+      }
+      return;
+    case 'string':
+    case 'list':
+      return;
+  }
+}
+
+/**
+ * A set of options of one scope with typed getters that fall back to declared defaults.
+ * Unknown keys of the scope's namespaces are rejected so typos do not pass silently.
+ */
+export class Options {
+  private readonly values: Map<string, string>;
+
+  constructor(readonly scope: OptionScope, values: Record<string, string> = {}) {
+    this.values = new Map();
+    for (const [k, v] of Object.entries(values)) this.set(k, v);
+  }
+
+  set(key: string, value: string): void {
+    const def = BY_KEY.get(key);
+    if (!def || def.scope !== this.scope) {
+      throw new TributaryError('INVALID_CONFIG_EXCEPTION', `unknown ${this.scope} option '${key}'`);
+    }
+    validateOptionValue(def, value);
+    this.values.set(key, value);
+  }
+
+  raw(key: string): string | undefined {
+    const def = this.def(key);
+    return this.values.get(key) ?? def.default;
+  }
+
+  has(key: string): boolean {
+    return this.values.has(key);
+  }
+
+  int(key: string): number {
+    return Number(this.required(key));
+  }
+
+  bool(key: string): boolean {
+    return this.required(key).trim().toLowerCase() === 'true';
+  }
+
+  string(key: string): string | undefined {
+    return this.raw(key);
+  }
+
+  list(key: string): string[] {
+    const v = this.raw(key);
+    return v ? v.split(',').map((s) => s.trim()).filter((s) => s.length > 0) : [];
+  }
+
+  durationMs(key: string): number {
+    return parseDuration(this.required(key))!;
+  }
+
+  bytes(key: string): number {
+    return parseMemory(this.required(key))!;
+  }
+
+  enumValue(key: string): string {
+    return this.required(key).trim().toUpperCase();
+  }
+
+  entries(): Record<string, string> {
+    return Object.fromEntries(this.values);
+  }
+
+  private def(key: string): OptionDef {
+    const def = BY_KEY.get(key);
+    if (!def) throw new Error(`option '${key}' is not declared`);
+    return def;
+  }
+
+  private required(key: string): string {
+    const v = this.raw(key);
+    if (v === undefined) throw new TributaryError('INVALID_CONFIG_EXCEPTION', `option '${key}' has no value`);
+    return v;
+  }
+}
+
+/** Table options are the declared `table.*`/`bucket.*` keys; other keys are kept as custom properties. */
+export function validateTableProperties(props: Record<string, string>): void {
+  for (const [k, v] of Object.entries(props)) {
+    const def = BY_KEY.get(k);
+    if (def && def.scope === 'table') validateOptionValue(def, v);
+    else if (k.startsWith('table.') || k.startsWith('bucket.')) {
+      throw new TributaryError('INVALID_CONFIG_EXCEPTION', `unknown table option '${k}'`);
+    }
+  }
+}
+
+/** Reads a table option with its declared default. */
+export function tableOption(props: Record<string, string>, key: string): string | undefined {
+  return props[key] ?? BY_KEY.get(key)?.default;
+}

@@ -1,0 +1,110 @@
+/**
+ * Errors are values with stable names and codes, shared by server, client and CLI.
+ *
+ * Codes below 100 keep Apache Fluss's numbering so that Fluss users recognise them;
+ * codes from 100 up are Tributary's own, for validation failures Fluss folds into
+ * broader codes.
+ */
+export const ErrorCodes = {
+  UNKNOWN_SERVER_ERROR: -1,
+  NONE: 0,
+  NETWORK_EXCEPTION: 1,
+  UNSUPPORTED_VERSION: 2,
+  CORRUPT_MESSAGE: 3,
+  DATABASE_NOT_EXIST: 4,
+  DATABASE_NOT_EMPTY: 5,
+  DATABASE_ALREADY_EXIST: 6,
+  TABLE_NOT_EXIST: 7,
+  TABLE_ALREADY_EXIST: 8,
+  SCHEMA_NOT_EXIST: 9,
+  LOG_STORAGE_EXCEPTION: 10,
+  KV_STORAGE_EXCEPTION: 11,
+  NOT_LEADER_OR_FOLLOWER: 12,
+  RECORD_TOO_LARGE_EXCEPTION: 13,
+  CORRUPT_RECORD_EXCEPTION: 14,
+  INVALID_TABLE_EXCEPTION: 15,
+  INVALID_DATABASE_EXCEPTION: 16,
+  INVALID_REQUIRED_ACKS: 18,
+  LOG_OFFSET_OUT_OF_RANGE_EXCEPTION: 19,
+  NON_PRIMARY_KEY_TABLE_EXCEPTION: 20,
+  UNKNOWN_TABLE_OR_BUCKET_EXCEPTION: 21,
+  FENCED_LEADER_EPOCH_EXCEPTION: 24,
+  REQUEST_TIME_OUT: 25,
+  STORAGE_EXCEPTION: 26,
+  OUT_OF_ORDER_SEQUENCE_EXCEPTION: 31,
+  DUPLICATE_SEQUENCE_EXCEPTION: 32,
+  UNKNOWN_WRITER_ID_EXCEPTION: 33,
+  INVALID_COLUMN_PROJECTION: 34,
+  PARTITION_NOT_EXISTS: 36,
+  TABLE_NOT_PARTITIONED_EXCEPTION: 37,
+  INVALID_TIMESTAMP_EXCEPTION: 38,
+  INVALID_CONFIG_EXCEPTION: 39,
+  PARTITION_ALREADY_EXISTS: 42,
+  PARTITION_SPEC_INVALID_EXCEPTION: 43,
+  PARTITION_MAX_NUM_EXCEPTION: 45,
+  BUCKET_MAX_NUM_EXCEPTION: 49,
+  INVALID_ALTER_TABLE_EXCEPTION: 56,
+  // Tributary's own.
+  INVALID_TYPE: 100,
+  DUPLICATE_COLUMN: 101,
+  INVALID_PARTITION_KEY: 102,
+  INVALID_BUCKET_KEY: 103,
+  INVALID_ROW: 104,
+  SQL_PARSE_ERROR: 105,
+  SQL_UNSUPPORTED: 106,
+  CONNECTION_CLOSED: 107,
+  BUFFER_EXHAUSTED: 108,
+  SERVER_BUSY: 109,
+  INVALID_ARGUMENT: 110,
+} as const;
+
+export type ErrorName = keyof typeof ErrorCodes;
+
+const namesByCode = new Map<number, ErrorName>(
+  Object.entries(ErrorCodes).map(([name, code]) => [code, name as ErrorName]),
+);
+
+/** Errors a client may retry after a short back-off (and, where relevant, a metadata refresh). */
+const RETRIABLE = new Set<ErrorName>([
+  'NETWORK_EXCEPTION',
+  'NOT_LEADER_OR_FOLLOWER',
+  'REQUEST_TIME_OUT',
+  'CONNECTION_CLOSED',
+  'SERVER_BUSY',
+  'UNKNOWN_TABLE_OR_BUCKET_EXCEPTION',
+]);
+
+export class TributaryError extends Error {
+  readonly code: number;
+  readonly errorName: ErrorName;
+
+  constructor(errorName: ErrorName, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'TributaryError';
+    this.errorName = errorName;
+    this.code = ErrorCodes[errorName];
+  }
+
+  get retriable(): boolean {
+    return RETRIABLE.has(this.errorName);
+  }
+
+  override toString(): string {
+    return `${this.errorName}: ${this.message}`;
+  }
+}
+
+export function errorNameOf(code: number): ErrorName {
+  return namesByCode.get(code) ?? 'UNKNOWN_SERVER_ERROR';
+}
+
+export function errorFromCode(code: number, message: string): TributaryError {
+  return new TributaryError(errorNameOf(code), message);
+}
+
+/** Maps anything thrown to a TributaryError; unknown failures become UNKNOWN_SERVER_ERROR. */
+export function asTributaryError(err: unknown): TributaryError {
+  if (err instanceof TributaryError) return err;
+  const message = err instanceof Error ? err.message : String(err);
+  return new TributaryError('UNKNOWN_SERVER_ERROR', message, { cause: err });
+}

@@ -1,0 +1,210 @@
+/**
+ * Schemas, table descriptors and table metadata as the coordinator stores them and the
+ * client sees them. Columns carry stable field ids; each schema change makes a new schema id.
+ */
+import { TributaryError } from './errors.js';
+import { type DataType, formatDataType, isPartitionKeyType, parseDataType } from './types.js';
+
+export interface Column {
+  name: string;
+  type: DataType;
+  nullable: boolean;
+  /** Stable id of the column across schema versions (Iceberg field id later). */
+  fieldId: number;
+  comment?: string;
+}
+
+export interface Schema {
+  columns: Column[];
+  /** Present for primary-key tables. */
+  primaryKey?: string[];
+  highestFieldId: number;
+}
+
+/** How a user declares a column: the field id is assigned by the schema builder. */
+export interface ColumnSpec {
+  name: string;
+  type: DataType | string;
+  nullable?: boolean;
+  comment?: string;
+}
+
+export interface TablePath {
+  database: string;
+  table: string;
+}
+
+export interface TableDescriptor {
+  columns: ColumnSpec[];
+  primaryKey?: string[];
+  partitionKeys?: string[];
+  /** `bucket.num`; defaults to the cluster's `default.bucket.number`. */
+  bucketCount?: number;
+  /** `bucket.key`; empty for keyless (sticky) log tables. */
+  bucketKeys?: string[];
+  properties?: Record<string, string>;
+  comment?: string;
+}
+
+export interface TableInfo {
+  path: TablePath;
+  tableId: number;
+  schemaId: number;
+  schema: Schema;
+  partitionKeys: string[];
+  bucketCount: number;
+  bucketKeys: string[];
+  /** Table options (Fluss names); validated against the option declaration. */
+  properties: Record<string, string>;
+  comment?: string;
+  createdTime: number;
+  modifiedTime: number;
+}
+
+export interface PartitionInfo {
+  partitionId: number;
+  partitionName: string;
+  /** Partition key → value, in partition-key order. */
+  spec: Record<string, string>;
+}
+
+const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+export function validateIdentifier(kind: 'database' | 'table' | 'column', name: string): void {
+  const code = kind === 'database' ? 'INVALID_DATABASE_EXCEPTION' : kind === 'table' ? 'INVALID_TABLE_EXCEPTION' : 'INVALID_TABLE_EXCEPTION';
+  if (!NAME.test(name) || name.length > 200) {
+    throw new TributaryError(code, `invalid ${kind} name '${name}': use letters, digits and '_', starting with a letter or '_', at most 200 characters`);
+  }
+}
+
+export function tablePathString(p: TablePath): string {
+  return `${p.database}.${p.table}`;
+}
+
+/** Builds a schema from column specs, numbering field ids from 0 and validating names and keys. */
+export function buildSchema(columns: ColumnSpec[], primaryKey?: string[]): Schema {
+  if (columns.length === 0) throw new TributaryError('INVALID_TABLE_EXCEPTION', 'a table needs at least one column');
+  const seen = new Set<string>();
+  const built: Column[] = columns.map((c, i) => {
+    validateIdentifier('column', c.name);
+    const lower = c.name.toLowerCase();
+    if (seen.has(lower)) throw new TributaryError('DUPLICATE_COLUMN', `duplicate column '${c.name}'`);
+    seen.add(lower);
+    const type = typeof c.type === 'string' ? parseDataType(c.type) : c.type;
+    parseDataType(formatDataType(type)); // validates hand-built types too
+    return { name: c.name, type, nullable: c.nullable ?? true, fieldId: i, ...(c.comment ? { comment: c.comment } : {}) };
+  });
+  const schema: Schema = { columns: built, highestFieldId: built.length - 1 };
+  if (primaryKey && primaryKey.length > 0) {
+    const pkSeen = new Set<string>();
+    for (const k of primaryKey) {
+      const col = built.find((c) => c.name === k);
+      if (!col) throw new TributaryError('INVALID_TABLE_EXCEPTION', `primary key column '${k}' is not a column of the table`);
+      if (pkSeen.has(k)) throw new TributaryError('DUPLICATE_COLUMN', `primary key column '${k}' listed twice`);
+      pkSeen.add(k);
+      col.nullable = false;
+    }
+    schema.primaryKey = [...primaryKey];
+  }
+  return schema;
+}
+
+export function columnIndex(schema: Schema, name: string): number {
+  return schema.columns.findIndex((c) => c.name === name);
+}
+
+export function requireColumn(schema: Schema, name: string, errorName: 'INVALID_PARTITION_KEY' | 'INVALID_BUCKET_KEY' | 'INVALID_COLUMN_PROJECTION', role: string): Column {
+  const col = schema.columns.find((c) => c.name === name);
+  if (!col) throw new TributaryError(errorName, `${role} '${name}' is not a column of the table`);
+  return col;
+}
+
+/** Validates partition and bucket keys against the schema (DESIGN.md §2). */
+export function validateKeys(schema: Schema, partitionKeys: string[], bucketKeys: string[]): void {
+  const seen = new Set<string>();
+  for (const k of partitionKeys) {
+    const col = requireColumn(schema, k, 'INVALID_PARTITION_KEY', 'partition key');
+    if (seen.has(k)) throw new TributaryError('INVALID_PARTITION_KEY', `partition key '${k}' listed twice`);
+    seen.add(k);
+    if (!isPartitionKeyType(col.type)) {
+      throw new TributaryError('INVALID_PARTITION_KEY', `partition key '${k}' has type ${formatDataType(col.type)}, which cannot be a partition key`);
+    }
+    if (schema.primaryKey && !schema.primaryKey.includes(k)) {
+      throw new TributaryError('INVALID_PARTITION_KEY', `partition key '${k}' must be part of the primary key`);
+    }
+  }
+  const bseen = new Set<string>();
+  for (const k of bucketKeys) {
+    requireColumn(schema, k, 'INVALID_BUCKET_KEY', 'bucket key');
+    if (bseen.has(k)) throw new TributaryError('INVALID_BUCKET_KEY', `bucket key '${k}' listed twice`);
+    bseen.add(k);
+    if (partitionKeys.includes(k)) throw new TributaryError('INVALID_BUCKET_KEY', `bucket key '${k}' is a partition key; partitions already split by it`);
+    if (schema.primaryKey && !schema.primaryKey.includes(k)) {
+      throw new TributaryError('INVALID_BUCKET_KEY', `bucket key '${k}' must be part of the primary key`);
+    }
+  }
+}
+
+/** Schema JSON as stored in metadata and sent over the wire (types in their SQL spelling). */
+export function schemaToJson(schema: Schema): unknown {
+  return {
+    columns: schema.columns.map((c) => ({
+      name: c.name,
+      type: formatDataType(c.type),
+      nullable: c.nullable,
+      field_id: c.fieldId,
+      ...(c.comment ? { comment: c.comment } : {}),
+    })),
+    ...(schema.primaryKey ? { primary_key: schema.primaryKey } : {}),
+    highest_field_id: schema.highestFieldId,
+  };
+}
+
+export function schemaFromJson(json: unknown): Schema {
+  const j = json as { columns: { name: string; type: string; nullable: boolean; field_id: number; comment?: string }[]; primary_key?: string[]; highest_field_id: number };
+  return {
+    columns: j.columns.map((c) => ({
+      name: c.name,
+      type: parseDataType(c.type),
+      nullable: c.nullable,
+      fieldId: c.field_id,
+      ...(c.comment ? { comment: c.comment } : {}),
+    })),
+    ...(j.primary_key ? { primaryKey: j.primary_key } : {}),
+    highestFieldId: j.highest_field_id,
+  };
+}
+
+export function tableInfoToJson(info: TableInfo): unknown {
+  return {
+    database: info.path.database,
+    table: info.path.table,
+    table_id: info.tableId,
+    schema_id: info.schemaId,
+    schema: schemaToJson(info.schema),
+    partition_keys: info.partitionKeys,
+    bucket_count: info.bucketCount,
+    bucket_keys: info.bucketKeys,
+    properties: info.properties,
+    ...(info.comment ? { comment: info.comment } : {}),
+    created_time: info.createdTime,
+    modified_time: info.modifiedTime,
+  };
+}
+
+export function tableInfoFromJson(json: unknown): TableInfo {
+  const j = json as Record<string, unknown>;
+  return {
+    path: { database: j.database as string, table: j.table as string },
+    tableId: j.table_id as number,
+    schemaId: j.schema_id as number,
+    schema: schemaFromJson(j.schema),
+    partitionKeys: j.partition_keys as string[],
+    bucketCount: j.bucket_count as number,
+    bucketKeys: j.bucket_keys as string[],
+    properties: j.properties as Record<string, string>,
+    ...(j.comment ? { comment: j.comment as string } : {}),
+    createdTime: j.created_time as number,
+    modifiedTime: j.modified_time as number,
+  };
+}
