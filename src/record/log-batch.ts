@@ -155,3 +155,28 @@ export function splitLogBatches(buf: Buffer): Buffer[] {
   }
   return batches;
 }
+
+/**
+ * A copy of `batch` carrying `payload` instead of its records (used by server-side projection):
+ * same offsets, timestamps and writer fields, statistics dropped, Length and CRC recomputed.
+ */
+export function withLogBatchPayload(batch: Buffer, payload: Uint8Array): Buffer {
+  const out = Buffer.allocUnsafe(HEADER_SIZE + payload.length);
+  batch.copy(out, 0, 0, HEADER_SIZE);
+  out.writeInt32LE(out.length - LOG_OVERHEAD, O_LENGTH);
+  out.writeInt32LE(0, O_STATS_LENGTH);
+  out.set(payload, HEADER_SIZE);
+  out.writeUInt32LE(crc32c(out.subarray(CRC_START)), O_CRC);
+  return out;
+}
+
+/** Iterates the whole batches of a buffer read from the log (trusted: framing only, no CRC check). */
+export function* logBatchesOf(records: Buffer): Generator<Buffer> {
+  let pos = 0;
+  while (pos + HEADER_SIZE <= records.length) {
+    const size = records.readInt32LE(pos + O_LENGTH) + LOG_OVERHEAD;
+    if (size < HEADER_SIZE || pos + size > records.length) return;
+    yield records.subarray(pos, pos + size);
+    pos += size;
+  }
+}

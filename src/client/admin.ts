@@ -1,0 +1,144 @@
+/**
+ * `Admin`: databases, tables, partitions and offsets. Every method is one RPC (ListOffsets one per
+ * call), and failures reject with a `TributaryError` whose `errorName` says what went wrong.
+ */
+import { errorFromCode, TributaryError } from '../common/errors.js';
+import {
+  type PartitionInfo,
+  type Schema,
+  schemaFromJson,
+  type TableDescriptor,
+  type TableInfo,
+  type TablePath,
+  tableInfoFromJson,
+} from '../common/schema.js';
+import { formatDataType } from '../common/types.js';
+import { type Api, ApiKeys, type RequestInit, type ResponseMessage } from '../rpc/api-keys.js';
+import type { Connection } from './connection.js';
+
+/** Where to start reading a bucket, or which offset ListOffsets should return. */
+export type OffsetSpec = 'earliest' | 'latest' | { timestamp: number | Date };
+
+export const OFFSET_TYPE = { earliest: 0, latest: 1, timestamp: 2 } as const;
+
+const pbPath = (p: TablePath) => ({ databaseName: p.database, tableName: p.table });
+const pbSpec = (spec: Record<string, string>) => Object.entries(spec).map(([key, value]) => ({ key, value: String(value) }));
+
+export class Admin {
+  constructor(private readonly conn: Connection) {}
+
+  async createDatabase(name: string, options: { comment?: string; ignoreIfExists?: boolean } = {}): Promise<void> {
+    await this.call(ApiKeys.CreateDatabase, {
+      databaseName: name,
+      databaseJson: JSON.stringify(options.comment ? { comment: options.comment } : {}),
+      ignoreIfExists: options.ignoreIfExists ?? false,
+    });
+  }
+
+  async dropDatabase(name: string, options: { ignoreIfNotExists?: boolean; cascade?: boolean } = {}): Promise<void> {
+    await this.call(ApiKeys.DropDatabase, { databaseName: name, ignoreIfNotExists: options.ignoreIfNotExists ?? false, cascade: options.cascade ?? false });
+  }
+
+  async listDatabases(): Promise<string[]> {
+    return (await this.call(ApiKeys.ListDatabases, {})).databaseNames;
+  }
+
+  async databaseExists(name: string): Promise<boolean> {
+    return (await this.call(ApiKeys.DatabaseExists, { databaseName: name })).exists;
+  }
+
+  /** Creates a table; returns its table id. Column types may be given in SQL spelling ('DECIMAL(10, 2)'). */
+  async createTable(path: TablePath, descriptor: TableDescriptor, options: { ignoreIfExists?: boolean } = {}): Promise<number> {
+    const columns = descriptor.columns.map((c) => ({ ...c, type: typeof c.type === 'string' ? c.type : formatDataType(c.type) }));
+    const resp = await this.call(ApiKeys.CreateTable, {
+      tablePath: pbPath(path),
+      tableJson: JSON.stringify({ ...descriptor, columns }),
+      ignoreIfExists: options.ignoreIfExists ?? false,
+    });
+    this.conn.metadata.invalidate(path);
+    return Number(resp.tableId);
+  }
+
+  async dropTable(path: TablePath, options: { ignoreIfNotExists?: boolean } = {}): Promise<void> {
+    await this.call(ApiKeys.DropTable, { tablePath: pbPath(path), ignoreIfNotExists: options.ignoreIfNotExists ?? false });
+    this.conn.metadata.invalidate(path);
+  }
+
+  /** ALTER TABLE SET (`set`) and RESET (`reset`) of table options. */
+  async alterTable(path: TablePath, changes: { set?: Record<string, string>; reset?: string[] }, options: { ignoreIfNotExists?: boolean } = {}): Promise<void> {
+    const configChanges = [
+      ...Object.entries(changes.set ?? {}).map(([configKey, configValue]) => ({ configKey, configValue, opType: 0 })),
+      ...(changes.reset ?? []).map((configKey) => ({ configKey, opType: 1 })),
+    ];
+    await this.call(ApiKeys.AlterTable, { tablePath: pbPath(path), configChanges, ignoreIfNotExists: options.ignoreIfNotExists ?? false });
+    this.conn.metadata.invalidate(path);
+  }
+
+  async getTableInfo(path: TablePath): Promise<TableInfo> {
+    const resp = await this.call(ApiKeys.GetTableInfo, { tablePath: pbPath(path) });
+    return tableInfoFromJson(JSON.parse(resp.tableJson));
+  }
+
+  async getTableSchema(path: TablePath, schemaId?: number): Promise<{ schemaId: number; schema: Schema }> {
+    const resp = await this.call(ApiKeys.GetTableSchema, { tablePath: pbPath(path), ...(schemaId !== undefined ? { schemaId } : {}) });
+    return { schemaId: resp.schemaId, schema: schemaFromJson(JSON.parse(resp.schemaJson)) };
+  }
+
+  async listTables(database: string): Promise<string[]> {
+    return (await this.call(ApiKeys.ListTables, { databaseName: database })).tableNames;
+  }
+
+  async tableExists(path: TablePath): Promise<boolean> {
+    return (await this.call(ApiKeys.TableExists, { tablePath: pbPath(path) })).exists;
+  }
+
+  async listPartitionInfos(path: TablePath, partialSpec: Record<string, string> = {}): Promise<PartitionInfo[]> {
+    const resp = await this.call(ApiKeys.ListPartitionInfos, { tablePath: pbPath(path), partialSpec: pbSpec(partialSpec) });
+    return resp.partitionsInfo.map((p) => ({
+      partitionId: Number(p.partitionId),
+      partitionName: p.partitionName,
+      spec: Object.fromEntries(p.spec.map((kv) => [kv.key, kv.value])),
+    }));
+  }
+
+  async createPartition(path: TablePath, spec: Record<string, string>, options: { ignoreIfExists?: boolean } = {}): Promise<number> {
+    const resp = await this.call(ApiKeys.CreatePartition, { tablePath: pbPath(path), partitionSpec: pbSpec(spec), ignoreIfExists: options.ignoreIfExists ?? false });
+    return Number(resp.partitionId);
+  }
+
+  async dropPartition(path: TablePath, spec: Record<string, string>, options: { ignoreIfNotExists?: boolean } = {}): Promise<void> {
+    await this.call(ApiKeys.DropPartition, { tablePath: pbPath(path), partitionSpec: pbSpec(spec), ignoreIfNotExists: options.ignoreIfNotExists ?? false });
+  }
+
+  /**
+   * Offsets of buckets: the earliest kept, the latest (high watermark), or the first at or after a
+   * commit timestamp. For a partitioned table name the partition.
+   */
+  async listOffsets(path: TablePath, buckets: number[], spec: OffsetSpec, partitionName?: string): Promise<Map<number, bigint>> {
+    const info = await this.conn.metadata.table(path);
+    let partitionId: bigint | undefined;
+    if (partitionName !== undefined) {
+      const p = await this.conn.metadata.partition(info, partitionName, true);
+      if (!p) throw new TributaryError('PARTITION_NOT_EXISTS', `partition '${partitionName}' does not exist`);
+      partitionId = BigInt(p.partitionId);
+    }
+    const resp = await this.call(ApiKeys.ListOffsets, {
+      followerServerId: -1,
+      offsetType: typeof spec === 'string' ? OFFSET_TYPE[spec] : OFFSET_TYPE.timestamp,
+      tableId: BigInt(info.tableId),
+      ...(partitionId !== undefined ? { partitionId } : {}),
+      bucketId: buckets,
+      ...(typeof spec === 'object' ? { startTimestamp: BigInt(spec.timestamp instanceof Date ? spec.timestamp.getTime() : spec.timestamp) } : {}),
+    });
+    const out = new Map<number, bigint>();
+    for (const b of resp.bucketsResp) {
+      if (b.errorCode !== undefined && b.errorCode !== 0) throw errorFromCode(b.errorCode, b.errorMessage ?? 'list offsets failed');
+      out.set(b.bucketId, b.offset);
+    }
+    return out;
+  }
+
+  private async call<A extends Api>(api: A, init: RequestInit<A>): Promise<ResponseMessage<A>> {
+    return (await this.conn.server()).request(api, init);
+  }
+}

@@ -1,0 +1,12 @@
+/**
+ * The TypeScript client of Tributary. It talks to servers over the wire like any program and never
+ * imports server code (may import: common, record, rpc).
+ */
+export { Connection } from './connection.js';
+export { Admin, type OffsetSpec } from './admin.js';
+export { Table, Scan } from './table.js';
+export { AppendWriter } from './append-writer.js';
+export { LogScanner, type ScanRecord, type BucketRef, type ChangeType } from './log-scanner.js';
+export { TributaryError, type ErrorName, ErrorCodes } from '../common/errors.js';
+export { Timestamp, type Row } from '../common/values.js';
+export type { TableDescriptor, TableInfo, TablePath, ColumnSpec, PartitionInfo, Schema } from '../common/schema.js';

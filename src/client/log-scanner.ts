@@ -1,0 +1,186 @@
+/**
+ * `LogScanner`: reads the log of subscribed buckets as a stream of records.
+ *
+ *   const scanner = table.newScan().project(['id', 'amount']).createLogScanner();
+ *   await scanner.subscribe(0, 'earliest');
+ *   for await (const r of scanner) console.log(r.offset, r.row);
+ *
+ * Each poll sends one FetchLog for all subscribed buckets (long poll: the server holds it until
+ * `client.scanner.log.fetch.min-bytes` arrive or `…wait-max-time` passes), checks every batch's
+ * CRC, decodes the projected Arrow payload and advances the bucket's position. Positions belong to
+ * the application: there are no consumer groups or committed offsets.
+ */
+import type * as arrow from 'apache-arrow';
+import { TributaryError, errorFromCode } from '../common/errors.js';
+import type { Schema, TableInfo } from '../common/schema.js';
+import type { Row } from '../common/values.js';
+import { decodeArrowPayload, recordBatchRows } from '../record/arrow-payload.js';
+import { toArrowSchema } from '../record/arrow-schema.js';
+import { logBatchPayload, readLogBatchHeader, splitLogBatches } from '../record/log-batch.js';
+import { ApiKeys } from '../rpc/api-keys.js';
+import type { OffsetSpec } from './admin.js';
+import type { Connection } from './connection.js';
+
+/** Change types of log records (DESIGN.md §2): `+A` append-only, then the changelog kinds. */
+export type ChangeType = '+A' | '+I' | '-U' | '+U' | '-D';
+
+export interface ScanRecord {
+  bucket: number;
+  /** Partition name, for partitioned tables. */
+  partition?: string;
+  offset: bigint;
+  /** Commit timestamp of the record's batch, ms since epoch (server append time). */
+  timestamp: number;
+  changeType: ChangeType;
+  row: Row;
+}
+
+/** A bucket to subscribe to: its number, or partition name and number for partitioned tables. */
+export type BucketRef = number | { partition: string; bucket: number };
+
+interface Subscription {
+  bucket: number;
+  partition?: { name: string; id: number };
+  offset: bigint;
+}
+
+const RETRY_BACKOFF_MS = 100;
+
+export class LogScanner implements AsyncIterable<ScanRecord> {
+  private readonly subscriptions = new Map<string, Subscription>();
+  private buffered: ScanRecord[] = [];
+  private readonly projectedSchema: Schema;
+  private readonly decodeSchema: arrow.Schema;
+  private closed = false;
+
+  constructor(
+    private readonly conn: Connection,
+    private readonly table: TableInfo,
+    private readonly projection: number[] | undefined,
+  ) {
+    const columns = projection ? projection.map((i) => table.schema.columns[i]) : table.schema.columns;
+    this.projectedSchema = { columns, highestFieldId: table.schema.highestFieldId };
+    this.decodeSchema = toArrowSchema(table.schema, projection);
+  }
+
+  /** Starts reading `ref` from an offset, or from the earliest/latest offset, or from a timestamp. */
+  async subscribe(ref: BucketRef, from: bigint | OffsetSpec = 'earliest'): Promise<void> {
+    const bucket = typeof ref === 'number' ? ref : ref.bucket;
+    if (!Number.isInteger(bucket) || bucket < 0 || bucket >= this.table.bucketCount) {
+      throw new TributaryError('UNKNOWN_TABLE_OR_BUCKET_EXCEPTION', `bucket ${bucket} does not exist: the table has ${this.table.bucketCount} bucket(s)`);
+    }
+    let partition: Subscription['partition'];
+    if (this.table.partitionKeys.length > 0) {
+      if (typeof ref === 'number') throw new TributaryError('PARTITION_NOT_EXISTS', 'the table is partitioned: subscribe to { partition, bucket }');
+      const p = await this.conn.metadata.partition(this.table, ref.partition, true);
+      if (!p) throw new TributaryError('PARTITION_NOT_EXISTS', `partition '${ref.partition}' does not exist`);
+      partition = { name: p.partitionName, id: p.partitionId };
+    } else if (typeof ref !== 'number') {
+      throw new TributaryError('TABLE_NOT_PARTITIONED_EXCEPTION', 'the table is not partitioned: subscribe to a bucket number');
+    }
+    const offset = typeof from === 'bigint' ? from : await this.resolveOffset(bucket, partition?.name, from);
+    this.subscriptions.set(key(partition?.id, bucket), { bucket, ...(partition ? { partition } : {}), offset });
+  }
+
+  unsubscribe(ref: BucketRef): void {
+    const bucket = typeof ref === 'number' ? ref : ref.bucket;
+    const sub = [...this.subscriptions.entries()].find(([, s]) => s.bucket === bucket && (typeof ref === 'number' || s.partition?.name === ref.partition));
+    if (sub) this.subscriptions.delete(sub[0]);
+    this.buffered = this.buffered.filter((r) => !(r.bucket === bucket && (typeof ref === 'number' || r.partition === ref.partition)));
+  }
+
+  /** The next offset to read of each subscribed bucket (`<partition>/<bucket>` or `<bucket>`). */
+  positions(): Map<string, bigint> {
+    return new Map([...this.subscriptions.values()].map((s) => [s.partition ? `${s.partition.name}/${s.bucket}` : String(s.bucket), s.offset]));
+  }
+
+  /** Records that arrived within `timeoutMs`, at most `client.scanner.log.max-poll-records`. */
+  async poll(timeoutMs: number): Promise<ScanRecord[]> {
+    const deadline = Date.now() + Math.max(0, timeoutMs);
+    const max = this.conn.options.int('client.scanner.log.max-poll-records');
+    while (this.buffered.length === 0 && !this.closed && this.subscriptions.size > 0) {
+      const remaining = deadline - Date.now();
+      try {
+        await this.fetch(Math.max(0, Math.min(remaining, this.conn.options.durationMs('client.scanner.log.fetch.wait-max-time'))));
+      } catch (err) {
+        if (!(err instanceof TributaryError) || !err.retriable || remaining <= 0) throw err;
+        await new Promise((r) => setTimeout(r, Math.min(RETRY_BACKOFF_MS, Math.max(remaining, 0))));
+      }
+      if (Date.now() >= deadline) break;
+    }
+    return this.buffered.splice(0, max);
+  }
+
+  async *[Symbol.asyncIterator](): AsyncIterator<ScanRecord> {
+    while (!this.closed) {
+      for (const r of await this.poll(1000)) yield r;
+    }
+  }
+
+  close(): void {
+    this.closed = true;
+  }
+
+  private async resolveOffset(bucket: number, partition: string | undefined, spec: OffsetSpec): Promise<bigint> {
+    const offsets = await this.conn.getAdmin().listOffsets(this.table.path, [bucket], spec, partition);
+    return offsets.get(bucket)!;
+  }
+
+  private async fetch(maxWaitMs: number): Promise<void> {
+    const subs = [...this.subscriptions.values()];
+    const options = this.conn.options;
+    const rpc = await this.conn.server();
+    const resp = await rpc.request(ApiKeys.FetchLog, {
+      followerServerId: -1,
+      maxBytes: options.bytes('client.scanner.log.fetch.max-bytes'),
+      minBytes: options.bytes('client.scanner.log.fetch.min-bytes'),
+      maxWaitMs,
+      tablesReq: [
+        {
+          tableId: BigInt(this.table.tableId),
+          projectionPushdownEnabled: this.projection !== undefined,
+          projectedFields: this.projection ?? [],
+          bucketsReq: subs.map((s) => ({
+            ...(s.partition ? { partitionId: BigInt(s.partition.id) } : {}),
+            bucketId: s.bucket,
+            fetchOffset: s.offset,
+            maxFetchBytes: options.bytes('client.scanner.log.fetch.max-bytes-for-bucket'),
+          })),
+        },
+      ],
+    });
+    for (const b of resp.tablesResp[0]?.bucketsResp ?? []) {
+      const sub = this.subscriptions.get(key(b.partitionId === undefined ? undefined : Number(b.partitionId), b.bucketId));
+      if (!sub) continue; // unsubscribed meanwhile
+      if (b.errorCode !== undefined && b.errorCode !== 0) throw errorFromCode(b.errorCode, b.errorMessage ?? 'fetch failed');
+      if (b.records.length > 0) this.decode(sub, Buffer.from(b.records.buffer, b.records.byteOffset, b.records.byteLength));
+    }
+  }
+
+  private decode(sub: Subscription, records: Buffer): void {
+    for (const batch of splitLogBatches(records)) {
+      const header = readLogBatchHeader(batch);
+      const lastOffset = header.baseOffset + BigInt(header.lastOffsetDelta);
+      if (lastOffset < sub.offset) continue;
+      const rows = recordBatchRows(decodeArrowPayload(this.decodeSchema, logBatchPayload(batch)), this.projectedSchema);
+      const timestamp = Number(header.commitTimestamp);
+      for (let i = 0; i < rows.length; i++) {
+        const offset = header.baseOffset + BigInt(i);
+        if (offset < sub.offset) continue;
+        this.buffered.push({
+          bucket: sub.bucket,
+          ...(sub.partition ? { partition: sub.partition.name } : {}),
+          offset,
+          timestamp,
+          changeType: '+A',
+          row: rows[i],
+        });
+      }
+      sub.offset = lastOffset + 1n;
+    }
+  }
+}
+
+function key(partitionId: number | undefined, bucket: number): string {
+  return `${partitionId ?? '-'}/${bucket}`;
+}

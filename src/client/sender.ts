@@ -1,0 +1,209 @@
+/**
+ * The sender of one append writer: ships closed batches to the server in ProduceLog requests and
+ * retries them without ever duplicating a row.
+ *
+ * Per bucket it keeps a queue of closed batches in sequence order and at most
+ * `client.writer.max-inflight-requests-per-bucket` of them in flight. With idempotence, every batch
+ * carries (writer id, bucket sequence); the server acknowledges a re-sent batch it already holds with
+ * its original offset, so a retry after a timeout or a dropped connection is safe. When a batch fails
+ * with a retriable error, the batches behind it in the same bucket fail too (the server sees a
+ * sequence gap): all of them go back to the queue in order and are re-sent once nothing of that
+ * bucket is in flight.
+ */
+import { type ErrorName, errorFromCode, TributaryError } from '../common/errors.js';
+import { ApiKeys } from '../rpc/api-keys.js';
+import type { Connection } from './connection.js';
+import type { WriteBatch } from './write-batch.js';
+
+export interface SenderOptions {
+  tableId: number;
+  acks: number;
+  maxInflightPerBucket: number;
+  requestMaxBytes: number;
+  retries: number;
+  requestTimeoutMs: number;
+  idempotent: boolean;
+}
+
+interface BucketQueue {
+  queued: WriteBatch[];
+  inflight: number;
+  /** Set after a retriable failure: hold sending until in-flight requests of the bucket return. */
+  retrying: boolean;
+}
+
+const RETRY_BACKOFF_MS = 100;
+const MAX_BACKOFF_MS = 2000;
+
+export class Sender {
+  private readonly buckets = new Map<string, BucketQueue>();
+  private pending = 0;
+  private idleWaiters: (() => void)[] = [];
+  private failure?: TributaryError;
+  private scheduled = false;
+  private retryTimer?: NodeJS.Timeout;
+
+  constructor(
+    private readonly conn: Connection,
+    private readonly options: SenderOptions,
+    /** Called once per batch when it is acknowledged (or dropped by a fatal failure). */
+    private readonly onDone: (batch: WriteBatch) => void,
+  ) {}
+
+  get error(): TributaryError | undefined {
+    return this.failure;
+  }
+
+  enqueue(batch: WriteBatch): void {
+    if (this.failure) {
+      this.onDone(batch);
+      return;
+    }
+    let q = this.buckets.get(batch.target.key);
+    if (!q) {
+      q = { queued: [], inflight: 0, retrying: false };
+      this.buckets.set(batch.target.key, q);
+    }
+    q.queued.push(batch);
+    this.pending++;
+    this.schedule();
+  }
+
+  /** Resolves when every enqueued batch is acknowledged; rejects with the writer's fatal error. */
+  idle(): Promise<void> {
+    if (this.failure) return Promise.reject(this.failure);
+    if (this.pending === 0) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      this.idleWaiters.push(() => (this.failure ? reject(this.failure) : resolve()));
+    });
+  }
+
+  close(): void {
+    clearTimeout(this.retryTimer);
+  }
+
+  private schedule(): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      this.drain();
+    });
+  }
+
+  /** Builds requests from every bucket that may send, each up to the request size limit. */
+  private drain(): void {
+    if (this.failure) return;
+    let request: WriteBatch[] = [];
+    let size = 0;
+    for (const q of this.buckets.values()) {
+      if (q.retrying && q.inflight > 0) continue;
+      q.retrying = false;
+      while (q.queued.length > 0 && q.inflight < this.options.maxInflightPerBucket) {
+        const batch = q.queued[0];
+        if (request.length > 0 && size + batch.bytes.length > this.options.requestMaxBytes) {
+          this.send(request);
+          request = [];
+          size = 0;
+        }
+        q.queued.shift();
+        q.inflight++;
+        request.push(batch);
+        size += batch.bytes.length;
+      }
+    }
+    if (request.length > 0) this.send(request);
+  }
+
+  private send(batches: WriteBatch[]): void {
+    // One request entry per bucket; a bucket's batches stay in sequence order inside its records.
+    const byBucket = new Map<string, WriteBatch[]>();
+    for (const b of batches) {
+      const list = byBucket.get(b.target.key);
+      if (list) list.push(b);
+      else byBucket.set(b.target.key, [b]);
+    }
+    const entries = [...byBucket.values()];
+    const request = {
+      acks: this.options.acks,
+      tableId: BigInt(this.options.tableId),
+      timeoutMs: this.options.requestTimeoutMs,
+      bucketsReq: entries.map((list) => ({
+        ...(list[0].target.partitionId !== undefined ? { partitionId: BigInt(list[0].target.partitionId) } : {}),
+        bucketId: list[0].target.bucket,
+        records: list.length === 1 ? list[0].bytes : Buffer.concat(list.map((b) => b.bytes)),
+      })),
+    };
+    this.conn
+      .server()
+      .then((rpc) => rpc.request(ApiKeys.ProduceLog, request))
+      .then(
+        (resp) => {
+          resp.bucketsResp.forEach((r, i) => {
+            const list = entries[i];
+            if (r.errorCode === undefined || r.errorCode === 0) list.forEach((b) => this.succeeded(b));
+            else this.failed(list, errorFromCode(r.errorCode, r.errorMessage ?? 'produce failed'));
+          });
+        },
+        (err: unknown) => {
+          const e = err instanceof TributaryError ? err : new TributaryError('NETWORK_EXCEPTION', String(err));
+          for (const list of entries) this.failed(list, e);
+        },
+      )
+      .finally(() => this.schedule());
+  }
+
+  private succeeded(batch: WriteBatch): void {
+    const q = this.buckets.get(batch.target.key)!;
+    q.inflight--;
+    this.finish(batch);
+  }
+
+  private failed(list: WriteBatch[], err: TributaryError): void {
+    const q = this.buckets.get(list[0].target.key)!;
+    q.inflight -= list.length;
+    if (this.failure) {
+      list.forEach((b) => this.finish(b));
+      return;
+    }
+    const retriable = err.retriable || isSequenceGapAfterRetry(err.errorName, q);
+    const exhausted = list.some((b) => b.attempts >= this.options.retries);
+    if (!retriable || exhausted || (!this.options.idempotent && err.errorName === 'REQUEST_TIME_OUT')) {
+      this.fail(new TributaryError(err.errorName, `write to bucket ${list[0].target.bucket} failed: ${err.message}`, { cause: err }));
+      return;
+    }
+    for (const b of list) b.attempts++;
+    q.queued.unshift(...list);
+    q.queued.sort((a, b) => a.sequence - b.sequence);
+    q.retrying = true;
+    const backoff = Math.min(MAX_BACKOFF_MS, RETRY_BACKOFF_MS * 2 ** Math.min(list[0].attempts - 1, 5));
+    clearTimeout(this.retryTimer);
+    this.retryTimer = setTimeout(() => this.schedule(), backoff);
+  }
+
+  private finish(batch: WriteBatch): void {
+    this.pending--;
+    this.onDone(batch);
+    if (this.pending === 0 || this.failure) this.wakeIdle();
+  }
+
+  private fail(err: TributaryError): void {
+    if (this.failure) return;
+    this.failure = err;
+    for (const q of this.buckets.values()) {
+      for (const b of q.queued.splice(0)) this.finish(b);
+    }
+    this.wakeIdle();
+  }
+
+  private wakeIdle(): void {
+    const waiters = this.idleWaiters;
+    this.idleWaiters = [];
+    for (const w of waiters) w();
+  }
+}
+
+/** An out-of-order sequence is only a symptom when an earlier batch of the bucket is being retried. */
+function isSequenceGapAfterRetry(name: ErrorName, q: BucketQueue): boolean {
+  return name === 'OUT_OF_ORDER_SEQUENCE_EXCEPTION' && q.retrying;
+}

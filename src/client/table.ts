@@ -1,0 +1,51 @@
+/**
+ * `Table`: a handle on one table, from which writers and scanners are made.
+ *
+ *   table.newAppend().createWriter()
+ *   table.newScan().project(['a', 'b']).createLogScanner()
+ */
+import { TributaryError } from '../common/errors.js';
+import type { TableInfo } from '../common/schema.js';
+import { AppendWriter } from './append-writer.js';
+import type { Connection } from './connection.js';
+import { LogScanner } from './log-scanner.js';
+
+export class Table {
+  constructor(
+    private readonly conn: Connection,
+    readonly info: TableInfo,
+  ) {}
+
+  newAppend(): { createWriter(): Promise<AppendWriter> } {
+    return { createWriter: () => AppendWriter.create(this.conn, this.info) };
+  }
+
+  newScan(): Scan {
+    return new Scan(this.conn, this.info);
+  }
+}
+
+/** Builder of scans: choose columns, then create a scanner. */
+export class Scan {
+  private projection?: number[];
+
+  constructor(
+    private readonly conn: Connection,
+    private readonly info: TableInfo,
+  ) {}
+
+  /** Reads only these columns (by name, in this order); the server cuts the others out. */
+  project(columns: string[]): this {
+    if (columns.length === 0) throw new TributaryError('INVALID_COLUMN_PROJECTION', 'projection must name at least one column');
+    this.projection = columns.map((name) => {
+      const i = this.info.schema.columns.findIndex((c) => c.name === name);
+      if (i < 0) throw new TributaryError('INVALID_COLUMN_PROJECTION', `column '${name}' is not a column of '${this.info.path.database}.${this.info.path.table}'`);
+      return i;
+    });
+    return this;
+  }
+
+  createLogScanner(): LogScanner {
+    return new LogScanner(this.conn, this.info, this.projection);
+  }
+}

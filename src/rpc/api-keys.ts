@@ -1,0 +1,67 @@
+/**
+ * The API table: one entry per RPC with its Fluss api key, its request and response messages
+ * (proto/tributary.proto) and the versions this build speaks. The server answers ApiVersions from
+ * it and the client picks, per API, the highest version both sides support.
+ *
+ * Entries carry the generated schemas, so `connection.request(ApiKeys.ProduceLog, {...})` checks
+ * the request fields and types the response.
+ */
+import type { DescMessage, MessageInitShape, MessageShape } from '@bufbuild/protobuf';
+import * as pb from './gen/tributary_pb.js';
+
+export interface Api<Req extends DescMessage = DescMessage, Res extends DescMessage = DescMessage> {
+  /** Fluss's api key (the int16 in the request frame). */
+  readonly key: number;
+  readonly name: string;
+  readonly request: Req;
+  readonly response: Res;
+  readonly minVersion: number;
+  readonly maxVersion: number;
+}
+
+export type RequestInit<A extends Api> = MessageInitShape<A['request']>;
+export type RequestMessage<A extends Api> = MessageShape<A['request']>;
+export type ResponseInit<A extends Api> = MessageInitShape<A['response']>;
+export type ResponseMessage<A extends Api> = MessageShape<A['response']>;
+
+function api<Req extends DescMessage, Res extends DescMessage>(key: number, name: string, request: Req, response: Res): Api<Req, Res> {
+  return { key, name, request, response, minVersion: 0, maxVersion: 0 };
+}
+
+export const ApiKeys = {
+  ApiVersions: api(1000, 'ApiVersions', pb.ApiVersionsRequestSchema, pb.ApiVersionsResponseSchema),
+  CreateDatabase: api(1001, 'CreateDatabase', pb.CreateDatabaseRequestSchema, pb.CreateDatabaseResponseSchema),
+  DropDatabase: api(1002, 'DropDatabase', pb.DropDatabaseRequestSchema, pb.DropDatabaseResponseSchema),
+  ListDatabases: api(1003, 'ListDatabases', pb.ListDatabasesRequestSchema, pb.ListDatabasesResponseSchema),
+  DatabaseExists: api(1004, 'DatabaseExists', pb.DatabaseExistsRequestSchema, pb.DatabaseExistsResponseSchema),
+  CreateTable: api(1005, 'CreateTable', pb.CreateTableRequestSchema, pb.CreateTableResponseSchema),
+  DropTable: api(1006, 'DropTable', pb.DropTableRequestSchema, pb.DropTableResponseSchema),
+  GetTableInfo: api(1007, 'GetTableInfo', pb.GetTableInfoRequestSchema, pb.GetTableInfoResponseSchema),
+  ListTables: api(1008, 'ListTables', pb.ListTablesRequestSchema, pb.ListTablesResponseSchema),
+  ListPartitionInfos: api(1009, 'ListPartitionInfos', pb.ListPartitionInfosRequestSchema, pb.ListPartitionInfosResponseSchema),
+  TableExists: api(1010, 'TableExists', pb.TableExistsRequestSchema, pb.TableExistsResponseSchema),
+  GetTableSchema: api(1011, 'GetTableSchema', pb.GetTableSchemaRequestSchema, pb.GetTableSchemaResponseSchema),
+  GetMetadata: api(1012, 'GetMetadata', pb.MetadataRequestSchema, pb.MetadataResponseSchema),
+  ProduceLog: api(1014, 'ProduceLog', pb.ProduceLogRequestSchema, pb.ProduceLogResponseSchema),
+  FetchLog: api(1015, 'FetchLog', pb.FetchLogRequestSchema, pb.FetchLogResponseSchema),
+  ListOffsets: api(1021, 'ListOffsets', pb.ListOffsetsRequestSchema, pb.ListOffsetsResponseSchema),
+  InitWriter: api(1026, 'InitWriter', pb.InitWriterRequestSchema, pb.InitWriterResponseSchema),
+  LimitScan: api(1033, 'LimitScan', pb.LimitScanRequestSchema, pb.LimitScanResponseSchema),
+  CreatePartition: api(1036, 'CreatePartition', pb.CreatePartitionRequestSchema, pb.CreatePartitionResponseSchema),
+  DropPartition: api(1037, 'DropPartition', pb.DropPartitionRequestSchema, pb.DropPartitionResponseSchema),
+  AlterTable: api(1044, 'AlterTable', pb.AlterTableRequestSchema, pb.AlterTableResponseSchema),
+} as const;
+
+const byKey = new Map<number, Api>(Object.values(ApiKeys).map((a) => [a.key, a]));
+
+export function apiByKey(key: number): Api | undefined {
+  return byKey.get(key);
+}
+
+export function describeApi(a: Api): string {
+  return `${a.name} (${a.key})`;
+}
+
+export function versionRange(min: number, max: number): string {
+  return min === max ? `version ${min}` : `versions ${min}..${max}`;
+}

@@ -1,0 +1,432 @@
+/**
+ * RpcServer: accepts TCP connections, decodes request frames (frame.ts), runs the registered
+ * handler of each API and writes its response as soon as it is ready, so pipelined requests may be
+ * answered out of order.
+ *
+ * Failures and what the peer sees:
+ *   handler throws TributaryError      error response (type 1) with its code; connection stays
+ *   handler throws anything else       server failure (type 2), UNKNOWN_SERVER_ERROR; logged
+ *   unknown api key / version          UNSUPPORTED_VERSION; connection stays
+ *   body is not a valid message        CORRUPT_MESSAGE, then the connection is closed
+ *   length > maxFrameBytes             RECORD_TOO_LARGE_EXCEPTION (request id from the header when it
+ *                                      arrived with the length, else 0), then closed; the body is
+ *                                      never buffered
+ *   length < header size or negative   CORRUPT_MESSAGE, then closed
+ * Closing after a fatal error lets the connection's running requests finish and answer first;
+ * requests queued behind them are dropped.
+ *
+ * Memory: every byte read from a socket is held until the response of the request it belongs to
+ * is written. When the bytes held across all connections reach maxInflightBytes, the server stops
+ * reading sockets and resumes once responses release them. Requests start only while the bytes of
+ * running requests stay within the budget, except that one request always may run alone, so a
+ * request bigger than the budget cannot deadlock; if the budget is filled by frames still being
+ * received and nothing is running, one connection is read on alone until its frame completes.
+ */
+import net from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
+import type { Message } from '@bufbuild/protobuf';
+import { ErrorCodes, TributaryError } from '../common/errors.js';
+import type { ErrorName } from '../common/errors.js';
+import { ApiKeys, apiByKey, describeApi, versionRange } from './api-keys.js';
+import type { Api, RequestMessage, ResponseInit } from './api-keys.js';
+import {
+  FrameDecoder,
+  LENGTH_FIELD_SIZE,
+  REQUEST_HEADER_SIZE,
+  ResponseType,
+  parseRequestFrame,
+  responseHeader,
+  writeFrame,
+} from './frame.js';
+import type { FrameError } from './frame.js';
+import { ErrorResponseSchema } from './gen/tributary_pb.js';
+import { SOFTWARE_VERSION } from './version.js';
+
+/** The logging calls the server makes; a pino logger fits. */
+export interface RpcLogger {
+  debug(fields: object, message: string): void;
+  warn(fields: object, message: string): void;
+  error(fields: object, message: string): void;
+}
+
+export interface RpcServerOptions {
+  host: string;
+  /** 0 picks a free port. */
+  port: number;
+  /** Largest request frame (bytes after the length field), `rpc.max-frame-size`. */
+  maxFrameBytes: number;
+  /** Request bytes held across connections before reading stops, `server.buffer.memory-size`. */
+  maxInflightBytes: number;
+  logger?: RpcLogger;
+  /** How long close() waits for running requests and for responses to flush. */
+  closeTimeoutMs?: number;
+}
+
+export interface RequestContext {
+  connectionId: number;
+  remoteAddress: string;
+}
+
+export interface RpcServerStats {
+  connections: number;
+  /** Request bytes read and not yet answered, partial frames included (bounded by maxInflightBytes). */
+  heldBytes: number;
+  /** Bytes of the requests whose handlers are running. */
+  runningBytes: number;
+}
+
+export type Handler<A extends Api> = (request: RequestMessage<A>, ctx: RequestContext) => Promise<ResponseInit<A>>;
+
+interface Registration {
+  api: Api;
+  handler: (request: Message, ctx: RequestContext) => Promise<unknown>;
+}
+
+/** After a fatal frame error the server sends its answer and half-closes; a peer that keeps the connection open longer is cut off. */
+const LINGER_MS = 1000;
+const DEFAULT_CLOSE_TIMEOUT_MS = 10_000;
+const silentLogger: RpcLogger = { debug() {}, warn() {}, error() {} };
+
+class ServerConnection {
+  readonly decoder: FrameDecoder;
+  /** Complete frames waiting for the in-flight budget. */
+  readonly queue: Buffer[] = [];
+  /** Bytes read from the socket and not yet released. */
+  heldBytes = 0;
+  /** Bytes of this connection's running requests (a subset of heldBytes). */
+  runningBytes = 0;
+  /** A fatal frame error was answered; the connection ends once its running requests are done. */
+  failed = false;
+  writeBlocked = false;
+  reading = true;
+  lingerTimer: NodeJS.Timeout | undefined;
+
+  constructor(
+    readonly socket: net.Socket,
+    readonly ctx: RequestContext,
+    maxFrameBytes: number,
+  ) {
+    this.decoder = new FrameDecoder(REQUEST_HEADER_SIZE, maxFrameBytes);
+  }
+}
+
+export class RpcServer {
+  private readonly server: net.Server;
+  private readonly handlers = new Map<number, Registration>();
+  private readonly connections = new Set<ServerConnection>();
+  private readonly logger: RpcLogger;
+  private nextConnectionId = 1;
+  private heldBytes = 0;
+  private runningBytes = 0;
+  private overBudget = false;
+  /** The connection read alone while the budget is full of partial frames and nothing runs. */
+  private lone: ServerConnection | undefined;
+  private closing = false;
+  /** Set while a loop starts queued requests, so requests answered at once do not start more recursively. */
+  private starting = false;
+  private closed: Promise<void> | undefined;
+  private onIdle: (() => void) | undefined;
+
+  constructor(private readonly options: RpcServerOptions) {
+    this.logger = options.logger ?? silentLogger;
+    this.server = net.createServer({ noDelay: true }, (socket) => this.accept(socket));
+    this.server.on('error', (err) => this.logger.error({ err }, 'rpc listener error'));
+    this.handlers.set(ApiKeys.ApiVersions.key, {
+      api: ApiKeys.ApiVersions,
+      handler: async () => ({
+        apiVersions: [...this.handlers.values()].map(({ api }) => ({ apiKey: api.key, minVersion: api.minVersion, maxVersion: api.maxVersion })),
+        serverVersion: SOFTWARE_VERSION,
+      }),
+    });
+  }
+
+  register<A extends Api>(api: A, handler: Handler<A>): void {
+    if (this.handlers.has(api.key)) throw new TributaryError('INVALID_ARGUMENT', `${describeApi(api)} already has a handler`);
+    this.handlers.set(api.key, { api, handler: handler as Registration['handler'] });
+  }
+
+  listen(): Promise<{ host: string; port: number }> {
+    const { host, port } = this.options;
+    return new Promise((resolve, reject) => {
+      const onError = (err: Error): void =>
+        reject(new TributaryError('NETWORK_EXCEPTION', `cannot listen on ${host}:${port}: ${err.message}`, { cause: err }));
+      this.server.once('error', onError);
+      this.server.listen(port, host, () => {
+        this.server.off('error', onError);
+        const address = this.server.address() as AddressInfo;
+        resolve({ host: address.address, port: address.port });
+      });
+    });
+  }
+
+  stats(): RpcServerStats {
+    return { connections: this.connections.size, heldBytes: this.heldBytes, runningBytes: this.runningBytes };
+  }
+
+  /** Stops accepting, lets running requests answer (up to closeTimeoutMs), then closes every connection. */
+  close(): Promise<void> {
+    this.closed ??= this.shutdown();
+    return this.closed;
+  }
+
+  private async shutdown(): Promise<void> {
+    this.closing = true;
+    const listenerClosed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    for (const conn of this.connections) {
+      this.dropQueued(conn);
+      this.refresh(conn);
+    }
+    const deadline = Date.now() + (this.options.closeTimeoutMs ?? DEFAULT_CLOSE_TIMEOUT_MS);
+    if (this.runningBytes > 0) await untilDeadline(new Promise<void>((resolve) => (this.onIdle = resolve)), deadline);
+    for (const conn of this.connections) conn.socket.end(() => conn.socket.destroy());
+    await untilDeadline(listenerClosed, deadline);
+    for (const conn of this.connections) conn.socket.destroy();
+    await listenerClosed;
+  }
+
+  private accept(socket: net.Socket): void {
+    if (this.closing) {
+      socket.destroy();
+      return;
+    }
+    const ctx = { connectionId: this.nextConnectionId++, remoteAddress: `${socket.remoteAddress}:${socket.remotePort}` };
+    const conn = new ServerConnection(socket, ctx, this.options.maxFrameBytes);
+    this.connections.add(conn);
+    socket.on('data', (chunk: Buffer) => this.onData(conn, chunk));
+    socket.on('error', (err) => this.logger.debug({ ...ctx, err }, 'rpc connection error'));
+    socket.on('close', () => this.onClose(conn));
+    this.refresh(conn);
+  }
+
+  private onData(conn: ServerConnection, chunk: Buffer): void {
+    if (conn.failed || this.closing) return; // discarded until the peer closes
+    conn.heldBytes += chunk.length;
+    this.heldBytes += chunk.length;
+    const error = conn.decoder.push(chunk, (frame) => conn.queue.push(frame));
+    this.startQueued(conn);
+    if (error) this.failFrame(conn, error);
+    this.updateGate();
+    this.refresh(conn);
+  }
+
+  private onClose(conn: ServerConnection): void {
+    this.connections.delete(conn);
+    clearTimeout(conn.lingerTimer);
+    this.dropQueued(conn);
+    this.releaseIdleBytes(conn);
+    if (this.lone === conn) this.lone = undefined;
+    this.updateGate();
+  }
+
+  private canStart(size: number): boolean {
+    return this.runningBytes === 0 || this.runningBytes + size <= this.options.maxInflightBytes;
+  }
+
+  /** Starts the connection's queued requests while the budget allows. */
+  private startQueued(conn: ServerConnection): void {
+    this.starting = true;
+    try {
+      while (conn.queue.length > 0 && !conn.failed && this.canStart(conn.queue[0].length + LENGTH_FIELD_SIZE)) {
+        this.start(conn, conn.queue.shift()!);
+      }
+    } finally {
+      this.starting = false;
+    }
+  }
+
+  /** After a release: gives each connection a turn, one request at a time, so none starves. */
+  private startAllQueued(): void {
+    this.starting = true;
+    try {
+      let started = true;
+      while (started) {
+        started = false;
+        for (const conn of this.connections) {
+          if (conn.queue.length > 0 && !conn.failed && this.canStart(conn.queue[0].length + LENGTH_FIELD_SIZE)) {
+            this.start(conn, conn.queue.shift()!);
+            started = true;
+            if (conn.queue.length === 0) this.refresh(conn);
+          }
+        }
+      }
+    } finally {
+      this.starting = false;
+    }
+  }
+
+  private start(conn: ServerConnection, frame: Buffer): void {
+    const size = frame.length + LENGTH_FIELD_SIZE;
+    conn.runningBytes += size;
+    this.runningBytes += size;
+    const { apiKey, apiVersion, requestId, body } = parseRequestFrame(frame);
+    const registration = this.handlers.get(apiKey);
+    if (!registration || apiVersion < registration.api.minVersion || apiVersion > registration.api.maxVersion) {
+      this.sendError(conn, ResponseType.ERROR, requestId, 'UNSUPPORTED_VERSION', unsupportedMessage(apiKey, apiVersion, registration));
+      this.finish(conn, size);
+      return;
+    }
+    const { api, handler } = registration;
+    let request: Message;
+    try {
+      request = fromBinary(api.request, body, { readUnknownFields: false });
+    } catch (err) {
+      const message = `cannot decode ${describeApi(api)} request ${requestId}: ${err instanceof Error ? err.message : String(err)}`;
+      this.sendError(conn, ResponseType.ERROR, requestId, 'CORRUPT_MESSAGE', message);
+      this.fail(conn, message);
+      this.finish(conn, size);
+      return;
+    }
+    void this.run(conn, api, handler, request, requestId, size);
+  }
+
+  private async run(
+    conn: ServerConnection,
+    api: Api,
+    handler: Registration['handler'],
+    request: Message,
+    requestId: number,
+    size: number,
+  ): Promise<void> {
+    try {
+      const response = await handler(request, conn.ctx);
+      const body = toBinary(api.response, create(api.response, response as Record<string, unknown>));
+      this.send(conn, ResponseType.OK, requestId, body);
+    } catch (err) {
+      if (err instanceof TributaryError) {
+        this.sendError(conn, ResponseType.ERROR, requestId, err.errorName, err.message);
+      } else {
+        this.logger.error({ ...conn.ctx, api: api.name, requestId, err }, 'rpc handler failed');
+        const message = err instanceof Error ? err.message : String(err);
+        this.sendError(conn, ResponseType.SERVER_FAILURE, requestId, 'UNKNOWN_SERVER_ERROR', message);
+      }
+    } finally {
+      this.finish(conn, size);
+    }
+  }
+
+  /** A request's response is written (or its connection is gone): release its bytes. */
+  private finish(conn: ServerConnection, size: number): void {
+    conn.runningBytes -= size;
+    conn.heldBytes -= size;
+    this.runningBytes -= size;
+    this.heldBytes -= size;
+    if (conn.failed && conn.runningBytes === 0) this.endFailed(conn);
+    if (this.runningBytes === 0 && this.onIdle) {
+      this.onIdle();
+      this.onIdle = undefined;
+    }
+    if (this.closing || this.starting) return; // the running start loop goes on by itself
+    this.startAllQueued();
+    this.updateGate();
+    this.refresh(conn);
+  }
+
+  private failFrame(conn: ServerConnection, error: FrameError): void {
+    if (error.kind === 'corrupt') {
+      const message = `invalid request frame length ${error.length} (a request frame holds at least ${REQUEST_HEADER_SIZE} header bytes)`;
+      this.sendError(conn, ResponseType.ERROR, 0, 'CORRUPT_MESSAGE', message);
+      this.fail(conn, message);
+    } else {
+      const requestId = error.header ? parseRequestFrame(error.header).requestId : 0;
+      const message = `request frame of ${error.length} bytes exceeds the limit of ${this.options.maxFrameBytes} bytes (rpc.max-frame-size)`;
+      this.sendError(conn, ResponseType.ERROR, requestId, 'RECORD_TOO_LARGE_EXCEPTION', message);
+      this.fail(conn, message);
+    }
+  }
+
+  /** Stops taking requests from the connection; it ends once its running requests have answered. */
+  private fail(conn: ServerConnection, reason: string): void {
+    if (conn.failed) return;
+    this.logger.debug({ ...conn.ctx, reason }, 'closing rpc connection after a bad request');
+    conn.failed = true;
+    this.dropQueued(conn);
+    this.releaseIdleBytes(conn);
+    if (conn.runningBytes === 0) this.endFailed(conn);
+    this.refresh(conn);
+  }
+
+  private endFailed(conn: ServerConnection): void {
+    if (conn.socket.writableEnded) return;
+    conn.socket.end();
+    conn.lingerTimer = setTimeout(() => conn.socket.destroy(), LINGER_MS).unref();
+  }
+
+  private dropQueued(conn: ServerConnection): void {
+    conn.queue.length = 0;
+  }
+
+  /** Releases the bytes of a connection that belong to no running request (partial frame, dropped queue). */
+  private releaseIdleBytes(conn: ServerConnection): void {
+    const idle = conn.heldBytes - conn.runningBytes;
+    conn.heldBytes -= idle;
+    this.heldBytes -= idle;
+  }
+
+  /** Recomputes the global read gate; on a change, every connection re-evaluates whether it reads. */
+  private updateGate(): void {
+    const over = this.heldBytes >= this.options.maxInflightBytes;
+    let lone: ServerConnection | undefined;
+    if (over && this.runningBytes === 0) {
+      const receiving = (c: ServerConnection): boolean => !c.failed && !c.writeBlocked && c.decoder.bufferedBytes > 0;
+      lone = this.lone && receiving(this.lone) ? this.lone : undefined;
+      for (const conn of this.connections) {
+        if (lone) break;
+        if (receiving(conn)) lone = conn;
+      }
+    }
+    if (over === this.overBudget && lone === this.lone) return;
+    this.overBudget = over;
+    this.lone = lone;
+    for (const conn of this.connections) this.refresh(conn);
+  }
+
+  private refresh(conn: ServerConnection): void {
+    const read =
+      conn.failed ||
+      (!this.closing && !conn.writeBlocked && conn.queue.length === 0 && (!this.overBudget || conn === this.lone));
+    if (read === conn.reading) return;
+    conn.reading = read;
+    if (read) conn.socket.resume();
+    else conn.socket.pause();
+  }
+
+  private send(conn: ServerConnection, type: ResponseType, requestId: number, body: Uint8Array): void {
+    const socket = conn.socket;
+    if (socket.destroyed || socket.writableEnded) return;
+    if (writeFrame(socket, responseHeader(type, requestId, body.length), body) || conn.writeBlocked) return;
+    // The peer is not reading its responses: stop reading its requests until they drain.
+    conn.writeBlocked = true;
+    this.refresh(conn);
+    socket.once('drain', () => {
+      conn.writeBlocked = false;
+      this.updateGate();
+      this.refresh(conn);
+    });
+  }
+
+  private sendError(conn: ServerConnection, type: ResponseType, requestId: number, name: ErrorName, message: string): void {
+    const body = toBinary(ErrorResponseSchema, create(ErrorResponseSchema, { errorCode: ErrorCodes[name], errorMessage: message }));
+    this.send(conn, type, requestId, body);
+  }
+}
+
+function unsupportedMessage(apiKey: number, apiVersion: number, registration: Registration | undefined): string {
+  if (registration) {
+    const { api } = registration;
+    return `${describeApi(api)} does not support version ${apiVersion}; this server supports ${versionRange(api.minVersion, api.maxVersion)}`;
+  }
+  const known = apiByKey(apiKey);
+  return known ? `${describeApi(known)} is not served by this server` : `unknown API key ${apiKey}`;
+}
+
+/** Waits for `promise`, but no later than `deadline` (ms since epoch). */
+async function untilDeadline(promise: Promise<void>, deadline: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(0, deadline - Date.now()))));
+  try {
+    await Promise.race([promise, expired]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,441 @@
+/**
+ * The coordinator: owner of databases, tables, schemas and partitions, and of automatic time
+ * partitions. Every metadata change goes through `serially`, one at a time and in order (the role
+ * Fluss's single-threaded coordinator event loop plays), and is committed to the MetadataStore
+ * before the tablet side is told, so a crash never leaves buckets without metadata.
+ *
+ * Store layout:
+ *   /databases/<db>                                   {comment, created_time}
+ *   /databases/<db>/tables/<table>                    TableRegistration
+ *   /databases/<db>/tables/<table>/schemas/<id>       schema JSON
+ *   /databases/<db>/tables/<table>/partitions/<name>  PartitionRegistration
+ *   counters: table_id, partition_id, writer_id
+ */
+import { type Options, optionDef, validateTableProperties } from '../../common/config.js';
+import { TributaryError } from '../../common/errors.js';
+import { autoPartitionPlan, autoPartitionStrategy, parsePartitionSpec } from '../../common/partitions.js';
+import {
+  buildSchema,
+  type PartitionInfo,
+  schemaFromJson,
+  schemaToJson,
+  type Schema,
+  type TableDescriptor,
+  type TableInfo,
+  type TablePath,
+  tablePathString,
+  validateIdentifier,
+  validateKeys,
+} from '../../common/schema.js';
+import type { MetadataOp, MetadataStore } from '../metadata/metadata-store.js';
+import type { Logger } from '../logger.js';
+
+export const DEFAULT_DATABASE = 'tributary';
+
+interface DatabaseRegistration {
+  comment?: string;
+  created_time: number;
+}
+
+interface TableRegistration {
+  table_id: number;
+  schema_id: number;
+  partition_keys: string[];
+  bucket_count: number;
+  bucket_keys: string[];
+  properties: Record<string, string>;
+  comment?: string;
+  created_time: number;
+  modified_time: number;
+}
+
+interface PartitionRegistration {
+  partition_id: number;
+  spec: Record<string, string>;
+  created_time: number;
+}
+
+/** What the tablet side does when buckets come and go (in-process now; an RPC in a cluster). */
+export interface BucketLifecycle {
+  createBuckets(table: TableInfo, partition?: PartitionInfo): Promise<void>;
+  /** Drops the buckets of one partition, or of the whole table when `partition` is absent. */
+  dropBuckets(table: TableInfo, partition?: PartitionInfo): Promise<void>;
+  tableAltered(table: TableInfo): void;
+}
+
+export interface PartitionEntry extends PartitionInfo {
+  tableId: number;
+}
+
+const dbPath = (db: string): string => `/databases/${db}`;
+const tablePath = (p: TablePath): string => `/databases/${p.database}/tables/${p.table}`;
+
+export class Coordinator {
+  private queue: Promise<unknown> = Promise.resolve();
+  private readonly pathsById = new Map<number, TablePath>();
+  private readonly partitionsById = new Map<number, PartitionEntry>();
+  private readonly schemaCache = new Map<string, Schema>();
+  private autoPartitionTimer?: NodeJS.Timeout;
+  private lifecycle?: BucketLifecycle;
+
+  constructor(
+    private readonly store: MetadataStore,
+    private readonly options: Options,
+    private readonly log: Logger,
+  ) {
+    for (const db of store.children('/databases')) {
+      for (const t of store.children(`${dbPath(db)}/tables`)) {
+        const path = { database: db, table: t };
+        const reg = store.get<TableRegistration>(tablePath(path))!;
+        this.pathsById.set(reg.table_id, path);
+        for (const name of store.children(`${tablePath(path)}/partitions`)) {
+          const p = store.get<PartitionRegistration>(`${tablePath(path)}/partitions/${name}`)!;
+          this.partitionsById.set(p.partition_id, { tableId: reg.table_id, partitionId: p.partition_id, partitionName: name, spec: p.spec });
+        }
+      }
+    }
+  }
+
+  /** Connects the tablet side, creates the default database and starts the partition timer. */
+  async start(lifecycle: BucketLifecycle): Promise<void> {
+    this.lifecycle = lifecycle;
+    if (this.store.children('/databases').length === 0) {
+      await this.createDatabase(DEFAULT_DATABASE, { comment: 'default database' }, true);
+    }
+    await this.runAutoPartitioning();
+    const every = this.options.durationMs('auto-partition.check.interval');
+    this.autoPartitionTimer = setInterval(() => {
+      this.runAutoPartitioning().catch((err) => this.log.error({ err }, 'auto partitioning failed'));
+    }, every);
+    this.autoPartitionTimer.unref();
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.autoPartitionTimer);
+    await this.queue.catch(() => undefined);
+  }
+
+  // ------------------------------------------------------------------ reads
+
+  listDatabases(): string[] {
+    return this.store.children('/databases');
+  }
+
+  databaseExists(db: string): boolean {
+    return this.store.get(dbPath(db)) !== undefined;
+  }
+
+  listTables(db: string): string[] {
+    this.requireDatabase(db);
+    return this.store.children(`${dbPath(db)}/tables`);
+  }
+
+  tableExists(path: TablePath): boolean {
+    return this.store.get(tablePath(path)) !== undefined;
+  }
+
+  getTableInfo(path: TablePath): TableInfo {
+    const reg = this.store.get<TableRegistration>(tablePath(path));
+    if (!reg) {
+      this.requireDatabase(path.database);
+      throw new TributaryError('TABLE_NOT_EXIST', `table '${tablePathString(path)}' does not exist`);
+    }
+    return this.toTableInfo(path, reg);
+  }
+
+  getTableInfoById(tableId: number): TableInfo | undefined {
+    const path = this.pathsById.get(tableId);
+    return path ? this.getTableInfo(path) : undefined;
+  }
+
+  /** Schemas never change under an id (a re-created table gets a new table id), so they are cached. */
+  schemaById(tableId: number, schemaId: number): Schema | undefined {
+    const key = `${tableId}/${schemaId}`;
+    let schema = this.schemaCache.get(key);
+    if (!schema) {
+      const path = this.pathsById.get(tableId);
+      if (!path) return undefined;
+      const json = this.store.get(`${tablePath(path)}/schemas/${schemaId}`);
+      if (json === undefined) return undefined;
+      schema = schemaFromJson(json);
+      this.schemaCache.set(key, schema);
+    }
+    return schema;
+  }
+
+  getSchema(path: TablePath, schemaId?: number): { schemaId: number; schema: Schema } {
+    const info = this.getTableInfo(path);
+    const id = schemaId ?? info.schemaId;
+    const json = this.store.get(`${tablePath(path)}/schemas/${id}`);
+    if (json === undefined) throw new TributaryError('SCHEMA_NOT_EXIST', `schema ${id} of table '${tablePathString(path)}' does not exist`);
+    return { schemaId: id, schema: schemaFromJson(json) };
+  }
+
+  /** Every table with its partitions, for the tablet side to open its buckets at start. */
+  allTables(): { table: TableInfo; partitions: PartitionInfo[] }[] {
+    return [...this.pathsById.values()].map((p) => {
+      const table = this.getTableInfo(p);
+      return { table, partitions: this.listPartitions(p) };
+    });
+  }
+
+  listPartitions(path: TablePath, partialSpec: Record<string, string> = {}): PartitionInfo[] {
+    const info = this.getTableInfo(path);
+    for (const k of Object.keys(partialSpec)) {
+      if (!info.partitionKeys.includes(k)) throw new TributaryError('PARTITION_SPEC_INVALID_EXCEPTION', `'${k}' is not a partition key of '${tablePathString(path)}'`);
+    }
+    return this.store
+      .children(`${tablePath(path)}/partitions`)
+      .map((name) => {
+        const p = this.store.get<PartitionRegistration>(`${tablePath(path)}/partitions/${name}`)!;
+        return { partitionId: p.partition_id, partitionName: name, spec: p.spec };
+      })
+      .filter((p) => Object.entries(partialSpec).every(([k, v]) => p.spec[k] === v));
+  }
+
+  partitionById(partitionId: number): PartitionEntry | undefined {
+    return this.partitionsById.get(partitionId);
+  }
+
+  // ------------------------------------------------------------------ databases
+
+  createDatabase(db: string, descriptor: { comment?: string }, ignoreIfExists: boolean): Promise<void> {
+    return this.serially(async () => {
+      validateIdentifier('database', db);
+      if (this.databaseExists(db)) {
+        if (ignoreIfExists) return;
+        throw new TributaryError('DATABASE_ALREADY_EXIST', `database '${db}' already exists`);
+      }
+      const reg: DatabaseRegistration = { ...(descriptor.comment ? { comment: descriptor.comment } : {}), created_time: Date.now() };
+      await this.store.commit([{ op: 'put', path: dbPath(db), value: reg }]);
+      this.log.info({ database: db }, 'database created');
+    });
+  }
+
+  dropDatabase(db: string, ignoreIfNotExists: boolean, cascade: boolean): Promise<void> {
+    return this.serially(async () => {
+      if (!this.databaseExists(db)) {
+        if (ignoreIfNotExists) return;
+        throw new TributaryError('DATABASE_NOT_EXIST', `database '${db}' does not exist`);
+      }
+      const tables = this.store.children(`${dbPath(db)}/tables`);
+      if (tables.length > 0 && !cascade) {
+        throw new TributaryError('DATABASE_NOT_EMPTY', `database '${db}' holds ${tables.length} table(s); drop them first or use CASCADE`);
+      }
+      const infos = tables.map((t) => this.getTableInfo({ database: db, table: t }));
+      await this.store.commit([{ op: 'delete', path: dbPath(db), recursive: true }]);
+      for (const info of infos) await this.forgetTable(info);
+      this.log.info({ database: db, tables: tables.length }, 'database dropped');
+    });
+  }
+
+  // ------------------------------------------------------------------ tables
+
+  createTable(path: TablePath, descriptor: TableDescriptor, ignoreIfExists: boolean): Promise<number> {
+    return this.serially(async () => {
+      validateIdentifier('table', path.table);
+      this.requireDatabase(path.database);
+      const existing = this.store.get<TableRegistration>(tablePath(path));
+      if (existing) {
+        if (ignoreIfExists) return existing.table_id;
+        throw new TributaryError('TABLE_ALREADY_EXIST', `table '${tablePathString(path)}' already exists`);
+      }
+      const { schema, registration } = this.validateDescriptor(descriptor);
+      const tableId = await this.store.nextId('table_id');
+      const now = Date.now();
+      const reg: TableRegistration = { ...registration, table_id: tableId, schema_id: 0, created_time: now, modified_time: now };
+      await this.store.commit([
+        { op: 'put', path: tablePath(path), value: reg },
+        { op: 'put', path: `${tablePath(path)}/schemas/0`, value: schemaToJson(schema) },
+      ]);
+      this.pathsById.set(tableId, path);
+      const info = this.toTableInfo(path, reg);
+      if (info.partitionKeys.length === 0) await this.lifecycle?.createBuckets(info);
+      this.log.info({ table: tablePathString(path), tableId, buckets: info.bucketCount, partitionKeys: info.partitionKeys }, 'table created');
+      await this.autoPartition(info);
+      return tableId;
+    });
+  }
+
+  dropTable(path: TablePath, ignoreIfNotExists: boolean): Promise<void> {
+    return this.serially(async () => {
+      if (!this.tableExists(path)) {
+        if (ignoreIfNotExists) return;
+        this.getTableInfo(path); // throws the precise error: database or table missing
+      }
+      const info = this.getTableInfo(path);
+      await this.store.commit([{ op: 'delete', path: tablePath(path), recursive: true }]);
+      await this.forgetTable(info);
+      this.log.info({ table: tablePathString(path), tableId: info.tableId }, 'table dropped');
+    });
+  }
+
+  /** ALTER TABLE SET/RESET: `value` undefined resets the option to its default. */
+  alterTableOptions(path: TablePath, changes: { key: string; value?: string }[], ignoreIfNotExists: boolean): Promise<void> {
+    return this.serially(async () => {
+      if (!this.tableExists(path) && ignoreIfNotExists) return;
+      this.getTableInfo(path); // throws the precise error: database or table missing
+      const reg = { ...this.store.get<TableRegistration>(tablePath(path))! };
+      const props = { ...reg.properties };
+      for (const { key, value } of changes) {
+        const def = optionDef(key);
+        const isTableOption = def?.scope === 'table' || key.startsWith('table.') || key.startsWith('bucket.');
+        if (isTableOption && !def?.alterable) {
+          throw new TributaryError('INVALID_ALTER_TABLE_EXCEPTION', `option '${key}' cannot be changed after the table is created`);
+        }
+        if (value === undefined) delete props[key];
+        else props[key] = value;
+      }
+      validateTableProperties(props);
+      reg.properties = props;
+      reg.modified_time = Date.now();
+      await this.store.commit([{ op: 'put', path: tablePath(path), value: reg }]);
+      const altered = this.toTableInfo(path, reg);
+      this.lifecycle?.tableAltered(altered);
+      this.log.info({ table: tablePathString(path), changes }, 'table altered');
+      await this.autoPartition(altered);
+    });
+  }
+
+  // ------------------------------------------------------------------ partitions
+
+  createPartition(path: TablePath, spec: Record<string, string>, ignoreIfExists: boolean): Promise<number> {
+    return this.serially(() => this.addPartition(this.getTableInfo(path), spec, ignoreIfExists));
+  }
+
+  dropPartition(path: TablePath, spec: Record<string, string>, ignoreIfNotExists: boolean): Promise<void> {
+    return this.serially(async () => {
+      const info = this.getTableInfo(path);
+      this.requirePartitioned(info);
+      const { name } = parsePartitionSpec(info.partitionKeys, spec);
+      const reg = this.store.get<PartitionRegistration>(`${tablePath(path)}/partitions/${name}`);
+      if (!reg) {
+        if (ignoreIfNotExists) return;
+        throw new TributaryError('PARTITION_NOT_EXISTS', `partition '${name}' of table '${tablePathString(path)}' does not exist`);
+      }
+      await this.removePartition(info, { partitionId: reg.partition_id, partitionName: name, spec: reg.spec });
+    });
+  }
+
+  // ------------------------------------------------------------------ writers
+
+  async allocateWriterId(): Promise<bigint> {
+    return BigInt(await this.store.nextId('writer_id'));
+  }
+
+  // ------------------------------------------------------------------ internals
+
+  private serially<T>(task: () => Promise<T>): Promise<T> {
+    const run = this.queue.then(task, task);
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  private requireDatabase(db: string): void {
+    if (!this.databaseExists(db)) throw new TributaryError('DATABASE_NOT_EXIST', `database '${db}' does not exist`);
+  }
+
+  private requirePartitioned(info: TableInfo): void {
+    if (info.partitionKeys.length === 0) {
+      throw new TributaryError('TABLE_NOT_PARTITIONED_EXCEPTION', `table '${tablePathString(info.path)}' is not partitioned`);
+    }
+  }
+
+  private validateDescriptor(d: TableDescriptor): { schema: Schema; registration: Omit<TableRegistration, 'table_id' | 'schema_id' | 'created_time' | 'modified_time'> } {
+    if (d.primaryKey && d.primaryKey.length > 0) {
+      throw new TributaryError('INVALID_TABLE_EXCEPTION', 'primary-key tables are not supported yet; create a log table (no PRIMARY KEY)');
+    }
+    const schema = buildSchema(d.columns, d.primaryKey);
+    const properties = { ...(d.properties ?? {}) };
+    validateTableProperties(properties);
+    const partitionKeys = d.partitionKeys ?? [];
+    const bucketKeyOption = properties['bucket.key'];
+    const bucketKeys = d.bucketKeys ?? (bucketKeyOption ? bucketKeyOption.split(',').map((s) => s.trim()).filter(Boolean) : []);
+    validateKeys(schema, partitionKeys, bucketKeys);
+    const bucketCount = d.bucketCount ?? (properties['bucket.num'] ? Number(properties['bucket.num']) : this.options.int('default.bucket.number'));
+    const maxBuckets = this.options.int('max.bucket.num');
+    if (!Number.isInteger(bucketCount) || bucketCount < 1) throw new TributaryError('INVALID_CONFIG_EXCEPTION', `bucket count must be a positive integer, got ${bucketCount}`);
+    if (bucketCount > maxBuckets) throw new TributaryError('BUCKET_MAX_NUM_EXCEPTION', `bucket count ${bucketCount} exceeds max.bucket.num ${maxBuckets}`);
+    delete properties['bucket.num'];
+    delete properties['bucket.key'];
+    autoPartitionStrategy({ schema, partitionKeys, properties }); // validates the auto-partition options
+    return {
+      schema,
+      registration: { partition_keys: partitionKeys, bucket_count: bucketCount, bucket_keys: bucketKeys, properties, ...(d.comment ? { comment: d.comment } : {}) },
+    };
+  }
+
+  private toTableInfo(path: TablePath, reg: TableRegistration): TableInfo {
+    const schema = schemaFromJson(this.store.get(`${tablePath(path)}/schemas/${reg.schema_id}`));
+    return {
+      path,
+      tableId: reg.table_id,
+      schemaId: reg.schema_id,
+      schema,
+      partitionKeys: reg.partition_keys,
+      bucketCount: reg.bucket_count,
+      bucketKeys: reg.bucket_keys,
+      properties: reg.properties,
+      ...(reg.comment ? { comment: reg.comment } : {}),
+      createdTime: reg.created_time,
+      modifiedTime: reg.modified_time,
+    };
+  }
+
+  private async forgetTable(info: TableInfo): Promise<void> {
+    this.pathsById.delete(info.tableId);
+    for (const [id, p] of this.partitionsById) if (p.tableId === info.tableId) this.partitionsById.delete(id);
+    await this.lifecycle?.dropBuckets(info);
+  }
+
+  private async addPartition(info: TableInfo, spec: Record<string, string>, ignoreIfExists: boolean): Promise<number> {
+    this.requirePartitioned(info);
+    const { values, name } = parsePartitionSpec(info.partitionKeys, spec);
+    const regPath = `${tablePath(info.path)}/partitions/${name}`;
+    const existing = this.store.get<PartitionRegistration>(regPath);
+    if (existing) {
+      if (ignoreIfExists) return existing.partition_id;
+      throw new TributaryError('PARTITION_ALREADY_EXISTS', `partition '${name}' of table '${tablePathString(info.path)}' already exists`);
+    }
+    const max = this.options.int('max.partition.num');
+    if (this.store.children(`${tablePath(info.path)}/partitions`).length >= max) {
+      throw new TributaryError('PARTITION_MAX_NUM_EXCEPTION', `table '${tablePathString(info.path)}' already has max.partition.num = ${max} partitions`);
+    }
+    const partitionId = await this.store.nextId('partition_id');
+    const normalized = Object.fromEntries(info.partitionKeys.map((k, i) => [k, values[i]]));
+    await this.store.commit([{ op: 'put', path: regPath, value: { partition_id: partitionId, spec: normalized, created_time: Date.now() } satisfies PartitionRegistration }]);
+    const partition = { partitionId, partitionName: name, spec: normalized };
+    this.partitionsById.set(partitionId, { ...partition, tableId: info.tableId });
+    await this.lifecycle?.createBuckets(info, partition);
+    this.log.info({ table: tablePathString(info.path), partition: name, partitionId }, 'partition created');
+    return partitionId;
+  }
+
+  private async removePartition(info: TableInfo, partition: PartitionInfo): Promise<void> {
+    await this.store.commit([{ op: 'delete', path: `${tablePath(info.path)}/partitions/${partition.partitionName}` } satisfies MetadataOp]);
+    this.partitionsById.delete(partition.partitionId);
+    await this.lifecycle?.dropBuckets(info, partition);
+    this.log.info({ table: tablePathString(info.path), partition: partition.partitionName }, 'partition dropped');
+  }
+
+  /** Creates the partitions ahead and drops the expired ones of one auto-partitioned table. */
+  private async autoPartition(info: TableInfo, nowMs = Date.now()): Promise<void> {
+    const strategy = autoPartitionStrategy(info);
+    if (!strategy) return;
+    const existing = this.listPartitions(info.path);
+    const plan = autoPartitionPlan(strategy, nowMs, existing.map((p) => p.spec[strategy.key]));
+    for (const value of plan.toCreate) await this.addPartition(info, { [strategy.key]: value }, true);
+    const drop = new Set(plan.toDrop);
+    for (const p of existing) if (drop.has(p.spec[strategy.key])) await this.removePartition(info, p);
+  }
+
+  private async runAutoPartitioning(): Promise<void> {
+    for (const path of [...this.pathsById.values()]) {
+      await this.serially(async () => {
+        if (!this.tableExists(path)) return;
+        const info = this.getTableInfo(path);
+        await this.autoPartition(info);
+      });
+    }
+  }
+}

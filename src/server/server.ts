@@ -1,0 +1,113 @@
+/**
+ * One Tributary node: coordinator and tablet server roles in one process, sharing one RPC listener,
+ * plus a small HTTP endpoint for health checks. `TributaryServer.start` recovers every bucket before
+ * the listener opens, so a client never sees a half-recovered log.
+ */
+import http from 'node:http';
+import path from 'node:path';
+import fs from 'node:fs';
+import { Options } from '../common/config.js';
+import { TributaryError } from '../common/errors.js';
+import { initArrowCompression } from '../record/compression.js';
+import { ApiKeys } from '../rpc/api-keys.js';
+import { RpcServer } from '../rpc/server.js';
+import { Coordinator } from './coordinator/coordinator.js';
+import { registerCoordinatorService } from './coordinator/coordinator-service.js';
+import { createLogger, type Logger } from './logger.js';
+import { LocalMetadataStore } from './metadata/local-metadata-store.js';
+import { TabletServer } from './tablet/tablet-server.js';
+
+export interface Address {
+  host: string;
+  port: number;
+}
+
+/** Reads `NAME://host:port` (the first listener of `bind.listeners`). */
+export function parseListener(spec: string): Address {
+  const first = spec.split(',')[0].trim();
+  const m = /^(?:[A-Za-z_][A-Za-z0-9_]*:\/\/)?(\[[^\]]+\]|[^:]+):(\d+)$/.exec(first);
+  if (!m) throw new TributaryError('INVALID_CONFIG_EXCEPTION', `invalid bind.listeners '${spec}': expected NAME://host:port`);
+  return { host: m[1].replace(/^\[|\]$/g, ''), port: Number(m[2]) };
+}
+
+export class TributaryServer {
+  private constructor(
+    readonly rpcAddress: Address,
+    readonly httpAddress: Address | undefined,
+    private readonly rpc: RpcServer,
+    private readonly http: http.Server | undefined,
+    private readonly coordinator: Coordinator,
+    private readonly tablets: TabletServer,
+    private readonly store: LocalMetadataStore,
+    private readonly log: Logger,
+  ) {}
+
+  static async start(settings: Record<string, string>, log: Logger = createLogger()): Promise<TributaryServer> {
+    const options = new Options('server', settings);
+    const dataDir = path.resolve(options.string('data.dir')!);
+    await fs.promises.mkdir(dataDir, { recursive: true });
+    await initArrowCompression();
+    const store = await LocalMetadataStore.open(path.join(dataDir, 'metadata'));
+    const coordinator = new Coordinator(store, options, log.child({ role: 'coordinator' }));
+    const tablets = new TabletServer(dataDir, options, coordinator, log.child({ role: 'tablet-server' }));
+    await tablets.start(coordinator.allTables());
+    await coordinator.start(tablets);
+
+    const listen = parseListener(options.string('bind.listeners')!);
+    const rpc = new RpcServer({
+      host: listen.host,
+      port: listen.port,
+      maxFrameBytes: options.bytes('rpc.max-frame-size'),
+      maxInflightBytes: options.bytes('server.buffer.memory-size'),
+      logger: log.child({ role: 'rpc' }),
+    });
+    let self = { nodeId: 0, host: listen.host, port: listen.port };
+    registerCoordinatorService(rpc, coordinator, () => self);
+    rpc.register(ApiKeys.ProduceLog, (req) => tablets.produceLog(req));
+    rpc.register(ApiKeys.FetchLog, (req) => tablets.fetchLog(req));
+    rpc.register(ApiKeys.ListOffsets, (req) => tablets.listOffsets(req));
+    rpc.register(ApiKeys.LimitScan, (req) => tablets.limitScan(req));
+    const rpcAddress = await rpc.listen();
+    self = { nodeId: 0, host: rpcAddress.host, port: rpcAddress.port };
+
+    const httpServer = await startHttp(listen.host, options.int('http.port'));
+    const httpAddress = httpServer ? (httpServer.address() as { address: string; port: number }) : undefined;
+    log.info({ rpc: rpcAddress, http: httpAddress?.port, dataDir }, 'server started');
+    return new TributaryServer(
+      rpcAddress,
+      httpAddress ? { host: httpAddress.address, port: httpAddress.port } : undefined,
+      rpc,
+      httpServer,
+      coordinator,
+      tablets,
+      store,
+      log,
+    );
+  }
+
+  /** Stops accepting requests, finishes in-flight ones, then flushes and checkpoints every log. */
+  async stop(): Promise<void> {
+    this.log.info('server stopping');
+    await new Promise<void>((resolve) => (this.http ? this.http.close(() => resolve()) : resolve()));
+    await this.rpc.close();
+    await this.coordinator.stop();
+    await this.tablets.stop();
+    await this.store.close();
+    this.log.info('server stopped');
+  }
+}
+
+async function startHttp(host: string, port: number): Promise<http.Server | undefined> {
+  const server = http.createServer((req, res) => {
+    if (req.url === '/health') {
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}');
+    } else {
+      res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"not found"}');
+    }
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  return server;
+}

@@ -1,0 +1,326 @@
+/**
+ * The tablet server: hosts the buckets of every table and partition and serves their data APIs
+ * (ProduceLog, FetchLog, ListOffsets, LimitScan). It learns about buckets from the coordinator through
+ * the BucketLifecycle calls and about schemas through a TableMetadataSource.
+ *
+ * Bucket directories: `<data.dir>/log/<db>/<table>-<tableId>/[<partition>-p<partitionId>/]log-<bucket>`.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import type { MessageInitShape } from '@bufbuild/protobuf';
+import type * as arrow from 'apache-arrow';
+import { type Options, parseDuration, tableOption } from '../../common/config.js';
+import { asTributaryError, TributaryError } from '../../common/errors.js';
+import type { PartitionInfo, Schema, TableInfo } from '../../common/schema.js';
+import { toArrowSchema } from '../../record/arrow-schema.js';
+import { logBatchesOf, logBatchPayload, readLogBatchHeader, splitLogBatches, withLogBatchPayload } from '../../record/log-batch.js';
+import { projectArrowPayload } from '../../record/projection.js';
+import { checkArrowPayload } from '../../record/arrow-payload.js';
+import type {
+  FetchLogRequest,
+  FetchLogResponseSchema,
+  LimitScanRequest,
+  LimitScanResponseSchema,
+  ListOffsetsRequest,
+  ListOffsetsResponseSchema,
+  PbFetchLogRespForBucketSchema,
+  ProduceLogRequest,
+  ProduceLogResponseSchema,
+} from '../../rpc/gen/tributary_pb.js';
+import type { BucketLifecycle } from '../coordinator/coordinator.js';
+import type { Logger } from '../logger.js';
+import { type LogConfig, LogTablet } from './log/log-tablet.js';
+import { bucketKey, type Replica, type TableBucket } from './replica.js';
+
+/** What the tablet server needs to know about tables, answered by the coordinator. */
+export interface TableMetadataSource {
+  getTableInfoById(tableId: number): TableInfo | undefined;
+  schemaById(tableId: number, schemaId: number): Schema | undefined;
+  partitionById(partitionId: number): (PartitionInfo & { tableId: number }) | undefined;
+}
+
+type BucketError = { errorCode: number; errorMessage: string };
+
+function bucketError(err: unknown): BucketError {
+  const e = asTributaryError(err);
+  return { errorCode: e.code, errorMessage: e.message };
+}
+
+const ACKS = new Set([0, 1, -1]);
+const OFFSET_EARLIEST = 0;
+const OFFSET_LATEST = 1;
+const OFFSET_TIMESTAMP = 2;
+
+export class TabletServer implements BucketLifecycle {
+  private readonly replicas = new Map<string, Replica>();
+  /** Arrow schemas (full and projected) by table/schema/projection, so projection plans are reused. */
+  private readonly arrowSchemas = new Map<string, arrow.Schema>();
+  private timers: NodeJS.Timeout[] = [];
+
+  constructor(
+    private readonly dataDir: string,
+    private readonly options: Options,
+    private readonly metadata: TableMetadataSource,
+    private readonly log: Logger,
+  ) {}
+
+  /** Opens (and recovers) the buckets of every existing table, then starts retention and checkpoints. */
+  async start(tables: { table: TableInfo; partitions: PartitionInfo[] }[]): Promise<void> {
+    for (const { table, partitions } of tables) {
+      if (table.partitionKeys.length === 0) await this.createBuckets(table);
+      for (const p of partitions) await this.createBuckets(table, p);
+    }
+    const every = (key: string, task: () => Promise<unknown>): void => {
+      const timer = setInterval(() => task().catch((err) => this.log.error({ err }, `${key} task failed`)), this.options.durationMs(key));
+      timer.unref();
+      this.timers.push(timer);
+    };
+    every('log.retention.check-interval', () => this.deleteExpiredSegments());
+    every('log.flush.offset.checkpoint-interval', () => this.checkpointAll());
+  }
+
+  async stop(): Promise<void> {
+    for (const t of this.timers) clearInterval(t);
+    this.timers = [];
+    for (const r of this.replicas.values()) await r.log.close();
+    this.replicas.clear();
+  }
+
+  // ------------------------------------------------------------------ BucketLifecycle
+
+  async createBuckets(table: TableInfo, partition?: PartitionInfo): Promise<void> {
+    for (let b = 0; b < table.bucketCount; b++) {
+      const bucket: TableBucket = { tableId: table.tableId, bucket: b, ...(partition ? { partitionId: partition.partitionId } : {}) };
+      const key = bucketKey(bucket);
+      if (this.replicas.has(key)) continue;
+      const dir = path.join(this.tableDir(table, partition), `log-${b}`);
+      const log = await LogTablet.open(dir, this.logConfig(table), this.log.child({ bucket: key }));
+      this.replicas.set(key, { bucket, table, ...(partition ? { partition } : {}), log, leaderEpoch: 0 });
+    }
+  }
+
+  async dropBuckets(table: TableInfo, partition?: PartitionInfo): Promise<void> {
+    for (const [key, r] of this.replicas) {
+      if (r.bucket.tableId !== table.tableId) continue;
+      if (partition && r.bucket.partitionId !== partition.partitionId) continue;
+      this.replicas.delete(key);
+      await r.log.close();
+    }
+    await fs.promises.rm(this.tableDir(table, partition), { recursive: true, force: true });
+  }
+
+  tableAltered(table: TableInfo): void {
+    const config = this.logConfig(table);
+    for (const r of this.replicas.values()) {
+      if (r.bucket.tableId !== table.tableId) continue;
+      r.table = table;
+      r.log.updateConfig(config);
+    }
+  }
+
+  // ------------------------------------------------------------------ ProduceLog
+
+  async produceLog(req: ProduceLogRequest): Promise<MessageInitShape<typeof ProduceLogResponseSchema>> {
+    if (!ACKS.has(req.acks)) throw new TributaryError('INVALID_REQUIRED_ACKS', `acks must be 0, 1 or -1 (all), got ${req.acks}`);
+    const tableId = Number(req.tableId);
+    const bucketsResp = await Promise.all(
+      req.bucketsReq.map(async (b) => {
+        const partitionId = b.partitionId === undefined ? undefined : Number(b.partitionId);
+        const head = { ...(b.partitionId !== undefined ? { partitionId: b.partitionId } : {}), bucketId: b.bucketId };
+        try {
+          const replica = this.replica(tableId, partitionId, b.bucketId);
+          const batches = splitLogBatches(Buffer.from(b.records.buffer, b.records.byteOffset, b.records.byteLength));
+          if (batches.length === 0) throw new TributaryError('CORRUPT_MESSAGE', 'produce request for a bucket holds no record batch');
+          for (const batch of batches) this.checkIncomingBatch(replica, batch);
+          const results = await replica.log.append(batches, replica.leaderEpoch);
+          return { ...head, baseOffset: results[0].baseOffset };
+        } catch (err) {
+          return { ...head, baseOffset: -1n, ...bucketError(err) };
+        }
+      }),
+    );
+    return { bucketsResp };
+  }
+
+  /** Rejects batches that do not belong to this table before they reach the log. */
+  private checkIncomingBatch(replica: Replica, batch: Buffer): void {
+    const header = readLogBatchHeader(batch);
+    const maxBatch = this.options.bytes('log.segment.file-size');
+    if (header.sizeInBytes > maxBatch) {
+      throw new TributaryError('RECORD_TOO_LARGE_EXCEPTION', `record batch of ${header.sizeInBytes} bytes exceeds log.segment.file-size ${maxBatch}`);
+    }
+    if (!header.appendOnly) throw new TributaryError('CORRUPT_MESSAGE', 'log tables take append-only batches');
+    const schema = this.metadata.schemaById(replica.table.tableId, header.schemaId);
+    if (!schema) throw new TributaryError('SCHEMA_NOT_EXIST', `schema ${header.schemaId} of table ${replica.table.tableId} does not exist`);
+    checkArrowPayload(logBatchPayload(batch), this.arrowSchema(replica.table.tableId, header.schemaId, schema), header.recordCount);
+  }
+
+  // ------------------------------------------------------------------ FetchLog
+
+  async fetchLog(req: FetchLogRequest): Promise<MessageInitShape<typeof FetchLogResponseSchema>> {
+    const maxWait = Math.min(Math.max(req.maxWaitMs, 0), this.options.durationMs('rpc.max-wait'));
+    const deadline = Date.now() + maxWait;
+    for (;;) {
+      const { response, bytes, replicas } = await this.readFetch(req);
+      const remaining = deadline - Date.now();
+      const hasError = response.tablesResp.some((t) => t.bucketsResp.some((b) => b.errorCode !== undefined));
+      if (bytes >= Math.max(req.minBytes, 1) || remaining <= 0 || hasError || replicas.length === 0) return response;
+      await this.waitForData(replicas, remaining);
+    }
+  }
+
+  private async readFetch(req: FetchLogRequest) {
+    let budget = req.maxBytes > 0 ? req.maxBytes : Number.MAX_SAFE_INTEGER;
+    let bytes = 0;
+    const replicas: Replica[] = [];
+    const tablesResp = [];
+    for (const t of req.tablesReq) {
+      const tableId = Number(t.tableId);
+      const projection = t.projectionPushdownEnabled ? t.projectedFields : undefined;
+      const bucketsResp: MessageInitShape<typeof PbFetchLogRespForBucketSchema>[] = [];
+      for (const b of t.bucketsReq) {
+        const partitionId = b.partitionId === undefined ? undefined : Number(b.partitionId);
+        const head = { ...(b.partitionId !== undefined ? { partitionId: b.partitionId } : {}), bucketId: b.bucketId };
+        try {
+          const replica = this.replica(tableId, partitionId, b.bucketId);
+          replicas.push(replica);
+          const maxBytes = Math.max(1, Math.min(b.maxFetchBytes > 0 ? b.maxFetchBytes : budget, budget));
+          const read = budget > 0 || bytes === 0 ? await replica.log.read(b.fetchOffset, maxBytes) : undefined;
+          const hw = replica.log.highWatermark;
+          const logStartOffset = replica.log.logStartOffset;
+          let records = read?.records ?? Buffer.alloc(0);
+          if (projection && records.length > 0) records = this.project(replica.table, records, projection);
+          bytes += records.length;
+          budget -= records.length;
+          bucketsResp.push({ ...head, highWatermark: hw, logStartOffset, records });
+        } catch (err) {
+          bucketsResp.push({ ...head, highWatermark: -1n, logStartOffset: -1n, ...bucketError(err) });
+        }
+      }
+      tablesResp.push({ tableId: t.tableId, bucketsResp });
+    }
+    return { response: { tablesResp }, bytes, replicas };
+  }
+
+  private waitForData(replicas: Replica[], timeoutMs: number): Promise<void> {
+    return new Promise((resolve) => {
+      const unsubscribes: (() => void)[] = [];
+      const done = (): void => {
+        clearTimeout(timer);
+        for (const u of unsubscribes) u();
+        resolve();
+      };
+      const timer = setTimeout(done, timeoutMs);
+      for (const r of replicas) unsubscribes.push(r.log.onHighWatermark(done));
+    });
+  }
+
+  /** Server-side column projection: rebuilds each batch with only the chosen columns' buffers. */
+  private project(table: TableInfo, records: Buffer, columns: number[]): Buffer {
+    if (columns.length === 0) throw new TributaryError('INVALID_COLUMN_PROJECTION', 'projection must name at least one column');
+    const out: Buffer[] = [];
+    for (const batch of logBatchesOf(records)) {
+      const header = readLogBatchHeader(batch);
+      const schema = this.metadata.schemaById(table.tableId, header.schemaId);
+      if (!schema) throw new TributaryError('SCHEMA_NOT_EXIST', `schema ${header.schemaId} of table ${table.tableId} does not exist`);
+      for (const c of columns) {
+        if (!Number.isInteger(c) || c < 0 || c >= schema.columns.length) {
+          throw new TributaryError('INVALID_COLUMN_PROJECTION', `projected field ${c} is out of range: the table has ${schema.columns.length} columns`);
+        }
+      }
+      const payload = projectArrowPayload(logBatchPayload(batch), this.arrowSchema(table.tableId, header.schemaId, schema), columns);
+      out.push(withLogBatchPayload(batch, payload));
+    }
+    return Buffer.concat(out);
+  }
+
+  // ------------------------------------------------------------------ ListOffsets / LimitScan
+
+  async listOffsets(req: ListOffsetsRequest): Promise<MessageInitShape<typeof ListOffsetsResponseSchema>> {
+    const tableId = Number(req.tableId);
+    const partitionId = req.partitionId === undefined ? undefined : Number(req.partitionId);
+    const bucketsResp = await Promise.all(
+      req.bucketId.map(async (bucketId) => {
+        try {
+          const log = this.replica(tableId, partitionId, bucketId).log;
+          let offset: bigint;
+          if (req.offsetType === OFFSET_EARLIEST) offset = log.logStartOffset;
+          else if (req.offsetType === OFFSET_LATEST) offset = log.highWatermark;
+          else if (req.offsetType === OFFSET_TIMESTAMP) {
+            if (req.startTimestamp === undefined) throw new TributaryError('INVALID_TIMESTAMP_EXCEPTION', 'offset type TIMESTAMP needs start_timestamp');
+            offset = await log.offsetForTimestamp(req.startTimestamp);
+          } else throw new TributaryError('INVALID_ARGUMENT', `unknown offset type ${req.offsetType}`);
+          return { bucketId, offset };
+        } catch (err) {
+          return { bucketId, offset: -1n, ...bucketError(err) };
+        }
+      }),
+    );
+    return { bucketsResp };
+  }
+
+  async limitScan(req: LimitScanRequest): Promise<MessageInitShape<typeof LimitScanResponseSchema>> {
+    try {
+      if (req.limit <= 0) throw new TributaryError('INVALID_ARGUMENT', `limit must be positive, got ${req.limit}`);
+      const replica = this.replica(Number(req.tableId), req.partitionId === undefined ? undefined : Number(req.partitionId), req.bucketId);
+      return { records: Buffer.concat(await replica.log.readTail(req.limit)) };
+    } catch (err) {
+      return bucketError(err);
+    }
+  }
+
+  // ------------------------------------------------------------------ housekeeping
+
+  async deleteExpiredSegments(nowMs = Date.now()): Promise<number> {
+    let deleted = 0;
+    for (const r of this.replicas.values()) deleted += await r.log.deleteExpiredSegments(nowMs);
+    if (deleted > 0) this.log.info({ segments: deleted }, 'expired log segments deleted');
+    return deleted;
+  }
+
+  private async checkpointAll(): Promise<void> {
+    for (const r of this.replicas.values()) await r.log.checkpoint();
+  }
+
+  // ------------------------------------------------------------------ internals
+
+  private replica(tableId: number, partitionId: number | undefined, bucket: number): Replica {
+    const replica = this.replicas.get(bucketKey({ tableId, bucket, ...(partitionId !== undefined ? { partitionId } : {}) }));
+    if (replica) return replica;
+    const table = this.metadata.getTableInfoById(tableId);
+    if (!table) throw new TributaryError('UNKNOWN_TABLE_OR_BUCKET_EXCEPTION', `table ${tableId} does not exist on this server`);
+    if (table.partitionKeys.length > 0 && partitionId === undefined) {
+      throw new TributaryError('PARTITION_NOT_EXISTS', `table '${table.path.database}.${table.path.table}' is partitioned: the request must name a partition`);
+    }
+    if (partitionId !== undefined && this.metadata.partitionById(partitionId)?.tableId !== tableId) {
+      throw new TributaryError('PARTITION_NOT_EXISTS', `partition ${partitionId} of table ${tableId} does not exist`);
+    }
+    throw new TributaryError('UNKNOWN_TABLE_OR_BUCKET_EXCEPTION', `bucket ${bucket} does not exist: table ${tableId} has ${table.bucketCount} bucket(s)`);
+  }
+
+  private arrowSchema(tableId: number, schemaId: number, schema: Schema): arrow.Schema {
+    const key = `${tableId}/${schemaId}`;
+    let s = this.arrowSchemas.get(key);
+    if (!s) {
+      s = toArrowSchema(schema);
+      this.arrowSchemas.set(key, s);
+    }
+    return s;
+  }
+
+  private tableDir(table: TableInfo, partition?: PartitionInfo): string {
+    const base = path.join(this.dataDir, 'log', table.path.database, `${table.path.table}-${table.tableId}`);
+    return partition ? path.join(base, `${partition.partitionName}-p${partition.partitionId}`) : base;
+  }
+
+  private logConfig(table: TableInfo): LogConfig {
+    return {
+      segmentBytes: this.options.bytes('log.segment.file-size'),
+      indexIntervalBytes: this.options.bytes('log.index.interval-size'),
+      flushIntervalMessages: this.options.int('log.flush.interval-messages'),
+      flushIntervalMs: this.options.durationMs('log.flush.interval'),
+      ttlMs: parseDuration(tableOption(table.properties, 'table.log.ttl')!)!,
+      writerIdExpirationMs: this.options.durationMs('server.writer-id.expiration-time'),
+    };
+  }
+}
