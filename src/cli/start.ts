@@ -4,7 +4,7 @@
  */
 import { TributaryServer } from '../server/server.js';
 import { createLogger } from '../server/logger.js';
-import { parseSetting, readConfigFile } from './settings.js';
+import { readConfigFile } from './settings.js';
 
 export interface StartFlags {
   dataDir?: string;
@@ -47,4 +47,3 @@ export async function start(flags: StartFlags): Promise<void> {
   process.on('SIGINT', () => stop('SIGINT'));
 }
 
-export { parseSetting };

@@ -24,6 +24,16 @@ import type { Connection } from './connection.js';
 /** Change types of log records (DESIGN.md §2): `+A` append-only, then the changelog kinds. */
 export type ChangeType = '+A' | '+I' | '-U' | '+U' | '-D';
 
+/** A decoded log batch: the columnar form of what `poll` returns row by row. */
+export interface ScanBatch {
+  bucket: number;
+  partition?: string;
+  /** Offset of the batch's first row (rows before the subscribed offset are already cut off). */
+  baseOffset: bigint;
+  timestamp: number;
+  batch: arrow.RecordBatch;
+}
+
 export interface ScanRecord {
   bucket: number;
   /** Partition name, for partitioned tables. */
@@ -48,7 +58,9 @@ const RETRY_BACKOFF_MS = 100;
 
 export class LogScanner implements AsyncIterable<ScanRecord> {
   private readonly subscriptions = new Map<string, Subscription>();
-  private buffered: ScanRecord[] = [];
+  private buffered: ScanBatch[] = [];
+  /** Rows of the head batch of `buffered` already handed out by `poll`. */
+  private headRows?: { rows: Row[]; next: number };
   private readonly projectedSchema: Schema;
   private readonly decodeSchema: arrow.Schema;
   private closed = false;
@@ -86,7 +98,9 @@ export class LogScanner implements AsyncIterable<ScanRecord> {
     const bucket = typeof ref === 'number' ? ref : ref.bucket;
     const sub = [...this.subscriptions.entries()].find(([, s]) => s.bucket === bucket && (typeof ref === 'number' || s.partition?.name === ref.partition));
     if (sub) this.subscriptions.delete(sub[0]);
-    this.buffered = this.buffered.filter((r) => !(r.bucket === bucket && (typeof ref === 'number' || r.partition === ref.partition)));
+    const keep = (r: ScanBatch): boolean => !(r.bucket === bucket && (typeof ref === 'number' || r.partition === ref.partition));
+    if (this.buffered.length > 0 && !keep(this.buffered[0])) this.headRows = undefined;
+    this.buffered = this.buffered.filter(keep);
   }
 
   /** The next offset to read of each subscribed bucket (`<partition>/<bucket>` or `<bucket>`). */
@@ -96,8 +110,47 @@ export class LogScanner implements AsyncIterable<ScanRecord> {
 
   /** Records that arrived within `timeoutMs`, at most `client.scanner.log.max-poll-records`. */
   async poll(timeoutMs: number): Promise<ScanRecord[]> {
-    const deadline = Date.now() + Math.max(0, timeoutMs);
     const max = this.conn.options.int('client.scanner.log.max-poll-records');
+    if (this.buffered.length === 0) await this.fill(timeoutMs);
+    const out: ScanRecord[] = [];
+    while (out.length < max && this.buffered.length > 0) {
+      const head = this.buffered[0];
+      this.headRows ??= { rows: recordBatchRows(head.batch, this.projectedSchema), next: 0 };
+      const { rows } = this.headRows;
+      while (out.length < max && this.headRows.next < rows.length) {
+        const i = this.headRows.next++;
+        out.push({
+          bucket: head.bucket,
+          ...(head.partition !== undefined ? { partition: head.partition } : {}),
+          offset: head.baseOffset + BigInt(i),
+          timestamp: head.timestamp,
+          changeType: '+A',
+          row: rows[i],
+        });
+      }
+      if (this.headRows.next >= rows.length) {
+        this.buffered.shift();
+        this.headRows = undefined;
+      }
+    }
+    return out;
+  }
+
+  /** Decoded batches that arrived within `timeoutMs`, without turning them into rows. */
+  async pollBatches(timeoutMs: number): Promise<ScanBatch[]> {
+    if (this.buffered.length === 0) await this.fill(timeoutMs);
+    if (this.headRows) {
+      // poll() handed out part of the head batch: keep only its remaining rows.
+      const head = this.buffered[0];
+      const from = this.headRows.next;
+      this.buffered[0] = { ...head, baseOffset: head.baseOffset + BigInt(from), batch: head.batch.slice(from) };
+      this.headRows = undefined;
+    }
+    return this.buffered.splice(0);
+  }
+
+  private async fill(timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + Math.max(0, timeoutMs);
     while (this.buffered.length === 0 && !this.closed && this.subscriptions.size > 0) {
       const remaining = deadline - Date.now();
       try {
@@ -108,7 +161,6 @@ export class LogScanner implements AsyncIterable<ScanRecord> {
       }
       if (Date.now() >= deadline) break;
     }
-    return this.buffered.splice(0, max);
   }
 
   async *[Symbol.asyncIterator](): AsyncIterator<ScanRecord> {
@@ -162,20 +214,20 @@ export class LogScanner implements AsyncIterable<ScanRecord> {
       const header = readLogBatchHeader(batch);
       const lastOffset = header.baseOffset + BigInt(header.lastOffsetDelta);
       if (lastOffset < sub.offset) continue;
-      const rows = recordBatchRows(decodeArrowPayload(this.decodeSchema, logBatchPayload(batch)), this.projectedSchema);
-      const timestamp = Number(header.commitTimestamp);
-      for (let i = 0; i < rows.length; i++) {
-        const offset = header.baseOffset + BigInt(i);
-        if (offset < sub.offset) continue;
-        this.buffered.push({
-          bucket: sub.bucket,
-          ...(sub.partition ? { partition: sub.partition.name } : {}),
-          offset,
-          timestamp,
-          changeType: '+A',
-          row: rows[i],
-        });
+      let decoded = decodeArrowPayload(this.decodeSchema, logBatchPayload(batch));
+      let baseOffset = header.baseOffset;
+      if (baseOffset < sub.offset) {
+        // The subscription starts inside this batch.
+        decoded = decoded.slice(Number(sub.offset - baseOffset));
+        baseOffset = sub.offset;
       }
+      this.buffered.push({
+        bucket: sub.bucket,
+        ...(sub.partition ? { partition: sub.partition.name } : {}),
+        baseOffset,
+        timestamp: Number(header.commitTimestamp),
+        batch: decoded,
+      });
       sub.offset = lastOffset + 1n;
     }
   }

@@ -68,6 +68,9 @@ export interface PartitionInfo {
   spec: Record<string, string>;
 }
 
+/** The database every server has; created when the cluster starts empty. */
+export const DEFAULT_DATABASE = 'tributary';
+
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 export function validateIdentifier(kind: 'database' | 'table' | 'column', name: string): void {

@@ -16,6 +16,7 @@ import { TributaryError } from '../../common/errors.js';
 import { autoPartitionPlan, autoPartitionStrategy, parsePartitionSpec } from '../../common/partitions.js';
 import {
   buildSchema,
+  DEFAULT_DATABASE,
   type PartitionInfo,
   schemaFromJson,
   schemaToJson,
@@ -29,8 +30,6 @@ import {
 } from '../../common/schema.js';
 import type { MetadataOp, MetadataStore } from '../metadata/metadata-store.js';
 import type { Logger } from '../logger.js';
-
-export const DEFAULT_DATABASE = 'tributary';
 
 interface DatabaseRegistration {
   comment?: string;

@@ -1,0 +1,41 @@
+#!/usr/bin/env node
+/**
+ * The `tributary` command: wiring only. `start` runs a node, `sql` the SQL shell.
+ */
+import { Command, Option } from 'commander';
+import { SOFTWARE_VERSION } from '../rpc/version.js';
+import { parseSetting } from './settings.js';
+import { describeError, sql } from './sql.js';
+import { start } from './start.js';
+
+const program = new Command('tributary').description('Streaming storage for real-time analytics, native to the lakehouse').version(SOFTWARE_VERSION);
+
+program
+  .command('start')
+  .description('start an embedded server (coordinator + tablet server) with a local data directory')
+  .option('--data-dir <dir>', 'data directory (data.dir)')
+  .option('--host <host>', 'address to listen on', undefined)
+  .option('--port <port>', 'RPC port; 0 picks a free one (bind.listeners)')
+  .option('--http-port <port>', 'HTTP port; 0 picks a free one (http.port)')
+  .option('--config <file>', "config file of 'key: value' lines")
+  .option('--set <key=value>', 'set a server option (repeatable)', parseSetting, {})
+  .action(async (opts) => {
+    await start(opts);
+  });
+
+program
+  .command('sql')
+  .description('run SQL: interactively, with -e, or from a file with -f')
+  .option('-e, --execute <statements>', 'statements to run, separated by ;')
+  .option('-f, --file <file>', 'SQL script to run')
+  .addOption(new Option('--format <format>', 'result format').choices(['table', 'json', 'csv']).default('table'))
+  .option('--bootstrap <host:port>', 'server to connect to', '127.0.0.1:9123')
+  .option('-d, --database <db>', 'database to start in')
+  .action(async (opts) => {
+    process.exitCode = await sql(opts);
+  });
+
+program.parseAsync(process.argv).catch((err: unknown) => {
+  process.stderr.write(`${describeError(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,104 @@
+/**
+ * Query results as text for the SQL shell. None of the forms ends with a newline.
+ *
+ *   table  an aligned ASCII box (numbers right-aligned), then `N rows`; NULL shows as NULL,
+ *          control characters as \n, \r, \t
+ *   json   one JSON object per row and line: integers within ±(2^53 - 1) as numbers, larger
+ *          ones and decimals as strings, timestamps as ISO-8601 strings, BLOBs in base64,
+ *          NaN and ±Infinity as strings
+ *   csv    RFC 4180: a header row, CRLF line ends, fields quoted when they hold a comma, quote,
+ *          CR or LF (quotes doubled); NULL is an empty field
+ *
+ * In table and csv form a BLOB shows as DuckDB prints it (printable ASCII as is, backslash and
+ * other bytes as \xHH) and a nested value (list, struct, map) as its JSON.
+ */
+import type { QueryResult } from './result.js';
+
+export type ResultFormat = 'table' | 'json' | 'csv';
+
+const NUMERIC_TYPE = /^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|UHUGEINT|FLOAT|DOUBLE|DECIMAL)\b/;
+
+/** A value as JSON allows it (see the header). */
+function jsonValue(v: unknown): unknown {
+  switch (typeof v) {
+    case 'bigint':
+      return v >= BigInt(Number.MIN_SAFE_INTEGER) && v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : v.toString();
+    case 'number':
+      return Number.isFinite(v) ? v : String(v);
+    case 'object':
+      if (v === null) return null;
+      if (v instanceof Uint8Array) return Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('base64');
+      if (Array.isArray(v)) return v.map(jsonValue);
+      return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, jsonValue(x)]));
+    default:
+      return v;
+  }
+}
+
+function blobText(bytes: Uint8Array): string {
+  let s = '';
+  for (const b of bytes) s += b >= 0x20 && b < 0x7f && b !== 0x5c ? String.fromCharCode(b) : `\\x${b.toString(16).toUpperCase().padStart(2, '0')}`;
+  return s;
+}
+
+/** A non-null value as one line of text, for table and csv. */
+function text(v: unknown): string {
+  if (typeof v === 'string') return v;
+  if (v instanceof Uint8Array) return blobText(v);
+  if (typeof v === 'object' && v !== null) return JSON.stringify(jsonValue(v));
+  return String(v);
+}
+
+function displayWidth(s: string): number {
+  let n = 0;
+  for (const _ of s) n++;
+  return n;
+}
+
+function formatTable(result: QueryResult): string {
+  const count = result.rows.length;
+  const footer = `${count} ${count === 1 ? 'row' : 'rows'}`;
+  if (result.columns.length === 0) return footer;
+  const escape = (s: string): string => s.replace(/[\n\r\t]/g, (c) => (c === '\n' ? '\\n' : c === '\r' ? '\\r' : '\\t'));
+  const header = result.columns.map((c) => escape(c.name));
+  const cells = result.rows.map((row) => row.map((v) => (v === null || v === undefined ? 'NULL' : escape(text(v)))));
+  const widths = header.map((h, c) => cells.reduce((w, row) => Math.max(w, displayWidth(row[c])), displayWidth(h)));
+  const right = result.columns.map((c) => NUMERIC_TYPE.test(c.type));
+  const pad = (s: string, c: number, alignRight: boolean): string => {
+    const fill = ' '.repeat(widths[c] - displayWidth(s));
+    return alignRight ? fill + s : s + fill;
+  };
+  const border = `+${widths.map((w) => '-'.repeat(w + 2)).join('+')}+`;
+  const line = (values: string[], alignRight: (c: number) => boolean): string => `| ${values.map((s, c) => pad(s, c, alignRight(c))).join(' | ')} |`;
+  const out = [border, line(header, () => false), border];
+  for (const row of cells) out.push(line(row, (c) => right[c]));
+  if (count > 0) out.push(border);
+  out.push(footer);
+  return out.join('\n');
+}
+
+function formatJson(result: QueryResult): string {
+  const names = result.columns.map((c) => c.name);
+  return result.rows.map((row) => JSON.stringify(Object.fromEntries(row.map((v, c) => [names[c], jsonValue(v)])))).join('\n');
+}
+
+function csvField(s: string): string {
+  return /[",\r\n]/.test(s) ? `"${s.replaceAll('"', '""')}"` : s;
+}
+
+function formatCsv(result: QueryResult): string {
+  const lines = [result.columns.map((c) => csvField(c.name)).join(',')];
+  for (const row of result.rows) lines.push(row.map((v) => (v === null || v === undefined ? '' : csvField(text(v)))).join(','));
+  return lines.join('\r\n');
+}
+
+export function formatResult(result: QueryResult, format: ResultFormat): string {
+  switch (format) {
+    case 'table':
+      return formatTable(result);
+    case 'json':
+      return formatJson(result);
+    case 'csv':
+      return formatCsv(result);
+  }
+}

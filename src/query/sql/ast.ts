@@ -1,0 +1,38 @@
+/**
+ * The statements of Tributary's SQL dialect, as `parseStatement` returns them. DDL follows Flink
+ * SQL as Fluss documents it; queries (and the query part of INSERT) stay raw text for DuckDB.
+ */
+import type { TableDescriptor } from '../../common/schema.js';
+
+/** A table as written: `table` or `database.table`; without a database the current one applies. */
+export interface TableName {
+  database?: string;
+  table: string;
+}
+
+/** Partition key → value, in the order written, e.g. `PARTITION (dt = '2024-01-01')`. */
+export type PartitionSpec = Record<string, string>;
+
+export type Statement =
+  | { kind: 'createDatabase'; database: string; ifNotExists: boolean; comment?: string }
+  | { kind: 'dropDatabase'; database: string; ifExists: boolean; cascade: boolean }
+  | { kind: 'showDatabases' }
+  | { kind: 'useDatabase'; database: string }
+  /** `bucket.num` and `bucket.key` stay in `descriptor.properties`, as written in WITH. */
+  | { kind: 'createTable'; table: TableName; ifNotExists: boolean; descriptor: TableDescriptor }
+  | { kind: 'dropTable'; table: TableName; ifExists: boolean }
+  | { kind: 'showTables'; database?: string }
+  | { kind: 'describeTable'; table: TableName }
+  | { kind: 'showCreateTable'; table: TableName }
+  | { kind: 'alterTableSet'; table: TableName; properties: Record<string, string> }
+  | { kind: 'alterTableReset'; table: TableName; keys: string[] }
+  | { kind: 'addPartition'; table: TableName; ifNotExists: boolean; partition: PartitionSpec }
+  | { kind: 'dropPartition'; table: TableName; ifExists: boolean; partition: PartitionSpec }
+  /** `partition` filters by a prefix of the partition keys when given. */
+  | { kind: 'showPartitions'; table: TableName; partition?: PartitionSpec }
+  /** `query` is the raw `VALUES ...`, `SELECT ...` or `WITH ...` text. */
+  | { kind: 'insert'; table: TableName; columns?: string[]; query: string }
+  /** SELECT, WITH, VALUES, FROM, EXPLAIN or a parenthesised query, as raw text for DuckDB. */
+  | { kind: 'query'; sql: string };
+
+export type StatementKind = Statement['kind'];

@@ -1,0 +1,468 @@
+/**
+ * Recursive-descent parser of Tributary's SQL dialect: Flink SQL DDL as Fluss users know it, plus
+ * INSERT and queries, whose query text is handed on to DuckDB untouched. Keywords are
+ * case-insensitive; identifiers keep the case they are written in.
+ *
+ * Grammar ([x] optional, {x} repeated, | alternatives; `name` = word | quoted; `text` = string):
+ *
+ *   statement   = ( create | drop | show | use | describe | alter | insert | query ) [';']
+ *   create      = CREATE DATABASE [IF NOT EXISTS] name [COMMENT text]
+ *               | CREATE TABLE [IF NOT EXISTS] table '(' element {',' element} ')'
+ *                   [COMMENT text] [PARTITIONED BY names] [WITH options]
+ *   element     = name type [NOT NULL | NULL] [[CONSTRAINT name] PRIMARY KEY NOT ENFORCED] [COMMENT text]
+ *               | [CONSTRAINT name] PRIMARY KEY names NOT ENFORCED
+ *   type        = the tokens up to NOT, NULL, PRIMARY, CONSTRAINT, COMMENT, ',' or ')' outside
+ *                 parentheses and angle brackets, read by `parseDataType`
+ *   drop        = DROP DATABASE [IF EXISTS] name [RESTRICT | CASCADE]
+ *               | DROP TABLE [IF EXISTS] table
+ *   show        = SHOW DATABASES | SHOW TABLES [(FROM | IN) name] | SHOW CREATE TABLE table
+ *               | SHOW PARTITIONS table [PARTITION partition]
+ *   use         = USE name
+ *   describe    = (DESCRIBE | DESC) table
+ *   alter       = ALTER TABLE table ( SET options | RESET '(' text {',' text} ')'
+ *               | ADD [IF NOT EXISTS] PARTITION partition | DROP [IF EXISTS] PARTITION partition )
+ *   insert      = INSERT INTO table [names] query
+ *   query       = (SELECT | WITH | VALUES | FROM | EXPLAIN | '(') <anything, kept as text>
+ *   table       = name ['.' name]
+ *   names       = '(' name {',' name} ')'
+ *   options     = '(' text '=' text {',' text '=' text} ')'
+ *   partition   = '(' name '=' (text | number) {',' name '=' (text | number)} ')'
+ *
+ * Errors are SQL_PARSE_ERROR with `line L, column C: expected ..., found ...`, SQL_UNSUPPORTED for
+ * statements recognised but not supported, and INVALID_TYPE (with the position) for column types.
+ */
+import { TributaryError } from '../../common/errors.js';
+import type { ColumnSpec, TableDescriptor } from '../../common/schema.js';
+import { parseDataType } from '../../common/types.js';
+import type { PartitionSpec, Statement, TableName } from './ast.js';
+import { Lexer, type SourcePosition, type Token } from './lexer.js';
+
+const QUERY_START = new Set(['SELECT', 'WITH', 'VALUES', 'FROM']);
+/** Words that end a column type. */
+const TYPE_END = new Set(['NOT', 'NULL', 'PRIMARY', 'CONSTRAINT', 'COMMENT']);
+/** Statements we recognise but do not run. */
+const UNSUPPORTED = new Set(['UPDATE', 'DELETE', 'MERGE', 'TRUNCATE', 'CALL', 'SET', 'RESET', 'LOAD', 'UNLOAD']);
+
+/**
+ * Parses one statement. `origin` is where `sql` starts inside a larger script (see
+ * `splitStatements`), so that error positions name the script's lines.
+ */
+export function parseStatement(sql: string, origin?: SourcePosition): Statement {
+  return new Parser(new Lexer(sql, origin)).statement();
+}
+
+function describe(t: Token): string {
+  switch (t.kind) {
+    case 'eof':
+      return 'end of input';
+    case 'string':
+      return `string '${t.text}'`;
+    case 'quoted':
+      return `identifier \`${t.text}\``;
+    default:
+      return `'${t.text}'`;
+  }
+}
+
+class Parser {
+  constructor(private readonly lx: Lexer) {}
+
+  statement(): Statement {
+    const t = this.lx.peek();
+    if (t.kind === 'eof') throw this.error(t, 'empty statement');
+    if ((t.kind === 'symbol' && t.text === '(') || QUERY_START.has(t.upper) || t.upper === 'EXPLAIN') {
+      return { kind: 'query', sql: this.restOfStatement(t) };
+    }
+    if (t.kind === 'word') {
+      let s: Statement | undefined;
+      switch (t.upper) {
+        case 'CREATE':
+          s = this.create();
+          break;
+        case 'DROP':
+          s = this.drop();
+          break;
+        case 'SHOW':
+          s = this.show();
+          break;
+        case 'USE':
+          this.lx.next();
+          s = { kind: 'useDatabase', database: this.name('a database name') };
+          break;
+        case 'DESCRIBE':
+        case 'DESC':
+          this.lx.next();
+          s = { kind: 'describeTable', table: this.tableName() };
+          break;
+        case 'ALTER':
+          s = this.alter();
+          break;
+        case 'INSERT':
+          // The query part runs to the end: nothing follows it.
+          return this.insert();
+        default:
+          if (UNSUPPORTED.has(t.upper)) throw this.unsupported(t, `${t.upper} is not supported yet`);
+      }
+      if (s) {
+        this.end();
+        return s;
+      }
+    }
+    throw this.expected(t, 'a statement (SELECT, INSERT, CREATE, DROP, ALTER, SHOW, DESCRIBE or USE)');
+  }
+
+  // --- statements ---------------------------------------------------------------------------
+
+  private create(): Statement {
+    this.lx.next();
+    const what = this.lx.next();
+    if (what.upper === 'DATABASE') {
+      const ifNotExists = this.ifNotExists();
+      const database = this.name('a database name');
+      const comment = this.acceptWord('COMMENT') ? this.text('a comment') : undefined;
+      return { kind: 'createDatabase', database, ifNotExists, ...(comment !== undefined ? { comment } : {}) };
+    }
+    if (what.upper === 'TABLE') return this.createTable();
+    if (what.kind === 'word') throw this.unsupported(what, `CREATE ${what.upper} is not supported`);
+    throw this.expected(what, 'DATABASE or TABLE');
+  }
+
+  private createTable(): Statement {
+    const ifNotExists = this.ifNotExists();
+    const table = this.tableName();
+    const after = this.lx.peek();
+    if (after.upper === 'AS' || after.upper === 'LIKE') throw this.unsupported(after, `CREATE TABLE ... ${after.upper} is not supported yet`);
+    this.symbol('(');
+    const columns: ColumnSpec[] = [];
+    let primaryKey: string[] | undefined;
+    const setPrimaryKey = (at: Token, key: string[]): void => {
+      if (primaryKey) throw this.error(at, 'a table has at most one PRIMARY KEY');
+      primaryKey = key;
+    };
+    do {
+      const t = this.lx.peek();
+      if (t.upper === 'PRIMARY' || t.upper === 'CONSTRAINT') {
+        this.constraintName();
+        this.word('PRIMARY');
+        this.word('KEY');
+        const key = this.names();
+        this.notEnforced();
+        setPrimaryKey(t, key);
+      } else if (t.upper === 'WATERMARK' && this.lx.peek(1).upper === 'FOR') {
+        throw this.unsupported(t, 'WATERMARK is not supported');
+      } else {
+        const column = this.column();
+        if (column.primaryKey) setPrimaryKey(column.primaryKey, [column.spec.name]);
+        columns.push(column.spec);
+      }
+    } while (this.acceptSymbol(','));
+    this.symbol(')');
+    const comment = this.acceptWord('COMMENT') ? this.text('a comment') : undefined;
+    let partitionKeys: string[] | undefined;
+    if (this.acceptWord('PARTITIONED')) {
+      this.word('BY');
+      partitionKeys = this.names();
+    }
+    const properties = this.acceptWord('WITH') ? this.options() : {};
+    const descriptor: TableDescriptor = {
+      columns,
+      ...(primaryKey ? { primaryKey } : {}),
+      ...(partitionKeys ? { partitionKeys } : {}),
+      properties,
+      ...(comment !== undefined ? { comment } : {}),
+    };
+    return { kind: 'createTable', table, ifNotExists, descriptor };
+  }
+
+  /** One column definition; `primaryKey` is the PRIMARY token of an inline key. */
+  private column(): { spec: ColumnSpec; primaryKey?: Token } {
+    const name = this.name('a column name or PRIMARY KEY');
+    const typeStart = this.lx.peek();
+    if (typeStart.upper === 'AS') throw this.unsupported(typeStart, 'computed columns are not supported');
+    const type = this.dataType();
+    let nullable = true;
+    if (this.acceptWord('NOT')) {
+      this.word('NULL');
+      nullable = false;
+    } else this.acceptWord('NULL');
+    let primaryKey: Token | undefined;
+    const t = this.lx.peek();
+    if (t.upper === 'PRIMARY' || t.upper === 'CONSTRAINT') {
+      this.constraintName();
+      primaryKey = this.word('PRIMARY');
+      this.word('KEY');
+      this.notEnforced();
+    }
+    const comment = this.acceptWord('COMMENT') ? this.text('a comment') : undefined;
+    return { spec: { name, type, nullable, ...(comment !== undefined ? { comment } : {}) }, ...(primaryKey ? { primaryKey } : {}) };
+  }
+
+  /** Collects the type's tokens (see the grammar) and reads them with `parseDataType`. */
+  private dataType(): ColumnSpec['type'] {
+    const first = this.lx.peek();
+    if (first.kind !== 'word') throw this.expected(first, 'a column type');
+    let text = '';
+    let depth = 0;
+    let prev = '';
+    for (;;) {
+      const t = this.lx.peek();
+      if (t.kind === 'eof') break;
+      if (depth === 0 && (TYPE_END.has(t.upper) || (t.kind === 'symbol' && (t.text === ',' || t.text === ')')))) break;
+      this.lx.next();
+      const raw = this.lx.source.slice(t.start, t.end);
+      if (raw === '(' || raw === '<') depth++;
+      else if ((raw === ')' || raw === '>') && depth > 0) depth--;
+      // Canonical spacing, e.g. `DECIMAL(10, 2)` and `ARRAY<INT>`, whatever the input's spacing.
+      const tight = raw === '(' || raw === ')' || raw === ',' || raw === '<' || raw === '>' || prev === '(' || prev === '<' || text === '';
+      text += (tight ? '' : ' ') + raw;
+      prev = raw;
+    }
+    try {
+      return parseDataType(text);
+    } catch (err) {
+      if (err instanceof TributaryError) throw new TributaryError(err.errorName, `${this.lx.where(first.start)}: ${err.message}`);
+      throw err;
+    }
+  }
+
+  private constraintName(): void {
+    if (this.acceptWord('CONSTRAINT')) this.name('a constraint name');
+  }
+
+  /** Flink enforces no key constraint, so a key must say so (Flink rejects it otherwise). */
+  private notEnforced(): void {
+    const t = this.lx.peek();
+    if (t.upper === 'NOT') {
+      this.lx.next();
+      this.word('ENFORCED');
+    } else if (t.upper === 'ENFORCED') {
+      throw this.unsupported(t, 'ENFORCED primary keys are not supported: declare the key NOT ENFORCED');
+    } else {
+      throw this.error(t, `PRIMARY KEY must be declared NOT ENFORCED: add NOT ENFORCED after the key columns (found ${describe(t)})`);
+    }
+  }
+
+  private drop(): Statement {
+    this.lx.next();
+    const what = this.lx.next();
+    if (what.upper === 'DATABASE') {
+      const ifExists = this.ifExists();
+      const database = this.name('a database name');
+      let cascade = false;
+      if (this.acceptWord('CASCADE')) cascade = true;
+      else this.acceptWord('RESTRICT');
+      return { kind: 'dropDatabase', database, ifExists, cascade };
+    }
+    if (what.upper === 'TABLE') {
+      const ifExists = this.ifExists();
+      return { kind: 'dropTable', table: this.tableName(), ifExists };
+    }
+    if (what.kind === 'word') throw this.unsupported(what, `DROP ${what.upper} is not supported`);
+    throw this.expected(what, 'DATABASE or TABLE');
+  }
+
+  private show(): Statement {
+    this.lx.next();
+    const what = this.lx.next();
+    switch (what.upper) {
+      case 'DATABASES':
+        return { kind: 'showDatabases' };
+      case 'TABLES': {
+        if (this.acceptWord('FROM') || this.acceptWord('IN')) return { kind: 'showTables', database: this.name('a database name') };
+        return { kind: 'showTables' };
+      }
+      case 'CREATE':
+        this.word('TABLE');
+        return { kind: 'showCreateTable', table: this.tableName() };
+      case 'PARTITIONS': {
+        const table = this.tableName();
+        if (this.acceptWord('PARTITION')) return { kind: 'showPartitions', table, partition: this.partitionSpec() };
+        return { kind: 'showPartitions', table };
+      }
+      default:
+        if (what.kind === 'word') throw this.unsupported(what, `SHOW ${what.upper} is not supported`);
+        throw this.expected(what, 'DATABASES, TABLES, PARTITIONS or CREATE TABLE');
+    }
+  }
+
+  private alter(): Statement {
+    this.lx.next();
+    const what = this.lx.next();
+    if (what.upper !== 'TABLE') {
+      if (what.kind === 'word') throw this.unsupported(what, `ALTER ${what.upper} is not supported`);
+      throw this.expected(what, 'TABLE');
+    }
+    const table = this.tableName();
+    const action = this.lx.next();
+    switch (action.upper) {
+      case 'SET':
+        return { kind: 'alterTableSet', table, properties: this.options() };
+      case 'RESET': {
+        this.symbol('(');
+        const keys: string[] = [];
+        do keys.push(this.text('an option key')); while (this.acceptSymbol(','));
+        this.symbol(')');
+        return { kind: 'alterTableReset', table, keys };
+      }
+      case 'ADD':
+      case 'DROP': {
+        const adding = action.upper === 'ADD';
+        const t = this.lx.peek();
+        if (t.upper !== 'PARTITION' && t.upper !== 'IF') throw this.unsupported(t, `ALTER TABLE ... ${action.upper} ${t.kind === 'word' ? `${t.upper} ` : ''}is not supported yet`);
+        const condition = adding ? this.ifNotExists() : this.ifExists();
+        this.word('PARTITION');
+        const partition = this.partitionSpec();
+        return adding
+          ? { kind: 'addPartition', table, ifNotExists: condition, partition }
+          : { kind: 'dropPartition', table, ifExists: condition, partition };
+      }
+      default:
+        if (action.kind === 'word') throw this.unsupported(action, `ALTER TABLE ... ${action.upper} is not supported`);
+        throw this.expected(action, 'SET, RESET, ADD PARTITION or DROP PARTITION');
+    }
+  }
+
+  private insert(): Statement {
+    this.lx.next();
+    const into = this.lx.next();
+    if (into.upper === 'OVERWRITE') throw this.unsupported(into, 'INSERT OVERWRITE is not supported');
+    if (into.upper !== 'INTO') throw this.expected(into, 'INTO');
+    const table = this.tableName();
+    let columns: string[] | undefined;
+    if (this.isSymbol(this.lx.peek(), '(') && !this.startsQuery(this.lx.peek(1))) columns = this.names();
+    const q = this.lx.peek();
+    if (!this.startsQuery(q)) throw this.expected(q, 'VALUES, SELECT or WITH');
+    return { kind: 'insert', table, ...(columns ? { columns } : {}), query: this.restOfStatement(q) };
+  }
+
+  // --- pieces -------------------------------------------------------------------------------
+
+  private startsQuery(t: Token): boolean {
+    return QUERY_START.has(t.upper) || this.isSymbol(t, '(');
+  }
+
+  /** The source from `from` to the end, less a trailing `;` and blanks. */
+  private restOfStatement(from: Token): string {
+    return this.lx.source.slice(from.start).replace(/[\s;]+$/, '');
+  }
+
+  private tableName(): TableName {
+    const first = this.name('a table name');
+    if (!this.acceptSymbol('.')) return { table: first };
+    const table = this.name('a table name');
+    const t = this.lx.peek();
+    if (this.isSymbol(t, '.')) throw this.error(t, 'a table name has at most two parts: database.table');
+    return { database: first, table };
+  }
+
+  private names(): string[] {
+    this.symbol('(');
+    const out: string[] = [];
+    do out.push(this.name('a column name')); while (this.acceptSymbol(','));
+    this.symbol(')');
+    return out;
+  }
+
+  private options(): Record<string, string> {
+    const out: Record<string, string> = {};
+    this.symbol('(');
+    do {
+      const at = this.lx.peek();
+      const key = this.text("an option key (options are written 'key' = 'value')");
+      this.symbol('=');
+      const value = this.text("an option value (options are written 'key' = 'value')");
+      if (Object.hasOwn(out, key)) throw this.error(at, `option '${key}' is given twice`);
+      out[key] = value;
+    } while (this.acceptSymbol(','));
+    this.symbol(')');
+    return out;
+  }
+
+  private partitionSpec(): PartitionSpec {
+    const out: PartitionSpec = {};
+    this.symbol('(');
+    do {
+      const at = this.lx.peek();
+      const key = this.name('a partition key');
+      this.symbol('=');
+      const v = this.lx.next();
+      if (v.kind !== 'string' && v.kind !== 'number') throw this.expected(v, 'a partition value');
+      if (Object.hasOwn(out, key)) throw this.error(at, `partition key '${key}' is given twice`);
+      out[key] = v.text;
+    } while (this.acceptSymbol(','));
+    this.symbol(')');
+    return out;
+  }
+
+  private ifNotExists(): boolean {
+    if (!this.acceptWord('IF')) return false;
+    this.word('NOT');
+    this.word('EXISTS');
+    return true;
+  }
+
+  private ifExists(): boolean {
+    if (!this.acceptWord('IF')) return false;
+    this.word('EXISTS');
+    return true;
+  }
+
+  private end(): void {
+    this.acceptSymbol(';');
+    const t = this.lx.peek();
+    if (t.kind !== 'eof') throw this.expected(t, 'end of statement');
+  }
+
+  // --- tokens -------------------------------------------------------------------------------
+
+  private name(what: string): string {
+    const t = this.lx.next();
+    if (t.kind !== 'word' && t.kind !== 'quoted') throw this.expected(t, what);
+    return t.text;
+  }
+
+  private text(what: string): string {
+    const t = this.lx.next();
+    if (t.kind !== 'string') throw this.expected(t, what);
+    return t.text;
+  }
+
+  private word(keyword: string): Token {
+    const t = this.lx.next();
+    if (t.upper !== keyword) throw this.expected(t, keyword);
+    return t;
+  }
+
+  private acceptWord(keyword: string): boolean {
+    if (this.lx.peek().upper !== keyword) return false;
+    this.lx.next();
+    return true;
+  }
+
+  private isSymbol(t: Token, c: string): boolean {
+    return t.kind === 'symbol' && t.text === c;
+  }
+
+  private symbol(c: string): void {
+    const t = this.lx.next();
+    if (!this.isSymbol(t, c)) throw this.expected(t, `'${c}'`);
+  }
+
+  private acceptSymbol(c: string): boolean {
+    if (!this.isSymbol(this.lx.peek(), c)) return false;
+    this.lx.next();
+    return true;
+  }
+
+  private error(t: Token, message: string): TributaryError {
+    return new TributaryError('SQL_PARSE_ERROR', `${this.lx.where(t.start)}: ${message}`);
+  }
+
+  private expected(t: Token, what: string): TributaryError {
+    return this.error(t, `expected ${what}, found ${describe(t)}`);
+  }
+
+  private unsupported(t: Token, message: string): TributaryError {
+    return new TributaryError('SQL_UNSUPPORTED', `${this.lx.where(t.start)}: ${message}`);
+  }
+}

@@ -1,0 +1,264 @@
+import assert from 'node:assert/strict';
+import { before, describe, it } from 'node:test';
+import * as arrow from 'apache-arrow';
+import { buildSchema } from '../common/schema.js';
+import { type Row, Timestamp } from '../common/values.js';
+import { decodeArrowPayload, encodeArrowPayload, recordBatchRows } from './arrow-payload.js';
+import { toArrowSchema } from './arrow-schema.js';
+import { ColumnBatchBuilder } from './column-batch-builder.js';
+import { initArrowCompression } from './compression.js';
+import { sampleRows, sampleSchema } from './fixtures/sample.js';
+
+function built(rows: Row[], schema = sampleSchema): arrow.RecordBatch {
+  const b = new ColumnBatchBuilder(schema);
+  for (const r of rows) b.appendRow(r);
+  return b.build();
+}
+
+/** Every buffer of every column, to check that none is shared. */
+function buffersOf(batch: arrow.RecordBatch): ArrayBuffer[] {
+  return batch.data.children.flatMap((d) => [d.values, d.valueOffsets, d.nullBitmap].filter((b) => b && b.byteLength > 0).map((b) => b!.buffer as ArrayBuffer));
+}
+
+before(() => initArrowCompression());
+
+describe('ColumnBatchBuilder', () => {
+  it('builds every type, extremes and nulls included, and reads them back', () => {
+    const batch = built(sampleRows);
+    assert.equal(batch.numRows, sampleRows.length);
+    assert.deepEqual(recordBatchRows(batch, sampleSchema), sampleRows);
+  });
+
+  it('stores values the way Arrow defines them', () => {
+    const batch = built(sampleRows);
+    const col = (name: string): arrow.Data => batch.getChild(name)!.data[0];
+    // Decimal128: little-endian two's complement in four 32-bit words.
+    assert.deepEqual([...col('dec10').values.subarray(0, 4)], [0xabf41c01, 0xfffffffd, 0xffffffff, 0xffffffff]); // -9999999999
+    assert.deepEqual([...col('dec38').values.subarray(12, 16)], [1, 0, 0, 0]); // 1e-10 at scale 10
+    // Microseconds in int64; days in int32; UTF-8 with int32 offsets.
+    assert.equal(col('ts').values[0], -(2n ** 63n));
+    assert.equal(col('ltz').values[1], 1_700_000_000_123_000n);
+    assert.equal(col('t').values[1], 86_399_999_999n);
+    assert.equal(col('d').values[0], -1);
+    assert.equal(batch.getChild('d')!.get(1), Date.UTC(2024, 1, 29));
+    assert.equal(batch.getChild('s')!.get(1), 'héllo wörld, 漢字, 𝄞 😀');
+    assert.equal(batch.getChild('i64')!.get(1), 2n ** 63n - 1n);
+    assert.deepEqual(col('s').valueOffsets.subarray(0, 2), new Int32Array([0, 0]));
+    // Validity: row 2 is the null row; BIGINT (NOT NULL) has no bitmap at all.
+    assert.equal(col('b').nullCount, 1);
+    assert.deepEqual([0, 1, 2, 3].map((i) => col('b').getValid(i)), [true, true, false, true]);
+    assert.equal(col('i64').nullCount, 0);
+    assert.equal(col('i64').nullBitmap?.length ?? 0, 0);
+  });
+
+  it('keeps every column and every batch in memory of its own', () => {
+    const b = new ColumnBatchBuilder(sampleSchema);
+    sampleRows.forEach((r) => b.appendRow(r));
+    const first = b.build();
+    sampleRows.forEach((r) => b.appendRow(r));
+    const second = b.build();
+    const all = [...buffersOf(first), ...buffersOf(second)];
+    assert.equal(new Set(all).size, all.length);
+    assert.deepEqual(recordBatchRows(first, sampleSchema), recordBatchRows(second, sampleSchema));
+  });
+
+  it('builds empty batches', () => {
+    const batch = new ColumnBatchBuilder(sampleSchema).build();
+    assert.equal(batch.numRows, 0);
+    assert.equal(batch.numCols, sampleSchema.columns.length);
+    for (const compression of ['NONE', 'ZSTD', 'LZ4_FRAME'] as const) {
+      assert.equal(decodeArrowPayload(toArrowSchema(sampleSchema), encodeArrowPayload(batch, compression)).numRows, 0);
+    }
+  });
+
+  it('builds columns that are all null, across bitmap byte boundaries', () => {
+    const rows: Row[] = Array.from({ length: 19 }, (_, i) => ({ i64: BigInt(i) }));
+    const batch = built(rows);
+    for (const name of ['b', 's', 'dec38', 'bin', 'ts']) assert.equal(batch.getChild(name)!.nullCount, 19, name);
+    const expected = rows.map((r) => Object.fromEntries(sampleSchema.columns.map((c) => [c.name, r[c.name] ?? null])));
+    assert.deepEqual(recordBatchRows(decodeArrowPayload(toArrowSchema(sampleSchema), encodeArrowPayload(batch, 'NONE')), sampleSchema), expected);
+  });
+
+  it('starts a bitmap at the first null after many values', () => {
+    const schema = buildSchema([{ name: 'v', type: 'INT' }]);
+    const values = Array.from({ length: 100 }, (_, i) => (i === 77 || i === 99 ? null : i));
+    const batch = built(values.map((v) => ({ v })), schema);
+    assert.deepEqual([...batch.getChild('v')!], values);
+  });
+
+  it('converts user values as appendRow documents (truncating to the column precision)', () => {
+    const schema = buildSchema([
+      { name: 'ts', type: 'TIMESTAMP(3)' },
+      { name: 't', type: 'TIME(0)' },
+      { name: 'dec', type: 'DECIMAL(5, 2)' },
+      { name: 'd', type: 'DATE' },
+    ]);
+    const batch = built([{ ts: '2024-01-02 03:04:05.678912', t: '01:02:03.999', dec: 12.5, d: new Date(Date.UTC(2000, 0, 1)) }], schema);
+    assert.deepEqual(recordBatchRows(batch, schema), [{ ts: Timestamp.parse('2024-01-02T03:04:05.678Z'), t: '01:02:03', dec: '12.50', d: '2000-01-01' }]);
+  });
+
+  it('rejects bad rows with INVALID_ROW and keeps what it had', () => {
+    const b = new ColumnBatchBuilder(sampleSchema);
+    b.appendRow(sampleRows[0]);
+    const size = b.estimatedSizeInBytes;
+    const bad: Row[] = [
+      { ...sampleRows[1], i64: null }, // NOT NULL
+      { ...sampleRows[1], nope: 1 }, // unknown column
+      { ...sampleRows[1], i8: 128 }, // out of range, after columns that were fine
+      { ...sampleRows[1], ltz: 'yesterday' },
+      { ...sampleRows[1], dec10: '123456789.1' }, // too many digits
+      { ...sampleRows[1], c: 'abcde' }, // longer than CHAR(4)
+      { ...sampleRows[1], bin: new Uint8Array(4) }, // not BINARY(3)
+    ];
+    for (const row of bad) assert.throws(() => b.appendRow(row), { errorName: 'INVALID_ROW' }, JSON.stringify(Object.keys(row)));
+    assert.throws(() => b.appendRow(null as unknown as Row), { errorName: 'INVALID_ROW' });
+    assert.equal(b.rowCount, 1);
+    assert.equal(b.estimatedSizeInBytes, size);
+    b.appendRow(sampleRows[1]);
+    assert.deepEqual(recordBatchRows(b.build(), sampleSchema), sampleRows.slice(0, 2));
+  });
+
+  it('appends internal rows as given', () => {
+    const schema = buildSchema([{ name: 'dec', type: 'DECIMAL(20, 2)' }, { name: 't', type: 'TIME(6)' }, { name: 's', type: 'STRING' }]);
+    const b = new ColumnBatchBuilder(schema);
+    b.appendInternalRow([-12345n, 1_000_001, 'a']);
+    b.appendInternalRow([null, null, null]);
+    assert.throws(() => b.appendInternalRow([1n]), { errorName: 'INVALID_ROW' });
+    assert.deepEqual(recordBatchRows(b.build(), schema), [
+      { dec: '-123.45', t: '00:00:01.000001', s: 'a' },
+      { dec: null, t: null, s: null },
+    ]);
+  });
+
+  it('estimates the uncompressed payload size', () => {
+    const b = new ColumnBatchBuilder(sampleSchema);
+    let last = b.estimatedSizeInBytes;
+    for (let i = 0; i < 500; i++) {
+      b.appendRow(sampleRows[i % sampleRows.length]);
+      assert.ok(b.estimatedSizeInBytes >= last);
+      last = b.estimatedSizeInBytes;
+    }
+    const actual = encodeArrowPayload(b.build(), 'NONE').length;
+    assert.ok(Math.abs(last - actual) <= actual * 0.05, `estimated ${last}, encoded ${actual}`);
+    assert.ok(b.estimatedSizeInBytes < 2000, 'the estimate restarts with the batch');
+  });
+});
+
+describe('ColumnBatchBuilder.appendColumns', () => {
+  const schema = buildSchema([
+    { name: 'id', type: 'BIGINT', nullable: false },
+    { name: 'x', type: 'DOUBLE' },
+    { name: 'day', type: 'DATE' },
+    { name: 'ts', type: 'TIMESTAMP_LTZ(6)' },
+    { name: 'name', type: 'STRING' },
+  ]);
+
+  it('copies typed arrays of the column type and converts plain arrays of user values', () => {
+    const b = new ColumnBatchBuilder(schema);
+    b.appendRow({ id: 0n, name: 'first' });
+    b.appendColumns({
+      id: new BigInt64Array([1n, 2n, 3n]),
+      x: new Float64Array([0.5, -1, Number.NaN]),
+      day: new Int32Array([0, 1, -1]),
+      ts: new BigInt64Array([1n, -1n, 2n ** 62n]),
+      name: ['a', null, 'ü'],
+    });
+    b.appendColumns({ id: [4, '5'], x: [1.25, null], ts: ['1970-01-01T00:00:00.000001Z', null] });
+    assert.deepEqual(recordBatchRows(b.build(), schema), [
+      { id: 0n, x: null, day: null, ts: null, name: 'first' },
+      { id: 1n, x: 0.5, day: '1970-01-01', ts: new Timestamp(1n), name: 'a' },
+      { id: 2n, x: -1, day: '1970-01-02', ts: new Timestamp(-1n), name: null },
+      { id: 3n, x: Number.NaN, day: '1969-12-31', ts: new Timestamp(2n ** 62n), name: 'ü' },
+      { id: 4n, x: 1.25, day: null, ts: new Timestamp(1n), name: null },
+      { id: 5n, x: null, day: null, ts: null, name: null },
+    ]);
+  });
+
+  it('copies Arrow vectors of the column type, nulls included', () => {
+    const source = new ColumnBatchBuilder(schema);
+    sampleNames().forEach((name, i) => source.appendRow({ id: BigInt(i), name, ts: i % 2 ? null : BigInt(i) }));
+    const batch = source.build();
+    const b = new ColumnBatchBuilder(schema);
+    b.appendColumns({ id: batch.getChild('id')!, ts: batch.getChild('ts')!, name: batch.getChild('name')! });
+    assert.deepEqual(recordBatchRows(b.build(), schema), recordBatchRows(batch, schema));
+  });
+
+  it('rejects what does not fit and appends nothing then', () => {
+    const b = new ColumnBatchBuilder(schema);
+    b.appendRow({ id: 9n });
+    const cases: Record<string, ArrayLike<unknown> | arrow.Vector>[] = [
+      { id: [1n, 2n], name: ['a'] }, // lengths differ
+      { x: [1] }, // NOT NULL id missing
+      { id: [1n], nope: [1] },
+      { id: [1n, 2n], x: [1, 'two'] },
+      { id: [1n, null] },
+      { id: new Int32Array([1]) }, // not BIGINT's own array, and INT values are fine as user values...
+      { id: arrow.vectorFromArray([1, 2], new arrow.Int32()) }, // ...but an Arrow vector must have the column type
+      { id: arrow.vectorFromArray([1n, null], new arrow.Int64()) }, // nulls in a NOT NULL column
+    ];
+    const errors = cases.map((c) => {
+      try {
+        b.appendColumns(c);
+        return 'appended';
+      } catch (err) {
+        return (err as { errorName?: string }).errorName;
+      }
+    });
+    assert.deepEqual(errors, ['INVALID_ROW', 'INVALID_ROW', 'INVALID_ROW', 'INVALID_ROW', 'INVALID_ROW', 'appended', 'INVALID_ROW', 'INVALID_ROW']);
+    assert.equal(b.rowCount, 2);
+    assert.deepEqual(recordBatchRows(b.build(), schema).map((r) => r.id), [9n, 1n]);
+  });
+});
+
+function sampleNames(): (string | null)[] {
+  return ['a', null, '', 'ünïcödé', 'x'.repeat(100), null, 'z', '漢', 'q', 'last'];
+}
+
+describe('ColumnBatchBuilder.appendRecordBatch', () => {
+  it('appends decoded batches and slices of them', () => {
+    const full = built(sampleRows);
+    const b = new ColumnBatchBuilder(sampleSchema);
+    b.appendRecordBatch(decodeArrowPayload(toArrowSchema(sampleSchema), encodeArrowPayload(full, 'ZSTD')));
+    b.appendRecordBatch(full.slice(1, 4)); // offsets into bits, validity and string offsets
+    b.appendRecordBatch(full.slice(3, 4));
+    assert.deepEqual(recordBatchRows(b.build(), sampleSchema), [...sampleRows, ...sampleRows.slice(1, 4), sampleRows[3]]);
+    assert.deepEqual(recordBatchRows(full.slice(1, 4), sampleSchema), sampleRows.slice(1, 4));
+  });
+
+  it('appends batches built elsewhere with the same Arrow types', () => {
+    const schema = buildSchema([{ name: 'id', type: 'BIGINT' }, { name: 'ts', type: 'TIMESTAMP(6)' }, { name: 'ok', type: 'BOOLEAN' }]);
+    const batch = new arrow.RecordBatch({
+      id: arrow.vectorFromArray([1n, null, 3n], new arrow.Int64()).data[0],
+      ts: arrow.makeData({ type: new arrow.TimestampMicrosecond(), length: 3, data: new BigInt64Array([5n, 6n, 7n]) }),
+      ok: arrow.vectorFromArray([true, false, null], new arrow.Bool()).data[0],
+    });
+    const b = new ColumnBatchBuilder(schema);
+    b.appendRecordBatch(batch);
+    assert.deepEqual(recordBatchRows(b.build(), schema), [
+      { id: 1n, ts: new Timestamp(5n), ok: true },
+      { id: null, ts: new Timestamp(6n), ok: false },
+      { id: 3n, ts: new Timestamp(7n), ok: null },
+    ]);
+  });
+
+  it('rejects batches whose columns differ from the schema', () => {
+    const schema = buildSchema([{ name: 'id', type: 'BIGINT', nullable: false }, { name: 'name', type: 'STRING' }]);
+    const b = new ColumnBatchBuilder(schema);
+    const data = <T extends arrow.DataType>(values: unknown[], type: T): arrow.Data<T> => arrow.vectorFromArray(values, type).data[0];
+    const id = data([1n], new arrow.Int64());
+    const name = data(['a'], new arrow.Utf8());
+    const bad = [
+      new arrow.RecordBatch({ id }),
+      new arrow.RecordBatch({ name, id }),
+      new arrow.RecordBatch({ id, label: name }),
+      new arrow.RecordBatch({ id: data([1], new arrow.Int32()), name }),
+      new arrow.RecordBatch({ id, name: data(['a'], new arrow.LargeUtf8()) }),
+      new arrow.RecordBatch({ id: data([null], new arrow.Int64()), name }),
+    ];
+    for (const batch of bad) assert.throws(() => b.appendRecordBatch(batch), { errorName: 'INVALID_ROW' }, batch.schema.toString());
+    assert.throws(() => b.appendRecordBatch(bad[3]), /column 'id' \(BIGINT\) needs Arrow type Int64, got Int32/);
+    assert.equal(b.rowCount, 0);
+    b.appendRecordBatch(new arrow.RecordBatch({ id, name }));
+    assert.deepEqual(recordBatchRows(b.build(), schema), [{ id: 1n, name: 'a' }]);
+  });
+});

@@ -1,0 +1,468 @@
+/**
+ * Builds the Arrow record batches of a table schema from rows, columns or other Arrow batches,
+ * ready for `encodeArrowPayload`.
+ *
+ * Every column keeps its values in typed arrays of its own that grow by doubling: bits for BOOLEAN,
+ * Int8…Int64 / Float32 / Float64 / Int32 days for fixed widths, two int64 words per DECIMAL (low
+ * word first: the little-endian 128-bit two's complement Arrow wants), int32 offsets plus UTF-8 or
+ * raw bytes for strings and binaries, and a validity bitmap only once a null shows up. `build()`
+ * hands those arrays to the batch and starts afresh, so no two columns or batches share memory
+ * (apache-arrow's IPC writer corrupts streams whose columns do).
+ *
+ * Appends are all-or-nothing: a value that does not fit its column throws INVALID_ROW and leaves
+ * the builder as it was.
+ */
+import * as arrow from 'apache-arrow';
+import { TributaryError } from '../common/errors.js';
+import type { Column, Schema } from '../common/schema.js';
+import { formatDataType } from '../common/types.js';
+import { type Row, toInternal } from '../common/values.js';
+import { align8 } from './arrow-payload.js';
+import { sameArrowType, toArrowSchema } from './arrow-schema.js';
+
+/** Estimated IPC framing and metadata of a payload, and per column (field node and buffer entries). */
+const MESSAGE_OVERHEAD = 96;
+const COLUMN_OVERHEAD = 64;
+const MAX_VAR_BYTES = 0x7fffffff;
+
+type FixedArray = Int8Array | Int16Array | Int32Array | Float32Array | Float64Array | BigInt64Array;
+type FixedArrayConstructor = { new (length: number): FixedArray; readonly BYTES_PER_ELEMENT: number };
+
+/** `arr`, or a copy at least `needed` long (doubling) when it is shorter. */
+function grown<T extends Uint8Array | Int32Array | FixedArray>(arr: T, needed: number): T {
+  if (needed <= arr.length) return arr;
+  const next = new (arr.constructor as new (length: number) => T)(Math.max(needed, arr.length * 2, 64));
+  (next as Uint8Array).set(arr as Uint8Array);
+  return next;
+}
+
+function setBit(bits: Uint8Array, i: number): void {
+  bits[i >> 3] |= 1 << (i & 7);
+}
+
+function bitAt(bits: Uint8Array, i: number): boolean {
+  return (bits[i >> 3] & (1 << (i & 7))) !== 0;
+}
+
+/** The first `byteLength` bytes of a typed array. */
+function bytesOf(values: ArrayBufferView, byteLength: number): Uint8Array {
+  return new Uint8Array(values.buffer, values.byteOffset, byteLength);
+}
+
+abstract class ColumnAppender {
+  length = 0;
+  nullCount = 0;
+  /** Allocated at the first null; bit i set = value i present. */
+  private validity: Uint8Array | null = null;
+
+  constructor(readonly type: arrow.DataType) {}
+
+  appendNull(): void {
+    this.validityFor(1); // the new bit stays 0
+    this.pushNull();
+    this.nullCount++;
+    this.length++;
+  }
+
+  /** Appends an internal value (values.ts), already checked against the column. */
+  append(value: unknown): void {
+    if (this.validity) setBit(this.validityFor(1), this.length);
+    this.pushValue(value);
+    this.length++;
+  }
+
+  /** Appends the values of an Arrow column of this column's type (checked by the caller). */
+  appendData(data: arrow.Data): void {
+    const n = data.length;
+    if (data.nullCount > 0) {
+      const validity = this.validityFor(n);
+      for (let i = 0; i < n; i++) {
+        if (bitAt(data.nullBitmap, data.offset + i)) setBit(validity, this.length + i);
+      }
+      this.nullCount += data.nullCount;
+    } else {
+      this.markPresent(n);
+    }
+    this.pushData(data);
+    this.length += n;
+  }
+
+  /** Marks `count` values from the current length on as present, when the column has a bitmap. */
+  protected markPresent(count: number): void {
+    if (!this.validity) return;
+    const validity = this.validityFor(count);
+    for (let i = 0; i < count; i++) setBit(validity, this.length + i);
+  }
+
+  /** The bitmap, started (all present so far) or grown to hold `count` more values. */
+  private validityFor(count: number): Uint8Array {
+    if (!this.validity) {
+      const bits = new Uint8Array(Math.max(8, ((this.length + count + 7) >> 3) * 2));
+      bits.fill(0xff, 0, this.length >> 3);
+      if (this.length & 7) bits[this.length >> 3] = (1 << (this.length & 7)) - 1;
+      this.validity = bits;
+    }
+    this.validity = grown(this.validity, (this.length + count + 7) >> 3);
+    return this.validity;
+  }
+
+  /** Bytes this column adds to an uncompressed payload body. */
+  byteSize(): number {
+    return (this.nullCount > 0 ? align8((this.length + 7) >> 3) : 0) + this.valuesByteSize();
+  }
+
+  /** The column as Arrow data; the appender starts afresh. */
+  finish(): arrow.Data {
+    const nullBitmap = this.nullCount > 0 ? this.validity!.subarray(0, (this.length + 7) >> 3) : undefined;
+    const data = this.finishValues(this.length, this.nullCount, nullBitmap);
+    this.length = 0;
+    this.nullCount = 0;
+    this.validity = null;
+    return data;
+  }
+
+  protected abstract pushNull(): void;
+  protected abstract pushValue(value: unknown): void;
+  protected abstract pushData(data: arrow.Data): void;
+  protected abstract valuesByteSize(): number;
+  protected abstract finishValues(length: number, nullCount: number, nullBitmap: Uint8Array | undefined): arrow.Data;
+}
+
+class BoolColumn extends ColumnAppender {
+  private bits = new Uint8Array(0);
+
+  protected pushNull(): void {
+    this.bits = grown(this.bits, (this.length + 8) >> 3);
+  }
+
+  protected pushValue(value: unknown): void {
+    this.bits = grown(this.bits, (this.length + 8) >> 3);
+    if (value) setBit(this.bits, this.length);
+  }
+
+  protected pushData(data: arrow.Data): void {
+    this.bits = grown(this.bits, (this.length + data.length + 7) >> 3);
+    for (let i = 0; i < data.length; i++) {
+      if (bitAt(data.values, data.offset + i)) setBit(this.bits, this.length + i);
+    }
+  }
+
+  protected valuesByteSize(): number {
+    return align8((this.length + 7) >> 3);
+  }
+
+  protected finishValues(length: number, nullCount: number, nullBitmap: Uint8Array | undefined): arrow.Data {
+    const data = arrow.makeData({ type: this.type as arrow.Bool, length, nullCount, nullBitmap, data: grown(this.bits, (length + 7) >> 3).subarray(0, (length + 7) >> 3) });
+    this.bits = new Uint8Array(0);
+    return data;
+  }
+}
+
+/** Fixed-width values: `width` elements of `values` per value. */
+class FixedColumn extends ColumnAppender {
+  private values: FixedArray;
+  private readonly valueBytes: number;
+
+  constructor(
+    type: arrow.DataType,
+    private readonly ArrayType: FixedArrayConstructor,
+    private readonly width: number,
+    private readonly store: (values: FixedArray, index: number, value: unknown) => void,
+    /** The typed array whose elements are this column's internal values, if any (bulk copies). */
+    private readonly NativeInput?: FixedArrayConstructor,
+  ) {
+    super(type);
+    this.values = new ArrayType(0);
+    this.valueBytes = width * ArrayType.BYTES_PER_ELEMENT;
+  }
+
+  /** Whether `values` is the typed array of this column's internal values, copied as they are. */
+  takesTypedArray(values: unknown): values is FixedArray {
+    return this.NativeInput !== undefined && values instanceof this.NativeInput;
+  }
+
+  /** Appends values given as `takesTypedArray` says (no nulls). */
+  appendTypedArray(values: FixedArray): void {
+    this.markPresent(values.length);
+    this.pushBytes(bytesOf(values, values.byteLength));
+    this.length += values.length;
+  }
+
+  protected pushNull(): void {
+    this.values = grown(this.values, (this.length + 1) * this.width);
+  }
+
+  protected pushValue(value: unknown): void {
+    this.values = grown(this.values, (this.length + 1) * this.width);
+    this.store(this.values, this.length, value);
+  }
+
+  private pushBytes(bytes: Uint8Array): void {
+    const count = bytes.length / this.valueBytes;
+    this.values = grown(this.values, (this.length + count) * this.width);
+    bytesOf(this.values, this.values.byteLength).set(bytes, this.length * this.valueBytes);
+  }
+
+  protected pushData(data: arrow.Data): void {
+    this.pushBytes(bytesOf(data.values, data.length * this.valueBytes));
+  }
+
+  protected valuesByteSize(): number {
+    return align8(this.length * this.valueBytes);
+  }
+
+  protected finishValues(length: number, nullCount: number, nullBitmap: Uint8Array | undefined): arrow.Data {
+    const values = this.values.subarray(0, length * this.width);
+    this.values = new this.ArrayType(0);
+    // makeData views the bytes with the type's own array (Uint32 words for decimals).
+    return arrow.makeData({ type: this.type as arrow.Int, length, nullCount, nullBitmap, data: values as Int32Array });
+  }
+}
+
+/** Utf8 and Binary: int32 offsets into one byte array. */
+class VarBinaryColumn extends ColumnAppender {
+  private offsets = new Int32Array(1);
+  private bytes: Buffer = Buffer.alloc(0);
+  private end = 0;
+
+  private reserve(values: number, bytes: number): void {
+    if (this.end + bytes > MAX_VAR_BYTES) throw new TributaryError('RECORD_TOO_LARGE_EXCEPTION', `column of type ${String(this.type)} would exceed ${MAX_VAR_BYTES} bytes in one batch`);
+    this.offsets = grown(this.offsets, this.length + values + 1);
+    if (this.end + bytes > this.bytes.length) {
+      // Buffer.alloc, never the shared pool of allocUnsafe: the bytes must be this column's own.
+      const next = Buffer.alloc(Math.max(this.end + bytes, this.bytes.length * 2, 1024));
+      this.bytes.copy(next, 0, 0, this.end);
+      this.bytes = next;
+    }
+  }
+
+  protected pushNull(): void {
+    this.reserve(1, 0);
+    this.offsets[this.length + 1] = this.end;
+  }
+
+  protected pushValue(value: unknown): void {
+    if (typeof value === 'string') {
+      this.reserve(1, value.length * 3); // UTF-8 needs at most 3 bytes per UTF-16 unit
+      this.end += this.bytes.write(value, this.end, 'utf8');
+    } else {
+      const bytes = value as Uint8Array;
+      this.reserve(1, bytes.length);
+      this.bytes.set(bytes, this.end);
+      this.end += bytes.length;
+    }
+    this.offsets[this.length + 1] = this.end;
+  }
+
+  protected pushData(data: arrow.Data): void {
+    const n = data.length;
+    const source = data.valueOffsets as Int32Array;
+    const first = source[0];
+    const size = source[n] - first;
+    this.reserve(n, size);
+    this.bytes.set((data.values as Uint8Array).subarray(first, first + size), this.end);
+    const shift = this.end - first;
+    for (let i = 1; i <= n; i++) this.offsets[this.length + i] = source[i] + shift;
+    this.end += size;
+  }
+
+  protected valuesByteSize(): number {
+    return align8(4 * (this.length + 1)) + align8(this.end);
+  }
+
+  protected finishValues(length: number, nullCount: number, nullBitmap: Uint8Array | undefined): arrow.Data {
+    const data = arrow.makeData({
+      type: this.type as arrow.Utf8,
+      length,
+      nullCount,
+      nullBitmap,
+      valueOffsets: this.offsets.subarray(0, length + 1),
+      data: new Uint8Array(this.bytes.buffer, this.bytes.byteOffset, this.end),
+    });
+    this.offsets = new Int32Array(1);
+    this.bytes = Buffer.alloc(0);
+    this.end = 0;
+    return data;
+  }
+}
+
+const storeNumber = (values: FixedArray, i: number, v: unknown): void => {
+  values[i] = v as number;
+};
+const storeBigInt = (values: FixedArray, i: number, v: unknown): void => {
+  values[i] = v as bigint;
+};
+const storeMicrosOfDay = (values: FixedArray, i: number, v: unknown): void => {
+  values[i] = BigInt(v as number);
+};
+/** BigInt64Array keeps the low 64 bits of what it is given: the low word, then the sign-extended high word. */
+const storeDecimal128 = (values: FixedArray, i: number, v: unknown): void => {
+  values[2 * i] = v as bigint;
+  values[2 * i + 1] = (v as bigint) >> 64n;
+};
+
+function columnAppender(column: Column, type: arrow.DataType): ColumnAppender {
+  const t = column.type;
+  switch (t.kind) {
+    case 'BOOLEAN':
+      return new BoolColumn(type);
+    case 'TINYINT':
+      return new FixedColumn(type, Int8Array, 1, storeNumber, Int8Array);
+    case 'SMALLINT':
+      return new FixedColumn(type, Int16Array, 1, storeNumber, Int16Array);
+    case 'INT':
+    case 'DATE':
+      return new FixedColumn(type, Int32Array, 1, storeNumber, Int32Array);
+    case 'BIGINT':
+      return new FixedColumn(type, BigInt64Array, 1, storeBigInt, BigInt64Array);
+    case 'FLOAT':
+      return new FixedColumn(type, Float32Array, 1, storeNumber, Float32Array);
+    case 'DOUBLE':
+      return new FixedColumn(type, Float64Array, 1, storeNumber, Float64Array);
+    case 'DECIMAL':
+      return new FixedColumn(type, BigInt64Array, 2, storeDecimal128);
+    case 'TIME':
+      return new FixedColumn(type, BigInt64Array, 1, storeMicrosOfDay);
+    case 'TIMESTAMP':
+    case 'TIMESTAMP_LTZ':
+      // Below microsecond precision values must be truncated one by one.
+      return new FixedColumn(type, BigInt64Array, 1, storeBigInt, t.precision === 6 ? BigInt64Array : undefined);
+    case 'CHAR':
+    case 'STRING':
+    case 'BINARY':
+    case 'BYTES':
+      return new VarBinaryColumn(type);
+  }
+}
+
+function invalidRow(message: string): TributaryError {
+  return new TributaryError('INVALID_ROW', message);
+}
+
+export class ColumnBatchBuilder {
+  readonly arrowSchema: arrow.Schema;
+  private readonly appenders: ColumnAppender[];
+  private readonly indexByName = new Map<string, number>();
+  private readonly scratch: unknown[];
+  private rows = 0;
+
+  constructor(readonly schema: Schema) {
+    this.arrowSchema = toArrowSchema(schema);
+    this.appenders = schema.columns.map((c, i) => columnAppender(c, this.arrowSchema.fields[i].type));
+    schema.columns.forEach((c, i) => this.indexByName.set(c.name, i));
+    this.scratch = new Array(schema.columns.length);
+  }
+
+  get rowCount(): number {
+    return this.rows;
+  }
+
+  /** Size of the uncompressed payload `build()` would encode to, metadata estimated. */
+  get estimatedSizeInBytes(): number {
+    let size = MESSAGE_OVERHEAD + COLUMN_OVERHEAD * this.appenders.length;
+    for (const a of this.appenders) size += a.byteSize();
+    return size;
+  }
+
+  /** Appends a row of user values (column name → value, values.ts), checking each against its column. */
+  appendRow(row: Row): void {
+    if (row === null || typeof row !== 'object') throw invalidRow('a row must be an object of column names to values');
+    for (const name in row) {
+      if (!this.indexByName.has(name)) throw invalidRow(`unknown column '${name}'`);
+    }
+    const columns = this.schema.columns;
+    for (let i = 0; i < columns.length; i++) this.scratch[i] = toInternal(columns[i], row[columns[i].name]);
+    this.appendInternalRow(this.scratch);
+  }
+
+  /**
+   * Appends a row of internal values (values.ts) in column order, null for null. The values are
+   * trusted: they must come from `toInternal` or from a batch of the same schema.
+   */
+  appendInternalRow(values: ArrayLike<unknown>): void {
+    if (values.length !== this.appenders.length) throw invalidRow(`a row of ${values.length} values for ${this.appenders.length} columns`);
+    for (let i = 0; i < this.appenders.length; i++) {
+      const v = values[i];
+      if (v === null || v === undefined) this.appenders[i].appendNull();
+      else this.appenders[i].append(v);
+    }
+    this.rows++;
+  }
+
+  /**
+   * Appends columns of equal length by name; columns left out are null. A column is an Arrow
+   * vector of the column's Arrow type, the column's own typed array (Int32Array for INT and DATE,
+   * BigInt64Array for BIGINT and microsecond timestamps, Float64Array for DOUBLE, ...: copied as
+   * is), or any array of user values, checked one by one as `appendRow` does.
+   */
+  appendColumns(columns: Record<string, ArrayLike<unknown> | arrow.Vector>): void {
+    let count: number | undefined;
+    let firstName = '';
+    for (const name in columns) {
+      if (!this.indexByName.has(name)) throw invalidRow(`unknown column '${name}'`);
+      const length = columns[name].length;
+      if (count === undefined) [count, firstName] = [length, name];
+      else if (length !== count) throw invalidRow(`column '${name}' has ${length} values, column '${firstName}' ${count}`);
+    }
+    if (count === undefined || count === 0) return;
+    const n = count;
+    // Check everything before appending anything.
+    const inputs = this.schema.columns.map((column, i): (() => void) => {
+      const appender = this.appenders[i];
+      const given = columns[column.name];
+      if (given === undefined) {
+        if (!column.nullable) throw invalidRow(`column '${column.name}' is NOT NULL but was not given`);
+        return () => {
+          for (let r = 0; r < n; r++) appender.appendNull();
+        };
+      }
+      if (given instanceof arrow.Vector) {
+        this.checkArrowColumn(column, appender, given.type, given.nullCount);
+        return () => given.data.forEach((d) => appender.appendData(d));
+      }
+      if (appender instanceof FixedColumn && appender.takesTypedArray(given)) return () => appender.appendTypedArray(given);
+      const internal = new Array<unknown>(n);
+      for (let r = 0; r < n; r++) internal[r] = toInternal(column, given[r]);
+      return () => {
+        for (const v of internal) {
+          if (v === null) appender.appendNull();
+          else appender.append(v);
+        }
+      };
+    });
+    for (const append of inputs) append();
+    this.rows += n;
+  }
+
+  /** Appends a record batch whose columns are this schema's, in order, with the same Arrow types. */
+  appendRecordBatch(batch: arrow.RecordBatch): void {
+    const fields = batch.schema.fields;
+    const expected = this.arrowSchema.fields;
+    if (fields.length !== expected.length) {
+      throw invalidRow(`record batch has columns (${fields.map((f) => f.name).join(', ')}), the table (${expected.map((f) => f.name).join(', ')})`);
+    }
+    const children = batch.data.children;
+    fields.forEach((f, i) => {
+      const column = this.schema.columns[i];
+      if (f.name !== column.name) throw invalidRow(`record batch column ${i} is '${f.name}', the table's is '${column.name}'`);
+      this.checkArrowColumn(column, this.appenders[i], f.type, children[i].nullCount);
+    });
+    children.forEach((d, i) => this.appenders[i].appendData(d));
+    this.rows += batch.numRows;
+  }
+
+  private checkArrowColumn(column: Column, appender: ColumnAppender, type: arrow.DataType, nullCount: number): void {
+    if (!sameArrowType(type, appender.type)) {
+      throw invalidRow(`column '${column.name}' (${formatDataType(column.type)}) needs Arrow type ${String(appender.type)}, got ${String(type)}`);
+    }
+    if (!column.nullable && nullCount > 0) throw invalidRow(`column '${column.name}' is NOT NULL but has ${nullCount} nulls`);
+  }
+
+  /** The batch of everything appended since the last build; the builder starts afresh. */
+  build(): arrow.RecordBatch {
+    const children = this.appenders.map((a) => a.finish());
+    const length = this.rows;
+    this.rows = 0;
+    return new arrow.RecordBatch(this.arrowSchema, arrow.makeData({ type: new arrow.Struct(this.arrowSchema.fields), length, nullCount: 0, children }));
+  }
+}

@@ -1,0 +1,387 @@
+/**
+ * LogSegment: one `.log` file of a bucket's log with its `.index` (OffsetIndex) and `.timeindex`
+ * (TimeIndex), all three named by the segment's base offset written as 20 zero-padded digits.
+ *
+ * Grammar of `.log`: record batches (src/record/log-batch.ts) back to back, nothing else.
+ *
+ * Invariants:
+ * - the file holds whole batches with consecutive offsets from `baseOffset`; `size` is where the
+ *   next batch goes and `nextOffset` the offset it gets;
+ * - only the active (last) segment of a log grows; a sealed segment is immutable until deleted;
+ * - offset-index entries point at batch starts below `size`; positions and relative offsets fit in
+ *   i32 because the log rolls before they would not;
+ * - a failed write is cut off the file before the error is reported, so the file never keeps a
+ *   partial batch; readers are bounded by the high watermark and never see the unacknowledged end.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { TributaryError } from '../../../common/errors.js';
+import { HEADER_SIZE, isCrcValid, LOG_OVERHEAD, MAGIC, type LogBatchHeader, readLogBatchHeader } from '../../../record/log-batch.js';
+import { OffsetIndex } from './offset-index.js';
+import { storageError } from './storage-error.js';
+import { TimeIndex } from './time-index.js';
+
+/** `Length` (i32) follows the 8-byte BaseOffset; the batch is LOG_OVERHEAD + Length bytes. */
+const LENGTH_AT = LOG_OVERHEAD - 4;
+const MAGIC_AT = LOG_OVERHEAD;
+/** Recovery reads the log in chunks of this size (a bigger batch is read whole). */
+const RECOVERY_CHUNK = 1 << 20;
+
+export interface SegmentConfig {
+  readonly indexIntervalBytes: number;
+}
+
+/** Where a batch starts and how big it is. */
+export interface BatchLocation {
+  position: number;
+  header: LogBatchHeader;
+}
+
+export function segmentFileName(baseOffset: bigint, suffix: '.log' | '.index' | '.timeindex'): string {
+  return `${baseOffset.toString().padStart(20, '0')}${suffix}`;
+}
+
+export async function syncDirectory(dir: string): Promise<void> {
+  const dh = await fs.promises.open(dir, 'r');
+  try {
+    await dh.sync();
+  } finally {
+    await dh.close();
+  }
+}
+
+export class LogSegment {
+  /** Bytes of whole batches in the file. */
+  size = 0;
+  /** The offset the next batch appended here gets. */
+  nextOffset: bigint;
+  /** Largest commit timestamp of the segment's batches (ms), -1 while empty. */
+  maxTimestamp = -1;
+  /** Set when a failed write could not be cut off: the file's end is unknown. */
+  damaged = false;
+  private offsetOfMaxTimestamp = 0;
+  private bytesSinceIndexEntry = 0;
+  private closed = false;
+  private readonly offsetIndex: OffsetIndex;
+  private readonly timeIndex: TimeIndex;
+
+  private constructor(
+    private readonly dir: string,
+    readonly baseOffset: bigint,
+    private readonly fh: fs.promises.FileHandle,
+    private readonly config: SegmentConfig,
+  ) {
+    this.nextOffset = baseOffset;
+    this.offsetIndex = new OffsetIndex(this.file('.index'));
+    this.timeIndex = new TimeIndex(this.file('.timeindex'));
+  }
+
+  /** Creates the empty files of a new segment (replacing leftovers of the same name). */
+  static async create(dir: string, baseOffset: bigint, config: SegmentConfig): Promise<LogSegment> {
+    const logPath = path.join(dir, segmentFileName(baseOffset, '.log'));
+    try {
+      const segment = new LogSegment(dir, baseOffset, await fs.promises.open(logPath, 'w+'), config);
+      await segment.offsetIndex.flush();
+      await segment.timeIndex.flush();
+      await syncDirectory(dir);
+      return segment;
+    } catch (err) {
+      throw storageError(`cannot create segment ${logPath}`, err);
+    }
+  }
+
+  /**
+   * Opens an existing segment and loads its indexes. `indexesValid` is false when an index file is
+   * missing or damaged, or a non-empty segment has no time index entry: the segment must then be
+   * recovered. `nextBaseOffset` (the following segment's base) is its end when it is sealed.
+   */
+  static async open(
+    dir: string,
+    baseOffset: bigint,
+    nextBaseOffset: bigint | undefined,
+    config: SegmentConfig,
+  ): Promise<{ segment: LogSegment; indexesValid: boolean }> {
+    const logPath = path.join(dir, segmentFileName(baseOffset, '.log'));
+    let fh: fs.promises.FileHandle;
+    try {
+      fh = await fs.promises.open(logPath, 'r+');
+    } catch (err) {
+      throw storageError(`cannot open segment ${logPath}`, err);
+    }
+    const segment = new LogSegment(dir, baseOffset, fh, config);
+    try {
+      segment.size = (await fh.stat()).size;
+      const offsetsLoaded = await segment.offsetIndex.load();
+      const timesLoaded = await segment.timeIndex.load();
+      const offsets = segment.offsetIndex;
+      const times = segment.timeIndex;
+      if (times.length > 0) {
+        segment.maxTimestamp = times.lastKey;
+        segment.offsetOfMaxTimestamp = times.valueAt(times.length - 1);
+      }
+      if (nextBaseOffset !== undefined) segment.nextOffset = nextBaseOffset;
+      const indexesValid =
+        offsetsLoaded &&
+        timesLoaded &&
+        (offsets.length === 0 || offsets.valueAt(offsets.length - 1) < segment.size) &&
+        (segment.size === 0 || times.length > 0);
+      return { segment, indexesValid };
+    } catch (err) {
+      await fh.close();
+      throw storageError(`cannot open segment ${logPath}`, err);
+    }
+  }
+
+  get fileName(): string {
+    return segmentFileName(this.baseOffset, '.log');
+  }
+
+  /**
+   * Validates the batches from the last index entry below `recoveryPoint` (the whole file when
+   * there is none) to the end: size bounds, magic, CRC-32C, consecutive offsets. Cuts the file at
+   * the first bad or torn batch, rebuilds the indexes for the scanned part and reports every valid
+   * batch to `visit`. Returns the number of bytes cut off.
+   */
+  async recover(recoveryPoint: bigint, visit: (header: LogBatchHeader) => void): Promise<number> {
+    const fileSize = this.size;
+    let start = { relativeOffset: 0, position: 0 };
+    if (recoveryPoint > this.baseOffset) {
+      const entry = this.offsetIndex.lookup(Number(recoveryPoint - this.baseOffset) - 1);
+      if (entry.position < fileSize) start = entry;
+    }
+    let end = await this.scan(start.relativeOffset, start.position, fileSize, visit);
+    if (end === start.position && start.position > 0) {
+      // The index entry points at no valid batch: trust none of the index and scan the whole file.
+      end = await this.scan(0, 0, fileSize, visit);
+    }
+    if (end < fileSize) {
+      try {
+        await this.fh.truncate(end);
+      } catch (err) {
+        throw storageError(`cannot truncate ${this.file('.log')}`, err);
+      }
+    }
+    return fileSize - end;
+  }
+
+  /** Scans valid batches from a batch start; returns where the valid log ends. */
+  private async scan(relativeOffset: number, position: number, fileSize: number, visit: (header: LogBatchHeader) => void): Promise<number> {
+    this.resetIndexesFrom(relativeOffset, position);
+    let expected = this.baseOffset + BigInt(relativeOffset);
+    let pos = position;
+    let chunk = Buffer.allocUnsafe(Math.min(RECOVERY_CHUNK, Math.max(fileSize - pos, HEADER_SIZE)));
+    let buf = chunk.subarray(0, 0);
+    let bufPos = pos;
+    while (pos + HEADER_SIZE <= fileSize) {
+      let at = pos - bufPos;
+      if (at + HEADER_SIZE > buf.length) {
+        buf = chunk.subarray(0, await this.readInto(chunk, Math.min(chunk.length, fileSize - pos), pos));
+        bufPos = pos;
+        at = 0;
+        if (buf.length < HEADER_SIZE) break;
+      }
+      const size = buf.readInt32LE(at + LENGTH_AT) + LOG_OVERHEAD;
+      if (size < HEADER_SIZE || pos + size > fileSize) break;
+      if (at + size > buf.length) {
+        if (size > chunk.length) chunk = Buffer.allocUnsafe(size);
+        buf = chunk.subarray(0, await this.readInto(chunk, Math.min(chunk.length, fileSize - pos), pos));
+        bufPos = pos;
+        at = 0;
+        if (buf.length < size) break;
+      }
+      const batch = buf.subarray(at, at + size);
+      if (batch.readInt8(MAGIC_AT) !== MAGIC) break;
+      const header = readLogBatchHeader(batch);
+      if (
+        header.baseOffset !== expected ||
+        header.lastOffsetDelta < 0 ||
+        header.statisticsLength < 0 ||
+        HEADER_SIZE + header.statisticsLength > size ||
+        !isCrcValid(batch)
+      ) {
+        break;
+      }
+      visit(header);
+      this.indexBatch(Number(expected - this.baseOffset), pos, size, Number(header.commitTimestamp));
+      expected += BigInt(header.lastOffsetDelta) + 1n;
+      pos += size;
+    }
+    this.size = pos;
+    this.nextOffset = expected;
+    return pos;
+  }
+
+  /**
+   * Forgets the index entries a scan from this batch start rebuilds: those after it (the offset
+   * entry pointing at it stays), or all of them when the scan starts at the file's start.
+   */
+  private resetIndexesFrom(relativeOffset: number, position: number): void {
+    this.offsetIndex.truncate(position === 0 ? 0 : this.offsetIndex.floor(relativeOffset) + 1);
+    let n = this.timeIndex.length;
+    while (n > 0 && this.timeIndex.valueAt(n - 1) >= relativeOffset) n--;
+    this.timeIndex.truncate(n);
+    this.maxTimestamp = n > 0 ? this.timeIndex.keyAt(n - 1) : -1;
+    this.offsetOfMaxTimestamp = n > 0 ? this.timeIndex.valueAt(n - 1) : 0;
+    this.bytesSinceIndexEntry = 0;
+  }
+
+  /** Adds index entries for a batch written at `position` (one per index interval of bytes). */
+  private indexBatch(relativeOffset: number, position: number, size: number, timestamp: number): void {
+    if (this.bytesSinceIndexEntry > this.config.indexIntervalBytes) {
+      this.offsetIndex.append(relativeOffset, position);
+      if (this.maxTimestamp > this.timeIndex.lastKey) this.timeIndex.append(this.maxTimestamp, this.offsetOfMaxTimestamp);
+      this.bytesSinceIndexEntry = 0;
+    }
+    this.bytesSinceIndexEntry += size;
+    if (timestamp > this.maxTimestamp) {
+      this.maxTimestamp = timestamp;
+      this.offsetOfMaxTimestamp = relativeOffset;
+    }
+  }
+
+  /**
+   * Appends stamped batches (consecutive offsets from `nextOffset`, all with commit timestamp
+   * `timestamp`) with one write. On failure the file is cut back to its previous size.
+   */
+  async append(batches: Buffer[], timestamp: number, nextOffset: bigint): Promise<void> {
+    let bytes = 0;
+    for (const b of batches) bytes += b.length;
+    try {
+      const { bytesWritten } = await this.fh.writev(batches, this.size);
+      if (bytesWritten !== bytes) throw new Error(`short write of ${bytesWritten} of ${bytes} bytes (disk full?)`);
+    } catch (err) {
+      try {
+        await this.fh.truncate(this.size);
+      } catch (cutErr) {
+        this.damaged = true;
+        throw storageError(`cannot cut a failed write off ${this.file('.log')}`, cutErr);
+      }
+      throw storageError(`cannot append to ${this.file('.log')}`, err);
+    }
+    let position = this.size;
+    for (const b of batches) {
+      // BaseOffset sits at byte 0 of a batch.
+      this.indexBatch(Number(b.readBigInt64LE(0) - this.baseOffset), position, b.length, timestamp);
+      position += b.length;
+    }
+    this.size = position;
+    this.nextOffset = nextOffset;
+  }
+
+  /**
+   * Whole batches from the one holding `offset`, reading below byte `bound`: at least that batch,
+   * then as many as fit in `maxBytes`. Empty when no batch below `bound` holds the offset.
+   */
+  async read(offset: bigint, maxBytes: number, bound: number): Promise<Buffer> {
+    const found = await this.locate(offset, bound);
+    if (!found) return Buffer.alloc(0);
+    const length = Math.min(bound - found.position, Math.max(maxBytes, found.header.sizeInBytes));
+    const buf = await this.readAt(found.position, length);
+    let end = 0;
+    while (end + LOG_OVERHEAD <= buf.length) {
+      const next = end + buf.readInt32LE(end + LENGTH_AT) + LOG_OVERHEAD;
+      if (next > buf.length) break;
+      end = next;
+    }
+    return end === buf.length ? buf : buf.subarray(0, end);
+  }
+
+  /** The batch holding `offset` below byte `bound`: floor entry of the offset index, then a header scan. */
+  locate(offset: bigint, bound: number): Promise<BatchLocation | undefined> {
+    const from = this.offsetIndex.lookup(Number(offset - this.baseOffset)).position;
+    return this.findBatch(from, bound, (h) => h.baseOffset + BigInt(h.lastOffsetDelta) >= offset);
+  }
+
+  /** The first batch below byte `bound` whose commit timestamp is at least `timestamp`. */
+  locateTimestamp(timestamp: number, bound: number): Promise<BatchLocation | undefined> {
+    const from = this.offsetIndex.lookup(this.timeIndex.lookup(timestamp)).position;
+    return this.findBatch(from, bound, (h) => Number(h.commitTimestamp) >= timestamp);
+  }
+
+  /** Walks batch headers from `from`, reading about one index interval of bytes per system call. */
+  private async findBatch(from: number, bound: number, match: (h: LogBatchHeader) => boolean): Promise<BatchLocation | undefined> {
+    const chunk = Math.max(this.config.indexIntervalBytes, 4096) + HEADER_SIZE;
+    let buf: Buffer = Buffer.alloc(0);
+    let bufPos = from;
+    let pos = from;
+    while (pos + HEADER_SIZE <= bound) {
+      if (pos + HEADER_SIZE > bufPos + buf.length) {
+        buf = await this.readAt(pos, Math.min(chunk, bound - pos));
+        bufPos = pos;
+      }
+      const header = readLogBatchHeader(buf, pos - bufPos);
+      if (header.sizeInBytes < HEADER_SIZE) {
+        throw new TributaryError('LOG_STORAGE_EXCEPTION', `corrupt batch header at byte ${pos} of ${this.file('.log')}`);
+      }
+      if (match(header)) return { position: pos, header };
+      pos += header.sizeInBytes;
+    }
+    return undefined;
+  }
+
+  private async readAt(position: number, length: number): Promise<Buffer> {
+    const buf = Buffer.allocUnsafe(length);
+    const n = await this.readInto(buf, length, position);
+    return n === length ? buf : buf.subarray(0, n);
+  }
+
+  private async readInto(buf: Buffer, length: number, position: number): Promise<number> {
+    let done = 0;
+    try {
+      while (done < length) {
+        const { bytesRead } = await this.fh.read(buf, done, length - done, position + done);
+        if (bytesRead === 0) break;
+        done += bytesRead;
+      }
+    } catch (err) {
+      if (this.closed) {
+        throw new TributaryError('LOG_OFFSET_OUT_OF_RANGE_EXCEPTION', `segment ${this.fileName} was deleted while being read`);
+      }
+      throw storageError(`cannot read ${this.file('.log')}`, err);
+    }
+    return done;
+  }
+
+  /** fdatasync of the `.log` file: makes every appended batch durable. */
+  async flushLog(): Promise<void> {
+    try {
+      await this.fh.datasync();
+    } catch (err) {
+      throw storageError(`cannot fsync ${this.file('.log')}`, err);
+    }
+  }
+
+  /** Makes the log and both indexes durable. */
+  async flush(): Promise<void> {
+    await this.flushLog();
+    await this.offsetIndex.flush();
+    await this.timeIndex.flush();
+  }
+
+  /** Called when the segment stops being the active one: records its largest timestamp and flushes. */
+  async seal(): Promise<void> {
+    if (this.maxTimestamp > this.timeIndex.lastKey) this.timeIndex.append(this.maxTimestamp, this.offsetOfMaxTimestamp);
+    await this.flush();
+  }
+
+  /** Closes the file; reads still running finish first (FileHandle.close waits for them). */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.fh.close();
+  }
+
+  /** Closes and removes the segment's files, the `.log` first: without it the indexes are orphans. */
+  async delete(): Promise<void> {
+    await this.close();
+    try {
+      for (const suffix of ['.log', '.index', '.timeindex'] as const) await fs.promises.rm(this.file(suffix), { force: true });
+    } catch (err) {
+      throw storageError(`cannot delete segment ${this.fileName}`, err);
+    }
+  }
+
+  private file(suffix: '.log' | '.index' | '.timeindex'): string {
+    return path.join(this.dir, segmentFileName(this.baseOffset, suffix));
+  }
+}

@@ -1,0 +1,625 @@
+/**
+ * LogTablet: the log of one bucket (Kafka's UnifiedLog, Fluss's LogTablet): its segments, high
+ * watermark, idempotent writer state and leader-epoch cache, all in one directory.
+ *
+ * Files of the bucket dir:
+ *   <base offset, 20 digits>.log .index .timeindex   one LogSegment (log-segment.ts)
+ *   recovery-point-checkpoint   checkpoint-file.ts layout, one entry `<offset>`: every batch below
+ *                               it, and the index entries below it, were fsynced before the file was
+ *                               written
+ *   leader-epoch-checkpoint     leader-epoch-cache.ts
+ *   writer-snapshot             writer-state.ts
+ *   *.tmp                       an interrupted atomic write, removed on open
+ *
+ * Invariants:
+ * - logStartOffset <= highWatermark <= logEndOffset; readers see only batches below the high
+ *   watermark, and the high watermark only moves forward;
+ * - with log.flush.interval-messages = 1 the high watermark is the fsynced end of the log and an
+ *   append resolves once its batches are below it; appends waiting meanwhile share the next fsync
+ *   (group commit). Otherwise it is the written end, which survives a process kill;
+ * - appends, rolls, checkpoints, retention and close run one at a time in call order (one queue);
+ *   reads run beside them;
+ * - commit timestamps never go backwards within the log;
+ * - after open, the files hold exactly the longest valid prefix of what was written.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { TributaryError } from '../../../common/errors.js';
+import { type LogBatchHeader, NO_WRITER_ID, readLogBatchHeader, stampLogBatch } from '../../../record/log-batch.js';
+import { readCheckpoint, writeCheckpoint } from './checkpoint-file.js';
+import { LeaderEpochCache } from './leader-epoch-cache.js';
+import { LogSegment, syncDirectory } from './log-segment.js';
+import { storageError } from './storage-error.js';
+import { WriterStateManager } from './writer-state.js';
+
+export interface LogConfig {
+  /** log.segment.file-size: the active segment rolls before it would grow past this size. */
+  segmentBytes: number;
+  /** log.index.interval-size: bytes of log between two offset-index entries. */
+  indexIntervalBytes: number;
+  /** log.flush.interval-messages: fsync after this many batches; 1 = fsync before every ack. */
+  flushIntervalMessages: number;
+  /** log.flush.interval: longest delay of an fsync when flushIntervalMessages > 1. */
+  flushIntervalMs: number;
+  /** table.log.ttl: segments older than this are deleted; 0 keeps them forever. */
+  ttlMs: number;
+  /** server.writer-id.expiration-time: idle writers are forgotten after this long. */
+  writerIdExpirationMs: number;
+}
+
+export interface AppendResult {
+  baseOffset: bigint;
+  lastOffset: bigint;
+  commitTimestamp: bigint;
+  /** The batch was appended before (same writer and sequence): these are its original offsets. */
+  duplicate: boolean;
+}
+
+export interface FetchResult {
+  /** Whole batches, empty when there is nothing below the high watermark at the fetch offset. */
+  records: Buffer;
+  highWatermark: bigint;
+  logStartOffset: bigint;
+}
+
+/** The part of the server's logger (pino) the log uses. */
+export interface LogTabletLogger {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
+
+export interface LogTabletOptions {
+  /** Wall clock in ms, for commit timestamps and writer expiry. */
+  clock?: () => number;
+}
+
+/** A point of the log: an offset and where it sits in which segment. */
+interface LogPosition {
+  offset: bigint;
+  segment: LogSegment;
+  position: number;
+}
+
+const RECOVERY_POINT_FILE = 'recovery-point-checkpoint';
+/** Offset-index positions and relative offsets are i32. */
+const INT32_MAX = 0x7fffffff;
+const SEGMENT_FILE = /^(\d{20})\.(log|index|timeindex)$/;
+const EMPTY = Buffer.alloc(0);
+const SILENT: LogTabletLogger = { info() {}, warn() {}, error() {} };
+
+export class LogTablet {
+  private readonly segments: LogSegment[] = [];
+  private logEnd!: LogPosition;
+  private hw!: LogPosition;
+  /** Every batch below this offset is fsynced: the in-memory recovery point. */
+  private flushedOffset = 0n;
+  private checkpointedOffset = -1n;
+  private lastTimestamp = -1;
+  private writers = new WriterStateManager();
+  private epochs = new LeaderEpochCache();
+  private queue: Promise<unknown> = Promise.resolve();
+  private runningSync: Promise<void> | undefined;
+  private runningSyncTarget = -1n;
+  private queuedSync: Promise<void> | undefined;
+  private unflushedBatches = 0;
+  private flushTimer: NodeJS.Timeout | undefined;
+  private failure: TributaryError | undefined;
+  private closed = false;
+  private readonly listeners = new Set<(highWatermark: bigint) => void>();
+
+  private constructor(
+    readonly dir: string,
+    private readonly config: LogConfig,
+    private readonly log: LogTabletLogger,
+    private readonly clock: () => number,
+  ) {}
+
+  /** Opens the log in `dir` (created if missing) and recovers it: see `recover`. */
+  static async open(dir: string, config: LogConfig, log: LogTabletLogger = SILENT, options: LogTabletOptions = {}): Promise<LogTablet> {
+    const tablet = new LogTablet(dir, checkConfig(config), log, options.clock ?? Date.now);
+    try {
+      await tablet.recover();
+    } catch (err) {
+      for (const s of tablet.segments) await s.close().catch(() => undefined);
+      throw storageError(`cannot open log ${dir}`, err);
+    }
+    return tablet;
+  }
+
+  get logStartOffset(): bigint {
+    return this.segments[0].baseOffset;
+  }
+
+  get logEndOffset(): bigint {
+    return this.logEnd.offset;
+  }
+
+  get highWatermark(): bigint {
+    return this.hw.offset;
+  }
+
+  /** The latest leader epoch that wrote to the log, -1 when none has. */
+  get leaderEpoch(): number {
+    return this.epochs.latestEpoch;
+  }
+
+  /** Calls `listener` with each new high watermark; returns the unsubscribe function. */
+  onHighWatermark(listener: (highWatermark: bigint) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Applies changed options (ttl, flush policy, sizes); sizes apply from the next roll or index entry. */
+  updateConfig(config: LogConfig): void {
+    Object.assign(this.config, checkConfig(config));
+  }
+
+  /**
+   * Appends batches (already split and CRC-checked) with consecutive offsets, stamping BaseOffset,
+   * CommitTimestamp and LeaderEpoch in place. Returns one result per batch; a duplicate of an
+   * idempotent writer gets its original offsets and is not appended again. Resolves once every
+   * batch is below the high watermark. A sequence or epoch error rejects the whole call.
+   */
+  async append(batches: Buffer[], leaderEpoch: number): Promise<AppendResult[]> {
+    if (batches.length === 0) return [];
+    const { results, endOffset } = await this.enqueue(() => this.write(batches, leaderEpoch));
+    while (this.hw.offset < endOffset) {
+      this.checkWritable();
+      await this.syncCovering(endOffset);
+    }
+    return results;
+  }
+
+  /**
+   * Whole batches from the one holding `fetchOffset`, below the high watermark and within one
+   * segment: at least that batch, then as many as fit in `maxBytes`.
+   */
+  async read(fetchOffset: bigint, maxBytes: number): Promise<FetchResult> {
+    this.checkOpen();
+    const hw = this.hw;
+    const logStartOffset = this.logStartOffset;
+    if (fetchOffset < logStartOffset || fetchOffset > this.logEnd.offset) {
+      throw new TributaryError(
+        'LOG_OFFSET_OUT_OF_RANGE_EXCEPTION',
+        `fetch offset ${fetchOffset} is out of range: the log holds [${logStartOffset}, ${this.logEnd.offset})`,
+      );
+    }
+    const records = fetchOffset < hw.offset ? await this.readBelow(fetchOffset, maxBytes, hw) : EMPTY;
+    return { records, highWatermark: hw.offset, logStartOffset };
+  }
+
+  /** The last batches below the high watermark that hold at least `minRecords` records (all when fewer). */
+  async readTail(minRecords: number): Promise<Buffer[]> {
+    this.checkOpen();
+    const hw = this.hw;
+    const start = this.logStartOffset;
+    const tail: Buffer[] = [];
+    let records = 0;
+    let end = hw.offset;
+    while (records < minRecords && end > start) {
+      // A batch holds at most as many records as it has offsets: start that many offsets back.
+      let offset = end - BigInt(minRecords - records);
+      if (offset < start) offset = start;
+      const part: Buffer[] = [];
+      while (offset < end) {
+        const buf = await this.readBelow(offset, Infinity, hw);
+        if (buf.length === 0) break;
+        for (let pos = 0; pos < buf.length && offset < end; ) {
+          const header = readLogBatchHeader(buf, pos);
+          if (header.baseOffset >= end) {
+            offset = end;
+            break;
+          }
+          part.push(buf.subarray(pos, pos + header.sizeInBytes));
+          records += header.recordCount;
+          offset = header.baseOffset + BigInt(header.lastOffsetDelta) + 1n;
+          pos += header.sizeInBytes;
+        }
+      }
+      if (part.length === 0) break;
+      tail.unshift(...part);
+      end = readLogBatchHeader(part[0]).baseOffset;
+    }
+    // Drop leading batches the rest does not need.
+    while (tail.length > 1 && records - readLogBatchHeader(tail[0]).recordCount >= minRecords) {
+      records -= readLogBatchHeader(tail[0]).recordCount;
+      tail.shift();
+    }
+    return tail;
+  }
+
+  /** The first offset whose batch has a commit timestamp >= `timestamp`, or the high watermark if none. */
+  async offsetForTimestamp(timestamp: bigint): Promise<bigint> {
+    this.checkOpen();
+    const hw = this.hw;
+    const target = Number(timestamp);
+    for (const segment of this.segments) {
+      if (segment.baseOffset >= hw.offset) break;
+      if (segment.maxTimestamp < target) continue;
+      const found = await segment.locateTimestamp(target, this.boundOf(segment, hw));
+      return found ? found.header.baseOffset : hw.offset;
+    }
+    return hw.offset;
+  }
+
+  /**
+   * Deletes the oldest sealed segments whose largest commit timestamp is older than
+   * `nowMs - ttl`, moving the log start offset. `canDelete(segmentEndOffset)` may hold a segment
+   * back (e.g. until the lake holds its offsets). Returns how many segments were deleted.
+   */
+  deleteExpiredSegments(nowMs: number, canDelete?: (segmentEndOffset: bigint) => boolean): Promise<number> {
+    return this.enqueue(async () => {
+      this.checkOpen();
+      if (this.config.ttlMs <= 0) return 0;
+      let deleted = 0;
+      while (this.segments.length > 1) {
+        const oldest = this.segments[0];
+        const end = this.segments[1].baseOffset;
+        if (oldest.maxTimestamp >= nowMs - this.config.ttlMs || end > this.hw.offset) break;
+        if (canDelete && !canDelete(end)) break;
+        this.segments.shift();
+        await oldest.delete();
+        deleted++;
+      }
+      if (deleted > 0) this.epochs.truncateFromStart(this.logStartOffset);
+      return deleted;
+    });
+  }
+
+  /** fsyncs the log and its indexes, then saves writer state, leader epochs and the recovery point. */
+  checkpoint(): Promise<void> {
+    return this.enqueue(() => this.writeCheckpoint());
+  }
+
+  /** Waits for queued appends, checkpoints and closes the files. Later calls fail. */
+  close(): Promise<void> {
+    return this.enqueue(async () => {
+      if (this.closed) return;
+      try {
+        if (!this.failure) await this.writeCheckpoint();
+      } finally {
+        this.closed = true;
+        clearTimeout(this.flushTimer);
+        for (const s of this.segments) await s.close();
+      }
+    });
+  }
+
+  // ------------------------------------------------------------------ recovery
+
+  /**
+   * Loads the checkpoints, opens the segments and validates the log from the recovery point on
+   * (from the start when a checkpoint is missing or unreadable): the first bad or torn batch and
+   * everything after it are cut off, the indexes of the scanned part are rebuilt, and writer state
+   * and leader epochs are replayed from the scanned batch headers.
+   */
+  private async recover(): Promise<void> {
+    const names = await fs.promises.readdir(this.dir).catch(async (err: NodeJS.ErrnoException) => {
+      if (err.code !== 'ENOENT') throw err;
+      await fs.promises.mkdir(this.dir, { recursive: true });
+      return [] as string[];
+    });
+    const bases: bigint[] = [];
+    const logs = new Set<string>();
+    for (const name of names) {
+      const m = SEGMENT_FILE.exec(name);
+      if (m?.[2] === 'log') {
+        bases.push(BigInt(m[1]));
+        logs.add(m[1]);
+      }
+    }
+    for (const name of names) {
+      const m = SEGMENT_FILE.exec(name);
+      // Temp files of interrupted atomic writes, and indexes whose segment was being deleted.
+      if (name.endsWith('.tmp') || (m && !logs.has(m[1]))) await fs.promises.rm(path.join(this.dir, name), { force: true });
+    }
+    bases.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+
+    const recoveryPoint = await this.loadOrWarn(RECOVERY_POINT_FILE, () => readCheckpoint(this.dir, RECOVERY_POINT_FILE, 1));
+    const snapshot = await this.loadOrWarn('writer snapshot', () => WriterStateManager.load(this.dir));
+    const epochs = await this.loadOrWarn('leader epoch checkpoint', () => LeaderEpochCache.load(this.dir));
+    if (snapshot) this.writers = snapshot.state;
+    if (epochs) this.epochs = epochs;
+    const writersFrom = snapshot?.offset ?? 0n;
+    // Scan from where all three files vouch for the log.
+    let trusted = recoveryPoint?.[0]?.[0] ?? 0n;
+    if (writersFrom < trusted) trusted = writersFrom;
+    if (!epochs) trusted = 0n;
+
+    const indexesValid: boolean[] = [];
+    for (let i = 0; i < bases.length; i++) {
+      const { segment, indexesValid: valid } = await LogSegment.open(this.dir, bases[i], bases[i + 1], this.config);
+      this.segments.push(segment);
+      indexesValid.push(valid);
+    }
+    if (this.segments.length === 0) {
+      this.segments.push(await LogSegment.create(this.dir, 0n, this.config));
+      indexesValid.push(true);
+    }
+
+    let holder = 0;
+    while (holder + 1 < this.segments.length && this.segments[holder + 1].baseOffset <= trusted) holder++;
+    let first = indexesValid.indexOf(false);
+    if (first < 0 || first > holder) first = holder;
+
+    const visit = (h: LogBatchHeader): void => {
+      if (h.writerId !== NO_WRITER_ID && h.baseOffset >= writersFrom) {
+        const lastOffset = h.baseOffset + BigInt(h.lastOffsetDelta);
+        this.writers.replay(h.writerId, { sequence: h.batchSequence, baseOffset: h.baseOffset, lastOffset, timestamp: Number(h.commitTimestamp) });
+      }
+      this.epochs.assign(h.leaderEpoch, h.baseOffset);
+    };
+    let cutFrom = this.segments.length;
+    for (let i = first; i < this.segments.length; i++) {
+      const segment = this.segments[i];
+      if (i > first && segment.baseOffset !== this.segments[i - 1].nextOffset) {
+        cutFrom = i;
+        break;
+      }
+      const dropped = await segment.recover(i === holder ? trusted : segment.baseOffset, visit);
+      if (dropped > 0) {
+        this.log.warn({ dir: this.dir, segment: segment.fileName, droppedBytes: dropped }, 'cut an invalid or torn tail off the log');
+        cutFrom = i + 1;
+        break;
+      }
+    }
+    for (const segment of this.segments.splice(cutFrom)) {
+      this.log.warn(
+        { dir: this.dir, segment: segment.fileName, droppedBytes: segment.size },
+        'deleted a log segment that follows an invalid part of the log',
+      );
+      await segment.delete();
+    }
+    // What was scanned may sit in the page cache only (the process died): make it durable, and
+    // give sealed segments the closing time-index entry they get when they roll.
+    const last = this.segments.length - 1;
+    for (let i = first; i < last; i++) await this.segments[i].seal();
+    await this.segments[last].flush();
+    if (cutFrom < bases.length) await syncDirectory(this.dir);
+
+    const active = this.segments[this.segments.length - 1];
+    this.logEnd = { offset: active.nextOffset, segment: active, position: active.size };
+    this.hw = this.logEnd;
+    this.flushedOffset = this.logEnd.offset;
+    for (const s of this.segments) if (s.maxTimestamp > this.lastTimestamp) this.lastTimestamp = s.maxTimestamp;
+    this.writers.truncateFrom(this.logEnd.offset);
+    this.writers.removeExpired(this.clock(), this.config.writerIdExpirationMs);
+    this.epochs.truncateFromEnd(this.logEnd.offset);
+    this.epochs.truncateFromStart(this.logStartOffset);
+    await this.writeCheckpoint();
+  }
+
+  /** A damaged checkpoint is reported and treated as missing: recovery then scans more of the log. */
+  private async loadOrWarn<T>(what: string, load: () => Promise<T | undefined>): Promise<T | undefined> {
+    try {
+      return await load();
+    } catch (err) {
+      this.log.warn({ dir: this.dir, err }, `ignoring unreadable ${what}; rebuilding it from the log`);
+      return undefined;
+    }
+  }
+
+  // ------------------------------------------------------------------ writes
+
+  private enqueue<T>(task: () => Promise<T>): Promise<T> {
+    const run = this.queue.then(task);
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  private async write(batches: Buffer[], leaderEpoch: number): Promise<{ results: AppendResult[]; endOffset: bigint }> {
+    this.checkWritable();
+    const latestEpoch = this.epochs.latestEpoch;
+    if (leaderEpoch < latestEpoch) {
+      throw new TributaryError('FENCED_LEADER_EPOCH_EXCEPTION', `leader epoch ${leaderEpoch} is older than the log's latest epoch ${latestEpoch}`);
+    }
+    const timestamp = Math.max(this.clock(), this.lastTimestamp);
+    const stamp = BigInt(timestamp);
+    const writerAppend = this.writers.begin();
+    const results: AppendResult[] = [];
+    const appended: Buffer[] = [];
+    const firstOffset = this.logEnd.offset;
+    let next = firstOffset;
+    let endOffset = 0n;
+    let bytes = 0;
+    for (const batch of batches) {
+      const h = readLogBatchHeader(batch);
+      if (h.lastOffsetDelta < 0) throw new TributaryError('CORRUPT_MESSAGE', `record batch has a negative last offset delta ${h.lastOffsetDelta}`);
+      const original = h.writerId === NO_WRITER_ID ? undefined : writerAppend.check(h.writerId, h.batchSequence);
+      if (original) {
+        results.push({ baseOffset: original.baseOffset, lastOffset: original.lastOffset, commitTimestamp: BigInt(original.timestamp), duplicate: true });
+        if (original.lastOffset >= endOffset) endOffset = original.lastOffset + 1n;
+        continue;
+      }
+      const lastOffset = next + BigInt(h.lastOffsetDelta);
+      if (h.writerId !== NO_WRITER_ID) writerAppend.record(h.writerId, { sequence: h.batchSequence, baseOffset: next, lastOffset, timestamp });
+      stampLogBatch(batch, 0, next, stamp, leaderEpoch);
+      results.push({ baseOffset: next, lastOffset, commitTimestamp: stamp, duplicate: false });
+      appended.push(batch);
+      bytes += batch.length;
+      next = lastOffset + 1n;
+    }
+    if (appended.length === 0) return { results, endOffset };
+
+    const segment = await this.segmentFor(bytes, next - 1n);
+    try {
+      await segment.append(appended, timestamp, next);
+    } catch (err) {
+      if (segment.damaged) this.fail(err);
+      throw err;
+    }
+    writerAppend.commit();
+    this.epochs.assign(leaderEpoch, firstOffset);
+    this.lastTimestamp = timestamp;
+    this.logEnd = { offset: next, segment, position: segment.size };
+    if (this.config.flushIntervalMessages > 1) this.scheduleLazyFlush(appended.length);
+    return { results, endOffset: next };
+  }
+
+  /** The active segment, rolled first when `bytes` more (up to `lastOffset`) would not fit in it. */
+  private async segmentFor(bytes: number, lastOffset: bigint): Promise<LogSegment> {
+    const active = this.logEnd.segment;
+    const limit = Math.min(this.config.segmentBytes, INT32_MAX);
+    if (active.size === 0 || (active.size + bytes <= limit && lastOffset - active.baseOffset <= BigInt(INT32_MAX))) return active;
+    try {
+      await active.seal();
+    } catch (err) {
+      throw this.fail(err);
+    }
+    const rollOffset = this.logEnd.offset;
+    if (rollOffset > this.flushedOffset) this.flushedOffset = rollOffset;
+    this.advanceHighWatermark(this.logEnd);
+    const segment = await LogSegment.create(this.dir, rollOffset, this.config);
+    this.segments.push(segment);
+    this.logEnd = { offset: rollOffset, segment, position: 0 };
+    return segment;
+  }
+
+  /** With a lazy flush policy the written end is visible at once; the fsync follows by count or time. */
+  private scheduleLazyFlush(batches: number): void {
+    this.advanceHighWatermark(this.logEnd);
+    this.unflushedBatches += batches;
+    if (this.unflushedBatches >= this.config.flushIntervalMessages) {
+      void this.syncCovering(this.logEnd.offset);
+    } else if (!this.flushTimer) {
+      this.flushTimer = setTimeout(() => {
+        this.flushTimer = undefined;
+        void this.syncCovering(this.logEnd.offset);
+      }, this.config.flushIntervalMs);
+      this.flushTimer.unref();
+    }
+  }
+
+  // ------------------------------------------------------------------ fsync (group commit)
+
+  /**
+   * A promise of an fsync covering `offset`: the running one if it does, else the one queued
+   * behind it (shared by every caller arriving meanwhile), else a new one.
+   */
+  private syncCovering(offset: bigint): Promise<void> {
+    if (this.runningSync) {
+      if (this.runningSyncTarget >= offset) return this.runningSync;
+      this.queuedSync ??= this.runningSync.then(() => {
+        this.queuedSync = undefined;
+        return this.startSync();
+      });
+      return this.queuedSync;
+    }
+    return this.startSync();
+  }
+
+  private startSync(): Promise<void> {
+    const target = this.logEnd;
+    this.unflushedBatches = 0;
+    clearTimeout(this.flushTimer);
+    this.flushTimer = undefined;
+    const run: Promise<void> = this.syncTo(target).finally(() => {
+      if (this.runningSync === run) this.runningSync = undefined;
+    });
+    this.runningSync = run;
+    this.runningSyncTarget = target.offset;
+    return run;
+  }
+
+  /** fsyncs the log up to `target`; never rejects: a failure stops the log and its waiters see it. */
+  private async syncTo(target: LogPosition): Promise<void> {
+    if (this.closed || this.failure) return;
+    if (target.offset > this.flushedOffset) {
+      try {
+        // Sealed segments were fsynced when they rolled: the target's segment is all that is left.
+        await target.segment.flushLog();
+      } catch (err) {
+        this.fail(err);
+        return;
+      }
+      if (target.offset > this.flushedOffset) this.flushedOffset = target.offset;
+    }
+    this.advanceHighWatermark(target);
+  }
+
+  private advanceHighWatermark(position: LogPosition): void {
+    if (position.offset <= this.hw.offset) return;
+    this.hw = position;
+    for (const listener of this.listeners) {
+      try {
+        listener(position.offset);
+      } catch (err) {
+        this.log.warn({ dir: this.dir, err }, 'high watermark listener failed');
+      }
+    }
+  }
+
+  private async writeCheckpoint(): Promise<void> {
+    this.checkWritable();
+    const end = this.logEnd.offset;
+    while (this.flushedOffset < end) {
+      this.checkWritable();
+      await this.syncCovering(end);
+    }
+    const expired = this.writers.removeExpired(this.clock(), this.config.writerIdExpirationMs);
+    if (end === this.checkpointedOffset && expired === 0) return;
+    await this.logEnd.segment.flush();
+    await this.writers.save(this.dir, end);
+    await this.epochs.save(this.dir);
+    await writeCheckpoint(this.dir, RECOVERY_POINT_FILE, [[end]]);
+    this.checkpointedOffset = end;
+  }
+
+  // ------------------------------------------------------------------ reads
+
+  private readBelow(offset: bigint, maxBytes: number, hw: LogPosition): Promise<Buffer> {
+    const segment = this.segmentHolding(offset);
+    return segment.read(offset, maxBytes, this.boundOf(segment, hw));
+  }
+
+  /** Bytes of `segment` below the high watermark (segments before its segment are sealed). */
+  private boundOf(segment: LogSegment, hw: LogPosition): number {
+    return segment === hw.segment ? hw.position : segment.size;
+  }
+
+  private segmentHolding(offset: bigint): LogSegment {
+    let lo = 0;
+    let hi = this.segments.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >>> 1;
+      if (this.segments[mid].baseOffset <= offset) lo = mid;
+      else hi = mid - 1;
+    }
+    return this.segments[lo];
+  }
+
+  // ------------------------------------------------------------------ state
+
+  /** Stops writes after an I/O failure whose effect on the files is unknown; reopening recovers. */
+  private fail(err: unknown): TributaryError {
+    if (!this.failure) {
+      this.failure = storageError(`log ${this.dir} takes no more writes until it is reopened`, err);
+      this.log.error({ dir: this.dir, err }, 'log storage failure: the log stops taking writes');
+    }
+    return this.failure;
+  }
+
+  private checkOpen(): void {
+    if (this.closed) throw new TributaryError('NOT_LEADER_OR_FOLLOWER', `the log ${this.dir} is closed`);
+  }
+
+  private checkWritable(): void {
+    this.checkOpen();
+    if (this.failure) throw this.failure;
+  }
+}
+
+function checkConfig(config: LogConfig): LogConfig {
+  const atLeast = (name: keyof LogConfig, min: number): void => {
+    const v = config[name];
+    if (!Number.isFinite(v) || v < min) throw new TributaryError('INVALID_CONFIG_EXCEPTION', `log option ${name} must be a number >= ${min}, got ${v}`);
+  };
+  atLeast('segmentBytes', 1);
+  atLeast('indexIntervalBytes', 0);
+  atLeast('flushIntervalMessages', 1);
+  atLeast('flushIntervalMs', 0);
+  atLeast('ttlMs', 0);
+  atLeast('writerIdExpirationMs', 0);
+  return { ...config };
+}

@@ -1,0 +1,126 @@
+/**
+ * Bad input against a real server: malformed and oversized frames, wrong API versions, batches that
+ * do not match the schema, unknown tables, partitions and buckets. Each gets its named error and the
+ * server keeps serving.
+ */
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import { after, before, test } from 'node:test';
+import { Connection, TributaryError } from '../src/client/index.js';
+import { buildLogBatch } from '../src/record/log-batch.js';
+import { ApiKeys } from '../src/rpc/api-keys.js';
+import { ServerProcess } from './support/server-process.js';
+
+let server: ServerProcess;
+let conn: Connection;
+
+before(async () => {
+  server = await ServerProcess.start({ settings: { 'rpc.max-frame-size': '1mb' } });
+  conn = await Connection.create({ 'bootstrap.servers': server.bootstrap });
+  await conn.getAdmin().createTable({ database: 'tributary', table: 't' }, { columns: [{ name: 'a', type: 'INT', nullable: false }, { name: 'b', type: 'STRING' }] });
+});
+
+after(async () => {
+  await conn?.close();
+  await server?.stop();
+});
+
+/** Sends raw bytes and returns what the server answered before closing the connection. */
+function raw(bytes: Buffer): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(server.port, '127.0.0.1', () => socket.write(bytes));
+    const chunks: Buffer[] = [];
+    socket.on('data', (d) => chunks.push(d));
+    socket.on('close', () => resolve(Buffer.concat(chunks)));
+    socket.on('error', reject);
+    setTimeout(() => socket.destroy(), 3000).unref();
+  });
+}
+
+function errorOf(response: Buffer): { type: number; code: number } {
+  // int32 length | int8 type | int32 request id | ErrorResponse{1: error_code varint, ...}
+  const type = response.readInt8(4);
+  const body = response.subarray(9);
+  assert.equal(body[0], 0x08, 'error_code field');
+  return { type, code: body[1] };
+}
+
+async function stillServes(): Promise<void> {
+  assert.ok((await conn.getAdmin().listDatabases()).includes('tributary'));
+}
+
+test('a garbage body gets CORRUPT_MESSAGE and only that connection closes', async () => {
+  const frame = Buffer.alloc(4 + 8 + 6);
+  frame.writeInt32BE(14, 0);
+  frame.writeInt16BE(ApiKeys.ListTables.key, 4);
+  frame.writeInt16BE(0, 6);
+  frame.writeInt32BE(1, 8);
+  frame.set([0xff, 0xff, 0xff, 0xff, 0xff, 0xff], 12);
+  assert.deepEqual(errorOf(await raw(frame)), { type: 1, code: 3 });
+  await stillServes();
+});
+
+test('an oversized frame gets RECORD_TOO_LARGE_EXCEPTION without the server reading it', async () => {
+  const header = Buffer.alloc(12);
+  header.writeInt32BE(50 * 1024 * 1024, 0);
+  header.writeInt16BE(ApiKeys.ProduceLog.key, 4);
+  header.writeInt32BE(7, 8);
+  assert.equal(errorOf(await raw(header)).code, 13);
+  await stillServes();
+});
+
+test('an unsupported API version gets UNSUPPORTED_VERSION', async () => {
+  const frame = Buffer.alloc(12);
+  frame.writeInt32BE(8, 0);
+  frame.writeInt16BE(ApiKeys.ListDatabases.key, 4);
+  frame.writeInt16BE(9, 6);
+  frame.writeInt32BE(3, 8);
+  const socket = net.connect(server.port, '127.0.0.1');
+  const answer = await new Promise<Buffer>((resolve) => {
+    socket.once('data', resolve);
+    socket.write(frame);
+  });
+  assert.equal(errorOf(answer).code, 2);
+  socket.destroy();
+  await stillServes();
+});
+
+test('rows that do not match the schema are rejected by name, client and server side', async () => {
+  const table = await conn.getTable({ database: 'tributary', table: 't' });
+  const writer = await table.newAppend().createWriter();
+  await assert.rejects(writer.append({ a: 'x' }), (e: TributaryError) => e.errorName === 'INVALID_ROW' && /column 'a'/.test(e.message));
+  await assert.rejects(writer.append({ a: null }), (e: TributaryError) => e.errorName === 'INVALID_ROW' && /NOT NULL/.test(e.message));
+  await assert.rejects(writer.append({ a: 1, zz: 2 }), (e: TributaryError) => e.errorName === 'INVALID_ROW' && /unknown column/.test(e.message));
+  await writer.close();
+
+  // A hand-made batch whose payload is not an Arrow record batch of this schema.
+  const rpc = await conn.server();
+  const bogus = buildLogBatch({ schemaId: 0, appendOnly: true, recordCount: 1, payload: Buffer.from('not arrow at all') });
+  const resp = await rpc.request(ApiKeys.ProduceLog, { acks: -1, tableId: BigInt(table.info.tableId), timeoutMs: 1000, bucketsReq: [{ bucketId: 0, records: bogus }] });
+  assert.equal(resp.bucketsResp[0].errorCode, 3, resp.bucketsResp[0].errorMessage);
+  const unknownSchema = buildLogBatch({ schemaId: 5, appendOnly: true, recordCount: 0, payload: Buffer.alloc(0) });
+  const resp2 = await rpc.request(ApiKeys.ProduceLog, { acks: -1, tableId: BigInt(table.info.tableId), timeoutMs: 1000, bucketsReq: [{ bucketId: 0, records: unknownSchema }] });
+  assert.equal(resp2.bucketsResp[0].errorCode, 9, 'SCHEMA_NOT_EXIST');
+  const flipped = Buffer.from(bogus);
+  flipped[flipped.length - 1] ^= 1;
+  const resp3 = await rpc.request(ApiKeys.ProduceLog, { acks: -1, tableId: BigInt(table.info.tableId), timeoutMs: 1000, bucketsReq: [{ bucketId: 0, records: flipped }] });
+  assert.equal(resp3.bucketsResp[0].errorCode, 14, 'CORRUPT_RECORD_EXCEPTION');
+  const stored = await conn.getAdmin().listOffsets({ database: 'tributary', table: 't' }, [0], 'latest');
+  assert.equal(stored.get(0), 0n, 'nothing was stored');
+});
+
+test('unknown tables, buckets and partitions get their named errors', async () => {
+  const rpc = await conn.server();
+  const resp = await rpc.request(ApiKeys.ProduceLog, { acks: -1, tableId: 999_999n, timeoutMs: 1000, bucketsReq: [{ bucketId: 0, records: Buffer.alloc(0) }] });
+  assert.equal(resp.bucketsResp[0].errorCode, 21, 'UNKNOWN_TABLE_OR_BUCKET_EXCEPTION');
+  const table = await conn.getTable({ database: 'tributary', table: 't' });
+  const fetch = await rpc.request(ApiKeys.FetchLog, {
+    followerServerId: -1, maxBytes: 1024, minBytes: 1, maxWaitMs: 0,
+    tablesReq: [{ tableId: BigInt(table.info.tableId), bucketsReq: [{ bucketId: 7, fetchOffset: 0n, maxFetchBytes: 1024 }, { bucketId: 0, fetchOffset: 99n, maxFetchBytes: 1024 }] }],
+  });
+  assert.equal(fetch.tablesResp[0].bucketsResp[0].errorCode, 21);
+  assert.equal(fetch.tablesResp[0].bucketsResp[1].errorCode, 19, 'LOG_OFFSET_OUT_OF_RANGE_EXCEPTION');
+  await assert.rejects(conn.getTable({ database: 'tributary', table: 'missing' }), (e: TributaryError) => e.errorName === 'TABLE_NOT_EXIST');
+  await assert.rejects(conn.getAdmin().createPartition({ database: 'tributary', table: 't' }, { a: '1' }), (e: TributaryError) => e.errorName === 'TABLE_NOT_PARTITIONED_EXCEPTION');
+  await stillServes();
+});

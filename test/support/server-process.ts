@@ -1,0 +1,70 @@
+/**
+ * Starts a real Tributary server as a child process (`tributary start`) on ephemeral ports and a
+ * temp data dir, waits for its `ready` line, and stops or kills it.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const CLI = path.join(ROOT, 'src', 'cli', 'main.ts');
+
+export function tempDir(prefix: string): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), `tributary-${prefix}-`));
+}
+
+export class ServerProcess {
+  bootstrap = '';
+  stderr = '';
+  private exited: Promise<number | null>;
+
+  private constructor(
+    readonly child: ChildProcess,
+    readonly dataDir: string,
+  ) {
+    this.exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+  }
+
+  /** Starts a server on `dataDir` (a new temp dir by default); `port` 0 picks a free one. */
+  static async start(options: { dataDir?: string; port?: number; settings?: Record<string, string> } = {}): Promise<ServerProcess> {
+    const dataDir = options.dataDir ?? tempDir('data');
+    const args = ['--import', 'tsx', CLI, 'start', '--data-dir', dataDir, '--port', String(options.port ?? 0), '--http-port', '0'];
+    for (const [k, v] of Object.entries(options.settings ?? {})) args.push('--set', `${k}=${v}`);
+    const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, TRIBUTARY_LOG_LEVEL: 'warn' } });
+    const server = new ServerProcess(child, dataDir);
+    child.stderr!.on('data', (d: Buffer) => (server.stderr += d.toString()));
+    await new Promise<void>((resolve, reject) => {
+      let out = '';
+      const onData = (d: Buffer): void => {
+        out += d.toString();
+        const m = /ready bootstrap=(\S+)/.exec(out);
+        if (m) {
+          server.bootstrap = m[1];
+          child.stdout!.off('data', onData);
+          resolve();
+        }
+      };
+      child.stdout!.on('data', onData);
+      child.once('exit', (code) => reject(new Error(`server exited with ${code} before ready: ${server.stderr}`)));
+    });
+    return server;
+  }
+
+  get port(): number {
+    return Number(this.bootstrap.split(':').pop());
+  }
+
+  /** SIGTERM and wait: the graceful path. */
+  async stop(): Promise<number | null> {
+    this.child.kill('SIGTERM');
+    return this.exited;
+  }
+
+  /** SIGKILL and wait: a crash. */
+  async kill(): Promise<void> {
+    this.child.kill('SIGKILL');
+    await this.exited;
+  }
+}
