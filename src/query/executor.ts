@@ -149,7 +149,8 @@ export class SqlExecutor {
       const projected = columns.map((c) => table.info.schema.columns.findIndex((x) => x.name === c));
       await this.duck.loadArrowTable(`${path.database}.${path.table}`, toArrowSchema(table.info.schema, projected), batches);
     }
-    await this.duck.run(`SET search_path = '${this.database.replaceAll("'", "''")}'`);
+    // The current database is DuckDB's default schema, so unqualified names resolve as in Tributary.
+    await this.duck.run(`CREATE SCHEMA IF NOT EXISTS ${quote(this.database)}; SET search_path = '${this.database.replaceAll("'", "''")}'`);
   }
 
   /** The columns a query may read; at least one, so that row counts survive. */
