@@ -51,7 +51,7 @@ async function runScript(executor: SqlExecutor, script: string, format: ResultFo
   let ok = true;
   for (const statement of splitStatements(script)) {
     try {
-      const out = await executor.execute(statement.sql);
+      const out = await executor.execute(statement.sql, statement);
       if (out.result) process.stdout.write(withNewline(formatResult(out.result, format)));
       if (out.message) (format === 'table' ? process.stdout : process.stderr).write(`${out.message}\n`);
     } catch (err) {

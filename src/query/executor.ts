@@ -17,6 +17,7 @@ import type { QueryResult } from './duckdb/result.js';
 import type { DuckSession } from './duckdb/session.js';
 import { readLogUpToHighWatermark } from './log-reader.js';
 import type { Statement, TableName } from './sql/ast.js';
+import type { SourcePosition } from './sql/lexer.js';
 import { parseStatement } from './sql/parser.js';
 
 export interface ExecutionResult {
@@ -68,8 +69,9 @@ export class SqlExecutor {
     this.database = database;
   }
 
-  async execute(sql: string): Promise<ExecutionResult> {
-    return this.run(parseStatement(sql));
+  /** Runs one statement; `origin` (its place in a script) makes parse errors name script lines. */
+  async execute(sql: string, origin?: SourcePosition): Promise<ExecutionResult> {
+    return this.run(parseStatement(sql, origin));
   }
 
   private path(name: TableName): TablePath {

@@ -1,0 +1,284 @@
+/**
+ * Shared parts of the benchmarks in this folder: the workload, a server in a child process, the
+ * raw-disk baseline, sizes on disk, CPU accounting, statistics and printing.
+ *
+ * The workload is the record shape of the peer measurements (docs/benchmarks.md):
+ * `(id BIGINT, user_id BIGINT, item STRING, price DOUBLE, ts TIMESTAMP(6))`, 48 bytes of payload
+ * per record when packed as binary (4 × 8 + 16). Records are generated deterministically from a
+ * fixed seed, before any timer starts:
+ *   id       1, 2, 3, …
+ *   user_id  uniform in [1, 1 000 000]
+ *   item     one of 10 000 catalogue names of 16 characters [a-z0-9]
+ *   price    uniform in [0.00, 1000.00], whole cents
+ *   ts       2023-11-14T22:13:20Z + 50 µs per record (20 000 records per second of event time)
+ */
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Connection } from '../src/client/index.js';
+import type { ColumnSpec, Row } from '../src/client/index.js';
+import { ServerProcess, tempDir } from '../test/support/server-process.js';
+
+export { ServerProcess, tempDir };
+
+/** Bytes per record of the peers' packed binary form. */
+export const PAYLOAD_BYTES_PER_RECORD = 48;
+export const DATABASE = 'tributary';
+
+export const WORKLOAD_COLUMNS: ColumnSpec[] = [
+  { name: 'id', type: 'BIGINT', nullable: false },
+  { name: 'user_id', type: 'BIGINT', nullable: false },
+  { name: 'item', type: 'STRING', nullable: false },
+  { name: 'price', type: 'DOUBLE', nullable: false },
+  { name: 'ts', type: 'TIMESTAMP(6)', nullable: false },
+];
+
+const TS_BASE_MICROS = 1_700_000_000_000_000n;
+const TS_STEP_MICROS = 50n;
+const CATALOGUE_SIZE = 10_000;
+const ITEM_LENGTH = 16;
+
+/** Deterministic uniform numbers in [0, 1) (mulberry32). */
+export function random(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** `count` distinct-looking names of `length` characters of [a-z0-9]. */
+export function names(count: number, length: number, next: () => number): string[] {
+  const alphabet = 'abcdefghijklmnopqrstuvwxyz0123456789';
+  const out = new Array<string>(count);
+  for (let i = 0; i < count; i++) {
+    let s = '';
+    for (let c = 0; c < length; c++) s += alphabet[Math.floor(next() * alphabet.length)];
+    out[i] = s;
+  }
+  return out;
+}
+
+/** The workload in columns: the columnar API takes these (or slices of them) as they are. */
+export interface Workload {
+  count: number;
+  id: BigInt64Array;
+  user_id: BigInt64Array;
+  item: string[];
+  price: Float64Array;
+  ts: BigInt64Array;
+}
+
+export function generateWorkload(count: number, seed = 42): Workload {
+  const next = random(seed);
+  const catalogue = names(CATALOGUE_SIZE, ITEM_LENGTH, next);
+  const w: Workload = {
+    count,
+    id: new BigInt64Array(count),
+    user_id: new BigInt64Array(count),
+    item: new Array<string>(count),
+    price: new Float64Array(count),
+    ts: new BigInt64Array(count),
+  };
+  for (let i = 0; i < count; i++) {
+    w.id[i] = BigInt(i + 1);
+    w.user_id[i] = BigInt(1 + Math.floor(next() * 1_000_000));
+    w.item[i] = catalogue[Math.floor(next() * CATALOGUE_SIZE)];
+    w.price[i] = Math.floor(next() * 100_001) / 100;
+    w.ts[i] = TS_BASE_MICROS + BigInt(i) * TS_STEP_MICROS;
+  }
+  return w;
+}
+
+/** Row `i` of the workload as the row API takes it. */
+export function workloadRow(w: Workload, i: number): Row {
+  return { id: w.id[i], user_id: w.user_id[i], item: w.item[i], price: w.price[i], ts: w.ts[i] };
+}
+
+/** Consecutive slices of `chunkRows` records of every column (typed arrays are views, not copies). */
+export function columnChunks(columns: Record<string, BigInt64Array | Float64Array | Int32Array | Float32Array | Uint8Array | string[] | boolean[]>, count: number, chunkRows: number): Record<string, ArrayLike<unknown>>[] {
+  const chunks: Record<string, ArrayLike<unknown>>[] = [];
+  for (let from = 0; from < count; from += chunkRows) {
+    const to = Math.min(count, from + chunkRows);
+    const chunk: Record<string, ArrayLike<unknown>> = {};
+    for (const [name, values] of Object.entries(columns)) chunk[name] = Array.isArray(values) ? values.slice(from, to) : values.subarray(from, to);
+    chunks.push(chunk);
+  }
+  return chunks;
+}
+
+export function workloadColumns(w: Workload): Record<string, BigInt64Array | Float64Array | string[]> {
+  return { id: w.id, user_id: w.user_id, item: w.item, price: w.price, ts: w.ts };
+}
+
+// ---------------------------------------------------------------------------------- server
+
+export interface BenchServer {
+  server: ServerProcess;
+  conn: Connection;
+}
+
+/** A server child process on a fresh temp data dir, and a client connection to it. */
+export async function startServer(settings: Record<string, string> = {}, clientOptions: Record<string, string> = {}): Promise<BenchServer> {
+  const server = await ServerProcess.start({ settings });
+  const conn = await Connection.create({ 'bootstrap.servers': server.bootstrap, ...clientOptions });
+  return { server, conn };
+}
+
+/** Closes the connection, stops the server gracefully and removes its data dir. */
+export async function stopServer(b: BenchServer, keepData = false): Promise<void> {
+  await b.conn.close();
+  const code = await b.server.stop();
+  if (code !== 0) throw new Error(`server exited with ${code}: ${b.server.stderr}`);
+  if (!keepData) fs.rmSync(b.server.dataDir, { recursive: true, force: true });
+}
+
+/** The log directory of a table (`<data dir>/log/<database>/<table>-<table id>`). */
+export function tableLogDir(dataDir: string, table: string, tableId: number, database = DATABASE): string {
+  return path.join(dataDir, 'log', database, `${table}-${tableId}`);
+}
+
+/** Sum of the sizes of the files under `dir` whose name passes `filter`. */
+export function dirBytes(dir: string, filter: (name: string) => boolean = () => true): number {
+  let total = 0;
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, entry.name);
+    if (entry.isDirectory()) total += dirBytes(p, filter);
+    else if (entry.isFile() && filter(entry.name)) total += fs.statSync(p).size;
+  }
+  return total;
+}
+
+/** Bytes of log segments (`*.log`) under a table or bucket directory. */
+export function logSegmentBytes(dir: string): number {
+  return dirBytes(dir, (name) => name.endsWith('.log'));
+}
+
+// ---------------------------------------------------------------------------------- baselines
+
+const RAW_CHUNK = 1 << 20;
+
+/**
+ * The raw disk baseline of the peers: `bytes` written sequentially to a new file in `dir` with
+ * `fs.writeSync` in 1 MiB chunks, then one `fdatasync`. Returns the seconds it took.
+ */
+export function rawWriteSeconds(bytes: number, dir: string): number {
+  const chunk = Buffer.alloc(RAW_CHUNK);
+  const next = random(7);
+  for (let i = 0; i < chunk.length; i++) chunk[i] = Math.floor(next() * 256);
+  const file = path.join(dir, `raw-${process.pid}.bin`);
+  const start = now();
+  const fd = fs.openSync(file, 'w');
+  try {
+    for (let left = bytes; left > 0; left -= RAW_CHUNK) fs.writeSync(fd, chunk, 0, Math.min(RAW_CHUNK, left));
+    fs.fdatasyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+  const seconds = (now() - start) / 1000;
+  fs.rmSync(file);
+  return seconds;
+}
+
+/** Median of `runs` raw writes of `bytes`, in MB/s (10^6 bytes). */
+export function rawWriteMBps(bytes: number, dir: string, runs = 3): number {
+  const rates = Array.from({ length: runs }, () => bytes / 1e6 / rawWriteSeconds(bytes, dir));
+  return median(rates);
+}
+
+// ---------------------------------------------------------------------------------- time, CPU, statistics
+
+/** Milliseconds, monotonic, sub-microsecond resolution. */
+export const now = (): number => performance.now();
+
+/** CPU seconds (user + system) used so far by process `pid`, from /proc; undefined where there is none. */
+export function processCpuSeconds(pid: number): number | undefined {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+  } catch {
+    return undefined;
+  }
+}
+
+const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
+
+/** Wall time and the CPU time of this process and of the server over one measured section. */
+export interface Measured {
+  seconds: number;
+  clientCpu: number;
+  serverCpu: number | undefined;
+}
+
+export async function measure(serverPid: number | undefined, section: () => Promise<void>): Promise<Measured> {
+  const serverBefore = serverPid === undefined ? undefined : processCpuSeconds(serverPid);
+  const cpuBefore = process.cpuUsage();
+  const start = now();
+  await section();
+  const seconds = (now() - start) / 1000;
+  const cpu = process.cpuUsage(cpuBefore);
+  const serverAfter = serverPid === undefined ? undefined : processCpuSeconds(serverPid);
+  return {
+    seconds,
+    clientCpu: (cpu.user + cpu.system) / 1e6,
+    serverCpu: serverBefore === undefined || serverAfter === undefined ? undefined : serverAfter - serverBefore,
+  };
+}
+
+export function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
+
+/** The p-th percentile (0 ≤ p ≤ 100, nearest rank) of ascending `sorted`. */
+export function percentile(sorted: ArrayLike<number>, p: number): number {
+  if (sorted.length === 0) return NaN;
+  const rank = Math.ceil((p / 100) * sorted.length);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, rank - 1))];
+}
+
+// ---------------------------------------------------------------------------------- printing
+
+export function printHeader(title: string, lines: string[]): void {
+  console.log(`\n== ${title}`);
+  console.log(`machine: ${os.cpus().length} cores (${os.cpus()[0]?.model.trim() ?? 'unknown'}), ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB RAM, Node ${process.version}, ${os.platform()} ${os.release()}`);
+  for (const line of lines) console.log(line);
+}
+
+/** Prints rows as an aligned text table (also valid Markdown). */
+export function printTable(headers: string[], rows: (string | number)[][]): void {
+  const cells = [headers, ...rows.map((r) => r.map(String))];
+  const widths = headers.map((_, c) => Math.max(...cells.map((r) => r[c].length)));
+  const line = (r: string[]): string => `| ${r.map((v, c) => v.padEnd(widths[c])).join(' | ')} |`;
+  console.log(line(cells[0]));
+  console.log(`|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`);
+  for (const r of cells.slice(1)) console.log(line(r));
+}
+
+/** 1234567 → '1.23M', 45678 → '45.7k'. */
+export function count(n: number): string {
+  if (n >= 1e6) return `${(n / 1e6).toFixed(2)}M`;
+  if (n >= 1e3) return `${(n / 1e3).toFixed(1)}k`;
+  return n.toFixed(0);
+}
+
+export function fixed(n: number, digits = 1): string {
+  return n.toFixed(digits);
+}
+
+/** A ratio against its target, e.g. '0.62 (target ≥ 0.50: met)'. */
+export function versusTarget(ratio: number, target: number, higherIsBetter = true, digits = 2): string {
+  const met = higherIsBetter ? ratio >= target : ratio <= target;
+  return `${ratio.toFixed(digits)} (target ${higherIsBetter ? '≥' : '≤'} ${target}: ${met ? 'met' : 'MISSED'})`;
+}
+
+/** CPU seconds over wall seconds, as a share of one core. */
+export function cores(cpu: number | undefined, seconds: number): string {
+  return cpu === undefined ? '?' : `${(cpu / seconds).toFixed(2)}`;
+}

@@ -1,0 +1,112 @@
+/**
+ * The SQL dialect tested as data (test/sql/*.sqltest, format in test/sql/README.md) against a real
+ * server, plus the `tributary sql` command itself: -e, -f, the output formats and exit codes.
+ */
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { after, before, describe, test } from 'node:test';
+import { Connection, TributaryError } from '../src/client/index.js';
+import { DEFAULT_DATABASE } from '../src/common/schema.js';
+import { formatResult } from '../src/query/duckdb/format.js';
+import { DuckSession } from '../src/query/duckdb/session.js';
+import { SqlExecutor } from '../src/query/executor.js';
+import { CLI, ServerProcess, tempDir } from './support/server-process.js';
+
+const SQL_DIR = path.join(path.dirname(CLI), '..', '..', 'test', 'sql');
+const run = promisify(execFile);
+
+type Block = { kind: 'ok'; sql: string } | { kind: 'error'; name: string; sql: string } | { kind: 'query'; sql: string; expected: string };
+
+function parseSqlTest(text: string): Block[] {
+  const blocks: Block[] = [];
+  for (const raw of text.split(/\n\s*\n/)) {
+    const lines = raw.split('\n').filter((l) => !l.startsWith('#') && l.trim() !== '');
+    if (lines.length === 0) continue;
+    const [head, ...body] = lines;
+    if (head === 'statement ok') blocks.push({ kind: 'ok', sql: body.join('\n') });
+    else if (head.startsWith('statement error ')) blocks.push({ kind: 'error', name: head.slice(16).trim(), sql: body.join('\n') });
+    else if (head === 'query') {
+      const sep = body.indexOf('----');
+      assert.ok(sep > 0, `query block without ---- : ${raw}`);
+      blocks.push({ kind: 'query', sql: body.slice(0, sep).join('\n'), expected: body.slice(sep + 1).join('\n') });
+    } else throw new Error(`unknown block header '${head}'`);
+  }
+  return blocks;
+}
+
+let server: ServerProcess;
+
+before(async () => {
+  server = await ServerProcess.start();
+});
+
+after(async () => {
+  await server?.stop();
+});
+
+describe('SQL scripts', () => {
+  for (const file of fs.readdirSync(SQL_DIR).filter((f) => f.endsWith('.sqltest')).sort()) {
+    test(file, async () => {
+      const conn = await Connection.create({ 'bootstrap.servers': server.bootstrap });
+      const duck = await DuckSession.create();
+      const database = `db_${file.replace(/\W/g, '_')}`;
+      await conn.getAdmin().createDatabase(database);
+      const executor = new SqlExecutor(conn, duck, database);
+      try {
+        for (const block of parseSqlTest(fs.readFileSync(path.join(SQL_DIR, file), 'utf8'))) {
+          const where = `${file}: ${block.sql.split('\n')[0]}`;
+          if (block.kind === 'error') {
+            await assert.rejects(executor.execute(block.sql), (e: unknown) => {
+              assert.ok(e instanceof TributaryError, `${where}: expected ${block.name}, got ${String(e)}`);
+              assert.equal(e.errorName, block.name, `${where}: ${e.message}`);
+              return true;
+            });
+            continue;
+          }
+          const out = await executor.execute(block.sql);
+          if (block.kind === 'query') {
+            assert.ok(out.result, `${where}: returns rows`);
+            assert.equal(formatResult(out.result, 'csv').replaceAll('\r\n', '\n').trim(), block.expected.trim(), where);
+          }
+        }
+      } finally {
+        duck.close();
+        await conn.close();
+      }
+    });
+  }
+});
+
+describe('tributary sql', () => {
+  const cli = async (...args: string[]) => {
+    const out = await run(process.execPath, ['--import', 'tsx', CLI, 'sql', '--bootstrap', server.bootstrap, ...args]);
+    return { stdout: out.stdout.replaceAll('\r\n', '\n'), stderr: out.stderr };
+  };
+
+  test('-e runs statements; --format json prints one object per row with exact values', async () => {
+    await cli('-e', "CREATE TABLE cli_t (id BIGINT, price DECIMAL(20, 4), at TIMESTAMP_LTZ(6)); INSERT INTO cli_t VALUES (9007199254740993, 1.5, TIMESTAMPTZ '2024-05-01 12:00:00.000001+00'), (7, NULL, NULL)");
+    const { stdout } = await cli('--format', 'json', '-e', 'SELECT * FROM cli_t ORDER BY id');
+    assert.deepEqual(stdout.trim().split('\n').map((l) => JSON.parse(l)), [
+      { id: 7, price: null, at: null },
+      { id: '9007199254740993', price: '1.5000', at: '2024-05-01T12:00:00.000001Z' },
+    ]);
+    const csv = await cli('--format', 'csv', '-e', 'SELECT id FROM cli_t ORDER BY id');
+    assert.equal(csv.stdout, 'id\n7\n9007199254740993\n');
+  });
+
+  test('-f runs a script file; an error names itself and makes the exit code 1', async () => {
+    const file = path.join(tempDir('sql'), 'script.sql');
+    fs.writeFileSync(file, "-- a script\nCREATE TABLE f_t (a INT);\nINSERT INTO f_t VALUES (1), (2);\nSELECT sum(a) AS s FROM f_t;\n");
+    const { stdout } = await cli('--format', 'csv', '-f', file);
+    assert.equal(stdout, 's\n3\n');
+    await assert.rejects(cli('-e', 'SELECT * FROM nope'), (e: { code: number; stderr: string }) => {
+      assert.equal(e.code, 1);
+      assert.match(e.stderr, /ERROR TABLE_NOT_EXIST: table 'tributary.nope' does not exist/);
+      return true;
+    });
+    assert.equal(DEFAULT_DATABASE, 'tributary');
+  });
+});
