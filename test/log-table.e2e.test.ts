@@ -31,6 +31,13 @@ async function drain(scanner: LogScanner, expected: number): Promise<ScanRecord[
 }
 
 describe('log tables end to end', () => {
+  test('the HTTP endpoint answers health checks', async () => {
+    const res = await fetch(`http://${server.http}/health`);
+    assert.equal(res.status, 200);
+    assert.deepEqual(await res.json(), { status: 'ok' });
+    assert.equal((await fetch(`http://${server.http}/nope`)).status, 404);
+  });
+
   test('DDL: databases and tables', async () => {
     const admin = conn.getAdmin();
     assert.ok((await admin.listDatabases()).includes('tributary'), 'the default database exists');
@@ -55,6 +62,12 @@ describe('log tables end to end', () => {
       properties: { 'bucket.num': '3', 'bucket.key': 'id' },
     });
     assert.deepEqual(await admin.listTables('shop'), ['orders']);
+    assert.equal(await admin.tableExists({ database: 'shop', table: 'orders' }), true);
+    assert.equal(await admin.tableExists({ database: 'shop', table: 'other' }), false);
+    const { schemaId, schema } = await admin.getTableSchema({ database: 'shop', table: 'orders' });
+    assert.equal(schemaId, 0);
+    assert.deepEqual(schema.columns.map((c) => c.name).slice(0, 3), ['id', 'customer', 'amount']);
+    await assert.rejects(admin.getTableSchema({ database: 'shop', table: 'orders' }, 3), (e: TributaryError) => e.errorName === 'SCHEMA_NOT_EXIST');
     const info = await admin.getTableInfo({ database: 'shop', table: 'orders' });
     assert.equal(info.bucketCount, 3);
     assert.deepEqual(info.bucketKeys, ['id']);

@@ -28,8 +28,8 @@ export function serverSettings(flags: StartFlags): Record<string, string> {
 export async function start(flags: StartFlags): Promise<void> {
   const log = createLogger();
   const server = await TributaryServer.start(serverSettings(flags), log);
-  const http = server.httpAddress ? ` http=${server.httpAddress.host}:${server.httpAddress.port}` : '';
-  process.stdout.write(`ready bootstrap=${server.rpcAddress.host}:${server.rpcAddress.port}${http}\n`);
+  const { rpcAddress: rpc, httpAddress: http } = server;
+  process.stdout.write(`ready bootstrap=${rpc.host}:${rpc.port} http=${http.host}:${http.port}\n`);
   let stopping = false;
   const stop = (signal: string): void => {
     if (stopping) return;

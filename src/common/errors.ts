@@ -71,7 +71,6 @@ const RETRIABLE = new Set<ErrorName>([
   'REQUEST_TIME_OUT',
   'CONNECTION_CLOSED',
   'SERVER_BUSY',
-  'UNKNOWN_TABLE_OR_BUCKET_EXCEPTION',
 ]);
 
 export class TributaryError extends Error {

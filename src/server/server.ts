@@ -33,9 +33,9 @@ export function parseListener(spec: string): Address {
 export class TributaryServer {
   private constructor(
     readonly rpcAddress: Address,
-    readonly httpAddress: Address | undefined,
+    readonly httpAddress: Address,
     private readonly rpc: RpcServer,
-    private readonly http: http.Server | undefined,
+    private readonly http: http.Server,
     private readonly coordinator: Coordinator,
     private readonly tablets: TabletServer,
     private readonly store: LocalMetadataStore,
@@ -71,11 +71,11 @@ export class TributaryServer {
     self = { nodeId: 0, host: rpcAddress.host, port: rpcAddress.port };
 
     const httpServer = await startHttp(listen.host, options.int('http.port'));
-    const httpAddress = httpServer ? (httpServer.address() as { address: string; port: number }) : undefined;
-    log.info({ rpc: rpcAddress, http: httpAddress?.port, dataDir }, 'server started');
+    const httpAddress = httpServer.address() as { address: string; port: number };
+    log.info({ rpc: rpcAddress, http: httpAddress.port, dataDir }, 'server started');
     return new TributaryServer(
       rpcAddress,
-      httpAddress ? { host: httpAddress.address, port: httpAddress.port } : undefined,
+      { host: httpAddress.address, port: httpAddress.port },
       rpc,
       httpServer,
       coordinator,
@@ -88,7 +88,7 @@ export class TributaryServer {
   /** Stops accepting requests, finishes in-flight ones, then flushes and checkpoints every log. */
   async stop(): Promise<void> {
     this.log.info('server stopping');
-    await new Promise<void>((resolve) => (this.http ? this.http.close(() => resolve()) : resolve()));
+    await new Promise<void>((resolve) => this.http.close(() => resolve()));
     await this.rpc.close();
     await this.coordinator.stop();
     await this.tablets.stop();
@@ -97,7 +97,8 @@ export class TributaryServer {
   }
 }
 
-async function startHttp(host: string, port: number): Promise<http.Server | undefined> {
+/** The HTTP endpoint: `GET /health` for load balancers and supervisors. */
+async function startHttp(host: string, port: number): Promise<http.Server> {
   const server = http.createServer((req, res) => {
     if (req.url === '/health') {
       res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}');

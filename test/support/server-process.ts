@@ -17,6 +17,7 @@ export function tempDir(prefix: string): string {
 
 export class ServerProcess {
   bootstrap = '';
+  http = '';
   stderr = '';
   private exited: Promise<number | null>;
 
@@ -39,9 +40,10 @@ export class ServerProcess {
       let out = '';
       const onData = (d: Buffer): void => {
         out += d.toString();
-        const m = /ready bootstrap=(\S+)/.exec(out);
+        const m = /ready bootstrap=(\S+) http=(\S+)/.exec(out);
         if (m) {
           server.bootstrap = m[1];
+          server.http = m[2];
           child.stdout!.off('data', onData);
           resolve();
         }

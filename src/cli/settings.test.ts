@@ -1,0 +1,35 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { test } from 'node:test';
+import { TributaryError } from '../common/errors.js';
+import { parseSetting, readConfigFile } from './settings.js';
+import { serverSettings } from './start.js';
+
+test('config files are key: value lines with comments and optional quotes', () => {
+  const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'tributary-conf-')), 'server.yaml');
+  fs.writeFileSync(file, "# a node\ndata.dir: /srv/tributary   # where data lives\n\nbind.listeners: 'TRIBUTARY://0.0.0.0:9123'\nlog.segment.file-size: 256mb\n");
+  assert.deepEqual(readConfigFile(file), {
+    'data.dir': '/srv/tributary',
+    'bind.listeners': 'TRIBUTARY://0.0.0.0:9123',
+    'log.segment.file-size': '256mb',
+  });
+  fs.writeFileSync(file, 'data.dir /srv\n');
+  assert.throws(() => readConfigFile(file), (e: TributaryError) => e.errorName === 'INVALID_CONFIG_EXCEPTION' && /:1: expected 'key: value'/.test(e.message));
+  assert.throws(() => readConfigFile(`${file}.missing`), (e: TributaryError) => e.errorName === 'INVALID_CONFIG_EXCEPTION');
+});
+
+test('flags override --set, which overrides the config file', () => {
+  assert.deepEqual(parseSetting('a.b=c=d', { x: '1' }), { x: '1', 'a.b': 'c=d' });
+  assert.throws(() => parseSetting('novalue'), (e: TributaryError) => e.errorName === 'INVALID_CONFIG_EXCEPTION');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tributary-conf-'));
+  const file = path.join(dir, 'c.yaml');
+  fs.writeFileSync(file, 'data.dir: from-file\nhttp.port: 1\ndefault.bucket.number: 3\n');
+  assert.deepEqual(serverSettings({ config: file, set: { 'http.port': '2', 'data.dir': 'from-set' }, dataDir: 'from-flag', port: '0' }), {
+    'data.dir': 'from-flag',
+    'http.port': '2',
+    'default.bucket.number': '3',
+    'bind.listeners': 'TRIBUTARY://127.0.0.1:0',
+  });
+});
