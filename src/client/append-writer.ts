@@ -13,7 +13,7 @@
  * after `client.writer.buffer.wait-timeout`. A send that fails for good makes the writer fail: the
  * next `append` or `flush` rejects with that error.
  */
-import type * as arrow from 'apache-arrow';
+import * as arrow from 'apache-arrow';
 import { BucketAssigner } from '../common/bucketing.js';
 import { TributaryError } from '../common/errors.js';
 import { PartitionGetter, partitionSpecFromName } from '../common/partitions.js';
@@ -112,7 +112,7 @@ export class AppendWriter {
    */
   async appendColumns(columns: arrow.RecordBatch | Record<string, ArrayLike<unknown> | arrow.Vector>): Promise<void> {
     this.checkUsable();
-    const isBatch = 'schema' in columns && 'numRows' in columns && typeof (columns as arrow.RecordBatch).getChildAt === 'function';
+    const isBatch = columns instanceof arrow.RecordBatch;
     if (!this.assigner && !this.partitions) {
       const batch = this.batchFor(undefined, this.stickyBucket(undefined));
       const before = batch.builder.estimatedSizeInBytes;

@@ -89,6 +89,7 @@ export class TributaryServer {
   async stop(): Promise<void> {
     this.log.info('server stopping');
     await new Promise<void>((resolve) => this.http.close(() => resolve()));
+    this.tablets.stopServing();
     await this.rpc.close();
     await this.coordinator.stop();
     await this.tablets.stop();

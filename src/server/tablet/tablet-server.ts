@@ -56,6 +56,8 @@ export class TabletServer implements BucketLifecycle {
   /** Arrow schemas (full and projected) by table/schema/projection, so projection plans are reused. */
   private readonly arrowSchemas = new Map<string, arrow.Schema>();
   private timers: NodeJS.Timeout[] = [];
+  /** Aborted when the server stops serving, so that long-polling fetches answer at once. */
+  private readonly serving = new AbortController();
 
   constructor(
     private readonly dataDir: string,
@@ -79,7 +81,13 @@ export class TabletServer implements BucketLifecycle {
     every('log.flush.offset.checkpoint-interval', () => this.checkpointAll());
   }
 
+  /** Answers waiting fetches now; called before the RPC server drains its requests. */
+  stopServing(): void {
+    this.serving.abort();
+  }
+
   async stop(): Promise<void> {
+    this.stopServing();
     for (const t of this.timers) clearInterval(t);
     this.timers = [];
     for (const r of this.replicas.values()) await r.log.close();
@@ -164,7 +172,7 @@ export class TabletServer implements BucketLifecycle {
       const { response, bytes, replicas } = await this.readFetch(req);
       const remaining = deadline - Date.now();
       const hasError = response.tablesResp.some((t) => t.bucketsResp.some((b) => b.errorCode !== undefined));
-      if (bytes >= Math.max(req.minBytes, 1) || remaining <= 0 || hasError || replicas.length === 0) return response;
+      if (bytes >= Math.max(req.minBytes, 1) || remaining <= 0 || hasError || replicas.length === 0 || this.serving.signal.aborted) return response;
       await this.waitForData(replicas, remaining);
     }
   }
@@ -208,10 +216,12 @@ export class TabletServer implements BucketLifecycle {
       const done = (): void => {
         clearTimeout(timer);
         for (const u of unsubscribes) u();
+        this.serving.signal.removeEventListener('abort', done);
         resolve();
       };
       const timer = setTimeout(done, timeoutMs);
       for (const r of replicas) unsubscribes.push(r.log.onHighWatermark(done));
+      this.serving.signal.addEventListener('abort', done);
     });
   }
 
