@@ -1,109 +1,110 @@
 /**
- * Append throughput: how fast one Node client gets the workload durably into a log table of a
- * server running in another process, against the raw speed of the disk measured in the same run.
+ * Append throughput: how fast one Node client gets the workload (support.ts) durably into a log
+ * table of a server in another process, against the raw speed of the disk in the same run.
  *
- * The server runs as a child process with its defaults (log.flush.interval-messages = 1: every
- * acknowledged batch is fsynced). For each compression (NONE, ZSTD) a fresh one-bucket log table
- * receives the whole workload through:
- *   row      `await writer.append(row)` for every record, then `flush()`;
- *   columnar `await writer.appendColumns(chunk)` for chunks of typed arrays and string arrays,
- *            then `flush()`.
- * The timer covers appending and the final flush (everything acknowledged). Rows and chunks are
- * built before it starts.
+ * The server runs as a child process with its defaults, so every acknowledged batch is fsynced
+ * (log.flush.interval-messages = 1). The client uses its defaults (2 MB batches, acks = all,
+ * idempotent writer). Each case appends all records to a fresh one-bucket log table:
+ *   row       `await writer.append(row)` per record, then `flush()`;
+ *   columnar  `await writer.appendColumns(chunk)` per chunk of typed arrays (BIGINT, DOUBLE,
+ *             TIMESTAMP) and string arrays (STRING), then `flush()`;
+ * each with compression NONE and ZSTD. The timer covers appending and the final flush, i.e. until
+ * every record is acknowledged; rows and chunks are built before it starts.
  *
- * Baseline: `fs.writeSync` in 1 MiB chunks plus one `fdatasync` of (a) exactly as many bytes as
- * the case left in its log segments and (b) 48 B per record, the peers' payload. The headline
- * ratio is the bandwidth at which a case wrote its log bytes over the raw bandwidth for the same
- * bytes (target for columnar: ≥ 0.5).
+ * Baseline, in the same run and on the same file system: `fs.writeSync` in 1 MiB chunks plus one
+ * `fdatasync` of (a) as many bytes as the case left in its log segments, right after each case,
+ * and (b) 48 B per record, the peers' payload. "log vs raw" is the bandwidth at which a case wrote
+ * its log over the raw bandwidth for the same bytes: 1.0 would mean the server stores data as fast
+ * as the disk takes a plain file. Target for columnar NONE: ≥ 0.5.
  *
- *   npm run bench:append [-- --records 2000000 --chunk 32768]
+ *   npm run bench:append [-- --records 2000000 --chunk 32768 --runs 3 --cases columnar:NONE,row:ZSTD]
  */
 import { parseArgs } from 'node:util';
 import type { AppendWriter } from '../src/client/index.js';
 import {
-  count,
-  DATABASE,
-  dirBytes,
-  cores,
+  BenchServer,
   columnChunks,
+  cores,
+  count,
+  dirBytes,
   generateWorkload,
   logSegmentBytes,
   measure,
   type Measured,
+  median,
   PAYLOAD_BYTES_PER_RECORD,
   printHeader,
   printTable,
   rawWriteMBps,
-  startServer,
-  stopServer,
-  tableLogDir,
-  versusTarget,
+  spread,
+  verdict,
   WORKLOAD_COLUMNS,
   workloadColumns,
   workloadRow,
 } from './support.js';
 
-const TARGET_COLUMNAR_VS_RAW = 0.5;
+const TARGET_LOG_VS_RAW = 0.5;
+
+type Api = 'row' | 'columnar';
+type Compression = 'NONE' | 'ZSTD' | 'LZ4_FRAME';
 
 const { values: args } = parseArgs({
   options: {
     records: { type: 'string', default: '2000000' },
     chunk: { type: 'string', default: '32768' },
+    runs: { type: 'string', default: '3' },
     cases: { type: 'string', default: 'row:NONE,row:ZSTD,columnar:NONE,columnar:ZSTD' },
   },
 });
 const records = Number(args.records);
 const chunkRows = Number(args.chunk);
+const runs = Number(args.runs);
 const cases = args.cases.split(',').map((c) => c.split(':') as [Api, Compression]);
 
-type Api = 'row' | 'columnar';
-type Compression = 'NONE' | 'ZSTD';
-
-interface Result {
-  api: Api;
-  compression: Compression;
+interface Run {
   m: Measured;
   logBytes: number;
   tableDir: string;
+  /** Raw write bandwidth for `logBytes`, measured right after the run. */
   rawMBps: number;
 }
 
 printHeader('append', [
-  `workload: ${count(records)} records (id BIGINT, user_id BIGINT, item STRING(16 chars), price DOUBLE, ts TIMESTAMP(6)), ${PAYLOAD_BYTES_PER_RECORD} B payload each`,
-  `server: child process, defaults (log.flush.interval-messages=1, fsync before every ack); one bucket per table`,
-  `client: defaults (batch-size 2mb, acks all, idempotent); columnar chunks of ${chunkRows} rows`,
+  `workload: ${count(records)} records (id BIGINT, user_id BIGINT, item STRING 16 chars, price DOUBLE, ts TIMESTAMP(6)), ${PAYLOAD_BYTES_PER_RECORD} B payload each`,
+  'server: child process, defaults (fsync before every ack); one bucket per table',
+  `client: defaults (batch-size 2mb, acks all, idempotent); columnar chunks of ${chunkRows} rows; ${runs} run(s) per case`,
 ]);
 
 const workload = generateWorkload(records);
-
-const bench = await startServer();
-const results: Result[] = [];
+const bench = await BenchServer.start();
 try {
-  for (const [api, compression] of cases) {
-      const table = `append_${api}_${compression.toLowerCase()}`;
-      const tableId = await bench.conn.getAdmin().createTable(
-        { database: DATABASE, table },
-        { columns: WORKLOAD_COLUMNS, properties: { 'table.log.arrow.compression.type': compression } },
-      );
-      const writer = await (await bench.conn.getTable({ database: DATABASE, table })).newAppend().createWriter();
-      const append = api === 'row' ? rowAppender() : columnarAppender();
-      const m = await measure(bench.server.child.pid, () => append(writer));
-      await writer.close();
-      const tableDir = tableLogDir(bench.server.dataDir, table, tableId);
-      const logBytes = logSegmentBytes(tableDir);
-      const rawMBps = rawWriteMBps(logBytes, bench.server.dataDir);
-      results.push({ api, compression, m, logBytes, tableDir, rawMBps });
-      console.log(`${api} ${compression}: ${count(records / m.seconds)} rows/s in ${m.seconds.toFixed(2)} s`);
+  const results = new Map<string, Run[]>();
+  for (let run = 0; run < runs; run++) {
+    for (const [api, compression] of cases) {
+      const name = `${api} ${compression}`;
+      const r = await appendCase(api, compression, `append_${api}_${compression.toLowerCase()}_${run}`);
+      console.log(`${name} run ${run + 1}: ${count(records / r.m.seconds)} rows/s in ${r.m.seconds.toFixed(2)} s`);
+      results.set(name, [...(results.get(name) ?? []), r]);
+    }
   }
-  const payloadRawMBps = rawWriteMBps(records * PAYLOAD_BYTES_PER_RECORD, bench.server.dataDir);
-  // Disk use is read after a graceful stop, once indexes and checkpoints are written.
-  await stopServer(bench, true);
-  report(payloadRawMBps);
+  const payloadRawMBps = rawWriteMBps(records * PAYLOAD_BYTES_PER_RECORD, bench.dataDir);
+  await bench.stop(); // disk use is read once indexes and checkpoints are written
+  report(results, payloadRawMBps);
 } finally {
-  await stopServer(bench).catch(() => undefined);
+  await bench.dispose();
 }
 
-/** Builds the case's input (untimed) and returns the timed part; the input is garbage once it ran. */
+async function appendCase(api: Api, compression: Compression, table: string): Promise<Run> {
+  const tableDir = await bench.createTable(table, WORKLOAD_COLUMNS, { 'table.log.arrow.compression.type': compression });
+  const writer = await (await bench.table(table)).newAppend().createWriter();
+  const append = api === 'row' ? rowAppender() : columnarAppender();
+  const m = await measure(bench.pid, () => append(writer));
+  await writer.close();
+  const logBytes = logSegmentBytes(tableDir);
+  return { m, logBytes, tableDir, rawMBps: rawWriteMBps(logBytes, bench.dataDir, 1) };
+}
+
+/** Builds the input of a row case (untimed) and returns the timed part. */
 function rowAppender(): (writer: AppendWriter) => Promise<void> {
   const rows = Array.from({ length: records }, (_, i) => workloadRow(workload, i));
   return async (writer) => {
@@ -120,25 +121,28 @@ function columnarAppender(): (writer: AppendWriter) => Promise<void> {
   };
 }
 
-function report(payloadRawMBps: number): void {
-  console.log(`\nraw write baseline (fs.writeSync 1 MiB + fdatasync) of ${PAYLOAD_BYTES_PER_RECORD} B × ${count(records)}: ${payloadRawMBps.toFixed(0)} MB/s = ${count((payloadRawMBps * 1e6) / PAYLOAD_BYTES_PER_RECORD)} records/s\n`);
+function report(results: Map<string, Run[]>, payloadRawMBps: number): void {
+  console.log(`\nraw write (fs.writeSync 1 MiB + fdatasync) of ${PAYLOAD_BYTES_PER_RECORD} B × ${count(records)}: ${payloadRawMBps.toFixed(0)} MB/s = ${count((payloadRawMBps * 1e6) / PAYLOAD_BYTES_PER_RECORD)} records/s`);
+  console.log(`rows/s and log vs raw: median (min–max) of ${runs} run(s); other columns: medians\n`);
+  const mb = (n: number): string => n.toFixed(1);
   printTable(
-    ['case', 'rows/s', 'payload MB/s', 'log B/rec', 'disk B/rec', 'log MB/s', 'raw MB/s same bytes', 'log vs raw', 'rows/s vs raw 48 B', 'client cores', 'server cores'],
-    results.map((r) => {
-      const logMBps = r.logBytes / 1e6 / r.m.seconds;
-      const ratio = logMBps / r.rawMBps;
+    ['case', 'rows/s', 'payload MB/s', 'disk B/rec', 'log MB/s', 'raw MB/s same bytes', 'log vs raw', 'target', 'payload vs raw 48 B', 'client cores', 'server cores'],
+    [...results].map(([name, rs]) => {
+      const rowsPerSecond = rs.map((r) => records / r.m.seconds);
+      const logMBps = rs.map((r) => r.logBytes / 1e6 / r.m.seconds);
+      const ratio = rs.map((r, i) => logMBps[i] / r.rawMBps);
       return [
-        `${r.api} ${r.compression}`,
-        count(records / r.m.seconds),
-        (((records / r.m.seconds) * PAYLOAD_BYTES_PER_RECORD) / 1e6).toFixed(1),
-        (r.logBytes / records).toFixed(1),
-        (dirBytes(r.tableDir) / records).toFixed(1),
-        logMBps.toFixed(1),
-        r.rawMBps.toFixed(0),
-        r.api === 'columnar' ? versusTarget(ratio, TARGET_COLUMNAR_VS_RAW) : ratio.toFixed(2),
-        (((records / r.m.seconds) * PAYLOAD_BYTES_PER_RECORD) / 1e6 / payloadRawMBps).toFixed(3),
-        cores(r.m.clientCpu, r.m.seconds),
-        cores(r.m.serverCpu, r.m.seconds),
+        name,
+        spread(rowsPerSecond),
+        mb((median(rowsPerSecond) * PAYLOAD_BYTES_PER_RECORD) / 1e6),
+        (median(rs.map((r) => dirBytes(r.tableDir))) / records).toFixed(1),
+        mb(median(logMBps)),
+        median(rs.map((r) => r.rawMBps)).toFixed(0),
+        spread(ratio, (n) => n.toFixed(3)),
+        name === 'columnar NONE' ? verdict(median(ratio), TARGET_LOG_VS_RAW) : '',
+        ((median(rowsPerSecond) * PAYLOAD_BYTES_PER_RECORD) / 1e6 / payloadRawMBps).toFixed(3),
+        median(rs.map((r) => r.m.clientCpu / r.m.seconds)).toFixed(2),
+        median(rs.map((r) => (r.m.serverCpu ?? NaN) / r.m.seconds)).toFixed(2),
       ];
     }),
   );

@@ -17,10 +17,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Connection } from '../src/client/index.js';
-import type { ColumnSpec, Row } from '../src/client/index.js';
-import { ServerProcess, tempDir } from '../test/support/server-process.js';
-
-export { ServerProcess, tempDir };
+import type { ColumnSpec, Row, Table } from '../src/client/index.js';
+import { ServerProcess } from '../test/support/server-process.js';
 
 /** Bytes per record of the peers' packed binary form. */
 export const PAYLOAD_BYTES_PER_RECORD = 48;
@@ -117,29 +115,60 @@ export function workloadColumns(w: Workload): Record<string, BigInt64Array | Flo
 
 // ---------------------------------------------------------------------------------- server
 
-export interface BenchServer {
-  server: ServerProcess;
-  conn: Connection;
-}
-
 /** A server child process on a fresh temp data dir, and a client connection to it. */
-export async function startServer(settings: Record<string, string> = {}, clientOptions: Record<string, string> = {}): Promise<BenchServer> {
-  const server = await ServerProcess.start({ settings });
-  const conn = await Connection.create({ 'bootstrap.servers': server.bootstrap, ...clientOptions });
-  return { server, conn };
-}
+export class BenchServer {
+  private stopped = false;
 
-/** Closes the connection, stops the server gracefully and removes its data dir. */
-export async function stopServer(b: BenchServer, keepData = false): Promise<void> {
-  await b.conn.close();
-  const code = await b.server.stop();
-  if (code !== 0) throw new Error(`server exited with ${code}: ${b.server.stderr}`);
-  if (!keepData) fs.rmSync(b.server.dataDir, { recursive: true, force: true });
-}
+  private constructor(
+    readonly server: ServerProcess,
+    readonly conn: Connection,
+  ) {}
 
-/** The log directory of a table (`<data dir>/log/<database>/<table>-<table id>`). */
-export function tableLogDir(dataDir: string, table: string, tableId: number, database = DATABASE): string {
-  return path.join(dataDir, 'log', database, `${table}-${tableId}`);
+  static async start(settings: Record<string, string> = {}, clientOptions: Record<string, string> = {}): Promise<BenchServer> {
+    const server = await ServerProcess.start({ settings });
+    try {
+      return new BenchServer(server, await Connection.create({ 'bootstrap.servers': server.bootstrap, ...clientOptions }));
+    } catch (err) {
+      await server.kill();
+      throw err;
+    }
+  }
+
+  get dataDir(): string {
+    return this.server.dataDir;
+  }
+
+  get pid(): number | undefined {
+    return this.server.child.pid;
+  }
+
+  /** Creates a table in the default database; returns its log directory. */
+  async createTable(table: string, columns: ColumnSpec[], properties: Record<string, string> = {}): Promise<string> {
+    const tableId = await this.conn.getAdmin().createTable({ database: DATABASE, table }, { columns, properties });
+    return path.join(this.dataDir, 'log', DATABASE, `${table}-${tableId}`);
+  }
+
+  table(table: string): Promise<Table> {
+    return this.conn.getTable({ database: DATABASE, table });
+  }
+
+  /** Closes the connection and stops the server gracefully (indexes and checkpoints written); keeps the data. */
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    await this.conn.close();
+    const code = await this.server.stop();
+    if (code !== 0) throw new Error(`server exited with ${code}: ${this.server.stderr}`);
+  }
+
+  /** Stops the server if it runs and removes its data dir. */
+  async dispose(): Promise<void> {
+    try {
+      await this.stop();
+    } finally {
+      fs.rmSync(this.dataDir, { recursive: true, force: true });
+    }
+  }
 }
 
 /** Sum of the sizes of the files under `dir` whose name passes `filter`. */
@@ -268,14 +297,16 @@ export function count(n: number): string {
   return n.toFixed(0);
 }
 
-export function fixed(n: number, digits = 1): string {
-  return n.toFixed(digits);
+/** Median and range of repeated measurements: '1.23M (1.10M–1.30M)'; just the value for one run. */
+export function spread(values: number[], format: (n: number) => string = count): string {
+  if (values.length === 1) return format(values[0]);
+  return `${format(median(values))} (${format(Math.min(...values))}–${format(Math.max(...values))})`;
 }
 
-/** A ratio against its target, e.g. '0.62 (target ≥ 0.50: met)'. */
-export function versusTarget(ratio: number, target: number, higherIsBetter = true, digits = 2): string {
-  const met = higherIsBetter ? ratio >= target : ratio <= target;
-  return `${ratio.toFixed(digits)} (target ${higherIsBetter ? '≥' : '≤'} ${target}: ${met ? 'met' : 'MISSED'})`;
+/** Whether `value` meets a target, e.g. 'met (≥ 0.5)' or 'MISSED (≥ 0.5)'. */
+export function verdict(value: number, target: number, higherIsBetter = true): string {
+  const met = higherIsBetter ? value >= target : value <= target;
+  return `${met ? 'met' : 'MISSED'} (${higherIsBetter ? '≥' : '<'} ${target})`;
 }
 
 /** CPU seconds over wall seconds, as a share of one core. */

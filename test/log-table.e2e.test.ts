@@ -191,6 +191,23 @@ describe('log tables end to end', () => {
     assert.ok(tail.records.length > 0, 'LimitScan returns the tail batches');
   });
 
+  test('acks=1 and acks=0 writers deliver every row', async () => {
+    const path = { database: 'tributary', table: 'acks' };
+    await conn.getAdmin().createTable(path, { columns: [{ name: 'n', type: 'INT' }], properties: { 'table.log.arrow.compression.type': 'lz4_frame' } });
+    for (const acks of ['1', '0']) {
+      const c = await Connection.create({ 'bootstrap.servers': server.bootstrap, 'client.writer.acks': acks, 'client.writer.batch-timeout': '1ms' });
+      const writer = await (await c.getTable(path)).newAppend().createWriter();
+      for (let n = 0; n < 500; n++) await writer.append({ n });
+      await writer.close();
+      await c.close();
+    }
+    const scanner = (await conn.getTable(path)).newScan().createLogScanner();
+    await scanner.subscribe(0, 'earliest');
+    const rows = await drain(scanner, 1000);
+    scanner.close();
+    assert.equal(rows.length, 1000);
+  });
+
   test('partitions: manual, dynamic on first write, and automatic by time', async () => {
     const admin = conn.getAdmin();
     const path = { database: 'tributary', table: 'clicks' };

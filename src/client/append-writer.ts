@@ -63,7 +63,7 @@ export class AppendWriter {
     if (table.bucketKeys.length > 0) this.assigner = new BucketAssigner(table);
     if (table.partitionKeys.length > 0) this.partitions = new PartitionGetter(table.schema, table.partitionKeys);
     this.internal = new Array(table.schema.columns.length);
-    this.compression = tableOption(table.properties, 'table.log.arrow.compression.type') as ArrowCompression;
+    this.compression = tableOption(table.properties, 'table.log.arrow.compression.type')!.toUpperCase() as ArrowCompression;
     this.zstdLevel = Number(tableOption(table.properties, 'table.log.arrow.compression.zstd.level'));
     this.batchSize = o.bytes('client.writer.batch-size');
     this.lingerMs = o.durationMs('client.writer.batch-timeout');

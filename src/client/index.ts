@@ -6,7 +6,7 @@ export { Connection } from './connection.js';
 export { Admin, type OffsetSpec } from './admin.js';
 export { Table, Scan } from './table.js';
 export { AppendWriter } from './append-writer.js';
-export { LogScanner, type ScanRecord, type BucketRef, type ChangeType } from './log-scanner.js';
+export { LogScanner, type ScanRecord, type ScanBatch, type BucketRef, type ChangeType } from './log-scanner.js';
 export { TributaryError, type ErrorName, ErrorCodes } from '../common/errors.js';
 export { Timestamp, type Row } from '../common/values.js';
 export type { TableDescriptor, TableInfo, TablePath, ColumnSpec, PartitionInfo, Schema } from '../common/schema.js';

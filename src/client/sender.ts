@@ -134,6 +134,13 @@ export class Sender {
         records: list.length === 1 ? list[0].bytes : Buffer.concat(list.map((b) => b.bytes)),
       })),
     };
+    if (this.options.acks === 0) {
+      // Fire and forget: the batches count as done once handed to the connection.
+      this.conn.server().then((rpc) => rpc.request(ApiKeys.ProduceLog, request)).catch(() => undefined);
+      for (const list of entries) list.forEach((b) => this.succeeded(b));
+      this.schedule();
+      return;
+    }
     this.conn
       .server()
       .then((rpc) => rpc.request(ApiKeys.ProduceLog, request))

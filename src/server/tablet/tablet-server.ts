@@ -140,7 +140,8 @@ export class TabletServer implements BucketLifecycle {
           const batches = splitLogBatches(Buffer.from(b.records.buffer, b.records.byteOffset, b.records.byteLength));
           if (batches.length === 0) throw new TributaryError('CORRUPT_MESSAGE', 'produce request for a bucket holds no record batch');
           for (const batch of batches) this.checkIncomingBatch(replica, batch);
-          const results = await replica.log.append(batches, replica.leaderEpoch);
+          // acks=-1 (all): below the high watermark, i.e. durable per the flush policy; 0 and 1: written.
+          const results = await replica.log.append(batches, replica.leaderEpoch, req.acks === -1 ? 'high-watermark' : 'written');
           return { ...head, baseOffset: results[0].baseOffset };
         } catch (err) {
           return { ...head, baseOffset: -1n, ...bucketError(err) };

@@ -159,11 +159,17 @@ export class LogTablet {
    * Appends batches (already split and CRC-checked) with consecutive offsets, stamping BaseOffset,
    * CommitTimestamp and LeaderEpoch in place. Returns one result per batch; a duplicate of an
    * idempotent writer gets its original offsets and is not appended again. Resolves once every
-   * batch is below the high watermark. A sequence or epoch error rejects the whole call.
+   * batch is below the high watermark, or with `waitFor = 'written'` once the batches are written to
+   * the file (acks=1). A sequence or epoch error rejects the whole call.
    */
-  async append(batches: Buffer[], leaderEpoch: number): Promise<AppendResult[]> {
+  async append(batches: Buffer[], leaderEpoch: number, waitFor: 'high-watermark' | 'written' = 'high-watermark'): Promise<AppendResult[]> {
     if (batches.length === 0) return [];
     const { results, endOffset } = await this.enqueue(() => this.write(batches, leaderEpoch));
+    if (waitFor === 'written') {
+      // acks=1: the batches are in the log file; their fsync (per the flush policy) follows.
+      if (this.hw.offset < endOffset) void this.syncCovering(endOffset);
+      return results;
+    }
     while (this.hw.offset < endOffset) {
       this.checkWritable();
       await this.syncCovering(endOffset);
