@@ -49,6 +49,11 @@ async function stillServes(): Promise<void> {
   assert.ok((await conn.getAdmin().listDatabases()).includes('tributary'));
 }
 
+test('a second server on the same data dir is refused while the first runs', async () => {
+  await assert.rejects(ServerProcess.start({ dataDir: server.dataDir }), /in use by the server with pid/);
+  await stillServes();
+});
+
 test('a garbage body gets CORRUPT_MESSAGE and only that connection closes', async () => {
   const frame = Buffer.alloc(4 + 8 + 6);
   frame.writeInt32BE(14, 0);

@@ -206,6 +206,16 @@ describe('log tables end to end', () => {
     const rows = await drain(scanner, 1000);
     scanner.close();
     assert.equal(rows.length, 1000);
+
+    // positions() is where the next poll continues, even when a fetch brought more than one poll returns.
+    const small = await Connection.create({ 'bootstrap.servers': server.bootstrap, 'client.scanner.log.max-poll-records': '300' });
+    const partial = (await small.getTable(path)).newScan().createLogScanner();
+    await partial.subscribe(0, 'earliest');
+    const first = await partial.poll(2000);
+    assert.equal(first.length, 300);
+    assert.equal(partial.positions().get('0'), 300n);
+    partial.close();
+    await small.close();
   });
 
   test('partitions: manual, dynamic on first write, and automatic by time', async () => {

@@ -103,9 +103,21 @@ export class LogScanner implements AsyncIterable<ScanRecord> {
     this.buffered = this.buffered.filter(keep);
   }
 
-  /** The next offset to read of each subscribed bucket (`<partition>/<bucket>` or `<bucket>`). */
+  /**
+   * The offset of the next record `poll` will return, per subscribed bucket (`<partition>/<bucket>`
+   * or `<bucket>`): where to subscribe again to resume without a gap or a repeat.
+   */
   positions(): Map<string, bigint> {
-    return new Map([...this.subscriptions.values()].map((s) => [s.partition ? `${s.partition.name}/${s.bucket}` : String(s.bucket), s.offset]));
+    const label = (partition: string | undefined, bucket: number): string => (partition !== undefined ? `${partition}/${bucket}` : String(bucket));
+    const next = new Map<string, bigint>();
+    for (const s of this.subscriptions.values()) next.set(label(s.partition?.name, s.bucket), s.offset);
+    this.buffered.forEach((b, i) => {
+      const k = label(b.partition, b.bucket);
+      const first = b.baseOffset + BigInt(i === 0 && this.headRows ? this.headRows.next : 0);
+      const current = next.get(k);
+      if (current !== undefined && first < current) next.set(k, first);
+    });
+    return next;
   }
 
   /** Records that arrived within `timeoutMs`, at most `client.scanner.log.max-poll-records`. */

@@ -40,12 +40,14 @@ export class TributaryServer {
     private readonly tablets: TabletServer,
     private readonly store: LocalMetadataStore,
     private readonly log: Logger,
+    private readonly dataDir: string,
   ) {}
 
   static async start(settings: Record<string, string>, log: Logger = createLogger()): Promise<TributaryServer> {
     const options = new Options('server', settings);
     const dataDir = path.resolve(options.string('data.dir')!);
     await fs.promises.mkdir(dataDir, { recursive: true });
+    await lockDataDir(dataDir);
     await initArrowCompression();
     const store = await LocalMetadataStore.open(path.join(dataDir, 'metadata'));
     const coordinator = new Coordinator(store, options, log.child({ role: 'coordinator' }));
@@ -82,6 +84,7 @@ export class TributaryServer {
       tablets,
       store,
       log,
+      dataDir,
     );
   }
 
@@ -94,7 +97,37 @@ export class TributaryServer {
     await this.coordinator.stop();
     await this.tablets.stop();
     await this.store.close();
+    await fs.promises.rm(path.join(this.dataDir, LOCK_FILE), { force: true });
     this.log.info('server stopped');
+  }
+}
+
+const LOCK_FILE = 'server.lock';
+
+/**
+ * Claims the data dir for this process: `server.lock` holds the owner's pid. A lock whose process
+ * is gone (a crash, kill -9) is taken over; one held by a live process is refused, so two servers
+ * never write the same logs.
+ */
+async function lockDataDir(dataDir: string): Promise<void> {
+  const file = path.join(dataDir, LOCK_FILE);
+  try {
+    const owner = Number((await fs.promises.readFile(file, 'utf8')).trim());
+    if (Number.isInteger(owner) && owner > 0 && owner !== process.pid && isAlive(owner)) {
+      throw new TributaryError('STORAGE_EXCEPTION', `data dir ${dataDir} is in use by the server with pid ${owner}`);
+    }
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  await fs.promises.writeFile(file, `${process.pid}\n`);
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

@@ -49,7 +49,7 @@ export class ServerProcess {
         }
       };
       child.stdout!.on('data', onData);
-      child.once('exit', (code) => reject(new Error(`server exited with ${code} before ready: ${server.stderr}`)));
+      child.once('close', (code) => reject(new Error(`server exited with ${code} before ready: ${server.stderr}`)));
     });
     return server;
   }
