@@ -8,7 +8,10 @@
  *   row       `await writer.append(row)` per record, then `flush()`;
  *   columnar  `await writer.appendColumns(chunk)` per chunk of typed arrays (BIGINT, DOUBLE,
  *             TIMESTAMP) and string arrays (STRING), then `flush()`;
- * each with compression NONE and ZSTD. The timer covers appending and the final flush, i.e. until
+ *   arrow     the same with each chunk already an Arrow RecordBatch of the table's schema: no
+ *             value conversion is left (JS strings to UTF-8 is the costly one), so this case
+ *             measures the write path itself;
+ * row and columnar with compression NONE and ZSTD, arrow with NONE. The timer covers appending and the final flush, i.e. until
  * every record is acknowledged; rows and chunks are built before it starts.
  *
  * Baseline, in the same run and on the same file system: `fs.writeSync` in 1 MiB chunks plus one
@@ -17,14 +20,16 @@
  * its log over the raw bandwidth for the same bytes: 1.0 would mean the server stores data as fast
  * as the disk takes a plain file. Target for columnar NONE: ≥ 0.5.
  *
- *   npm run bench:append [-- --records 2000000 --chunk 32768 --runs 3 --cases columnar:NONE,row:ZSTD]
+ *   npm run bench:append [-- --records 2000000 --chunk 32768 --runs 3 --cases columnar:NONE,row:ZSTD
+ *                         --client client.writer.batch-size=4mb]
  */
 import { parseArgs } from 'node:util';
-import type { AppendWriter } from '../src/client/index.js';
+import type { AppendWriter, Schema } from '../src/client/index.js';
+import { ColumnBatchBuilder } from '../src/record/column-batch-builder.js';
 import {
   BenchServer,
+  clientOptionArgs,
   columnChunks,
-  cores,
   count,
   dirBytes,
   generateWorkload,
@@ -32,6 +37,7 @@ import {
   measure,
   type Measured,
   median,
+  medianCores,
   PAYLOAD_BYTES_PER_RECORD,
   printHeader,
   printTable,
@@ -45,7 +51,7 @@ import {
 
 const TARGET_LOG_VS_RAW = 0.5;
 
-type Api = 'row' | 'columnar';
+type Api = 'row' | 'columnar' | 'arrow';
 type Compression = 'NONE' | 'ZSTD' | 'LZ4_FRAME';
 
 const { values: args } = parseArgs({
@@ -53,9 +59,11 @@ const { values: args } = parseArgs({
     records: { type: 'string', default: '2000000' },
     chunk: { type: 'string', default: '32768' },
     runs: { type: 'string', default: '3' },
-    cases: { type: 'string', default: 'row:NONE,row:ZSTD,columnar:NONE,columnar:ZSTD' },
+    cases: { type: 'string', default: 'row:NONE,row:ZSTD,columnar:NONE,columnar:ZSTD,arrow:NONE' },
+    client: { type: 'string', multiple: true },
   },
 });
+const clientOptions = clientOptionArgs(args.client);
 const records = Number(args.records);
 const chunkRows = Number(args.chunk);
 const runs = Number(args.runs);
@@ -72,11 +80,11 @@ interface Run {
 printHeader('append', [
   `workload: ${count(records)} records (id BIGINT, user_id BIGINT, item STRING 16 chars, price DOUBLE, ts TIMESTAMP(6)), ${PAYLOAD_BYTES_PER_RECORD} B payload each`,
   'server: child process, defaults (fsync before every ack); one bucket per table',
-  `client: defaults (batch-size 2mb, acks all, idempotent); columnar chunks of ${chunkRows} rows; ${runs} run(s) per case`,
+  `client: ${JSON.stringify(clientOptions)} over the defaults (batch-size 2mb, acks all, idempotent); columnar chunks of ${chunkRows} rows; ${runs} run(s) per case`,
 ]);
 
 const workload = generateWorkload(records);
-const bench = await BenchServer.start();
+const bench = await BenchServer.start({}, clientOptions);
 try {
   const results = new Map<string, Run[]>();
   for (let run = 0; run < runs; run++) {
@@ -96,8 +104,9 @@ try {
 
 async function appendCase(api: Api, compression: Compression, table: string): Promise<Run> {
   const tableDir = await bench.createTable(table, WORKLOAD_COLUMNS, { 'table.log.arrow.compression.type': compression });
-  const writer = await (await bench.table(table)).newAppend().createWriter();
-  const append = api === 'row' ? rowAppender() : columnarAppender();
+  const handle = await bench.table(table);
+  const writer = await handle.newAppend().createWriter();
+  const append = api === 'row' ? rowAppender() : columnarAppender(api === 'arrow' ? handle.info.schema : undefined);
   const m = await measure(bench.pid, () => append(writer));
   await writer.close();
   const logBytes = logSegmentBytes(tableDir);
@@ -113,8 +122,16 @@ function rowAppender(): (writer: AppendWriter) => Promise<void> {
   };
 }
 
-function columnarAppender(): (writer: AppendWriter) => Promise<void> {
-  const chunks = columnChunks(workloadColumns(workload), records, chunkRows);
+/** Chunks of columns, or with `arrowSchema` the same chunks as Arrow RecordBatches. */
+function columnarAppender(arrowSchema?: Schema): (writer: AppendWriter) => Promise<void> {
+  const columns = columnChunks(workloadColumns(workload), records, chunkRows);
+  const chunks = arrowSchema
+    ? columns.map((chunk) => {
+        const builder = new ColumnBatchBuilder(arrowSchema);
+        builder.appendColumns(chunk);
+        return builder.build();
+      })
+    : columns;
   return async (writer) => {
     for (const chunk of chunks) await writer.appendColumns(chunk);
     await writer.flush();
@@ -139,10 +156,10 @@ function report(results: Map<string, Run[]>, payloadRawMBps: number): void {
         mb(median(logMBps)),
         median(rs.map((r) => r.rawMBps)).toFixed(0),
         spread(ratio, (n) => n.toFixed(3)),
-        name === 'columnar NONE' ? verdict(median(ratio), TARGET_LOG_VS_RAW) : '',
+        name === 'columnar NONE' || name === 'arrow NONE' ? verdict(median(ratio), TARGET_LOG_VS_RAW) : '',
         ((median(rowsPerSecond) * PAYLOAD_BYTES_PER_RECORD) / 1e6 / payloadRawMBps).toFixed(3),
-        median(rs.map((r) => r.m.clientCpu / r.m.seconds)).toFixed(2),
-        median(rs.map((r) => (r.m.serverCpu ?? NaN) / r.m.seconds)).toFixed(2),
+        medianCores(rs.map((r) => r.m), 'client'),
+        medianCores(rs.map((r) => r.m), 'server'),
       ];
     }),
   );

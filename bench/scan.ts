@@ -12,25 +12,30 @@
  * timer includes all of that, but no conversion into row objects. The baseline is the all-column
  * scan of the same run; the projection speed-up (target ≥ 5×) is its time over the projected scan's.
  *
- * The peers' read-back (docs/benchmarks.md) read 2M records of the 5-column workload; the same
- * read is measured here on a second table, so that rows/s compare like for like.
+ * The peers' read-back (docs/benchmarks.md) read 2M records of the 5-column workload and turned
+ * each into an object; the same read is measured here on a second table, both as Arrow batches and
+ * as row objects (`poll`, BIGINT as bigint, TIMESTAMP as Timestamp), the like-for-like number.
  *
  * Reads are warm: the data was just written and sits in the page cache, as for the peers.
  *
- *   npm run bench:scan [-- --rows 1000000 --runs 3 --compression ZSTD]
+ *   npm run bench:scan [-- --rows 1000000 --runs 3 --compression ZSTD
+ *                       --client client.scanner.log.fetch.max-bytes-for-bucket=16mb]
  */
 import { parseArgs } from 'node:util';
 import type { ColumnSpec } from '../src/client/index.js';
 import type { LogScanner } from '../src/client/log-scanner.js';
 import {
   BenchServer,
+  clientOptionArgs,
   columnChunks,
+  type ColumnValues,
   count,
   generateWorkload,
   logSegmentBytes,
   measure,
   type Measured,
   median,
+  medianCores,
   names,
   printHeader,
   printTable,
@@ -50,8 +55,10 @@ const { values: args } = parseArgs({
     rows: { type: 'string', default: '1000000' },
     runs: { type: 'string', default: '3' },
     compression: { type: 'string', default: 'ZSTD' },
+    client: { type: 'string', multiple: true },
   },
 });
+const clientOptions = clientOptionArgs(args.client);
 const rowCount = Number(args.rows);
 const runs = Number(args.runs);
 const compression = args.compression;
@@ -66,7 +73,7 @@ const WIDE_COLUMNS: ColumnSpec[] = [
 ];
 
 /** The workload plus five more columns: 8 + 8 + 16 + 8 + 8 + 4 + 10 + 4 + 1/8 + 20 B of values, 12 B of string offsets. */
-function wideColumns(count: number): Record<string, ArrayLike<unknown>> {
+function wideColumns(count: number): Record<string, ColumnValues> {
   const next = random(4242);
   const categories = names(50, 10, next);
   const notes = names(5000, 20, next);
@@ -88,10 +95,10 @@ function wideColumns(count: number): Record<string, ArrayLike<unknown>> {
 printHeader('scan', [
   `table: ${count(rowCount)} rows × ${WIDE_COLUMNS.length} columns (${WIDE_COLUMNS.map((c) => `${c.name} ${c.type}`).join(', ')}), compression ${compression}, one bucket`,
   `peer comparison: ${count(PEER_RECORDS)} records of the 5-column workload, same compression`,
-  `server and client: defaults (fetch.max-bytes 16mb, max-bytes-for-bucket 1mb); warm page cache; ${runs} run(s) per scan`,
+  `server: defaults; client: ${JSON.stringify(clientOptions)} over the defaults (fetch.max-bytes 16mb, max-bytes-for-bucket 1mb); warm page cache; ${runs} run(s) per scan`,
 ]);
 
-const bench = await BenchServer.start();
+const bench = await BenchServer.start({}, clientOptions);
 try {
   const wideDir = await load('scan_wide', WIDE_COLUMNS, wideColumns(rowCount), rowCount);
   const peerDir = await load('scan_peer', WORKLOAD_COLUMNS, workloadColumns(generateWorkload(PEER_RECORDS)), PEER_RECORDS);
@@ -99,14 +106,17 @@ try {
   console.log(`log: ${(wideBytes / rowCount).toFixed(1)} B/row (wide), ${(logSegmentBytes(peerDir) / PEER_RECORDS).toFixed(1)} B/record (peer workload)`);
 
   const expectedIdSum = (rowCount * (rowCount + 1)) / 2;
+  const peerIdSum = (PEER_RECORDS * (PEER_RECORDS + 1)) / 2;
   const all: Measured[] = [];
   const projected: Measured[] = [];
   const peer: Measured[] = [];
+  const peerRows: Measured[] = [];
   await scan('scan_wide', undefined, rowCount, expectedIdSum); // warm-up: JIT and page cache
   for (let run = 0; run < runs; run++) {
     all.push(await scan('scan_wide', undefined, rowCount, expectedIdSum));
     projected.push(await scan('scan_wide', ['id'], rowCount, expectedIdSum));
-    peer.push(await scan('scan_peer', undefined, PEER_RECORDS, (PEER_RECORDS * (PEER_RECORDS + 1)) / 2));
+    peer.push(await scan('scan_peer', undefined, PEER_RECORDS, peerIdSum));
+    peerRows.push(await scan('scan_peer', undefined, PEER_RECORDS, peerIdSum, 'rows'));
   }
 
   console.log(`\nmedian (min–max) of ${runs} run(s)\n`);
@@ -116,44 +126,50 @@ try {
     name,
     spread(rate(ms, n)),
     ((median(rate(ms, n)) * bytesPerRow) / 1e6).toFixed(0),
-    median(ms.map((m) => m.clientCpu / m.seconds)).toFixed(2),
-    median(ms.map((m) => (m.serverCpu ?? NaN) / m.seconds)).toFixed(2),
+    medianCores(ms, 'client'),
+    medianCores(ms, 'server'),
   ];
   printTable(
     ['scan', 'rows/s', 'log MB/s', 'client cores', 'server cores'],
     [
       row(`all ${WIDE_COLUMNS.length} columns`, all, rowCount, wideBytes / rowCount),
       row('project id (1 of 10)', projected, rowCount, wideBytes / rowCount),
-      row(`peer workload, all 5 columns (${count(PEER_RECORDS)})`, peer, PEER_RECORDS, logSegmentBytes(peerDir) / PEER_RECORDS),
+      row(`peer workload (${count(PEER_RECORDS)}), Arrow batches`, peer, PEER_RECORDS, logSegmentBytes(peerDir) / PEER_RECORDS),
+      row(`peer workload (${count(PEER_RECORDS)}), row objects (poll)`, peerRows, PEER_RECORDS, logSegmentBytes(peerDir) / PEER_RECORDS),
     ],
   );
   console.log(`\nprojection speed-up (all-column time / projected time): ${spread(speedups, (n) => `${n.toFixed(2)}×`)}, ${verdict(median(speedups), TARGET_SPEEDUP)}`);
-  const peerRate = median(rate(peer, PEER_RECORDS));
   const peers: [string, number][] = [
     ['PostgreSQL COPY TO', 1_010_000],
     ['Redis XRANGE', 438_000],
     ['PostgreSQL cursor', 243_000],
     ['NATS ordered consumer', 134_000],
   ];
-  console.log(`peer workload read-back ${count(peerRate)} rec/s vs ${peers.map(([name, r]) => `${name} ${count(r)} (${(peerRate / r).toFixed(2)}×)`).join(', ')}`);
+  for (const [what, ms] of [['Arrow batches', peer], ['row objects', peerRows]] as const) {
+    const r = median(rate(ms, PEER_RECORDS));
+    console.log(`peer workload read-back as ${what}: ${count(r)} rec/s vs ${peers.map(([name, p]) => `${name} ${count(p)} (${(r / p).toFixed(2)}×)`).join(', ')}`);
+  }
 } finally {
   await bench.dispose();
 }
 
 /** Creates a table and appends `columns` in chunks through the columnar API; returns its log dir. */
-async function load(table: string, specs: ColumnSpec[], columns: Record<string, ArrayLike<unknown>>, n: number): Promise<string> {
+async function load(table: string, specs: ColumnSpec[], columns: Record<string, ColumnValues>, n: number): Promise<string> {
   const dir = await bench.createTable(table, specs, { 'table.log.arrow.compression.type': compression });
   const writer = await (await bench.table(table)).newAppend().createWriter();
   const m = await measure(bench.pid, async () => {
-    for (const chunk of columnChunks(columns as Parameters<typeof columnChunks>[0], n, CHUNK_ROWS)) await writer.appendColumns(chunk);
+    for (const chunk of columnChunks(columns, n, CHUNK_ROWS)) await writer.appendColumns(chunk);
     await writer.close();
   });
   console.log(`loaded ${table}: ${count(n)} rows in ${m.seconds.toFixed(2)} s (${count(n / m.seconds)} rows/s)`);
   return dir;
 }
 
-/** Reads bucket 0 of `table` from the start until `n` rows arrived; checks the sum of ids. */
-async function scan(table: string, projection: string[] | undefined, n: number, expectedIdSum: number): Promise<Measured> {
+/**
+ * Reads bucket 0 of `table` from the start until `n` rows arrived, as Arrow batches (`pollBatches`)
+ * or as row objects (`poll`); checks the count and the sum of ids.
+ */
+async function scan(table: string, projection: string[] | undefined, n: number, expectedIdSum: number, as: 'batches' | 'rows' = 'batches'): Promise<Measured> {
   const builder = (await bench.table(table)).newScan();
   const scanner: LogScanner = (projection ? builder.project(projection) : builder).createLogScanner();
   await scanner.subscribe(0, 'earliest');
@@ -161,6 +177,12 @@ async function scan(table: string, projection: string[] | undefined, n: number, 
   let idSum = 0;
   const m = await measure(bench.pid, async () => {
     while (rows < n) {
+      if (as === 'rows') {
+        const records = await scanner.poll(1000);
+        rows += records.length;
+        for (const r of records) idSum += Number(r.row.id as bigint);
+        continue;
+      }
       for (const { batch } of await scanner.pollBatches(1000)) {
         rows += batch.numRows;
         for (const data of batch.getChild('id')!.data) idSum += lowWordSum(data.values as BigInt64Array);

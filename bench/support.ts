@@ -97,8 +97,11 @@ export function workloadRow(w: Workload, i: number): Row {
   return { id: w.id[i], user_id: w.user_id[i], item: w.item[i], price: w.price[i], ts: w.ts[i] };
 }
 
+/** Values of one column as the columnar API takes them. */
+export type ColumnValues = BigInt64Array | Float64Array | Float32Array | Int32Array | string[] | boolean[];
+
 /** Consecutive slices of `chunkRows` records of every column (typed arrays are views, not copies). */
-export function columnChunks(columns: Record<string, BigInt64Array | Float64Array | Int32Array | Float32Array | Uint8Array | string[] | boolean[]>, count: number, chunkRows: number): Record<string, ArrayLike<unknown>>[] {
+export function columnChunks(columns: Record<string, ColumnValues>, count: number, chunkRows: number): Record<string, ArrayLike<unknown>>[] {
   const chunks: Record<string, ArrayLike<unknown>>[] = [];
   for (let from = 0; from < count; from += chunkRows) {
     const to = Math.min(count, from + chunkRows);
@@ -109,11 +112,22 @@ export function columnChunks(columns: Record<string, BigInt64Array | Float64Arra
   return chunks;
 }
 
-export function workloadColumns(w: Workload): Record<string, BigInt64Array | Float64Array | string[]> {
+export function workloadColumns(w: Workload): Record<string, ColumnValues> {
   return { id: w.id, user_id: w.user_id, item: w.item, price: w.price, ts: w.ts };
 }
 
 // ---------------------------------------------------------------------------------- server
+
+/** `--client key=value` arguments (repeatable) as client options. */
+export function clientOptionArgs(pairs: string[] | undefined): Record<string, string> {
+  const options: Record<string, string> = {};
+  for (const pair of pairs ?? []) {
+    const eq = pair.indexOf('=');
+    if (eq <= 0) throw new Error(`--client expects key=value, got '${pair}'`);
+    options[pair.slice(0, eq)] = pair.slice(eq + 1);
+  }
+  return options;
+}
 
 /** A server child process on a fresh temp data dir, and a client connection to it. */
 export class BenchServer {
@@ -142,7 +156,7 @@ export class BenchServer {
     return this.server.child.pid;
   }
 
-  /** Creates a table in the default database; returns its log directory. */
+  /** Creates a table in the default database; returns its log directory (the tablet server's layout). */
   async createTable(table: string, columns: ColumnSpec[], properties: Record<string, string> = {}): Promise<string> {
     const tableId = await this.conn.getAdmin().createTable({ database: DATABASE, table }, { columns, properties });
     return path.join(this.dataDir, 'log', DATABASE, `${table}-${tableId}`);
@@ -150,6 +164,11 @@ export class BenchServer {
 
   table(table: string): Promise<Table> {
     return this.conn.getTable({ database: DATABASE, table });
+  }
+
+  /** Another connection to this server, for a second client; the caller closes it. */
+  connect(clientOptions: Record<string, string> = {}): Promise<Connection> {
+    return Connection.create({ 'bootstrap.servers': this.server.bootstrap, ...clientOptions });
   }
 
   /** Closes the connection and stops the server gracefully (indexes and checkpoints written); keeps the data. */
@@ -190,15 +209,24 @@ export function logSegmentBytes(dir: string): number {
 // ---------------------------------------------------------------------------------- baselines
 
 const RAW_CHUNK = 1 << 20;
+let rawChunk: Buffer | undefined;
+
+/** 1 MiB of random bytes, made once. */
+function rawChunkBytes(): Buffer {
+  if (!rawChunk) {
+    const next = random(7);
+    rawChunk = Buffer.alloc(RAW_CHUNK);
+    for (let i = 0; i < RAW_CHUNK; i++) rawChunk[i] = Math.floor(next() * 256);
+  }
+  return rawChunk;
+}
 
 /**
  * The raw disk baseline of the peers: `bytes` written sequentially to a new file in `dir` with
  * `fs.writeSync` in 1 MiB chunks, then one `fdatasync`. Returns the seconds it took.
  */
-export function rawWriteSeconds(bytes: number, dir: string): number {
-  const chunk = Buffer.alloc(RAW_CHUNK);
-  const next = random(7);
-  for (let i = 0; i < chunk.length; i++) chunk[i] = Math.floor(next() * 256);
+function rawWriteSeconds(bytes: number, dir: string): number {
+  const chunk = rawChunkBytes();
   const file = path.join(dir, `raw-${process.pid}.bin`);
   const start = now();
   const fd = fs.openSync(file, 'w');
@@ -224,8 +252,10 @@ export function rawWriteMBps(bytes: number, dir: string, runs = 3): number {
 /** Milliseconds, monotonic, sub-microsecond resolution. */
 export const now = (): number => performance.now();
 
+const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
+
 /** CPU seconds (user + system) used so far by process `pid`, from /proc; undefined where there is none. */
-export function processCpuSeconds(pid: number): number | undefined {
+function processCpuSeconds(pid: number): number | undefined {
   try {
     const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
@@ -235,16 +265,29 @@ export function processCpuSeconds(pid: number): number | undefined {
   }
 }
 
-const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
 
-/** Wall time and the CPU time of this process and of the server over one measured section. */
+/** Busy CPU seconds of the whole machine so far (every state of /proc/stat but idle and iowait). */
+function machineBusySeconds(): number | undefined {
+  try {
+    const [user, nice, system, , , irq, softirq, steal] = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+    return (user + nice + system + irq + softirq + steal) / CLOCK_TICKS;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Wall time and CPU time over one measured section. */
 export interface Measured {
   seconds: number;
+  /** This process. */
   clientCpu: number;
   serverCpu: number | undefined;
+  /** Everything else on the machine: kernel threads (disk flushes) and any outside load. */
+  otherCpu: number | undefined;
 }
 
 export async function measure(serverPid: number | undefined, section: () => Promise<void>): Promise<Measured> {
+  const machineBefore = machineBusySeconds();
   const serverBefore = serverPid === undefined ? undefined : processCpuSeconds(serverPid);
   const cpuBefore = process.cpuUsage();
   const start = now();
@@ -252,11 +295,11 @@ export async function measure(serverPid: number | undefined, section: () => Prom
   const seconds = (now() - start) / 1000;
   const cpu = process.cpuUsage(cpuBefore);
   const serverAfter = serverPid === undefined ? undefined : processCpuSeconds(serverPid);
-  return {
-    seconds,
-    clientCpu: (cpu.user + cpu.system) / 1e6,
-    serverCpu: serverBefore === undefined || serverAfter === undefined ? undefined : serverAfter - serverBefore,
-  };
+  const machineAfter = machineBusySeconds();
+  const clientCpu = (cpu.user + cpu.system) / 1e6;
+  const serverCpu = serverBefore === undefined || serverAfter === undefined ? undefined : serverAfter - serverBefore;
+  const otherCpu = machineBefore === undefined || machineAfter === undefined ? undefined : machineAfter - machineBefore - clientCpu - (serverCpu ?? 0);
+  return { seconds, clientCpu, serverCpu, otherCpu };
 }
 
 export function median(values: number[]): number {
@@ -304,12 +347,13 @@ export function spread(values: number[], format: (n: number) => string = count):
 }
 
 /** Whether `value` meets a target, e.g. 'met (≥ 0.5)' or 'MISSED (≥ 0.5)'. */
-export function verdict(value: number, target: number, higherIsBetter = true): string {
-  const met = higherIsBetter ? value >= target : value <= target;
-  return `${met ? 'met' : 'MISSED'} (${higherIsBetter ? '≥' : '<'} ${target})`;
+export function verdict(value: number, target: number, higherIsBetter = true, unit = ''): string {
+  const met = higherIsBetter ? value >= target : value < target;
+  return `${met ? 'met' : 'MISSED'} (${higherIsBetter ? '≥' : '<'} ${target}${unit})`;
 }
 
-/** CPU seconds over wall seconds, as a share of one core. */
-export function cores(cpu: number | undefined, seconds: number): string {
-  return cpu === undefined ? '?' : `${(cpu / seconds).toFixed(2)}`;
+/** Median share of a core used by the client or the server over measured sections. */
+export function medianCores(ms: Measured[], side: 'client' | 'server' | 'other'): string {
+  const cpu = (m: Measured): number => (side === 'client' ? m.clientCpu : side === 'server' ? (m.serverCpu ?? NaN) : (m.otherCpu ?? NaN));
+  return median(ms.map((m) => cpu(m) / m.seconds)).toFixed(2);
 }

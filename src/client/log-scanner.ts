@@ -11,6 +11,7 @@
  * the application: there are no consumer groups or committed offsets.
  */
 import type * as arrow from 'apache-arrow';
+import type { ChangeType } from '../common/change-type.js';
 import { TributaryError, errorFromCode } from '../common/errors.js';
 import type { Schema, TableInfo } from '../common/schema.js';
 import type { Row } from '../common/values.js';
@@ -21,8 +22,6 @@ import { ApiKeys } from '../rpc/api-keys.js';
 import type { OffsetSpec } from './admin.js';
 import type { Connection } from './connection.js';
 
-/** Change types of log records (DESIGN.md §2): `+A` append-only, then the changelog kinds. */
-export type ChangeType = '+A' | '+I' | '-U' | '+U' | '-D';
 
 /** A decoded log batch: the columnar form of what `poll` returns row by row. */
 export interface ScanBatch {

@@ -1,0 +1,157 @@
+/**
+ * Produce-to-consume latency under a steady load, on a server in another process.
+ *
+ * One producer appends rows of the workload (support.ts) with the row API at a fixed rate, paced
+ * against the clock (every millisecond it appends the rows that are due), with a short linger
+ * (`client.writer.batch-timeout`, 5 ms by default) so that small batches go out at once. Each row
+ * carries its send time in `ts`: microseconds of `performance.timeOrigin + performance.now()`,
+ * taken just before `append`. A scanner on its own connection in the same process (so both read
+ * the same clock) subscribes from the latest offset before the producer starts and long-polls
+ * with `pollBatches`; as each batch arrives, the latency of each of its rows is now − ts. The
+ * server defaults stay: every batch is fsynced before it is acknowledged and before readers see
+ * it, so each latency includes an fsync.
+ *
+ * Rows sent during the warm-up are not counted. Baselines, measured before the load on the same
+ * connections: the round trip of an empty RPC (ListDatabases) and of a 1-row produce (`append` of
+ * one row + `flush`, which waits for its fsync). Target: p99 < 20 ms at 10k rows/s.
+ *
+ *   npm run bench:latency [-- --rate 10000 --seconds 20 --warmup 2 --client client.writer.batch-timeout=2ms]
+ */
+import { parseArgs } from 'node:util';
+import type { AppendWriter } from '../src/client/index.js';
+import type { LogScanner } from '../src/client/log-scanner.js';
+import {
+  BenchServer,
+  clientOptionArgs,
+  count,
+  DATABASE,
+  generateWorkload,
+  now,
+  percentile,
+  printHeader,
+  printTable,
+  verdict,
+  WORKLOAD_COLUMNS,
+  workloadRow,
+} from './support.js';
+
+const TARGET_P99_MS = 20;
+const BASELINE_ROUND_TRIPS = 1000;
+const TABLE = 'latency';
+
+const { values: args } = parseArgs({
+  options: {
+    rate: { type: 'string', default: '10000' },
+    seconds: { type: 'string', default: '20' },
+    warmup: { type: 'string', default: '2' },
+    client: { type: 'string', multiple: true },
+  },
+});
+const rate = Number(args.rate);
+const seconds = Number(args.seconds);
+const warmupSeconds = Number(args.warmup);
+const clientOptions = { 'client.writer.batch-timeout': '5ms', ...clientOptionArgs(args.client) };
+
+/** The shared clock of producer and scanner, in microseconds. */
+const clockMicros = (): number => (performance.timeOrigin + now()) * 1000;
+
+printHeader('latency', [
+  `load: ${count(rate)} rows/s for ${seconds} s after ${warmupSeconds} s of warm-up, row API, workload rows (ts = send time)`,
+  `server: child process, defaults (fsync before ack and before readers see a batch); client: ${JSON.stringify(clientOptions)} over the defaults`,
+  'scanner: own connection in the same process, subscribed from latest, pollBatches',
+]);
+
+const bench = await BenchServer.start({}, clientOptions);
+try {
+  await bench.createTable(TABLE, WORKLOAD_COLUMNS);
+  const table = await bench.table(TABLE);
+  const writer = await table.newAppend().createWriter();
+
+  const rpcMs = await roundTrips(() => bench.conn.getAdmin().listDatabases().then(() => undefined));
+  const oneRow = workloadRow(generateWorkload(1), 0);
+  const produceMs = await roundTrips(async () => {
+    await writer.append(oneRow);
+    await writer.flush();
+  });
+
+  const scannerConn = await bench.connect(clientOptions);
+  const scanner = (await scannerConn.getTable({ database: DATABASE, table: TABLE })).newScan().createLogScanner();
+  await scanner.subscribe(0, 'latest');
+
+  const total = Math.round(rate * (warmupSeconds + seconds));
+  const warmupRows = Math.round(rate * warmupSeconds);
+  const latenciesMs = new Float64Array(total - warmupRows);
+  const consumed = consume(scanner, total, warmupRows, latenciesMs);
+  const produced = await produce(writer, total, warmupRows);
+  await writer.close();
+  await consumed;
+  scanner.close();
+  await scannerConn.close();
+
+  latenciesMs.sort();
+  const p50 = percentile(latenciesMs, 50);
+  const p99 = percentile(latenciesMs, 99);
+  console.log(`\nachieved: ${count(produced.rate)} rows/s produced over ${produced.seconds.toFixed(1)} s (asked ${count(rate)}), ${count(latenciesMs.length)} rows measured\n`);
+  printTable(
+    ['', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms'],
+    [
+      [`produce → consume at ${count(produced.rate)} rows/s`, ...[50, 90, 99, 100].map((p) => percentile(latenciesMs, p).toFixed(2))],
+      ['baseline: empty RPC (ListDatabases)', ...[50, 90, 99, 100].map((p) => percentile(rpcMs, p).toFixed(2))],
+      ['baseline: 1-row produce (append + flush)', ...[50, 90, 99, 100].map((p) => percentile(produceMs, p).toFixed(2))],
+    ],
+  );
+  console.log(`\np99 ${p99.toFixed(2)} ms: ${verdict(p99, TARGET_P99_MS, false, ' ms')}`);
+  console.log(`ratio to empty RPC: p50 ${(p50 / percentile(rpcMs, 50)).toFixed(1)}×, p99 ${(p99 / percentile(rpcMs, 99)).toFixed(1)}×`);
+  console.log(`ratio to 1-row produce: p50 ${(p50 / percentile(produceMs, 50)).toFixed(2)}×, p99 ${(p99 / percentile(produceMs, 99)).toFixed(2)}×`);
+} finally {
+  await bench.dispose();
+}
+
+/** Sorted durations (ms) of `BASELINE_ROUND_TRIPS` sequential calls, after a few unmeasured ones. */
+async function roundTrips(call: () => Promise<void>): Promise<Float64Array> {
+  for (let i = 0; i < 20; i++) await call();
+  const ms = new Float64Array(BASELINE_ROUND_TRIPS);
+  for (let i = 0; i < ms.length; i++) {
+    const start = now();
+    await call();
+    ms[i] = now() - start;
+  }
+  return ms.sort();
+}
+
+
+/** Appends `total` rows at `rate`, stamping each with the clock; returns the rate achieved after the warm-up. */
+async function produce(writer: AppendWriter, total: number, warmupRows: number): Promise<{ rate: number; seconds: number }> {
+  const workload = generateWorkload(total);
+  const start = now();
+  let measuredFrom = start;
+  let sent = 0;
+  while (sent < total) {
+    const due = Math.min(total, Math.floor(((now() - start) * rate) / 1000));
+    for (; sent < due; sent++) {
+      if (sent === warmupRows) measuredFrom = now();
+      const row = workloadRow(workload, sent);
+      row.ts = BigInt(Math.round(clockMicros()));
+      await writer.append(row);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 1));
+  }
+  const elapsed = (now() - measuredFrom) / 1000;
+  return { rate: (total - warmupRows) / elapsed, seconds: elapsed };
+}
+
+/** Polls until `total` rows arrived, recording the latency of each row after the warm-up ones. */
+async function consume(scanner: LogScanner, total: number, warmupRows: number, latenciesMs: Float64Array): Promise<void> {
+  let received = 0;
+  while (received < total) {
+    for (const { batch } of await scanner.pollBatches(1000)) {
+      const arrived = clockMicros();
+      for (const data of batch.getChild('ts')!.data) {
+        const sentAt = data.values as BigInt64Array;
+        for (let i = 0; i < data.length; i++, received++) {
+          if (received >= warmupRows) latenciesMs[received - warmupRows] = (arrived - Number(sentAt[i])) / 1000;
+        }
+      }
+    }
+  }
+}
