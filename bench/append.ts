@@ -95,7 +95,7 @@ try {
       results.set(name, [...(results.get(name) ?? []), r]);
     }
   }
-  const payloadRawMBps = rawWriteMBps(records * PAYLOAD_BYTES_PER_RECORD, bench.dataDir);
+  const payloadRawMBps = await rawWriteMBps(records * PAYLOAD_BYTES_PER_RECORD, bench.dataDir);
   await bench.stop(); // disk use is read once indexes and checkpoints are written
   report(results, payloadRawMBps);
 } finally {
@@ -110,7 +110,7 @@ async function appendCase(api: Api, compression: Compression, table: string): Pr
   const m = await measure(bench.pid, () => append(writer));
   await writer.close();
   const logBytes = logSegmentBytes(tableDir);
-  return { m, logBytes, tableDir, rawMBps: rawWriteMBps(logBytes, bench.dataDir, 1) };
+  return { m, logBytes, tableDir, rawMBps: await rawWriteMBps(logBytes, bench.dataDir, 1) };
 }
 
 /** Builds the input of a row case (untimed) and returns the timed part. */
@@ -143,7 +143,7 @@ function report(results: Map<string, Run[]>, payloadRawMBps: number): void {
   console.log(`rows/s and log vs raw: median (min–max) of ${runs} run(s); other columns: medians\n`);
   const mb = (n: number): string => n.toFixed(1);
   printTable(
-    ['case', 'rows/s', 'payload MB/s', 'disk B/rec', 'log MB/s', 'raw MB/s same bytes', 'log vs raw', 'target', 'payload vs raw 48 B', 'client cores', 'server cores'],
+    ['case', 'rows/s', 'payload MB/s', 'disk B/rec', 'log MB/s', 'raw MB/s same bytes', 'log vs raw', 'target', 'payload vs raw 48 B', 'client cores', 'server cores', 'other cores'],
     [...results].map(([name, rs]) => {
       const rowsPerSecond = rs.map((r) => records / r.m.seconds);
       const logMBps = rs.map((r) => r.logBytes / 1e6 / r.m.seconds);
@@ -160,6 +160,7 @@ function report(results: Map<string, Run[]>, payloadRawMBps: number): void {
         ((median(rowsPerSecond) * PAYLOAD_BYTES_PER_RECORD) / 1e6 / payloadRawMBps).toFixed(3),
         medianCores(rs.map((r) => r.m), 'client'),
         medianCores(rs.map((r) => r.m), 'server'),
+        medianCores(rs.map((r) => r.m), 'other'),
       ];
     }),
   );

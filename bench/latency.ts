@@ -26,11 +26,14 @@ import {
   count,
   DATABASE,
   generateWorkload,
+  measure,
+  medianCores,
   now,
   percentile,
   printHeader,
   printTable,
   verdict,
+  waitForIdle,
   WORKLOAD_COLUMNS,
   workloadRow,
 } from './support.js';
@@ -81,17 +84,21 @@ try {
   const total = Math.round(rate * (warmupSeconds + seconds));
   const warmupRows = Math.round(rate * warmupSeconds);
   const latenciesMs = new Float64Array(total - warmupRows);
-  const consumed = consume(scanner, total, warmupRows, latenciesMs);
-  const produced = await produce(writer, total, warmupRows);
-  await writer.close();
-  await consumed;
+  let produced = { rate: 0, seconds: 0 };
+  const m = await measure(bench.pid, async () => {
+    const consumed = consume(scanner, total, warmupRows, latenciesMs);
+    produced = await produce(writer, total, warmupRows);
+    await writer.close();
+    await consumed;
+  });
   scanner.close();
   await scannerConn.close();
 
   latenciesMs.sort();
   const p50 = percentile(latenciesMs, 50);
   const p99 = percentile(latenciesMs, 99);
-  console.log(`\nachieved: ${count(produced.rate)} rows/s produced over ${produced.seconds.toFixed(1)} s (asked ${count(rate)}), ${count(latenciesMs.length)} rows measured\n`);
+  console.log(`\nachieved: ${count(produced.rate)} rows/s produced over ${produced.seconds.toFixed(1)} s (asked ${count(rate)}), ${count(latenciesMs.length)} rows measured`);
+  console.log(`cores used during the load: client ${medianCores([m], 'client')}, server ${medianCores([m], 'server')}, other ${medianCores([m], 'other')}\n`);
   printTable(
     ['', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms'],
     [
@@ -110,6 +117,7 @@ try {
 /** Sorted durations (ms) of `BASELINE_ROUND_TRIPS` sequential calls, after a few unmeasured ones. */
 async function roundTrips(call: () => Promise<void>): Promise<Float64Array> {
   for (let i = 0; i < 20; i++) await call();
+  await waitForIdle();
   const ms = new Float64Array(BASELINE_ROUND_TRIPS);
   for (let i = 0; i < ms.length; i++) {
     const start = now();

@@ -128,9 +128,10 @@ try {
     ((median(rate(ms, n)) * bytesPerRow) / 1e6).toFixed(0),
     medianCores(ms, 'client'),
     medianCores(ms, 'server'),
+    medianCores(ms, 'other'),
   ];
   printTable(
-    ['scan', 'rows/s', 'log MB/s', 'client cores', 'server cores'],
+    ['scan', 'rows/s', 'log MB/s', 'client cores', 'server cores', 'other cores'],
     [
       row(`all ${WIDE_COLUMNS.length} columns`, all, rowCount, wideBytes / rowCount),
       row('project id (1 of 10)', projected, rowCount, wideBytes / rowCount),

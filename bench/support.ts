@@ -241,9 +241,13 @@ function rawWriteSeconds(bytes: number, dir: string): number {
   return seconds;
 }
 
-/** Median of `runs` raw writes of `bytes`, in MB/s (10^6 bytes). */
-export function rawWriteMBps(bytes: number, dir: string, runs = 3): number {
-  const rates = Array.from({ length: runs }, () => bytes / 1e6 / rawWriteSeconds(bytes, dir));
+/** Median of `runs` raw writes of `bytes`, each started on an idle machine, in MB/s (10^6 bytes). */
+export async function rawWriteMBps(bytes: number, dir: string, runs = 3): Promise<number> {
+  const rates: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    await waitForIdle();
+    rates.push(bytes / 1e6 / rawWriteSeconds(bytes, dir));
+  }
   return median(rates);
 }
 
@@ -276,6 +280,29 @@ function machineBusySeconds(): number | undefined {
   }
 }
 
+const IDLE_CORES = 0.15;
+const IDLE_SAMPLE_MS = 500;
+const IDLE_MAX_WAIT_MS = 60_000;
+
+/**
+ * Waits until the machine is quiet (under 0.15 busy cores over half a second), so that a measured
+ * section does not start in the middle of someone else's work; gives up after a minute and says so.
+ */
+export async function waitForIdle(): Promise<void> {
+  const deadline = now() + IDLE_MAX_WAIT_MS;
+  for (;;) {
+    const before = machineBusySeconds();
+    if (before === undefined) return;
+    await new Promise((resolve) => setTimeout(resolve, IDLE_SAMPLE_MS));
+    const busyCores = (machineBusySeconds()! - before) / (IDLE_SAMPLE_MS / 1000);
+    if (busyCores < IDLE_CORES) return;
+    if (now() > deadline) {
+      console.log(`warning: the machine stayed busy (${busyCores.toFixed(2)} cores) for ${IDLE_MAX_WAIT_MS / 1000} s; measuring anyway`);
+      return;
+    }
+  }
+}
+
 /** Wall time and CPU time over one measured section. */
 export interface Measured {
   seconds: number;
@@ -286,7 +313,9 @@ export interface Measured {
   otherCpu: number | undefined;
 }
 
+/** Runs `section` once the machine is idle, timing it and accounting for CPU. */
 export async function measure(serverPid: number | undefined, section: () => Promise<void>): Promise<Measured> {
+  await waitForIdle();
   const machineBefore = machineBusySeconds();
   const serverBefore = serverPid === undefined ? undefined : processCpuSeconds(serverPid);
   const cpuBefore = process.cpuUsage();

@@ -11,12 +11,13 @@
  * the application: there are no consumer groups or committed offsets.
  */
 import type * as arrow from 'apache-arrow';
-import type { ChangeType } from '../common/change-type.js';
+import { type ChangeType, changeTypeOf } from '../common/change-type.js';
 import { TributaryError, errorFromCode } from '../common/errors.js';
 import type { Schema, TableInfo } from '../common/schema.js';
 import type { Row } from '../common/values.js';
 import { decodeArrowPayload, recordBatchRows } from '../record/arrow-payload.js';
 import { toArrowSchema } from '../record/arrow-schema.js';
+import { splitChangelogPayload } from '../record/changelog.js';
 import { logBatchPayload, readLogBatchHeader, splitLogBatches } from '../record/log-batch.js';
 import { ApiKeys } from '../rpc/api-keys.js';
 import type { OffsetSpec } from './admin.js';
@@ -31,6 +32,8 @@ export interface ScanBatch {
   baseOffset: bigint;
   timestamp: number;
   batch: arrow.RecordBatch;
+  /** One change type byte per row for primary-key tables' changelog; absent for log tables (+A). */
+  changeTypes?: Uint8Array;
 }
 
 export interface ScanRecord {
@@ -135,7 +138,7 @@ export class LogScanner implements AsyncIterable<ScanRecord> {
           ...(head.partition !== undefined ? { partition: head.partition } : {}),
           offset: head.baseOffset + BigInt(i),
           timestamp: head.timestamp,
-          changeType: '+A',
+          changeType: head.changeTypes ? changeTypeOf(head.changeTypes[i])! : '+A',
           row: rows[i],
         });
       }
@@ -154,7 +157,12 @@ export class LogScanner implements AsyncIterable<ScanRecord> {
       // poll() handed out part of the head batch: keep only its remaining rows.
       const head = this.buffered[0];
       const from = this.headRows.next;
-      this.buffered[0] = { ...head, baseOffset: head.baseOffset + BigInt(from), batch: head.batch.slice(from) };
+      this.buffered[0] = {
+        ...head,
+        baseOffset: head.baseOffset + BigInt(from),
+        batch: head.batch.slice(from),
+        ...(head.changeTypes ? { changeTypes: head.changeTypes.subarray(from) } : {}),
+      };
       this.headRows = undefined;
     }
     return this.buffered.splice(0);
@@ -225,11 +233,21 @@ export class LogScanner implements AsyncIterable<ScanRecord> {
       const header = readLogBatchHeader(batch);
       const lastOffset = header.baseOffset + BigInt(header.lastOffsetDelta);
       if (lastOffset < sub.offset) continue;
-      let decoded = decodeArrowPayload(this.decodeSchema, logBatchPayload(batch));
+      let payload: Uint8Array = logBatchPayload(batch);
+      let changeTypes: Uint8Array | undefined;
+      if (!header.appendOnly) ({ changeTypes, arrow: payload } = splitChangelogPayload(payload, header.recordCount));
+      if (header.recordCount === 0) {
+        // An empty changelog batch: a write that changed nothing still moved the offsets.
+        sub.offset = lastOffset + 1n;
+        continue;
+      }
+      let decoded = decodeArrowPayload(this.decodeSchema, payload);
       let baseOffset = header.baseOffset;
       if (baseOffset < sub.offset) {
         // The subscription starts inside this batch.
-        decoded = decoded.slice(Number(sub.offset - baseOffset));
+        const skip = Number(sub.offset - baseOffset);
+        decoded = decoded.slice(skip);
+        changeTypes = changeTypes?.subarray(skip);
         baseOffset = sub.offset;
       }
       this.buffered.push({
@@ -238,6 +256,7 @@ export class LogScanner implements AsyncIterable<ScanRecord> {
         baseOffset,
         timestamp: Number(header.commitTimestamp),
         batch: decoded,
+        ...(changeTypes ? { changeTypes } : {}),
       });
       sub.offset = lastOffset + 1n;
     }

@@ -15,7 +15,13 @@ import { ApiKeys } from '../rpc/api-keys.js';
 import type { Connection } from './connection.js';
 import type { WriteBatch } from './write-batch.js';
 
+/** ProduceLog for log tables, PutKv for primary-key tables: the same per-bucket request shape. */
+export type SendApi = 'ProduceLog' | 'PutKv';
+
 export interface SenderOptions {
+  api: SendApi;
+  /** PutKv partial updates: the target column positions. */
+  targetColumns?: number[];
   tableId: number;
   acks: number;
   maxInflightPerBucket: number;
@@ -134,22 +140,26 @@ export class Sender {
         records: list.length === 1 ? list[0].bytes : Buffer.concat(list.map((b) => b.bytes)),
       })),
     };
+    type BucketResults = { bucketsResp: { errorCode?: number; errorMessage?: string }[] };
+    const call = async (): Promise<BucketResults> => {
+      const rpc = await this.conn.server();
+      if (this.options.api === 'PutKv') return rpc.request(ApiKeys.PutKv, { ...request, targetColumns: this.options.targetColumns ?? [] });
+      return rpc.request(ApiKeys.ProduceLog, request);
+    };
     if (this.options.acks === 0) {
       // Fire and forget: the batches count as done once handed to the connection.
-      this.conn.server().then((rpc) => rpc.request(ApiKeys.ProduceLog, request)).catch(() => undefined);
+      call().catch(() => undefined);
       for (const list of entries) list.forEach((b) => this.succeeded(b));
       this.schedule();
       return;
     }
-    this.conn
-      .server()
-      .then((rpc) => rpc.request(ApiKeys.ProduceLog, request))
+    call()
       .then(
         (resp) => {
           resp.bucketsResp.forEach((r, i) => {
             const list = entries[i];
             if (r.errorCode === undefined || r.errorCode === 0) list.forEach((b) => this.succeeded(b));
-            else this.failed(list, errorFromCode(r.errorCode, r.errorMessage ?? 'produce failed'));
+            else this.failed(list, errorFromCode(r.errorCode, r.errorMessage ?? 'write failed'));
           });
         },
         (err: unknown) => {

@@ -1,7 +1,9 @@
 /**
  * `Table`: a handle on one table, from which writers and scanners are made.
  *
- *   table.newAppend().createWriter()
+ *   table.newAppend().createWriter()                 log tables
+ *   table.newUpsert().createWriter()                 primary-key tables
+ *   table.newLookup().createLookuper()               primary-key tables
  *   table.newScan().project(['a', 'b']).createLogScanner()
  */
 import { TributaryError } from '../common/errors.js';
@@ -9,6 +11,8 @@ import type { TableInfo } from '../common/schema.js';
 import { AppendWriter } from './append-writer.js';
 import type { Connection } from './connection.js';
 import { LogScanner } from './log-scanner.js';
+import { Lookuper } from './lookuper.js';
+import { UpsertWriter } from './upsert-writer.js';
 
 export class Table {
   constructor(
@@ -22,6 +26,54 @@ export class Table {
 
   newScan(): Scan {
     return new Scan(this.conn, this.info);
+  }
+
+  /** Writers of primary-key tables; `partialUpdate(columns)` limits writes to those columns. */
+  newUpsert(): UpsertBuilder {
+    return new UpsertBuilder(this.conn, this.info);
+  }
+
+  /** Point lookups by primary key; `lookupBy(bucketKey)` for prefix lookups. */
+  newLookup(): LookupBuilder {
+    return new LookupBuilder(this.conn, this.info);
+  }
+}
+
+export class UpsertBuilder {
+  private columns?: string[];
+
+  constructor(
+    private readonly conn: Connection,
+    private readonly info: TableInfo,
+  ) {}
+
+  /** Writes only these columns (they must include the primary key); the others keep stored values. */
+  partialUpdate(columns: string[]): this {
+    this.columns = [...columns];
+    return this;
+  }
+
+  createWriter(): Promise<UpsertWriter> {
+    return UpsertWriter.create(this.conn, this.info, this.columns);
+  }
+}
+
+export class LookupBuilder {
+  private prefix?: string[];
+
+  constructor(
+    private readonly conn: Connection,
+    private readonly info: TableInfo,
+  ) {}
+
+  /** Looks up by these columns: the bucket key plus partition keys, a prefix of the primary key. */
+  lookupBy(columns: string[]): this {
+    this.prefix = [...columns];
+    return this;
+  }
+
+  createLookuper(): Lookuper {
+    return new Lookuper(this.conn, this.info, this.prefix);
   }
 }
 

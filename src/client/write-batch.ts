@@ -1,8 +1,13 @@
 /**
- * A batch of rows bound for one bucket: open while rows are appended into its column builder,
- * then closed into log batch bytes with its bucket sequence, and kept until acknowledged.
+ * A batch of rows bound for one bucket: open while rows are added to its content, then closed into
+ * wire bytes with its bucket sequence, and kept until acknowledged.
  */
-import type { ColumnBatchBuilder } from '../record/column-batch-builder.js';
+
+/** What a batch accumulates (Arrow columns for log tables, KV records for primary-key tables). */
+export interface BatchContent {
+  readonly rowCount: number;
+  readonly estimatedSizeInBytes: number;
+}
 
 export interface BucketTarget {
   partitionId?: number;
@@ -15,7 +20,7 @@ export function bucketTarget(partitionId: number | undefined, bucket: number): B
   return { ...(partitionId !== undefined ? { partitionId } : {}), bucket, key: `${partitionId ?? '-'}/${bucket}` };
 }
 
-export class WriteBatch {
+export class WriteBatch<C extends BatchContent = BatchContent> {
   /** Buffer memory this batch holds, released when it is acknowledged. */
   reservedBytes = 0;
   sequence = -1;
@@ -25,6 +30,6 @@ export class WriteBatch {
 
   constructor(
     readonly target: BucketTarget,
-    readonly builder: ColumnBatchBuilder,
+    readonly content: C,
   ) {}
 }

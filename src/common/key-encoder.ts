@@ -1,7 +1,8 @@
 /**
- * Compacted key encoding: the bytes of a row's key columns, as Apache Fluss's compacted key
- * encoder writes them. Bucketing hashes these bytes (bucketing.ts) and primary-key tables use
- * them as the KV store key, so they must match Fluss byte for byte.
+ * Compacted encoding: the bytes of a row's key columns, as Apache Fluss's compacted key encoder
+ * writes them. Bucketing hashes these bytes (bucketing.ts) and primary-key tables use them as the
+ * KV store key, so they must match Fluss byte for byte. The same field encoding makes the values
+ * of a CompactedRow (row-encoder.ts), so the writer and reader of single fields live here.
  *
  * Grammar (fields concatenated in key-column order; no null bitmap, key columns are never null):
  *
@@ -30,8 +31,12 @@
  * microseconds, and two keys that differ below the millisecond must not encode alike. It follows
  * the timestamp rule so TIME(0..3) stays identical to Fluss.
  *
- * Input values are in the internal form of values.ts (BIGINT, DECIMAL unscaled and timestamps in
- * µs are bigint; DATE days and TIME µs of day are numbers) and are assumed already validated.
+ * Values are in the internal form of values.ts (BIGINT, DECIMAL unscaled and timestamps in µs are
+ * bigint; DATE days and TIME µs of day are numbers). Written values are assumed already validated;
+ * read values are checked, since clients send rows in this encoding.
+ *
+ * Every field is self-delimiting, so the encoding of a run of fields is never a proper prefix of
+ * the encoding of another run of the same types: a key prefix names whole field values.
  */
 import { TributaryError } from './errors.js';
 import type { Schema } from './schema.js';
@@ -45,7 +50,7 @@ export interface KeyField {
   position: number;
 }
 
-// Field writers, chosen once per key layout so the per-row loop is a switch over small ints.
+// Field kinds, chosen once per layout so the per-value work is a switch over small ints.
 const BOOLEAN = 0;
 const BYTE = 1;
 const SHORT = 2;
@@ -66,7 +71,7 @@ const MAX_COMPACT_DECIMAL_PRECISION = 18;
 /** Timestamps up to this precision are whole milliseconds (Fluss's "compact" timestamp). */
 const MAX_COMPACT_TIMESTAMP_PRECISION = 3;
 
-function writerOf(t: DataType): number {
+function kindOf(t: DataType): number {
   switch (t.kind) {
     case 'BOOLEAN':
       return BOOLEAN;
@@ -100,120 +105,113 @@ function writerOf(t: DataType): number {
 }
 
 const TWO_POW_32 = 4294967296;
+const MILLIS_PER_DAY = 86_400_000;
+const NANOS_PER_MILLI = 1_000_000;
+const INT64_MIN = -(2n ** 63n);
+const INT64_MAX = 2n ** 63n - 1n;
 
 /**
- * Encodes the key columns of rows. Build one per key layout and reuse it: it owns a growable
- * buffer, so encoding allocates nothing but the returned copy (`encode`) or view (`encodeView`).
+ * Writes fields of a fixed list of types, in the compacted encoding, into a growable buffer it
+ * owns: encoding allocates nothing but the copies it is asked for. Keys and rows share it.
  */
-export class CompactedKeyEncoder {
-  private readonly writers: Uint8Array;
-  private readonly positions: Int32Array;
-  private readonly fields: readonly KeyField[];
+export class CompactedWriter {
+  private readonly kinds: Uint8Array;
   private buf = Buffer.alloc(64);
   private pos = 0;
   /** Splits a bigint into two 32-bit halves without BigInt arithmetic. */
   private readonly scratch = new DataView(new ArrayBuffer(8));
 
-  constructor(fields: readonly KeyField[]) {
-    if (fields.length === 0) throw new TributaryError('INVALID_ARGUMENT', 'a key needs at least one column');
-    this.fields = fields.map((f) => ({ ...f }));
-    this.writers = Uint8Array.from(fields, (f) => writerOf(f.type));
-    this.positions = Int32Array.from(fields, (f) => f.position);
+  /** `types[i]` is the type of field i. */
+  constructor(types: readonly DataType[]) {
+    this.kinds = Uint8Array.from(types, kindOf);
   }
 
-  /** The encoder for `keyColumns` of rows laid out as the schema's columns. */
-  static forColumns(schema: Schema, keyColumns: readonly string[]): CompactedKeyEncoder {
-    return new CompactedKeyEncoder(
-      keyColumns.map((name) => {
-        const position = schema.columns.findIndex((c) => c.name === name);
-        if (position < 0) throw new TributaryError('INVALID_ARGUMENT', `key column '${name}' is not a column of the table`);
-        return { name, type: schema.columns[position].type, position };
-      }),
-    );
+  /** Starts a new encoding that opens with `headerBytes` zero bytes (a row's null bits). */
+  begin(headerBytes: number): void {
+    this.pos = 0;
+    this.ensure(headerBytes);
+    this.buf.fill(0, 0, headerBytes);
+    this.pos = headerBytes;
   }
 
-  /** The key bytes of `row`, in a new array the caller owns. */
-  encode(row: readonly unknown[]): Uint8Array {
-    this.write(row);
+  /** Sets bit `bit` (LSB first) of the header opened by `begin`. */
+  setHeaderBit(bit: number): void {
+    this.buf[bit >> 3] |= 1 << (bit & 7);
+  }
+
+  /** The bytes written since `begin`, in a new array the caller owns. */
+  copy(): Uint8Array {
     const out = new Uint8Array(this.pos);
     out.set(this.buf.subarray(0, this.pos));
     return out;
   }
 
-  /** The key bytes of `row` as a view of the encoder's buffer, valid until its next call. */
-  encodeView(row: readonly unknown[]): Uint8Array {
-    this.write(row);
+  /** The bytes written since `begin`, as a view valid until the next `begin`. */
+  view(): Uint8Array {
     return this.buf.subarray(0, this.pos);
   }
 
-  private write(row: readonly unknown[]): void {
-    this.pos = 0;
-    const writers = this.writers;
-    for (let i = 0; i < writers.length; i++) {
-      const v = row[this.positions[i]];
-      if (v === null || v === undefined) {
-        const f = this.fields[i];
-        throw new TributaryError('INVALID_ROW', `key column '${f.name}' (${formatDataType(f.type)}) must not be null`);
+  /** Appends `value` (internal form, not null) as field `field`. */
+  write(field: number, value: unknown): void {
+    const kind = this.kinds[field];
+    switch (kind) {
+      case BOOLEAN:
+        this.ensure(1);
+        this.buf[this.pos++] = value ? 1 : 0;
+        break;
+      case BYTE:
+        this.ensure(1);
+        this.buf[this.pos++] = value as number;
+        break;
+      case SHORT:
+        this.ensure(2);
+        this.buf[this.pos++] = value as number;
+        this.buf[this.pos++] = (value as number) >> 8;
+        break;
+      case INT:
+        this.varInt(value as number);
+        break;
+      case LONG:
+        this.varLongBigint(value as bigint);
+        break;
+      case FLOAT:
+        this.ensure(4);
+        this.pos = this.buf.writeFloatLE(value as number, this.pos);
+        break;
+      case DOUBLE:
+        this.ensure(8);
+        this.pos = this.buf.writeDoubleLE(value as number, this.pos);
+        break;
+      case STRING: {
+        const len = Buffer.byteLength(value as string, 'utf8');
+        this.varInt(len);
+        this.ensure(len);
+        this.pos += this.buf.write(value as string, this.pos, len, 'utf8');
+        break;
       }
-      switch (writers[i]) {
-        case BOOLEAN:
-          this.ensure(1);
-          this.buf[this.pos++] = v ? 1 : 0;
-          break;
-        case BYTE:
-          this.ensure(1);
-          this.buf[this.pos++] = v as number;
-          break;
-        case SHORT:
-          this.ensure(2);
-          this.buf[this.pos++] = v as number;
-          this.buf[this.pos++] = (v as number) >> 8;
-          break;
-        case INT:
-          this.varInt(v as number);
-          break;
-        case LONG:
-          this.varLongBigint(v as bigint);
-          break;
-        case FLOAT:
-          this.ensure(4);
-          this.pos = this.buf.writeFloatLE(v as number, this.pos);
-          break;
-        case DOUBLE:
-          this.ensure(8);
-          this.pos = this.buf.writeDoubleLE(v as number, this.pos);
-          break;
-        case STRING: {
-          const len = Buffer.byteLength(v as string, 'utf8');
-          this.varInt(len);
-          this.ensure(len);
-          this.pos += this.buf.write(v as string, this.pos, len, 'utf8');
-          break;
-        }
-        case BYTES: {
-          const bytes = v as Uint8Array;
-          this.varInt(bytes.length);
-          this.ensure(bytes.length);
-          this.buf.set(bytes, this.pos);
-          this.pos += bytes.length;
-          break;
-        }
-        case BIG_DECIMAL:
-          this.twosComplementBytes(v as bigint);
-          break;
-        case TIME_MILLIS:
-        case TIME_NANOS: {
-          const micros = v as number;
-          const millis = Math.floor(micros / 1000);
-          this.varInt(millis);
-          if (writers[i] === TIME_NANOS) this.varInt((micros - millis * 1000) * 1000);
-          break;
-        }
-        case TIMESTAMP_MILLIS:
-        case TIMESTAMP_NANOS:
-          this.timestamp(v as bigint, writers[i] === TIMESTAMP_NANOS);
-          break;
+      case BYTES: {
+        const bytes = value as Uint8Array;
+        this.varInt(bytes.length);
+        this.ensure(bytes.length);
+        this.buf.set(bytes, this.pos);
+        this.pos += bytes.length;
+        break;
       }
+      case BIG_DECIMAL:
+        this.twosComplementBytes(value as bigint);
+        break;
+      case TIME_MILLIS:
+      case TIME_NANOS: {
+        const micros = value as number;
+        const millis = Math.floor(micros / 1000);
+        this.varInt(millis);
+        if (kind === TIME_NANOS) this.varInt((micros - millis * 1000) * 1000);
+        break;
+      }
+      case TIMESTAMP_MILLIS:
+      case TIMESTAMP_NANOS:
+        this.timestamp(value as bigint, kind === TIMESTAMP_NANOS);
+        break;
     }
   }
 
@@ -258,10 +256,9 @@ export class CompactedKeyEncoder {
   /** Epoch microseconds as epoch milliseconds (floor) and, with `nanos`, nanoseconds of the millisecond. */
   private timestamp(micros: bigint, nanos: boolean): void {
     const asNumber = Number(micros);
-    let millis: number;
     let nanoOfMilli: number;
     if (Number.isSafeInteger(asNumber)) {
-      millis = Math.floor(asNumber / 1000);
+      const millis = Math.floor(asNumber / 1000);
       nanoOfMilli = (asNumber - millis * 1000) * 1000;
       this.varLongNumber(millis);
     } else {
@@ -286,6 +283,247 @@ export class CompactedKeyEncoder {
       u >>= 8n;
     }
     this.pos += len;
+  }
+}
+
+const EMPTY = Buffer.alloc(0);
+
+/**
+ * Reads fields of a fixed list of types in the compacted encoding, the inverse of CompactedWriter.
+ * Each field is checked to lie inside the input and to hold a value of its type (decimals within
+ * their precision, CHAR and BINARY within their length, times of day and timestamps in range), so
+ * bytes from a client decode to valid internal values or throw CORRUPT_MESSAGE.
+ */
+export class CompactedReader {
+  private readonly kinds: Uint8Array;
+  private readonly types: readonly DataType[];
+  /** Per DECIMAL field, 10^precision: the unscaled value must stay below it in magnitude. */
+  private readonly decimalBounds: (bigint | undefined)[];
+  private buf: Buffer = EMPTY;
+  private pos = 0;
+  private readonly scratch = new DataView(new ArrayBuffer(8));
+
+  /** `types[i]` is the type of field i. */
+  constructor(types: readonly DataType[]) {
+    this.types = [...types];
+    this.kinds = Uint8Array.from(types, kindOf);
+    this.decimalBounds = types.map((t) => (t.kind === 'DECIMAL' ? 10n ** BigInt(t.precision) : undefined));
+  }
+
+  /** Starts reading `bytes` at `start`. */
+  begin(bytes: Uint8Array, start: number): void {
+    this.buf = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    this.pos = start;
+  }
+
+  /** Where the next field starts. */
+  get position(): number {
+    return this.pos;
+  }
+
+  /** Reads field `field` (internal form). Strings and byte arrays are copies, never views of the input. */
+  read(field: number): unknown {
+    const kind = this.kinds[field];
+    switch (kind) {
+      case BOOLEAN: {
+        const b = this.buf[this.take(field, 1)];
+        if (b > 1) throw this.invalid(field, `boolean byte ${b}`);
+        return b === 1;
+      }
+      case BYTE:
+        return this.buf.readInt8(this.take(field, 1));
+      case SHORT:
+        return this.buf.readInt16LE(this.take(field, 2));
+      case INT:
+        return this.varInt(field);
+      case LONG: {
+        const v = this.varLong(field);
+        const bound = this.decimalBounds[field];
+        if (bound !== undefined) this.checkDecimal(field, v, bound);
+        return v;
+      }
+      case FLOAT:
+        return this.buf.readFloatLE(this.take(field, 4));
+      case DOUBLE:
+        return this.buf.readDoubleLE(this.take(field, 8));
+      case STRING: {
+        const len = this.length(field);
+        const start = this.take(field, len);
+        const s = this.buf.toString('utf8', start, start + len);
+        const t = this.types[field];
+        if (t.kind === 'CHAR' && len > t.length && codePoints(s) > t.length) throw this.invalid(field, `${codePoints(s)} characters`);
+        return s;
+      }
+      case BYTES: {
+        const len = this.length(field);
+        const start = this.take(field, len);
+        const t = this.types[field];
+        if (t.kind === 'BINARY' && len !== t.length) throw this.invalid(field, `${len} bytes`);
+        const out = new Uint8Array(len);
+        out.set(this.buf.subarray(start, start + len));
+        return out;
+      }
+      case BIG_DECIMAL: {
+        const len = this.length(field);
+        if (len === 0 || len > 17) throw this.invalid(field, `an unscaled value of ${len} bytes`);
+        const start = this.take(field, len);
+        const v = BigInt.asIntN(len * 8, BigInt(`0x${this.buf.toString('hex', start, start + len)}`));
+        this.checkDecimal(field, v, this.decimalBounds[field]!);
+        return v;
+      }
+      case TIME_MILLIS:
+      case TIME_NANOS: {
+        const millis = this.varInt(field);
+        const nanos = kind === TIME_NANOS ? this.varInt(field) : 0;
+        if (millis < 0 || millis >= MILLIS_PER_DAY || nanos < 0 || nanos >= NANOS_PER_MILLI) throw this.invalid(field, `time of day ${millis} ms + ${nanos} ns`);
+        return millis * 1000 + Math.floor(nanos / 1000);
+      }
+      case TIMESTAMP_MILLIS:
+      case TIMESTAMP_NANOS:
+        return this.timestamp(field, kind === TIMESTAMP_NANOS);
+    }
+  }
+
+  /** Claims `n` bytes and returns where they start. */
+  private take(field: number, n: number): number {
+    const start = this.pos;
+    if (start + n > this.buf.length) throw this.truncated(field);
+    this.pos = start + n;
+    return start;
+  }
+
+  /** A varint32 as a signed int32 (the inverse of writing `value >>> 0`). */
+  private varInt(field: number): number {
+    let result = 0;
+    for (let shift = 0; shift < 35; shift += 7) {
+      if (this.pos >= this.buf.length) throw this.truncated(field);
+      const b = this.buf[this.pos++];
+      result |= (b & 0x7f) << shift;
+      if (b < 0x80) return result;
+    }
+    throw this.invalid(field, 'a varint32 longer than 5 bytes');
+  }
+
+  /** A length prefix that must fit the remaining input. */
+  private length(field: number): number {
+    const len = this.varInt(field);
+    if (len < 0 || this.pos + len > this.buf.length) throw this.truncated(field);
+    return len;
+  }
+
+  /** A varint64 as its two's-complement halves in `scratch` (low word first). */
+  private varLongHalves(field: number): void {
+    let lo = 0;
+    let hi = 0;
+    for (let shift = 0; shift < 70; shift += 7) {
+      if (this.pos >= this.buf.length) throw this.truncated(field);
+      const b = this.buf[this.pos++];
+      const bits = b & 0x7f;
+      if (shift < 28) lo |= bits << shift;
+      else if (shift === 28) {
+        lo |= bits << 28;
+        hi |= bits >>> 4;
+      } else hi |= bits << (shift - 32);
+      if (b < 0x80) {
+        this.scratch.setInt32(0, lo, true);
+        this.scratch.setInt32(4, hi, true);
+        return;
+      }
+    }
+    throw this.invalid(field, 'a varint64 longer than 10 bytes');
+  }
+
+  private varLong(field: number): bigint {
+    this.varLongHalves(field);
+    return this.scratch.getBigInt64(0, true);
+  }
+
+  /** Epoch milliseconds and, with `nanos`, nanoseconds of the millisecond, as epoch microseconds. */
+  private timestamp(field: number, nanos: boolean): bigint {
+    this.varLongHalves(field);
+    const hi = this.scratch.getInt32(4, true);
+    const nanoOfMilli = nanos ? this.varInt(field) : 0;
+    if (nanoOfMilli < 0 || nanoOfMilli >= NANOS_PER_MILLI) throw this.invalid(field, `${nanoOfMilli} nanoseconds of a millisecond`);
+    const microOfMilli = Math.floor(nanoOfMilli / 1000);
+    // Below 2^52 ms the number path is exact; beyond it, BigInt.
+    if (hi >= -0x100000 && hi < 0x100000) {
+      const micros = (hi * TWO_POW_32 + this.scratch.getUint32(0, true)) * 1000 + microOfMilli;
+      if (Number.isSafeInteger(micros)) return BigInt(micros);
+    }
+    const micros = this.scratch.getBigInt64(0, true) * 1000n + BigInt(microOfMilli);
+    if (micros < INT64_MIN || micros > INT64_MAX) throw this.invalid(field, `timestamp of ${micros} µs, beyond 64 bits`);
+    return micros;
+  }
+
+  private checkDecimal(field: number, unscaled: bigint, bound: bigint): void {
+    if (unscaled >= bound || unscaled <= -bound) throw this.invalid(field, `unscaled value ${unscaled}`);
+  }
+
+  private truncated(field: number): TributaryError {
+    return new TributaryError('CORRUPT_MESSAGE', `compacted field ${field} (${formatDataType(this.types[field])}) runs past the end of ${this.buf.length} bytes`);
+  }
+
+  private invalid(field: number, what: string): TributaryError {
+    return new TributaryError('CORRUPT_MESSAGE', `compacted field ${field} (${formatDataType(this.types[field])}) holds ${what}, not a value of its type`);
+  }
+}
+
+function codePoints(s: string): number {
+  let n = 0;
+  for (const _ of s) n++;
+  return n;
+}
+
+/**
+ * Encodes the key columns of rows. Build one per key layout and reuse it: it owns a growable
+ * buffer, so encoding allocates nothing but the returned copy (`encode`) or view (`encodeView`).
+ */
+export class CompactedKeyEncoder {
+  private readonly writer: CompactedWriter;
+  private readonly positions: Int32Array;
+  private readonly fields: readonly KeyField[];
+
+  constructor(fields: readonly KeyField[]) {
+    if (fields.length === 0) throw new TributaryError('INVALID_ARGUMENT', 'a key needs at least one column');
+    this.fields = fields.map((f) => ({ ...f }));
+    this.writer = new CompactedWriter(fields.map((f) => f.type));
+    this.positions = Int32Array.from(fields, (f) => f.position);
+  }
+
+  /** The encoder for `keyColumns` of rows laid out as the schema's columns. */
+  static forColumns(schema: Schema, keyColumns: readonly string[]): CompactedKeyEncoder {
+    return new CompactedKeyEncoder(
+      keyColumns.map((name) => {
+        const position = schema.columns.findIndex((c) => c.name === name);
+        if (position < 0) throw new TributaryError('INVALID_ARGUMENT', `key column '${name}' is not a column of the table`);
+        return { name, type: schema.columns[position].type, position };
+      }),
+    );
+  }
+
+  /** The key bytes of `row`, in a new array the caller owns. */
+  encode(row: readonly unknown[]): Uint8Array {
+    this.write(row);
+    return this.writer.copy();
+  }
+
+  /** The key bytes of `row` as a view of the encoder's buffer, valid until its next call. */
+  encodeView(row: readonly unknown[]): Uint8Array {
+    this.write(row);
+    return this.writer.view();
+  }
+
+  private write(row: readonly unknown[]): void {
+    const writer = this.writer;
+    writer.begin(0);
+    for (let i = 0; i < this.positions.length; i++) {
+      const v = row[this.positions[i]];
+      if (v === null || v === undefined) {
+        const f = this.fields[i];
+        throw new TributaryError('INVALID_ROW', `key column '${f.name}' (${formatDataType(f.type)}) must not be null`);
+      }
+      writer.write(i, v);
+    }
   }
 }
 

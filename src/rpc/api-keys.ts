@@ -50,6 +50,14 @@ export const ApiKeys = {
   CreatePartition: api(1036, 'CreatePartition', pb.CreatePartitionRequestSchema, pb.CreatePartitionResponseSchema),
   DropPartition: api(1037, 'DropPartition', pb.DropPartitionRequestSchema, pb.DropPartitionResponseSchema),
   AlterTable: api(1044, 'AlterTable', pb.AlterTableRequestSchema, pb.AlterTableResponseSchema),
+  PutKv: api(1016, 'PutKv', pb.PutKvRequestSchema, pb.PutKvResponseSchema),
+  Lookup: api(1017, 'Lookup', pb.LookupRequestSchema, pb.LookupResponseSchema),
+  GetLatestKvSnapshots: api(1023, 'GetLatestKvSnapshots', pb.GetLatestKvSnapshotsRequestSchema, pb.GetLatestKvSnapshotsResponseSchema),
+  PrefixLookup: api(1034, 'PrefixLookup', pb.PrefixLookupRequestSchema, pb.PrefixLookupResponseSchema),
+  GetTableStats: api(1059, 'GetTableStats', pb.GetTableStatsRequestSchema, pb.GetTableStatsResponseSchema),
+  ScanKv: api(1061, 'ScanKv', pb.ScanKvRequestSchema, pb.ScanKvResponseSchema),
+  /** Tributary's own: take KV snapshots of a table now. */
+  TriggerKvSnapshot: api(2001, 'TriggerKvSnapshot', pb.TriggerKvSnapshotRequestSchema, pb.TriggerKvSnapshotResponseSchema),
 } as const;
 
 const byKey = new Map<number, Api>(Object.values(ApiKeys).map((a) => [a.key, a]));

@@ -69,6 +69,35 @@ export class TributaryServer {
     rpc.register(ApiKeys.FetchLog, (req) => tablets.fetchLog(req));
     rpc.register(ApiKeys.ListOffsets, (req) => tablets.listOffsets(req));
     rpc.register(ApiKeys.LimitScan, (req) => tablets.limitScan(req));
+    const kv = tablets.kvService;
+    rpc.register(ApiKeys.PutKv, (req) => kv.putKv(req));
+    rpc.register(ApiKeys.Lookup, (req) => kv.lookup(req));
+    rpc.register(ApiKeys.PrefixLookup, (req) => kv.prefixLookup(req));
+    rpc.register(ApiKeys.GetTableStats, (req) => kv.getTableStats(req));
+    rpc.register(ApiKeys.ScanKv, (req) => kv.scanKv(req));
+    rpc.register(ApiKeys.GetLatestKvSnapshots, async (req) => {
+      const table = coordinator.getTableInfo({ database: req.tablePath?.databaseName ?? '', table: req.tablePath?.tableName ?? '' });
+      const partition = req.partitionName === undefined ? undefined : coordinator.listPartitions(table.path).find((p) => p.partitionName === req.partitionName);
+      if (req.partitionName !== undefined && !partition) throw new TributaryError('PARTITION_NOT_EXISTS', `partition '${req.partitionName}' does not exist`);
+      return {
+        tableId: BigInt(table.tableId),
+        ...(partition ? { partitionId: BigInt(partition.partitionId) } : {}),
+        latestSnapshots: kv.snapshotsOf(table, partition?.partitionId),
+      };
+    });
+    rpc.register(ApiKeys.TriggerKvSnapshot, async (req) => {
+      const table = coordinator.getTableInfo({ database: req.tablePath?.databaseName ?? '', table: req.tablePath?.tableName ?? '' });
+      if (!table.schema.primaryKey) throw new TributaryError('NON_PRIMARY_KEY_TABLE_EXCEPTION', `table '${table.path.database}.${table.path.table}' has no primary key`);
+      const taken = await tablets.snapshotAll(table.tableId);
+      return {
+        snapshots: taken.map(({ replica, snapshot }) => ({
+          bucketId: replica.bucket.bucket,
+          snapshotId: BigInt(snapshot.snapshotId),
+          logOffset: snapshot.logOffset,
+          rowCount: BigInt(snapshot.rowCount),
+        })),
+      };
+    });
     const rpcAddress = await rpc.listen();
     self = { nodeId: 0, host: rpcAddress.host, port: rpcAddress.port };
 

@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file tributary.proto.
  */
 export const file_tributary: GenFile = /*@__PURE__*/
-  fileDesc("Cg90cmlidXRhcnkucHJvdG8SCXRyaWJ1dGFyeSI6Cg1FcnJvclJlc3BvbnNlEhIKCmVycm9yX2NvZGUYASABKAUSFQoNZXJyb3JfbWVzc2FnZRgCIAEoCSI4CgtQYlRhYmxlUGF0aBIVCg1kYXRhYmFzZV9uYW1lGAEgASgJEhIKCnRhYmxlX25hbWUYAiABKAkiKAoKUGJLZXlWYWx1ZRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAkiOwoMUGJTZXJ2ZXJOb2RlEg8KB25vZGVfaWQYASABKAUSDAoEaG9zdBgCIAEoCRIMCgRwb3J0GAMgASgFIk4KEFBiQnVja2V0TWV0YWRhdGESEQoJYnVja2V0X2lkGAEgASgFEhEKCWxlYWRlcl9pZBgCIAEoBRIUCgxsZWFkZXJfZXBvY2gYAyABKAUiZAoPUGJQYXJ0aXRpb25JbmZvEhQKDHBhcnRpdGlvbl9pZBgBIAEoAxIWCg5wYXJ0aXRpb25fbmFtZRgCIAEoCRIjCgRzcGVjGAMgAygLMhUudHJpYnV0YXJ5LlBiS2V5VmFsdWUiUwoSQXBpVmVyc2lvbnNSZXF1ZXN0EhwKFGNsaWVudF9zb2Z0d2FyZV9uYW1lGAEgASgJEh8KF2NsaWVudF9zb2Z0d2FyZV92ZXJzaW9uGAIgASgJIkkKDFBiQXBpVmVyc2lvbhIPCgdhcGlfa2V5GAEgASgFEhMKC21pbl92ZXJzaW9uGAIgASgFEhMKC21heF92ZXJzaW9uGAMgASgFIlwKE0FwaVZlcnNpb25zUmVzcG9uc2USLQoMYXBpX3ZlcnNpb25zGAEgAygLMhcudHJpYnV0YXJ5LlBiQXBpVmVyc2lvbhIWCg5zZXJ2ZXJfdmVyc2lvbhgCIAEoCSJfChVDcmVhdGVEYXRhYmFzZVJlcXVlc3QSFQoNZGF0YWJhc2VfbmFtZRgBIAEoCRIVCg1kYXRhYmFzZV9qc29uGAIgASgJEhgKEGlnbm9yZV9pZl9leGlzdHMYAyABKAgiGAoWQ3JlYXRlRGF0YWJhc2VSZXNwb25zZSJbChNEcm9wRGF0YWJhc2VSZXF1ZXN0EhUKDWRhdGFiYXNlX25hbWUYASABKAkSHAoUaWdub3JlX2lmX25vdF9leGlzdHMYAiABKAgSDwoHY2FzY2FkZRgDIAEoCCIWChREcm9wRGF0YWJhc2VSZXNwb25zZSIWChRMaXN0RGF0YWJhc2VzUmVxdWVzdCIvChVMaXN0RGF0YWJhc2VzUmVzcG9uc2USFgoOZGF0YWJhc2VfbmFtZXMYASADKAkiLgoVRGF0YWJhc2VFeGlzdHNSZXF1ZXN0EhUKDWRhdGFiYXNlX25hbWUYASABKAkiKAoWRGF0YWJhc2VFeGlzdHNSZXNwb25zZRIOCgZleGlzdHMYASABKAgibgoSQ3JlYXRlVGFibGVSZXF1ZXN0EioKCnRhYmxlX3BhdGgYASABKAsyFi50cmlidXRhcnkuUGJUYWJsZVBhdGgSEgoKdGFibGVfanNvbhgCIAEoCRIYChBpZ25vcmVfaWZfZXhpc3RzGAMgASgIIicKE0NyZWF0ZVRhYmxlUmVzcG9uc2USEAoIdGFibGVfaWQYASABKAMiXAoQRHJvcFRhYmxlUmVxdWVzdBIqCgp0YWJsZV9wYXRoGAEgASgLMhYudHJpYnV0YXJ5LlBiVGFibGVQYXRoEhwKFGlnbm9yZV9pZl9ub3RfZXhpc3RzGAIgASgIIhMKEURyb3BUYWJsZVJlc3BvbnNlIkEKE0dldFRhYmxlSW5mb1JlcXVlc3QSKgoKdGFibGVfcGF0aBgBIAEoCzIWLnRyaWJ1dGFyeS5QYlRhYmxlUGF0aCJ8ChRHZXRUYWJsZUluZm9SZXNwb25zZRIQCgh0YWJsZV9pZBgBIAEoAxIRCglzY2hlbWFfaWQYAiABKAUSEgoKdGFibGVfanNvbhgDIAEoCRIUCgxjcmVhdGVkX3RpbWUYBCABKAMSFQoNbW9kaWZpZWRfdGltZRgFIAEoAyIqChFMaXN0VGFibGVzUmVxdWVzdBIVCg1kYXRhYmFzZV9uYW1lGAEgASgJIikKEkxpc3RUYWJsZXNSZXNwb25zZRITCgt0YWJsZV9uYW1lcxgBIAMoCSJAChJUYWJsZUV4aXN0c1JlcXVlc3QSKgoKdGFibGVfcGF0aBgBIAEoCzIWLnRyaWJ1dGFyeS5QYlRhYmxlUGF0aCIlChNUYWJsZUV4aXN0c1Jlc3BvbnNlEg4KBmV4aXN0cxgBIAEoCCJpChVHZXRUYWJsZVNjaGVtYVJlcXVlc3QSKgoKdGFibGVfcGF0aBgBIAEoCzIWLnRyaWJ1dGFyeS5QYlRhYmxlUGF0aBIWCglzY2hlbWFfaWQYAiABKAVIAIgBAUIMCgpfc2NoZW1hX2lkIkAKFkdldFRhYmxlU2NoZW1hUmVzcG9uc2USEQoJc2NoZW1hX2lkGAEgASgFEhMKC3NjaGVtYV9qc29uGAIgASgJImAKDVBiQWx0ZXJDb25maWcSEgoKY29uZmlnX2tleRgBIAEoCRIZCgxjb25maWdfdmFsdWUYAiABKAlIAIgBARIPCgdvcF90eXBlGAMgASgFQg8KDV9jb25maWdfdmFsdWUijwEKEUFsdGVyVGFibGVSZXF1ZXN0EioKCnRhYmxlX3BhdGgYASABKAsyFi50cmlidXRhcnkuUGJUYWJsZVBhdGgSHAoUaWdub3JlX2lmX25vdF9leGlzdHMYAiABKAgSMAoOY29uZmlnX2NoYW5nZXMYAyADKAsyGC50cmlidXRhcnkuUGJBbHRlckNvbmZpZyIUChJBbHRlclRhYmxlUmVzcG9uc2UidAoZTGlzdFBhcnRpdGlvbkluZm9zUmVxdWVzdBIqCgp0YWJsZV9wYXRoGAEgASgLMhYudHJpYnV0YXJ5LlBiVGFibGVQYXRoEisKDHBhcnRpYWxfc3BlYxgCIAMoCzIVLnRyaWJ1dGFyeS5QYktleVZhbHVlIlEKGkxpc3RQYXJ0aXRpb25JbmZvc1Jlc3BvbnNlEjMKD3BhcnRpdGlvbnNfaW5mbxgBIAMoCzIaLnRyaWJ1dGFyeS5QYlBhcnRpdGlvbkluZm8ijQEKFkNyZWF0ZVBhcnRpdGlvblJlcXVlc3QSKgoKdGFibGVfcGF0aBgBIAEoCzIWLnRyaWJ1dGFyeS5QYlRhYmxlUGF0aBItCg5wYXJ0aXRpb25fc3BlYxgCIAMoCzIVLnRyaWJ1dGFyeS5QYktleVZhbHVlEhgKEGlnbm9yZV9pZl9leGlzdHMYAyABKAgiLwoXQ3JlYXRlUGFydGl0aW9uUmVzcG9uc2USFAoMcGFydGl0aW9uX2lkGAEgASgDIo8BChREcm9wUGFydGl0aW9uUmVxdWVzdBIqCgp0YWJsZV9wYXRoGAEgASgLMhYudHJpYnV0YXJ5LlBiVGFibGVQYXRoEi0KDnBhcnRpdGlvbl9zcGVjGAIgAygLMhUudHJpYnV0YXJ5LlBiS2V5VmFsdWUSHAoUaWdub3JlX2lmX25vdF9leGlzdHMYAyABKAgiFwoVRHJvcFBhcnRpdGlvblJlc3BvbnNlIlQKD01ldGFkYXRhUmVxdWVzdBIqCgp0YWJsZV9wYXRoGAEgAygLMhYudHJpYnV0YXJ5LlBiVGFibGVQYXRoEhUKDXBhcnRpdGlvbnNfaWQYAiADKAMi2QEKD1BiVGFibGVNZXRhZGF0YRIqCgp0YWJsZV9wYXRoGAEgASgLMhYudHJpYnV0YXJ5LlBiVGFibGVQYXRoEhAKCHRhYmxlX2lkGAIgASgDEhEKCXNjaGVtYV9pZBgDIAEoBRISCgp0YWJsZV9qc29uGAQgASgJEjQKD2J1Y2tldF9tZXRhZGF0YRgFIAMoCzIbLnRyaWJ1dGFyeS5QYkJ1Y2tldE1ldGFkYXRhEhQKDGNyZWF0ZWRfdGltZRgGIAEoAxIVCg1tb2RpZmllZF90aW1lGAcgASgDIosBChNQYlBhcnRpdGlvbk1ldGFkYXRhEhAKCHRhYmxlX2lkGAEgASgDEhYKDnBhcnRpdGlvbl9uYW1lGAIgASgJEhQKDHBhcnRpdGlvbl9pZBgDIAEoAxI0Cg9idWNrZXRfbWV0YWRhdGEYBCADKAsyGy50cmlidXRhcnkuUGJCdWNrZXRNZXRhZGF0YSLoAQoQTWV0YWRhdGFSZXNwb25zZRIzChJjb29yZGluYXRvcl9zZXJ2ZXIYASABKAsyFy50cmlidXRhcnkuUGJTZXJ2ZXJOb2RlEi8KDnRhYmxldF9zZXJ2ZXJzGAIgAygLMhcudHJpYnV0YXJ5LlBiU2VydmVyTm9kZRIyCg50YWJsZV9tZXRhZGF0YRgDIAMoCzIaLnRyaWJ1dGFyeS5QYlRhYmxlTWV0YWRhdGESOgoScGFydGl0aW9uX21ldGFkYXRhGAQgAygLMh4udHJpYnV0YXJ5LlBiUGFydGl0aW9uTWV0YWRhdGEiEwoRSW5pdFdyaXRlclJlcXVlc3QiJwoSSW5pdFdyaXRlclJlc3BvbnNlEhEKCXdyaXRlcl9pZBgBIAEoAyJqChhQYlByb2R1Y2VMb2dSZXFGb3JCdWNrZXQSGQoMcGFydGl0aW9uX2lkGAEgASgDSACIAQESEQoJYnVja2V0X2lkGAIgASgFEg8KB3JlY29yZHMYAyABKAxCDwoNX3BhcnRpdGlvbl9pZCKBAQoRUHJvZHVjZUxvZ1JlcXVlc3QSDAoEYWNrcxgBIAEoBRIQCgh0YWJsZV9pZBgCIAEoAxISCgp0aW1lb3V0X21zGAMgASgFEjgKC2J1Y2tldHNfcmVxGAQgAygLMiMudHJpYnV0YXJ5LlBiUHJvZHVjZUxvZ1JlcUZvckJ1Y2tldCLFAQoZUGJQcm9kdWNlTG9nUmVzcEZvckJ1Y2tldBIZCgxwYXJ0aXRpb25faWQYASABKANIAIgBARIRCglidWNrZXRfaWQYAiABKAUSFwoKZXJyb3JfY29kZRgDIAEoBUgBiAEBEhoKDWVycm9yX21lc3NhZ2UYBCABKAlIAogBARITCgtiYXNlX29mZnNldBgFIAEoA0IPCg1fcGFydGl0aW9uX2lkQg0KC19lcnJvcl9jb2RlQhAKDl9lcnJvcl9tZXNzYWdlIlAKElByb2R1Y2VMb2dSZXNwb25zZRI6CgxidWNrZXRzX3Jlc3AYASADKAsyJC50cmlidXRhcnkuUGJQcm9kdWNlTG9nUmVzcEZvckJ1Y2tldCKGAQoWUGJGZXRjaExvZ1JlcUZvckJ1Y2tldBIZCgxwYXJ0aXRpb25faWQYASABKANIAIgBARIRCglidWNrZXRfaWQYAiABKAUSFAoMZmV0Y2hfb2Zmc2V0GAMgASgDEhcKD21heF9mZXRjaF9ieXRlcxgEIAEoBUIPCg1fcGFydGl0aW9uX2lkIqABChVQYkZldGNoTG9nUmVxRm9yVGFibGUSEAoIdGFibGVfaWQYASABKAMSIwobcHJvamVjdGlvbl9wdXNoZG93bl9lbmFibGVkGAIgASgIEhgKEHByb2plY3RlZF9maWVsZHMYAyADKAUSNgoLYnVja2V0c19yZXEYBCADKAsyIS50cmlidXRhcnkuUGJGZXRjaExvZ1JlcUZvckJ1Y2tldCKeAQoPRmV0Y2hMb2dSZXF1ZXN0EhoKEmZvbGxvd2VyX3NlcnZlcl9pZBgBIAEoBRIRCgltYXhfYnl0ZXMYAiABKAUSEQoJbWluX2J5dGVzGAMgASgFEhMKC21heF93YWl0X21zGAQgASgFEjQKCnRhYmxlc19yZXEYBSADKAsyIC50cmlidXRhcnkuUGJGZXRjaExvZ1JlcUZvclRhYmxlIvEBChdQYkZldGNoTG9nUmVzcEZvckJ1Y2tldBIZCgxwYXJ0aXRpb25faWQYASABKANIAIgBARIRCglidWNrZXRfaWQYAiABKAUSFwoKZXJyb3JfY29kZRgDIAEoBUgBiAEBEhoKDWVycm9yX21lc3NhZ2UYBCABKAlIAogBARIWCg5oaWdoX3dhdGVybWFyaxgFIAEoAxIYChBsb2dfc3RhcnRfb2Zmc2V0GAYgASgDEg8KB3JlY29yZHMYByABKAxCDwoNX3BhcnRpdGlvbl9pZEINCgtfZXJyb3JfY29kZUIQCg5fZXJyb3JfbWVzc2FnZSJkChZQYkZldGNoTG9nUmVzcEZvclRhYmxlEhAKCHRhYmxlX2lkGAEgASgDEjgKDGJ1Y2tldHNfcmVzcBgCIAMoCzIiLnRyaWJ1dGFyeS5QYkZldGNoTG9nUmVzcEZvckJ1Y2tldCJKChBGZXRjaExvZ1Jlc3BvbnNlEjYKC3RhYmxlc19yZXNwGAEgAygLMiEudHJpYnV0YXJ5LlBiRmV0Y2hMb2dSZXNwRm9yVGFibGUiyAEKEkxpc3RPZmZzZXRzUmVxdWVzdBIaChJmb2xsb3dlcl9zZXJ2ZXJfaWQYASABKAUSEwoLb2Zmc2V0X3R5cGUYAiABKAUSEAoIdGFibGVfaWQYAyABKAMSGQoMcGFydGl0aW9uX2lkGAQgASgDSACIAQESEQoJYnVja2V0X2lkGAUgAygFEhwKD3N0YXJ0X3RpbWVzdGFtcBgGIAEoA0gBiAEBQg8KDV9wYXJ0aXRpb25faWRCEgoQX3N0YXJ0X3RpbWVzdGFtcCKVAQoaUGJMaXN0T2Zmc2V0c1Jlc3BGb3JCdWNrZXQSEQoJYnVja2V0X2lkGAEgASgFEhcKCmVycm9yX2NvZGUYAiABKAVIAIgBARIaCg1lcnJvcl9tZXNzYWdlGAMgASgJSAGIAQESDgoGb2Zmc2V0GAQgASgDQg0KC19lcnJvcl9jb2RlQhAKDl9lcnJvcl9tZXNzYWdlIlIKE0xpc3RPZmZzZXRzUmVzcG9uc2USOwoMYnVja2V0c19yZXNwGAEgAygLMiUudHJpYnV0YXJ5LlBiTGlzdE9mZnNldHNSZXNwRm9yQnVja2V0InIKEExpbWl0U2NhblJlcXVlc3QSEAoIdGFibGVfaWQYASABKAMSGQoMcGFydGl0aW9uX2lkGAIgASgDSACIAQESEQoJYnVja2V0X2lkGAMgASgFEg0KBWxpbWl0GAQgASgFQg8KDV9wYXJ0aXRpb25faWQiegoRTGltaXRTY2FuUmVzcG9uc2USFwoKZXJyb3JfY29kZRgBIAEoBUgAiAEBEhoKDWVycm9yX21lc3NhZ2UYAiABKAlIAYgBARIPCgdyZWNvcmRzGAMgASgMQg0KC19lcnJvcl9jb2RlQhAKDl9lcnJvcl9tZXNzYWdlYgZwcm90bzM");
+  fileDesc("Cg90cmlidXRhcnkucHJvdG8SCXRyaWJ1dGFyeSI6Cg1FcnJvclJlc3BvbnNlEhIKCmVycm9yX2NvZGUYASABKAUSFQoNZXJyb3JfbWVzc2FnZRgCIAEoCSI4CgtQYlRhYmxlUGF0aBIVCg1kYXRhYmFzZV9uYW1lGAEgASgJEhIKCnRhYmxlX25hbWUYAiABKAkiKAoKUGJLZXlWYWx1ZRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAkiOwoMUGJTZXJ2ZXJOb2RlEg8KB25vZGVfaWQYASABKAUSDAoEaG9zdBgCIAEoCRIMCgRwb3J0GAMgASgFIk4KEFBiQnVja2V0TWV0YWRhdGESEQoJYnVja2V0X2lkGAEgASgFEhEKCWxlYWRlcl9pZBgCIAEoBRIUCgxsZWFkZXJfZXBvY2gYAyABKAUiZAoPUGJQYXJ0aXRpb25JbmZvEhQKDHBhcnRpdGlvbl9pZBgBIAEoAxIWCg5wYXJ0aXRpb25fbmFtZRgCIAEoCRIjCgRzcGVjGAMgAygLMhUudHJpYnV0YXJ5LlBiS2V5VmFsdWUiUwoSQXBpVmVyc2lvbnNSZXF1ZXN0EhwKFGNsaWVudF9zb2Z0d2FyZV9uYW1lGAEgASgJEh8KF2NsaWVudF9zb2Z0d2FyZV92ZXJzaW9uGAIgASgJIkkKDFBiQXBpVmVyc2lvbhIPCgdhcGlfa2V5GAEgASgFEhMKC21pbl92ZXJzaW9uGAIgASgFEhMKC21heF92ZXJzaW9uGAMgASgFIlwKE0FwaVZlcnNpb25zUmVzcG9uc2USLQoMYXBpX3ZlcnNpb25zGAEgAygLMhcudHJpYnV0YXJ5LlBiQXBpVmVyc2lvbhIWCg5zZXJ2ZXJfdmVyc2lvbhgCIAEoCSJfChVDcmVhdGVEYXRhYmFzZVJlcXVlc3QSFQoNZGF0YWJhc2VfbmFtZRgBIAEoCRIVCg1kYXRhYmFzZV9qc29uGAIgASgJEhgKEGlnbm9yZV9pZl9leGlzdHMYAyABKAgiGAoWQ3JlYXRlRGF0YWJhc2VSZXNwb25zZSJbChNEcm9wRGF0YWJhc2VSZXF1ZXN0EhUKDWRhdGFiYXNlX25hbWUYASABKAkSHAoUaWdub3JlX2lmX25vdF9leGlzdHMYAiABKAgSDwoHY2FzY2FkZRgDIAEoCCIWChREcm9wRGF0YWJhc2VSZXNwb25zZSIWChRMaXN0RGF0YWJhc2VzUmVxdWVzdCIvChVMaXN0RGF0YWJhc2VzUmVzcG9uc2USFgoOZGF0YWJhc2VfbmFtZXMYASADKAkiLgoVRGF0YWJhc2VFeGlzdHNSZXF1ZXN0EhUKDWRhdGFiYXNlX25hbWUYASABKAkiKAoWRGF0YWJhc2VFeGlzdHNSZXNwb25zZRIOCgZleGlzdHMYASABKAgibgoSQ3JlYXRlVGFibGVSZXF1ZXN0EioKCnRhYmxlX3BhdGgYASABKAsyFi50cmlidXRhcnkuUGJUYWJsZVBhdGgSEgoKdGFibGVfanNvbhgCIAEoCRIYChBpZ25vcmVfaWZfZXhpc3RzGAMgASgIIicKE0NyZWF0ZVRhYmxlUmVzcG9uc2USEAoIdGFibGVfaWQYASABKAMiXAoQRHJvcFRhYmxlUmVxdWVzdBIqCgp0YWJsZV9wYXRoGAEgASgLMhYudHJpYnV0YXJ5LlBiVGFibGVQYXRoEhwKFGlnbm9yZV9pZl9ub3RfZXhpc3RzGAIgASgIIhMKEURyb3BUYWJsZVJlc3BvbnNlIkEKE0dldFRhYmxlSW5mb1JlcXVlc3QSKgoKdGFibGVfcGF0aBgBIAEoCzIWLnRyaWJ1dGFyeS5QYlRhYmxlUGF0aCJ8ChRHZXRUYWJsZUluZm9SZXNwb25zZRIQCgh0YWJsZV9pZBgBIAEoAxIRCglzY2hlbWFfaWQYAiABKAUSEgoKdGFibGVfanNvbhgDIAEoCRIUCgxjcmVhdGVkX3RpbWUYBCABKAMSFQoNbW9kaWZpZWRfdGltZRgFIAEoAyIqChFMaXN0VGFibGVzUmVxdWVzdBIVCg1kYXRhYmFzZV9uYW1lGAEgASgJIikKEkxpc3RUYWJsZXNSZXNwb25zZRITCgt0YWJsZV9uYW1lcxgBIAMoCSJAChJUYWJsZUV4aXN0c1JlcXVlc3QSKgoKdGFibGVfcGF0aBgBIAEoCzIWLnRyaWJ1dGFyeS5QYlRhYmxlUGF0aCIlChNUYWJsZUV4aXN0c1Jlc3BvbnNlEg4KBmV4aXN0cxgBIAEoCCJpChVHZXRUYWJsZVNjaGVtYVJlcXVlc3QSKgoKdGFibGVfcGF0aBgBIAEoCzIWLnRyaWJ1dGFyeS5QYlRhYmxlUGF0aBIWCglzY2hlbWFfaWQYAiABKAVIAIgBAUIMCgpfc2NoZW1hX2lkIkAKFkdldFRhYmxlU2NoZW1hUmVzcG9uc2USEQoJc2NoZW1hX2lkGAEgASgFEhMKC3NjaGVtYV9qc29uGAIgASgJImAKDVBiQWx0ZXJDb25maWcSEgoKY29uZmlnX2tleRgBIAEoCRIZCgxjb25maWdfdmFsdWUYAiABKAlIAIgBARIPCgdvcF90eXBlGAMgASgFQg8KDV9jb25maWdfdmFsdWUijwEKEUFsdGVyVGFibGVSZXF1ZXN0EioKCnRhYmxlX3BhdGgYASABKAsyFi50cmlidXRhcnkuUGJUYWJsZVBhdGgSHAoUaWdub3JlX2lmX25vdF9leGlzdHMYAiABKAgSMAoOY29uZmlnX2NoYW5nZXMYAyADKAsyGC50cmlidXRhcnkuUGJBbHRlckNvbmZpZyIUChJBbHRlclRhYmxlUmVzcG9uc2UidAoZTGlzdFBhcnRpdGlvbkluZm9zUmVxdWVzdBIqCgp0YWJsZV9wYXRoGAEgASgLMhYudHJpYnV0YXJ5LlBiVGFibGVQYXRoEisKDHBhcnRpYWxfc3BlYxgCIAMoCzIVLnRyaWJ1dGFyeS5QYktleVZhbHVlIlEKGkxpc3RQYXJ0aXRpb25JbmZvc1Jlc3BvbnNlEjMKD3BhcnRpdGlvbnNfaW5mbxgBIAMoCzIaLnRyaWJ1dGFyeS5QYlBhcnRpdGlvbkluZm8ijQEKFkNyZWF0ZVBhcnRpdGlvblJlcXVlc3QSKgoKdGFibGVfcGF0aBgBIAEoCzIWLnRyaWJ1dGFyeS5QYlRhYmxlUGF0aBItCg5wYXJ0aXRpb25fc3BlYxgCIAMoCzIVLnRyaWJ1dGFyeS5QYktleVZhbHVlEhgKEGlnbm9yZV9pZl9leGlzdHMYAyABKAgiLwoXQ3JlYXRlUGFydGl0aW9uUmVzcG9uc2USFAoMcGFydGl0aW9uX2lkGAEgASgDIo8BChREcm9wUGFydGl0aW9uUmVxdWVzdBIqCgp0YWJsZV9wYXRoGAEgASgLMhYudHJpYnV0YXJ5LlBiVGFibGVQYXRoEi0KDnBhcnRpdGlvbl9zcGVjGAIgAygLMhUudHJpYnV0YXJ5LlBiS2V5VmFsdWUSHAoUaWdub3JlX2lmX25vdF9leGlzdHMYAyABKAgiFwoVRHJvcFBhcnRpdGlvblJlc3BvbnNlIlQKD01ldGFkYXRhUmVxdWVzdBIqCgp0YWJsZV9wYXRoGAEgAygLMhYudHJpYnV0YXJ5LlBiVGFibGVQYXRoEhUKDXBhcnRpdGlvbnNfaWQYAiADKAMi2QEKD1BiVGFibGVNZXRhZGF0YRIqCgp0YWJsZV9wYXRoGAEgASgLMhYudHJpYnV0YXJ5LlBiVGFibGVQYXRoEhAKCHRhYmxlX2lkGAIgASgDEhEKCXNjaGVtYV9pZBgDIAEoBRISCgp0YWJsZV9qc29uGAQgASgJEjQKD2J1Y2tldF9tZXRhZGF0YRgFIAMoCzIbLnRyaWJ1dGFyeS5QYkJ1Y2tldE1ldGFkYXRhEhQKDGNyZWF0ZWRfdGltZRgGIAEoAxIVCg1tb2RpZmllZF90aW1lGAcgASgDIosBChNQYlBhcnRpdGlvbk1ldGFkYXRhEhAKCHRhYmxlX2lkGAEgASgDEhYKDnBhcnRpdGlvbl9uYW1lGAIgASgJEhQKDHBhcnRpdGlvbl9pZBgDIAEoAxI0Cg9idWNrZXRfbWV0YWRhdGEYBCADKAsyGy50cmlidXRhcnkuUGJCdWNrZXRNZXRhZGF0YSLoAQoQTWV0YWRhdGFSZXNwb25zZRIzChJjb29yZGluYXRvcl9zZXJ2ZXIYASABKAsyFy50cmlidXRhcnkuUGJTZXJ2ZXJOb2RlEi8KDnRhYmxldF9zZXJ2ZXJzGAIgAygLMhcudHJpYnV0YXJ5LlBiU2VydmVyTm9kZRIyCg50YWJsZV9tZXRhZGF0YRgDIAMoCzIaLnRyaWJ1dGFyeS5QYlRhYmxlTWV0YWRhdGESOgoScGFydGl0aW9uX21ldGFkYXRhGAQgAygLMh4udHJpYnV0YXJ5LlBiUGFydGl0aW9uTWV0YWRhdGEiEwoRSW5pdFdyaXRlclJlcXVlc3QiJwoSSW5pdFdyaXRlclJlc3BvbnNlEhEKCXdyaXRlcl9pZBgBIAEoAyJqChhQYlByb2R1Y2VMb2dSZXFGb3JCdWNrZXQSGQoMcGFydGl0aW9uX2lkGAEgASgDSACIAQESEQoJYnVja2V0X2lkGAIgASgFEg8KB3JlY29yZHMYAyABKAxCDwoNX3BhcnRpdGlvbl9pZCKBAQoRUHJvZHVjZUxvZ1JlcXVlc3QSDAoEYWNrcxgBIAEoBRIQCgh0YWJsZV9pZBgCIAEoAxISCgp0aW1lb3V0X21zGAMgASgFEjgKC2J1Y2tldHNfcmVxGAQgAygLMiMudHJpYnV0YXJ5LlBiUHJvZHVjZUxvZ1JlcUZvckJ1Y2tldCLFAQoZUGJQcm9kdWNlTG9nUmVzcEZvckJ1Y2tldBIZCgxwYXJ0aXRpb25faWQYASABKANIAIgBARIRCglidWNrZXRfaWQYAiABKAUSFwoKZXJyb3JfY29kZRgDIAEoBUgBiAEBEhoKDWVycm9yX21lc3NhZ2UYBCABKAlIAogBARITCgtiYXNlX29mZnNldBgFIAEoA0IPCg1fcGFydGl0aW9uX2lkQg0KC19lcnJvcl9jb2RlQhAKDl9lcnJvcl9tZXNzYWdlIlAKElByb2R1Y2VMb2dSZXNwb25zZRI6CgxidWNrZXRzX3Jlc3AYASADKAsyJC50cmlidXRhcnkuUGJQcm9kdWNlTG9nUmVzcEZvckJ1Y2tldCKGAQoWUGJGZXRjaExvZ1JlcUZvckJ1Y2tldBIZCgxwYXJ0aXRpb25faWQYASABKANIAIgBARIRCglidWNrZXRfaWQYAiABKAUSFAoMZmV0Y2hfb2Zmc2V0GAMgASgDEhcKD21heF9mZXRjaF9ieXRlcxgEIAEoBUIPCg1fcGFydGl0aW9uX2lkIqABChVQYkZldGNoTG9nUmVxRm9yVGFibGUSEAoIdGFibGVfaWQYASABKAMSIwobcHJvamVjdGlvbl9wdXNoZG93bl9lbmFibGVkGAIgASgIEhgKEHByb2plY3RlZF9maWVsZHMYAyADKAUSNgoLYnVja2V0c19yZXEYBCADKAsyIS50cmlidXRhcnkuUGJGZXRjaExvZ1JlcUZvckJ1Y2tldCKeAQoPRmV0Y2hMb2dSZXF1ZXN0EhoKEmZvbGxvd2VyX3NlcnZlcl9pZBgBIAEoBRIRCgltYXhfYnl0ZXMYAiABKAUSEQoJbWluX2J5dGVzGAMgASgFEhMKC21heF93YWl0X21zGAQgASgFEjQKCnRhYmxlc19yZXEYBSADKAsyIC50cmlidXRhcnkuUGJGZXRjaExvZ1JlcUZvclRhYmxlIvEBChdQYkZldGNoTG9nUmVzcEZvckJ1Y2tldBIZCgxwYXJ0aXRpb25faWQYASABKANIAIgBARIRCglidWNrZXRfaWQYAiABKAUSFwoKZXJyb3JfY29kZRgDIAEoBUgBiAEBEhoKDWVycm9yX21lc3NhZ2UYBCABKAlIAogBARIWCg5oaWdoX3dhdGVybWFyaxgFIAEoAxIYChBsb2dfc3RhcnRfb2Zmc2V0GAYgASgDEg8KB3JlY29yZHMYByABKAxCDwoNX3BhcnRpdGlvbl9pZEINCgtfZXJyb3JfY29kZUIQCg5fZXJyb3JfbWVzc2FnZSJkChZQYkZldGNoTG9nUmVzcEZvclRhYmxlEhAKCHRhYmxlX2lkGAEgASgDEjgKDGJ1Y2tldHNfcmVzcBgCIAMoCzIiLnRyaWJ1dGFyeS5QYkZldGNoTG9nUmVzcEZvckJ1Y2tldCJKChBGZXRjaExvZ1Jlc3BvbnNlEjYKC3RhYmxlc19yZXNwGAEgAygLMiEudHJpYnV0YXJ5LlBiRmV0Y2hMb2dSZXNwRm9yVGFibGUiyAEKEkxpc3RPZmZzZXRzUmVxdWVzdBIaChJmb2xsb3dlcl9zZXJ2ZXJfaWQYASABKAUSEwoLb2Zmc2V0X3R5cGUYAiABKAUSEAoIdGFibGVfaWQYAyABKAMSGQoMcGFydGl0aW9uX2lkGAQgASgDSACIAQESEQoJYnVja2V0X2lkGAUgAygFEhwKD3N0YXJ0X3RpbWVzdGFtcBgGIAEoA0gBiAEBQg8KDV9wYXJ0aXRpb25faWRCEgoQX3N0YXJ0X3RpbWVzdGFtcCKVAQoaUGJMaXN0T2Zmc2V0c1Jlc3BGb3JCdWNrZXQSEQoJYnVja2V0X2lkGAEgASgFEhcKCmVycm9yX2NvZGUYAiABKAVIAIgBARIaCg1lcnJvcl9tZXNzYWdlGAMgASgJSAGIAQESDgoGb2Zmc2V0GAQgASgDQg0KC19lcnJvcl9jb2RlQhAKDl9lcnJvcl9tZXNzYWdlIlIKE0xpc3RPZmZzZXRzUmVzcG9uc2USOwoMYnVja2V0c19yZXNwGAEgAygLMiUudHJpYnV0YXJ5LlBiTGlzdE9mZnNldHNSZXNwRm9yQnVja2V0InIKEExpbWl0U2NhblJlcXVlc3QSEAoIdGFibGVfaWQYASABKAMSGQoMcGFydGl0aW9uX2lkGAIgASgDSACIAQESEQoJYnVja2V0X2lkGAMgASgFEg0KBWxpbWl0GAQgASgFQg8KDV9wYXJ0aXRpb25faWQiegoRTGltaXRTY2FuUmVzcG9uc2USFwoKZXJyb3JfY29kZRgBIAEoBUgAiAEBEhoKDWVycm9yX21lc3NhZ2UYAiABKAlIAYgBARIPCgdyZWNvcmRzGAMgASgMQg0KC19lcnJvcl9jb2RlQhAKDl9lcnJvcl9tZXNzYWdlImUKE1BiUHV0S3ZSZXFGb3JCdWNrZXQSGQoMcGFydGl0aW9uX2lkGAEgASgDSACIAQESEQoJYnVja2V0X2lkGAIgASgFEg8KB3JlY29yZHMYAyABKAxCDwoNX3BhcnRpdGlvbl9pZCKPAQoMUHV0S3ZSZXF1ZXN0EgwKBGFja3MYASABKAUSEAoIdGFibGVfaWQYAiABKAMSEgoKdGltZW91dF9tcxgDIAEoBRIWCg50YXJnZXRfY29sdW1ucxgEIAMoBRIzCgtidWNrZXRzX3JlcRgFIAMoCzIeLnRyaWJ1dGFyeS5QYlB1dEt2UmVxRm9yQnVja2V0IsMBChRQYlB1dEt2UmVzcEZvckJ1Y2tldBIZCgxwYXJ0aXRpb25faWQYASABKANIAIgBARIRCglidWNrZXRfaWQYAiABKAUSFwoKZXJyb3JfY29kZRgDIAEoBUgBiAEBEhoKDWVycm9yX21lc3NhZ2UYBCABKAlIAogBARIWCg5sb2dfZW5kX29mZnNldBgFIAEoA0IPCg1fcGFydGl0aW9uX2lkQg0KC19lcnJvcl9jb2RlQhAKDl9lcnJvcl9tZXNzYWdlIkYKDVB1dEt2UmVzcG9uc2USNQoMYnVja2V0c19yZXNwGAEgAygLMh8udHJpYnV0YXJ5LlBiUHV0S3ZSZXNwRm9yQnVja2V0ImMKFFBiTG9va3VwUmVxRm9yQnVja2V0EhkKDHBhcnRpdGlvbl9pZBgBIAEoA0gAiAEBEhEKCWJ1Y2tldF9pZBgCIAEoBRIMCgRrZXlzGAMgAygMQg8KDV9wYXJ0aXRpb25faWQiVwoNTG9va3VwUmVxdWVzdBIQCgh0YWJsZV9pZBgBIAEoAxI0CgtidWNrZXRzX3JlcRgCIAMoCzIfLnRyaWJ1dGFyeS5QYkxvb2t1cFJlcUZvckJ1Y2tldCIpCgdQYlZhbHVlEhMKBnZhbHVlcxgBIAEoDEgAiAEBQgkKB192YWx1ZXMi0AEKFVBiTG9va3VwUmVzcEZvckJ1Y2tldBIZCgxwYXJ0aXRpb25faWQYASABKANIAIgBARIRCglidWNrZXRfaWQYAiABKAUSFwoKZXJyb3JfY29kZRgDIAEoBUgBiAEBEhoKDWVycm9yX21lc3NhZ2UYBCABKAlIAogBARIiCgZ2YWx1ZXMYBSADKAsyEi50cmlidXRhcnkuUGJWYWx1ZUIPCg1fcGFydGl0aW9uX2lkQg0KC19lcnJvcl9jb2RlQhAKDl9lcnJvcl9tZXNzYWdlIkgKDkxvb2t1cFJlc3BvbnNlEjYKDGJ1Y2tldHNfcmVzcBgBIAMoCzIgLnRyaWJ1dGFyeS5QYkxvb2t1cFJlc3BGb3JCdWNrZXQiXQoTUHJlZml4TG9va3VwUmVxdWVzdBIQCgh0YWJsZV9pZBgBIAEoAxI0CgtidWNrZXRzX3JlcRgCIAMoCzIfLnRyaWJ1dGFyeS5QYkxvb2t1cFJlcUZvckJ1Y2tldCIdCgtQYlZhbHVlTGlzdBIOCgZ2YWx1ZXMYASADKAwi3wEKG1BiUHJlZml4TG9va3VwUmVzcEZvckJ1Y2tldBIZCgxwYXJ0aXRpb25faWQYASABKANIAIgBARIRCglidWNrZXRfaWQYAiABKAUSFwoKZXJyb3JfY29kZRgDIAEoBUgBiAEBEhoKDWVycm9yX21lc3NhZ2UYBCABKAlIAogBARIrCgt2YWx1ZV9saXN0cxgFIAMoCzIWLnRyaWJ1dGFyeS5QYlZhbHVlTGlzdEIPCg1fcGFydGl0aW9uX2lkQg0KC19lcnJvcl9jb2RlQhAKDl9lcnJvcl9tZXNzYWdlIlQKFFByZWZpeExvb2t1cFJlc3BvbnNlEjwKDGJ1Y2tldHNfcmVzcBgBIAMoCzImLnRyaWJ1dGFyeS5QYlByZWZpeExvb2t1cFJlc3BGb3JCdWNrZXQiZwoUR2V0VGFibGVTdGF0c1JlcXVlc3QSEAoIdGFibGVfaWQYASABKAMSGQoMcGFydGl0aW9uX2lkGAIgASgDSACIAQESEQoJYnVja2V0X2lkGAMgAygFQg8KDV9wYXJ0aXRpb25faWQilwEKGVBiVGFibGVTdGF0c1Jlc3BGb3JCdWNrZXQSEQoJYnVja2V0X2lkGAEgASgFEhcKCmVycm9yX2NvZGUYAiABKAVIAIgBARIaCg1lcnJvcl9tZXNzYWdlGAMgASgJSAGIAQESEQoJcm93X2NvdW50GAQgASgDQg0KC19lcnJvcl9jb2RlQhAKDl9lcnJvcl9tZXNzYWdlIlMKFUdldFRhYmxlU3RhdHNSZXNwb25zZRI6CgxidWNrZXRzX3Jlc3AYASADKAsyJC50cmlidXRhcnkuUGJUYWJsZVN0YXRzUmVzcEZvckJ1Y2tldCJ5ChtHZXRMYXRlc3RLdlNuYXBzaG90c1JlcXVlc3QSKgoKdGFibGVfcGF0aBgBIAEoCzIWLnRyaWJ1dGFyeS5QYlRhYmxlUGF0aBIbCg5wYXJ0aXRpb25fbmFtZRgCIAEoCUgAiAEBQhEKD19wYXJ0aXRpb25fbmFtZSKZAQoMUGJLdlNuYXBzaG90EhEKCWJ1Y2tldF9pZBgBIAEoBRIYCgtzbmFwc2hvdF9pZBgCIAEoA0gAiAEBEhcKCmxvZ19vZmZzZXQYAyABKANIAYgBARIWCglyb3dfY291bnQYBCABKANIAogBAUIOCgxfc25hcHNob3RfaWRCDQoLX2xvZ19vZmZzZXRCDAoKX3Jvd19jb3VudCKPAQocR2V0TGF0ZXN0S3ZTbmFwc2hvdHNSZXNwb25zZRIQCgh0YWJsZV9pZBgBIAEoAxIZCgxwYXJ0aXRpb25faWQYAiABKANIAIgBARIxChBsYXRlc3Rfc25hcHNob3RzGAMgAygLMhcudHJpYnV0YXJ5LlBiS3ZTbmFwc2hvdEIPCg1fcGFydGl0aW9uX2lkIkYKGFRyaWdnZXJLdlNuYXBzaG90UmVxdWVzdBIqCgp0YWJsZV9wYXRoGAEgASgLMhYudHJpYnV0YXJ5LlBiVGFibGVQYXRoIkcKGVRyaWdnZXJLdlNuYXBzaG90UmVzcG9uc2USKgoJc25hcHNob3RzGAEgAygLMhcudHJpYnV0YXJ5LlBiS3ZTbmFwc2hvdCK5AQoNU2Nhbkt2UmVxdWVzdBIQCgh0YWJsZV9pZBgBIAEoAxIZCgxwYXJ0aXRpb25faWQYAiABKANIAIgBARIRCglidWNrZXRfaWQYAyABKAUSFwoKc2Nhbm5lcl9pZBgEIAEoDEgBiAEBEhgKEGJhdGNoX3NpemVfYnl0ZXMYBSABKAUSFQoNY2xvc2Vfc2Nhbm5lchgGIAEoCEIPCg1fcGFydGl0aW9uX2lkQg0KC19zY2FubmVyX2lkIrgBCg5TY2FuS3ZSZXNwb25zZRIXCgplcnJvcl9jb2RlGAEgASgFSACIAQESGgoNZXJyb3JfbWVzc2FnZRgCIAEoCUgBiAEBEhIKCnNjYW5uZXJfaWQYAyABKAwSGAoQaGFzX21vcmVfcmVzdWx0cxgEIAEoCBIOCgZ2YWx1ZXMYBSADKAwSEgoKbG9nX29mZnNldBgGIAEoA0INCgtfZXJyb3JfY29kZUIQCg5fZXJyb3JfbWVzc2FnZWIGcHJvdG8z");
 
 /**
  * @generated from message tributary.ErrorResponse
@@ -1455,4 +1455,634 @@ export type LimitScanResponse = Message<"tributary.LimitScanResponse"> & {
  */
 export const LimitScanResponseSchema: GenMessage<LimitScanResponse> = /*@__PURE__*/
   messageDesc(file_tributary, 58);
+
+/**
+ * @generated from message tributary.PbPutKvReqForBucket
+ */
+export type PbPutKvReqForBucket = Message<"tributary.PbPutKvReqForBucket"> & {
+  /**
+   * @generated from field: optional int64 partition_id = 1;
+   */
+  partitionId?: bigint | undefined;
+
+  /**
+   * @generated from field: int32 bucket_id = 2;
+   */
+  bucketId: number;
+
+  /**
+   * one or more KV batches (src/record/kv-batch.ts)
+   *
+   * @generated from field: bytes records = 3;
+   */
+  records: Uint8Array;
+};
+
+/**
+ * Describes the message tributary.PbPutKvReqForBucket.
+ * Use `create(PbPutKvReqForBucketSchema)` to create a new message.
+ */
+export const PbPutKvReqForBucketSchema: GenMessage<PbPutKvReqForBucket> = /*@__PURE__*/
+  messageDesc(file_tributary, 59);
+
+/**
+ * @generated from message tributary.PutKvRequest
+ */
+export type PutKvRequest = Message<"tributary.PutKvRequest"> & {
+  /**
+   * @generated from field: int32 acks = 1;
+   */
+  acks: number;
+
+  /**
+   * @generated from field: int64 table_id = 2;
+   */
+  tableId: bigint;
+
+  /**
+   * @generated from field: int32 timeout_ms = 3;
+   */
+  timeoutMs: number;
+
+  /**
+   * partial update: column positions, including the primary key
+   *
+   * @generated from field: repeated int32 target_columns = 4;
+   */
+  targetColumns: number[];
+
+  /**
+   * @generated from field: repeated tributary.PbPutKvReqForBucket buckets_req = 5;
+   */
+  bucketsReq: PbPutKvReqForBucket[];
+};
+
+/**
+ * Describes the message tributary.PutKvRequest.
+ * Use `create(PutKvRequestSchema)` to create a new message.
+ */
+export const PutKvRequestSchema: GenMessage<PutKvRequest> = /*@__PURE__*/
+  messageDesc(file_tributary, 60);
+
+/**
+ * @generated from message tributary.PbPutKvRespForBucket
+ */
+export type PbPutKvRespForBucket = Message<"tributary.PbPutKvRespForBucket"> & {
+  /**
+   * @generated from field: optional int64 partition_id = 1;
+   */
+  partitionId?: bigint | undefined;
+
+  /**
+   * @generated from field: int32 bucket_id = 2;
+   */
+  bucketId: number;
+
+  /**
+   * @generated from field: optional int32 error_code = 3;
+   */
+  errorCode?: number | undefined;
+
+  /**
+   * @generated from field: optional string error_message = 4;
+   */
+  errorMessage?: string | undefined;
+
+  /**
+   * the changelog's end after this write
+   *
+   * @generated from field: int64 log_end_offset = 5;
+   */
+  logEndOffset: bigint;
+};
+
+/**
+ * Describes the message tributary.PbPutKvRespForBucket.
+ * Use `create(PbPutKvRespForBucketSchema)` to create a new message.
+ */
+export const PbPutKvRespForBucketSchema: GenMessage<PbPutKvRespForBucket> = /*@__PURE__*/
+  messageDesc(file_tributary, 61);
+
+/**
+ * @generated from message tributary.PutKvResponse
+ */
+export type PutKvResponse = Message<"tributary.PutKvResponse"> & {
+  /**
+   * @generated from field: repeated tributary.PbPutKvRespForBucket buckets_resp = 1;
+   */
+  bucketsResp: PbPutKvRespForBucket[];
+};
+
+/**
+ * Describes the message tributary.PutKvResponse.
+ * Use `create(PutKvResponseSchema)` to create a new message.
+ */
+export const PutKvResponseSchema: GenMessage<PutKvResponse> = /*@__PURE__*/
+  messageDesc(file_tributary, 62);
+
+/**
+ * @generated from message tributary.PbLookupReqForBucket
+ */
+export type PbLookupReqForBucket = Message<"tributary.PbLookupReqForBucket"> & {
+  /**
+   * @generated from field: optional int64 partition_id = 1;
+   */
+  partitionId?: bigint | undefined;
+
+  /**
+   * @generated from field: int32 bucket_id = 2;
+   */
+  bucketId: number;
+
+  /**
+   * encoded primary keys (Lookup) or bucket keys (PrefixLookup)
+   *
+   * @generated from field: repeated bytes keys = 3;
+   */
+  keys: Uint8Array[];
+};
+
+/**
+ * Describes the message tributary.PbLookupReqForBucket.
+ * Use `create(PbLookupReqForBucketSchema)` to create a new message.
+ */
+export const PbLookupReqForBucketSchema: GenMessage<PbLookupReqForBucket> = /*@__PURE__*/
+  messageDesc(file_tributary, 63);
+
+/**
+ * @generated from message tributary.LookupRequest
+ */
+export type LookupRequest = Message<"tributary.LookupRequest"> & {
+  /**
+   * @generated from field: int64 table_id = 1;
+   */
+  tableId: bigint;
+
+  /**
+   * @generated from field: repeated tributary.PbLookupReqForBucket buckets_req = 2;
+   */
+  bucketsReq: PbLookupReqForBucket[];
+};
+
+/**
+ * Describes the message tributary.LookupRequest.
+ * Use `create(LookupRequestSchema)` to create a new message.
+ */
+export const LookupRequestSchema: GenMessage<LookupRequest> = /*@__PURE__*/
+  messageDesc(file_tributary, 64);
+
+/**
+ * @generated from message tributary.PbValue
+ */
+export type PbValue = Message<"tributary.PbValue"> & {
+  /**
+   * KV value (schema id + compacted row); absent when the key is not found
+   *
+   * @generated from field: optional bytes values = 1;
+   */
+  values?: Uint8Array | undefined;
+};
+
+/**
+ * Describes the message tributary.PbValue.
+ * Use `create(PbValueSchema)` to create a new message.
+ */
+export const PbValueSchema: GenMessage<PbValue> = /*@__PURE__*/
+  messageDesc(file_tributary, 65);
+
+/**
+ * @generated from message tributary.PbLookupRespForBucket
+ */
+export type PbLookupRespForBucket = Message<"tributary.PbLookupRespForBucket"> & {
+  /**
+   * @generated from field: optional int64 partition_id = 1;
+   */
+  partitionId?: bigint | undefined;
+
+  /**
+   * @generated from field: int32 bucket_id = 2;
+   */
+  bucketId: number;
+
+  /**
+   * @generated from field: optional int32 error_code = 3;
+   */
+  errorCode?: number | undefined;
+
+  /**
+   * @generated from field: optional string error_message = 4;
+   */
+  errorMessage?: string | undefined;
+
+  /**
+   * one per requested key, in order
+   *
+   * @generated from field: repeated tributary.PbValue values = 5;
+   */
+  values: PbValue[];
+};
+
+/**
+ * Describes the message tributary.PbLookupRespForBucket.
+ * Use `create(PbLookupRespForBucketSchema)` to create a new message.
+ */
+export const PbLookupRespForBucketSchema: GenMessage<PbLookupRespForBucket> = /*@__PURE__*/
+  messageDesc(file_tributary, 66);
+
+/**
+ * @generated from message tributary.LookupResponse
+ */
+export type LookupResponse = Message<"tributary.LookupResponse"> & {
+  /**
+   * @generated from field: repeated tributary.PbLookupRespForBucket buckets_resp = 1;
+   */
+  bucketsResp: PbLookupRespForBucket[];
+};
+
+/**
+ * Describes the message tributary.LookupResponse.
+ * Use `create(LookupResponseSchema)` to create a new message.
+ */
+export const LookupResponseSchema: GenMessage<LookupResponse> = /*@__PURE__*/
+  messageDesc(file_tributary, 67);
+
+/**
+ * @generated from message tributary.PrefixLookupRequest
+ */
+export type PrefixLookupRequest = Message<"tributary.PrefixLookupRequest"> & {
+  /**
+   * @generated from field: int64 table_id = 1;
+   */
+  tableId: bigint;
+
+  /**
+   * @generated from field: repeated tributary.PbLookupReqForBucket buckets_req = 2;
+   */
+  bucketsReq: PbLookupReqForBucket[];
+};
+
+/**
+ * Describes the message tributary.PrefixLookupRequest.
+ * Use `create(PrefixLookupRequestSchema)` to create a new message.
+ */
+export const PrefixLookupRequestSchema: GenMessage<PrefixLookupRequest> = /*@__PURE__*/
+  messageDesc(file_tributary, 68);
+
+/**
+ * @generated from message tributary.PbValueList
+ */
+export type PbValueList = Message<"tributary.PbValueList"> & {
+  /**
+   * @generated from field: repeated bytes values = 1;
+   */
+  values: Uint8Array[];
+};
+
+/**
+ * Describes the message tributary.PbValueList.
+ * Use `create(PbValueListSchema)` to create a new message.
+ */
+export const PbValueListSchema: GenMessage<PbValueList> = /*@__PURE__*/
+  messageDesc(file_tributary, 69);
+
+/**
+ * @generated from message tributary.PbPrefixLookupRespForBucket
+ */
+export type PbPrefixLookupRespForBucket = Message<"tributary.PbPrefixLookupRespForBucket"> & {
+  /**
+   * @generated from field: optional int64 partition_id = 1;
+   */
+  partitionId?: bigint | undefined;
+
+  /**
+   * @generated from field: int32 bucket_id = 2;
+   */
+  bucketId: number;
+
+  /**
+   * @generated from field: optional int32 error_code = 3;
+   */
+  errorCode?: number | undefined;
+
+  /**
+   * @generated from field: optional string error_message = 4;
+   */
+  errorMessage?: string | undefined;
+
+  /**
+   * one list per requested prefix, in order
+   *
+   * @generated from field: repeated tributary.PbValueList value_lists = 5;
+   */
+  valueLists: PbValueList[];
+};
+
+/**
+ * Describes the message tributary.PbPrefixLookupRespForBucket.
+ * Use `create(PbPrefixLookupRespForBucketSchema)` to create a new message.
+ */
+export const PbPrefixLookupRespForBucketSchema: GenMessage<PbPrefixLookupRespForBucket> = /*@__PURE__*/
+  messageDesc(file_tributary, 70);
+
+/**
+ * @generated from message tributary.PrefixLookupResponse
+ */
+export type PrefixLookupResponse = Message<"tributary.PrefixLookupResponse"> & {
+  /**
+   * @generated from field: repeated tributary.PbPrefixLookupRespForBucket buckets_resp = 1;
+   */
+  bucketsResp: PbPrefixLookupRespForBucket[];
+};
+
+/**
+ * Describes the message tributary.PrefixLookupResponse.
+ * Use `create(PrefixLookupResponseSchema)` to create a new message.
+ */
+export const PrefixLookupResponseSchema: GenMessage<PrefixLookupResponse> = /*@__PURE__*/
+  messageDesc(file_tributary, 71);
+
+/**
+ * @generated from message tributary.GetTableStatsRequest
+ */
+export type GetTableStatsRequest = Message<"tributary.GetTableStatsRequest"> & {
+  /**
+   * @generated from field: int64 table_id = 1;
+   */
+  tableId: bigint;
+
+  /**
+   * @generated from field: optional int64 partition_id = 2;
+   */
+  partitionId?: bigint | undefined;
+
+  /**
+   * @generated from field: repeated int32 bucket_id = 3;
+   */
+  bucketId: number[];
+};
+
+/**
+ * Describes the message tributary.GetTableStatsRequest.
+ * Use `create(GetTableStatsRequestSchema)` to create a new message.
+ */
+export const GetTableStatsRequestSchema: GenMessage<GetTableStatsRequest> = /*@__PURE__*/
+  messageDesc(file_tributary, 72);
+
+/**
+ * @generated from message tributary.PbTableStatsRespForBucket
+ */
+export type PbTableStatsRespForBucket = Message<"tributary.PbTableStatsRespForBucket"> & {
+  /**
+   * @generated from field: int32 bucket_id = 1;
+   */
+  bucketId: number;
+
+  /**
+   * @generated from field: optional int32 error_code = 2;
+   */
+  errorCode?: number | undefined;
+
+  /**
+   * @generated from field: optional string error_message = 3;
+   */
+  errorMessage?: string | undefined;
+
+  /**
+   * @generated from field: int64 row_count = 4;
+   */
+  rowCount: bigint;
+};
+
+/**
+ * Describes the message tributary.PbTableStatsRespForBucket.
+ * Use `create(PbTableStatsRespForBucketSchema)` to create a new message.
+ */
+export const PbTableStatsRespForBucketSchema: GenMessage<PbTableStatsRespForBucket> = /*@__PURE__*/
+  messageDesc(file_tributary, 73);
+
+/**
+ * @generated from message tributary.GetTableStatsResponse
+ */
+export type GetTableStatsResponse = Message<"tributary.GetTableStatsResponse"> & {
+  /**
+   * @generated from field: repeated tributary.PbTableStatsRespForBucket buckets_resp = 1;
+   */
+  bucketsResp: PbTableStatsRespForBucket[];
+};
+
+/**
+ * Describes the message tributary.GetTableStatsResponse.
+ * Use `create(GetTableStatsResponseSchema)` to create a new message.
+ */
+export const GetTableStatsResponseSchema: GenMessage<GetTableStatsResponse> = /*@__PURE__*/
+  messageDesc(file_tributary, 74);
+
+/**
+ * @generated from message tributary.GetLatestKvSnapshotsRequest
+ */
+export type GetLatestKvSnapshotsRequest = Message<"tributary.GetLatestKvSnapshotsRequest"> & {
+  /**
+   * @generated from field: tributary.PbTablePath table_path = 1;
+   */
+  tablePath?: PbTablePath | undefined;
+
+  /**
+   * @generated from field: optional string partition_name = 2;
+   */
+  partitionName?: string | undefined;
+};
+
+/**
+ * Describes the message tributary.GetLatestKvSnapshotsRequest.
+ * Use `create(GetLatestKvSnapshotsRequestSchema)` to create a new message.
+ */
+export const GetLatestKvSnapshotsRequestSchema: GenMessage<GetLatestKvSnapshotsRequest> = /*@__PURE__*/
+  messageDesc(file_tributary, 75);
+
+/**
+ * @generated from message tributary.PbKvSnapshot
+ */
+export type PbKvSnapshot = Message<"tributary.PbKvSnapshot"> & {
+  /**
+   * @generated from field: int32 bucket_id = 1;
+   */
+  bucketId: number;
+
+  /**
+   * absent when the bucket has no snapshot yet
+   *
+   * @generated from field: optional int64 snapshot_id = 2;
+   */
+  snapshotId?: bigint | undefined;
+
+  /**
+   * first changelog offset not contained in the snapshot
+   *
+   * @generated from field: optional int64 log_offset = 3;
+   */
+  logOffset?: bigint | undefined;
+
+  /**
+   * @generated from field: optional int64 row_count = 4;
+   */
+  rowCount?: bigint | undefined;
+};
+
+/**
+ * Describes the message tributary.PbKvSnapshot.
+ * Use `create(PbKvSnapshotSchema)` to create a new message.
+ */
+export const PbKvSnapshotSchema: GenMessage<PbKvSnapshot> = /*@__PURE__*/
+  messageDesc(file_tributary, 76);
+
+/**
+ * @generated from message tributary.GetLatestKvSnapshotsResponse
+ */
+export type GetLatestKvSnapshotsResponse = Message<"tributary.GetLatestKvSnapshotsResponse"> & {
+  /**
+   * @generated from field: int64 table_id = 1;
+   */
+  tableId: bigint;
+
+  /**
+   * @generated from field: optional int64 partition_id = 2;
+   */
+  partitionId?: bigint | undefined;
+
+  /**
+   * @generated from field: repeated tributary.PbKvSnapshot latest_snapshots = 3;
+   */
+  latestSnapshots: PbKvSnapshot[];
+};
+
+/**
+ * Describes the message tributary.GetLatestKvSnapshotsResponse.
+ * Use `create(GetLatestKvSnapshotsResponseSchema)` to create a new message.
+ */
+export const GetLatestKvSnapshotsResponseSchema: GenMessage<GetLatestKvSnapshotsResponse> = /*@__PURE__*/
+  messageDesc(file_tributary, 77);
+
+/**
+ * @generated from message tributary.TriggerKvSnapshotRequest
+ */
+export type TriggerKvSnapshotRequest = Message<"tributary.TriggerKvSnapshotRequest"> & {
+  /**
+   * @generated from field: tributary.PbTablePath table_path = 1;
+   */
+  tablePath?: PbTablePath | undefined;
+};
+
+/**
+ * Describes the message tributary.TriggerKvSnapshotRequest.
+ * Use `create(TriggerKvSnapshotRequestSchema)` to create a new message.
+ */
+export const TriggerKvSnapshotRequestSchema: GenMessage<TriggerKvSnapshotRequest> = /*@__PURE__*/
+  messageDesc(file_tributary, 78);
+
+/**
+ * @generated from message tributary.TriggerKvSnapshotResponse
+ */
+export type TriggerKvSnapshotResponse = Message<"tributary.TriggerKvSnapshotResponse"> & {
+  /**
+   * @generated from field: repeated tributary.PbKvSnapshot snapshots = 1;
+   */
+  snapshots: PbKvSnapshot[];
+};
+
+/**
+ * Describes the message tributary.TriggerKvSnapshotResponse.
+ * Use `create(TriggerKvSnapshotResponseSchema)` to create a new message.
+ */
+export const TriggerKvSnapshotResponseSchema: GenMessage<TriggerKvSnapshotResponse> = /*@__PURE__*/
+  messageDesc(file_tributary, 79);
+
+/**
+ * @generated from message tributary.ScanKvRequest
+ */
+export type ScanKvRequest = Message<"tributary.ScanKvRequest"> & {
+  /**
+   * @generated from field: int64 table_id = 1;
+   */
+  tableId: bigint;
+
+  /**
+   * @generated from field: optional int64 partition_id = 2;
+   */
+  partitionId?: bigint | undefined;
+
+  /**
+   * @generated from field: int32 bucket_id = 3;
+   */
+  bucketId: number;
+
+  /**
+   * absent: open a scanner at the current state
+   *
+   * @generated from field: optional bytes scanner_id = 4;
+   */
+  scannerId?: Uint8Array | undefined;
+
+  /**
+   * @generated from field: int32 batch_size_bytes = 5;
+   */
+  batchSizeBytes: number;
+
+  /**
+   * @generated from field: bool close_scanner = 6;
+   */
+  closeScanner: boolean;
+};
+
+/**
+ * Describes the message tributary.ScanKvRequest.
+ * Use `create(ScanKvRequestSchema)` to create a new message.
+ */
+export const ScanKvRequestSchema: GenMessage<ScanKvRequest> = /*@__PURE__*/
+  messageDesc(file_tributary, 80);
+
+/**
+ * @generated from message tributary.ScanKvResponse
+ */
+export type ScanKvResponse = Message<"tributary.ScanKvResponse"> & {
+  /**
+   * @generated from field: optional int32 error_code = 1;
+   */
+  errorCode?: number | undefined;
+
+  /**
+   * @generated from field: optional string error_message = 2;
+   */
+  errorMessage?: string | undefined;
+
+  /**
+   * @generated from field: bytes scanner_id = 3;
+   */
+  scannerId: Uint8Array;
+
+  /**
+   * @generated from field: bool has_more_results = 4;
+   */
+  hasMoreResults: boolean;
+
+  /**
+   * KV values of this page
+   *
+   * @generated from field: repeated bytes values = 5;
+   */
+  values: Uint8Array[];
+
+  /**
+   * the changelog offset the scanned state corresponds to (fixed per scanner)
+   *
+   * @generated from field: int64 log_offset = 6;
+   */
+  logOffset: bigint;
+};
+
+/**
+ * Describes the message tributary.ScanKvResponse.
+ * Use `create(ScanKvResponseSchema)` to create a new message.
+ */
+export const ScanKvResponseSchema: GenMessage<ScanKvResponse> = /*@__PURE__*/
+  messageDesc(file_tributary, 81);
 

@@ -14,6 +14,7 @@
 import { type Options, optionDef, validateTableProperties } from '../../common/config.js';
 import { TributaryError } from '../../common/errors.js';
 import { autoPartitionPlan, autoPartitionStrategy, parsePartitionSpec } from '../../common/partitions.js';
+import { validateLogTableOptions, validatePrimaryKeyTable } from '../../common/pk-table.js';
 import {
   buildSchema,
   DEFAULT_DATABASE,
@@ -341,16 +342,19 @@ export class Coordinator {
   }
 
   private validateDescriptor(d: TableDescriptor): { schema: Schema; registration: Omit<TableRegistration, 'table_id' | 'schema_id' | 'created_time' | 'modified_time'> } {
-    if (d.primaryKey && d.primaryKey.length > 0) {
-      throw new TributaryError('INVALID_TABLE_EXCEPTION', 'primary-key tables are not supported yet; create a log table (no PRIMARY KEY)');
-    }
     const schema = buildSchema(d.columns, d.primaryKey);
     const properties = { ...(d.properties ?? {}) };
     validateTableProperties(properties);
     const partitionKeys = d.partitionKeys ?? [];
     const bucketKeyOption = properties['bucket.key'];
-    const bucketKeys = d.bucketKeys ?? (bucketKeyOption ? bucketKeyOption.split(',').map((s) => s.trim()).filter(Boolean) : []);
-    validateKeys(schema, partitionKeys, bucketKeys);
+    const declaredBucketKeys = d.bucketKeys ?? (bucketKeyOption ? bucketKeyOption.split(',').map((s) => s.trim()).filter(Boolean) : []);
+    let bucketKeys = declaredBucketKeys;
+    if (schema.primaryKey) {
+      bucketKeys = validatePrimaryKeyTable(schema, partitionKeys, declaredBucketKeys, properties);
+    } else {
+      validateKeys(schema, partitionKeys, bucketKeys);
+      validateLogTableOptions(properties);
+    }
     const bucketCount = d.bucketCount ?? (properties['bucket.num'] ? Number(properties['bucket.num']) : this.options.int('default.bucket.number'));
     const maxBuckets = this.options.int('max.bucket.num');
     if (!Number.isInteger(bucketCount) || bucketCount < 1) throw new TributaryError('INVALID_CONFIG_EXCEPTION', `bucket count must be a positive integer, got ${bucketCount}`);

@@ -4,6 +4,7 @@
  * be added without touching storage. Primary-key tables will add a KvTablet here.
  */
 import type { PartitionInfo, TableInfo } from '../../common/schema.js';
+import type { KvTablet } from './kv/kv-tablet.js';
 import type { LogTablet } from './log/log-tablet.js';
 
 export interface TableBucket {
@@ -21,5 +22,7 @@ export interface Replica {
   table: TableInfo;
   partition?: PartitionInfo;
   log: LogTablet;
+  /** The bucket's current state, for primary-key tables. */
+  kv?: KvTablet;
   leaderEpoch: number;
 }

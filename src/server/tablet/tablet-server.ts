@@ -15,6 +15,7 @@ import type { PartitionInfo, Schema, TableInfo } from '../../common/schema.js';
 import { toArrowSchema } from '../../record/arrow-schema.js';
 import { logBatchesOf, logBatchPayload, readLogBatchHeader, splitLogBatches, withLogBatchPayload } from '../../record/log-batch.js';
 import { projectArrowPayload } from '../../record/projection.js';
+import { projectChangelogPayload } from '../../record/changelog.js';
 import { checkArrowPayload } from '../../record/arrow-payload.js';
 import type {
   FetchLogRequest,
@@ -29,6 +30,9 @@ import type {
 } from '../../rpc/gen/tributary_pb.js';
 import type { BucketLifecycle } from '../coordinator/coordinator.js';
 import type { Logger } from '../logger.js';
+import { KvService } from './kv-service.js';
+import { KvTablet } from './kv/kv-tablet.js';
+import { type KvSnapshotInfo, KvSnapshotStore } from './kv/kv-snapshot-store.js';
 import { type LogConfig, LogTablet } from './log/log-tablet.js';
 import { bucketKey, type Replica, type TableBucket } from './replica.js';
 
@@ -58,6 +62,8 @@ export class TabletServer implements BucketLifecycle {
   private timers: NodeJS.Timeout[] = [];
   /** Aborted when the server stops serving, so that long-polling fetches answer at once. */
   private readonly serving = new AbortController();
+  /** The primary-key APIs, over the same replicas. */
+  readonly kvService = new KvService(this);
 
   constructor(
     private readonly dataDir: string,
@@ -79,6 +85,7 @@ export class TabletServer implements BucketLifecycle {
     };
     every('log.retention.check-interval', () => this.deleteExpiredSegments());
     every('log.flush.offset.checkpoint-interval', () => this.checkpointAll());
+    every('kv.snapshot.interval', () => this.snapshotAll());
   }
 
   /** Answers waiting fetches now; called before the RPC server drains its requests. */
@@ -88,9 +95,13 @@ export class TabletServer implements BucketLifecycle {
 
   async stop(): Promise<void> {
     this.stopServing();
+    this.kvService.close();
     for (const t of this.timers) clearInterval(t);
     this.timers = [];
-    for (const r of this.replicas.values()) await r.log.close();
+    for (const r of this.replicas.values()) {
+      await r.kv?.close();
+      await r.log.close();
+    }
     this.replicas.clear();
   }
 
@@ -102,8 +113,14 @@ export class TabletServer implements BucketLifecycle {
       const key = bucketKey(bucket);
       if (this.replicas.has(key)) continue;
       const dir = path.join(this.tableDir(table, partition), `log-${b}`);
-      const log = await LogTablet.open(dir, this.logConfig(table), this.log.child({ bucket: key }));
-      this.replicas.set(key, { bucket, table, ...(partition ? { partition } : {}), log, leaderEpoch: 0 });
+      const logger = this.log.child({ bucket: key });
+      const log = await LogTablet.open(dir, this.logConfig(table), logger);
+      let kv: KvTablet | undefined;
+      if (table.schema.primaryKey) {
+        const snapshots = new KvSnapshotStore(path.join(this.snapshotDir(table, partition), String(b)), this.options.int('kv.snapshot.num-retained'));
+        kv = await KvTablet.open(path.join(this.tableDir(table, partition), `kv-${b}`), log, table, snapshots, logger);
+      }
+      this.replicas.set(key, { bucket, table, ...(partition ? { partition } : {}), log, ...(kv ? { kv } : {}), leaderEpoch: 0 });
     }
   }
 
@@ -112,9 +129,11 @@ export class TabletServer implements BucketLifecycle {
       if (r.bucket.tableId !== table.tableId) continue;
       if (partition && r.bucket.partitionId !== partition.partitionId) continue;
       this.replicas.delete(key);
+      await r.kv?.close();
       await r.log.close();
     }
     await fs.promises.rm(this.tableDir(table, partition), { recursive: true, force: true });
+    await fs.promises.rm(this.snapshotDir(table, partition), { recursive: true, force: true });
   }
 
   tableAltered(table: TableInfo): void {
@@ -123,6 +142,7 @@ export class TabletServer implements BucketLifecycle {
       if (r.bucket.tableId !== table.tableId) continue;
       r.table = table;
       r.log.updateConfig(config);
+      r.kv?.tableAltered(table);
     }
   }
 
@@ -158,6 +178,7 @@ export class TabletServer implements BucketLifecycle {
     if (header.sizeInBytes > maxBatch) {
       throw new TributaryError('RECORD_TOO_LARGE_EXCEPTION', `record batch of ${header.sizeInBytes} bytes exceeds log.segment.file-size ${maxBatch}`);
     }
+    if (replica.kv) throw new TributaryError('INVALID_TABLE_EXCEPTION', 'primary-key tables take writes through PutKv (an upsert writer), not ProduceLog');
     if (!header.appendOnly) throw new TributaryError('CORRUPT_MESSAGE', 'log tables take append-only batches');
     const schema = this.metadata.schemaById(replica.table.tableId, header.schemaId);
     if (!schema) throw new TributaryError('SCHEMA_NOT_EXIST', `schema ${header.schemaId} of table ${replica.table.tableId} does not exist`);
@@ -239,7 +260,10 @@ export class TabletServer implements BucketLifecycle {
           throw new TributaryError('INVALID_COLUMN_PROJECTION', `projected field ${c} is out of range: the table has ${schema.columns.length} columns`);
         }
       }
-      const payload = projectArrowPayload(logBatchPayload(batch), this.arrowSchema(table.tableId, header.schemaId, schema), columns);
+      const arrowSchema = this.arrowSchema(table.tableId, header.schemaId, schema);
+      const payload = header.appendOnly
+        ? projectArrowPayload(logBatchPayload(batch), arrowSchema, columns)
+        : projectChangelogPayload(logBatchPayload(batch), header.recordCount, arrowSchema, columns);
       out.push(withLogBatchPayload(batch, payload));
     }
     return Buffer.concat(out);
@@ -284,9 +308,25 @@ export class TabletServer implements BucketLifecycle {
 
   async deleteExpiredSegments(nowMs = Date.now()): Promise<number> {
     let deleted = 0;
-    for (const r of this.replicas.values()) deleted += await r.log.deleteExpiredSegments(nowMs);
+    for (const r of this.replicas.values()) {
+      // The changelog a KV snapshot still needs for recovery is kept.
+      const snapshotOffset = r.kv?.snapshots.latest()?.logOffset;
+      const canDelete = r.kv ? (segmentEnd: bigint) => snapshotOffset !== undefined && segmentEnd <= snapshotOffset : undefined;
+      deleted += await r.log.deleteExpiredSegments(nowMs, canDelete);
+    }
     if (deleted > 0) this.log.info({ segments: deleted }, 'expired log segments deleted');
     return deleted;
+  }
+
+  /** Takes a KV snapshot of every primary-key bucket (of one table when given). */
+  async snapshotAll(tableId?: number): Promise<{ replica: Replica; snapshot: KvSnapshotInfo }[]> {
+    const taken = [];
+    for (const r of this.replicas.values()) {
+      if (!r.kv || (tableId !== undefined && r.bucket.tableId !== tableId)) continue;
+      taken.push({ replica: r, snapshot: await r.kv.snapshot() });
+    }
+    if (taken.length > 0) this.log.info({ snapshots: taken.length, tableId }, 'kv snapshots taken');
+    return taken;
   }
 
   private async checkpointAll(): Promise<void> {
@@ -295,7 +335,8 @@ export class TabletServer implements BucketLifecycle {
 
   // ------------------------------------------------------------------ internals
 
-  private replica(tableId: number, partitionId: number | undefined, bucket: number): Replica {
+  /** The replica of a bucket, or the named error saying why there is none. */
+  replica(tableId: number, partitionId: number | undefined, bucket: number): Replica {
     const replica = this.replicas.get(bucketKey({ tableId, bucket, ...(partitionId !== undefined ? { partitionId } : {}) }));
     if (replica) return replica;
     const table = this.metadata.getTableInfoById(tableId);
@@ -317,6 +358,13 @@ export class TabletServer implements BucketLifecycle {
       this.arrowSchemas.set(key, s);
     }
     return s;
+  }
+
+  /** Where KV snapshots of a table (or partition) go: `<remote.data.dir>/kv/<db>/<table>-<id>/[<partition>-p<id>/]`. */
+  private snapshotDir(table: TableInfo, partition?: PartitionInfo): string {
+    const remote = this.options.string('remote.data.dir') ?? path.join(this.dataDir, 'remote');
+    const base = path.join(path.resolve(remote), 'kv', table.path.database, `${table.path.table}-${table.tableId}`);
+    return partition ? path.join(base, `${partition.partitionName}-p${partition.partitionId}`) : base;
   }
 
   private tableDir(table: TableInfo, partition?: PartitionInfo): string {

@@ -1,0 +1,133 @@
+/**
+ * CompactedRow: the value format of primary-key tables' KV store, as Apache Fluss's CompactedRow
+ * (fluss.md §3.2 COMPACTED), and the KV value that wraps it.
+ *
+ *   CompactedRow := NullBits Value*
+ *   NullBits     := ceil(n / 8) bytes for a row of n columns; bit i (byte i >> 3, bit i & 7, least
+ *                   significant first) set = column i is null and has no Value; unused high bits 0
+ *   Value        := each non-null column in column order, in the compacted field encoding
+ *                   whose grammar heads key-encoder.ts (varints, LE floats, length-prefixed
+ *                   strings and bytes, decimals, timestamps)
+ *
+ *   KvValue      := SchemaId i16 little-endian, CompactedRow   (the schema the row was written with)
+ *
+ * Primary keys are the compacted key encoding (key-encoder.ts) of the columns `primaryKeyLayout`
+ * lists: the bucket key first, so the encoded bucket key is a byte prefix of every primary key of
+ * that bucket key, and a prefix lookup is a range scan.
+ *
+ * Values in and out are the internal form of values.ts, in schema column order.
+ */
+import { TributaryError } from './errors.js';
+import { CompactedReader, CompactedWriter } from './key-encoder.js';
+import type { Schema } from './schema.js';
+import type { DataType } from './types.js';
+
+const nullBytesOf = (columnCount: number): number => (columnCount + 7) >> 3;
+
+/**
+ * Encodes rows of a fixed list of column types. Build one per schema and reuse it: it owns a
+ * growable buffer, so each row costs one allocation, the returned copy.
+ */
+export class CompactedRowEncoder {
+  private readonly writer: CompactedWriter;
+  private readonly columnCount: number;
+  private readonly nullBytes: number;
+
+  constructor(types: readonly DataType[]) {
+    this.writer = new CompactedWriter(types);
+    this.columnCount = types.length;
+    this.nullBytes = nullBytesOf(types.length);
+  }
+
+  /** The row of `values` (internal form, column order; null or undefined = null), in a new array. */
+  encode(values: ArrayLike<unknown>): Uint8Array {
+    if (values.length !== this.columnCount) throw new TributaryError('INVALID_ROW', `a row of ${values.length} values for ${this.columnCount} columns`);
+    const writer = this.writer;
+    writer.begin(this.nullBytes);
+    for (let i = 0; i < this.columnCount; i++) {
+      const v = values[i];
+      if (v === null || v === undefined) writer.setHeaderBit(i);
+      else writer.write(i, v);
+    }
+    return writer.copy();
+  }
+}
+
+/**
+ * Decodes rows of a fixed list of column types. Rows from clients go through it too, so anything
+ * that is not exactly one row of these types (truncated, trailing bytes, values outside their
+ * type) throws CORRUPT_MESSAGE. Nullability is not checked here: partial updates carry nulls in
+ * NOT NULL columns they leave alone.
+ */
+export class CompactedRowDecoder {
+  private readonly reader: CompactedReader;
+  private readonly columnCount: number;
+  private readonly nullBytes: number;
+
+  constructor(types: readonly DataType[]) {
+    this.reader = new CompactedReader(types);
+    this.columnCount = types.length;
+    this.nullBytes = nullBytesOf(types.length);
+  }
+
+  /**
+   * The values of the row in `bytes`, in `out` when given (resized to the column count) or in a
+   * new array. Strings and byte arrays are copies, so `bytes` may be reused afterwards.
+   */
+  decode(bytes: Uint8Array, out: unknown[] = new Array(this.columnCount)): unknown[] {
+    const n = this.columnCount;
+    const nullBytes = this.nullBytes;
+    if (bytes.length < nullBytes) throw corrupt(`${bytes.length} bytes cannot hold the null bits of ${n} columns`);
+    if (n & 7 && bytes[nullBytes - 1] >> (n & 7) !== 0) throw corrupt(`null bits set beyond the ${n} columns`);
+    const reader = this.reader;
+    reader.begin(bytes, nullBytes);
+    out.length = n;
+    for (let i = 0; i < n; i++) {
+      out[i] = (bytes[i >> 3] & (1 << (i & 7))) !== 0 ? null : reader.read(i);
+    }
+    if (reader.position !== bytes.length) throw corrupt(`${bytes.length - reader.position} bytes after the last of ${n} columns`);
+    return out;
+  }
+}
+
+function corrupt(why: string): TributaryError {
+  return new TributaryError('CORRUPT_MESSAGE', `invalid compacted row: ${why}`);
+}
+
+const SCHEMA_ID_SIZE = 2;
+
+/** The KV value of a row written with schema `schemaId`. */
+export function encodeKvValue(schemaId: number, row: Uint8Array): Uint8Array {
+  if (!Number.isInteger(schemaId) || schemaId < 0 || schemaId > 0x7fff) throw new TributaryError('INVALID_ARGUMENT', `schema id ${schemaId} does not fit an i16`);
+  // Not a pooled Buffer: values stay in memory a while and must not pin a shared slab.
+  const out = new Uint8Array(SCHEMA_ID_SIZE + row.length);
+  out[0] = schemaId & 0xff;
+  out[1] = schemaId >> 8;
+  out.set(row, SCHEMA_ID_SIZE);
+  return out;
+}
+
+/** The schema id and row of a KV value; the row is a view of `value`, not a copy. */
+export function readKvValue(value: Uint8Array): { schemaId: number; row: Uint8Array } {
+  if (value.length < SCHEMA_ID_SIZE) throw new TributaryError('CORRUPT_MESSAGE', `a KV value of ${value.length} bytes has no schema id`);
+  return { schemaId: (((value[1] << 8) | value[0]) << 16) >> 16, row: value.subarray(SCHEMA_ID_SIZE) };
+}
+
+/**
+ * The columns of a primary key in encoding order: the bucket key columns in bucket-key order, then
+ * the other primary-key columns in primary-key order. Partition key columns are left out: a KV
+ * store holds a single partition, where they are constant (Fluss's "physical" primary key).
+ */
+export function primaryKeyLayout(schema: Schema, bucketKeys: readonly string[], partitionKeys: readonly string[] = []): string[] {
+  const primaryKey = schema.primaryKey;
+  if (!primaryKey || primaryKey.length === 0) throw new TributaryError('INVALID_ARGUMENT', 'the table has no primary key');
+  for (const k of bucketKeys) {
+    if (!primaryKey.includes(k) || partitionKeys.includes(k)) {
+      throw new TributaryError('INVALID_BUCKET_KEY', `bucket key '${k}' must be a primary-key column that is not a partition key`);
+    }
+  }
+  if (new Set(bucketKeys).size !== bucketKeys.length) throw new TributaryError('INVALID_BUCKET_KEY', `bucket key (${bucketKeys.join(', ')}) lists a column twice`);
+  const layout = [...bucketKeys, ...primaryKey.filter((k) => !bucketKeys.includes(k) && !partitionKeys.includes(k))];
+  if (layout.length === 0) throw new TributaryError('INVALID_ARGUMENT', `the primary key (${primaryKey.join(', ')}) has no column besides the partition keys`);
+  return layout;
+}

@@ -1,0 +1,173 @@
+/**
+ * The tablet server's primary-key APIs: PutKv, Lookup, PrefixLookup, GetTableStats, ScanKv and the KV
+ * snapshot calls. Per-bucket failures travel inside responses, like ProduceLog's.
+ */
+import { randomBytes } from 'node:crypto';
+import type { MessageInitShape } from '@bufbuild/protobuf';
+import { asTributaryError, TributaryError } from '../../common/errors.js';
+import type { TableInfo } from '../../common/schema.js';
+import { splitKvBatches } from '../../record/kv-batch.js';
+import type * as pb from '../../rpc/gen/tributary_pb.js';
+import type { Replica } from './replica.js';
+import type { TabletServer } from './tablet-server.js';
+
+const SCANNER_TTL_MS = 60_000;
+const DEFAULT_SCAN_BYTES = 4 * 1024 * 1024;
+
+function bucketError(err: unknown): { errorCode: number; errorMessage: string } {
+  const e = asTributaryError(err);
+  return { errorCode: e.code, errorMessage: e.message };
+}
+
+const optionalId = (id: bigint | undefined): number | undefined => (id === undefined ? undefined : Number(id));
+
+interface ScanSession {
+  replica: Replica;
+  offset: bigint;
+  values: Iterator<Uint8Array>;
+  done: () => void;
+  lastUsed: number;
+}
+
+export class KvService {
+  private readonly scanners = new Map<string, ScanSession>();
+  private readonly sweeper: NodeJS.Timeout;
+
+  constructor(private readonly tablets: TabletServer) {
+    this.sweeper = setInterval(() => this.expireScanners(Date.now()), SCANNER_TTL_MS / 2);
+    this.sweeper.unref();
+  }
+
+  close(): void {
+    clearInterval(this.sweeper);
+    for (const s of this.scanners.values()) s.done();
+    this.scanners.clear();
+  }
+
+  private kvReplica(tableId: number, partitionId: number | undefined, bucket: number): Replica & { kv: NonNullable<Replica['kv']> } {
+    const r = this.tablets.replica(tableId, partitionId, bucket);
+    if (!r.kv) throw new TributaryError('NON_PRIMARY_KEY_TABLE_EXCEPTION', `table '${r.table.path.database}.${r.table.path.table}' has no primary key`);
+    return r as Replica & { kv: NonNullable<Replica['kv']> };
+  }
+
+  async putKv(req: pb.PutKvRequest): Promise<MessageInitShape<typeof pb.PutKvResponseSchema>> {
+    if (![0, 1, -1].includes(req.acks)) throw new TributaryError('INVALID_REQUIRED_ACKS', `acks must be 0, 1 or -1 (all), got ${req.acks}`);
+    const bucketsResp = await Promise.all(
+      req.bucketsReq.map(async (b) => {
+        const head = { ...(b.partitionId !== undefined ? { partitionId: b.partitionId } : {}), bucketId: b.bucketId };
+        try {
+          const r = this.kvReplica(Number(req.tableId), optionalId(b.partitionId), b.bucketId);
+          const batches = splitKvBatches(Buffer.from(b.records.buffer, b.records.byteOffset, b.records.byteLength));
+          if (batches.length === 0) throw new TributaryError('CORRUPT_MESSAGE', 'PutKv request for a bucket holds no KV batch');
+          const result = await r.kv.putKv(batches, req.targetColumns.length > 0 ? req.targetColumns : undefined, req.acks === -1 ? 'high-watermark' : 'written');
+          return { ...head, logEndOffset: result.logEndOffset };
+        } catch (err) {
+          return { ...head, logEndOffset: -1n, ...bucketError(err) };
+        }
+      }),
+    );
+    return { bucketsResp };
+  }
+
+  async lookup(req: pb.LookupRequest): Promise<MessageInitShape<typeof pb.LookupResponseSchema>> {
+    return {
+      bucketsResp: req.bucketsReq.map((b) => {
+        const head = { ...(b.partitionId !== undefined ? { partitionId: b.partitionId } : {}), bucketId: b.bucketId };
+        try {
+          const values = this.kvReplica(Number(req.tableId), optionalId(b.partitionId), b.bucketId).kv.lookup(b.keys);
+          return { ...head, values: values.map((v) => (v ? { values: v } : {})) };
+        } catch (err) {
+          return { ...head, ...bucketError(err) };
+        }
+      }),
+    };
+  }
+
+  async prefixLookup(req: pb.PrefixLookupRequest): Promise<MessageInitShape<typeof pb.PrefixLookupResponseSchema>> {
+    return {
+      bucketsResp: req.bucketsReq.map((b) => {
+        const head = { ...(b.partitionId !== undefined ? { partitionId: b.partitionId } : {}), bucketId: b.bucketId };
+        try {
+          const r = this.kvReplica(Number(req.tableId), optionalId(b.partitionId), b.bucketId);
+          return { ...head, valueLists: r.kv.prefixLookup(b.keys).map((values) => ({ values })) };
+        } catch (err) {
+          return { ...head, ...bucketError(err) };
+        }
+      }),
+    };
+  }
+
+  /** Row counts: live keys for primary-key tables, records in the log (HW − start) for log tables. */
+  async getTableStats(req: pb.GetTableStatsRequest): Promise<MessageInitShape<typeof pb.GetTableStatsResponseSchema>> {
+    return {
+      bucketsResp: req.bucketId.map((bucketId) => {
+        try {
+          const r = this.tablets.replica(Number(req.tableId), optionalId(req.partitionId), bucketId);
+          const rowCount = r.kv ? BigInt(r.kv.rowCount) : r.log.highWatermark - r.log.logStartOffset;
+          return { bucketId, rowCount };
+        } catch (err) {
+          return { bucketId, rowCount: -1n, ...bucketError(err) };
+        }
+      }),
+    };
+  }
+
+  /** Pages through a consistent read of a bucket's state; the first call opens the scanner. */
+  async scanKv(req: pb.ScanKvRequest): Promise<MessageInitShape<typeof pb.ScanKvResponseSchema>> {
+    try {
+      let id: string;
+      let session: ScanSession | undefined;
+      if (req.scannerId === undefined || req.scannerId.length === 0) {
+        const replica = this.kvReplica(Number(req.tableId), optionalId(req.partitionId), req.bucketId);
+        const scan = replica.kv.scanAll();
+        id = randomBytes(16).toString('hex');
+        session = { replica, offset: scan.offset, values: scan.values[Symbol.iterator](), done: scan.done, lastUsed: Date.now() };
+        this.scanners.set(id, session);
+      } else {
+        id = Buffer.from(req.scannerId).toString('hex');
+        session = this.scanners.get(id);
+        if (!session) throw new TributaryError('INVALID_ARGUMENT', 'unknown or expired scanner id (scanners expire after 60 s without a call)');
+      }
+      if (req.closeScanner) {
+        this.closeScanner(id);
+        return { scannerId: Buffer.from(id, 'hex'), hasMoreResults: false, values: [], logOffset: session.offset };
+      }
+      session.lastUsed = Date.now();
+      const budget = req.batchSizeBytes > 0 ? req.batchSizeBytes : DEFAULT_SCAN_BYTES;
+      const values: Uint8Array[] = [];
+      let bytes = 0;
+      let hasMore = true;
+      while (bytes < budget) {
+        const next = session.values.next();
+        if (next.done) {
+          hasMore = false;
+          break;
+        }
+        // lmdb hands out views of its memory map: copy before the read transaction moves on.
+        const copy = Uint8Array.from(next.value);
+        values.push(copy);
+        bytes += copy.length;
+      }
+      if (!hasMore) this.closeScanner(id);
+      return { scannerId: Buffer.from(id, 'hex'), hasMoreResults: hasMore, values, logOffset: session.offset };
+    } catch (err) {
+      return { scannerId: new Uint8Array(0), hasMoreResults: false, values: [], logOffset: -1n, ...bucketError(err) };
+    }
+  }
+
+  snapshotsOf(table: TableInfo, partitionId: number | undefined): MessageInitShape<typeof pb.PbKvSnapshotSchema>[] {
+    return Array.from({ length: table.bucketCount }, (_, bucketId) => {
+      const latest = this.kvReplica(table.tableId, partitionId, bucketId).kv.snapshots.latest();
+      return latest ? { bucketId, snapshotId: BigInt(latest.snapshotId), logOffset: latest.logOffset, rowCount: BigInt(latest.rowCount) } : { bucketId };
+    });
+  }
+
+  private closeScanner(id: string): void {
+    this.scanners.get(id)?.done();
+    this.scanners.delete(id);
+  }
+
+  private expireScanners(now: number): void {
+    for (const [id, s] of this.scanners) if (now - s.lastUsed > SCANNER_TTL_MS) this.closeScanner(id);
+  }
+}

@@ -1,0 +1,93 @@
+/**
+ * KV snapshots of one bucket under `remote.data.dir`: consistent copies of its lmdb state with the
+ * changelog offset they contain, of which the newest `kv.snapshot.num-retained` are kept.
+ *
+ * Layout: `<bucket snapshot dir>/snap-<id>/data.mdb` (an lmdb copy) and `snap-<id>/_METADATA`:
+ *   {"snapshot_id": 3, "log_offset": "1200", "row_count": 987, "created_time": 1700000000000}
+ * `log_offset` is the first changelog offset NOT contained: recovery replays from it. A snapshot is
+ * complete once `_METADATA` exists (it is written last, atomically); directories without it are
+ * leftovers of an interrupted snapshot and are ignored and removed.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import type { RootDatabase } from 'lmdb';
+import { writeFileAtomic } from '../../../common/files.js';
+
+export interface KvSnapshotInfo {
+  snapshotId: number;
+  logOffset: bigint;
+  rowCount: number;
+  createdTime: number;
+}
+
+const METADATA = '_METADATA';
+
+export class KvSnapshotStore {
+  constructor(
+    readonly dir: string,
+    private readonly numRetained: number,
+  ) {}
+
+  /** Completed snapshots, oldest first. */
+  list(): KvSnapshotInfo[] {
+    if (!fs.existsSync(this.dir)) return [];
+    const out: KvSnapshotInfo[] = [];
+    for (const name of fs.readdirSync(this.dir)) {
+      if (!name.startsWith('snap-')) continue;
+      const file = path.join(this.dir, name, METADATA);
+      if (!fs.existsSync(file)) continue;
+      const m = JSON.parse(fs.readFileSync(file, 'utf8')) as { snapshot_id: number; log_offset: string; row_count: number; created_time: number };
+      out.push({ snapshotId: m.snapshot_id, logOffset: BigInt(m.log_offset), rowCount: m.row_count, createdTime: m.created_time });
+    }
+    return out.sort((a, b) => a.snapshotId - b.snapshotId);
+  }
+
+  latest(): KvSnapshotInfo | undefined {
+    return this.list().at(-1);
+  }
+
+  /** Copies `env` (whose state corresponds to `logOffset`) into a new snapshot, then drops old ones. */
+  async take(env: RootDatabase<Uint8Array, Uint8Array>, state: { logOffset: bigint; rowCount: number }): Promise<KvSnapshotInfo> {
+    const existing = this.allIds();
+    const snapshotId = (existing.at(-1) ?? 0) + 1;
+    const target = path.join(this.dir, `snap-${snapshotId}`);
+    await fs.promises.mkdir(target, { recursive: true });
+    await env.backup(target, false);
+    const info: KvSnapshotInfo = { snapshotId, logOffset: state.logOffset, rowCount: state.rowCount, createdTime: Date.now() };
+    const meta = { snapshot_id: snapshotId, log_offset: info.logOffset.toString(), row_count: info.rowCount, created_time: info.createdTime };
+    await writeFileAtomic(target, METADATA, JSON.stringify(meta));
+    await this.removeOld();
+    return info;
+  }
+
+  /** Copies the latest snapshot's state into `targetDir`; undefined when there is none. */
+  async restoreLatest(targetDir: string): Promise<KvSnapshotInfo | undefined> {
+    await fs.promises.mkdir(targetDir, { recursive: true });
+    const latest = this.latest();
+    if (!latest) return undefined;
+    await fs.promises.copyFile(path.join(this.dir, `snap-${latest.snapshotId}`, 'data.mdb'), path.join(targetDir, 'data.mdb'));
+    return latest;
+  }
+
+  async removeAll(): Promise<void> {
+    await fs.promises.rm(this.dir, { recursive: true, force: true });
+  }
+
+  private allIds(): number[] {
+    if (!fs.existsSync(this.dir)) return [];
+    return fs
+      .readdirSync(this.dir)
+      .filter((n) => /^snap-\d+$/.test(n))
+      .map((n) => Number(n.slice(5)))
+      .sort((a, b) => a - b);
+  }
+
+  /** Keeps the newest `numRetained` complete snapshots; removes older ones and unfinished leftovers. */
+  private async removeOld(): Promise<void> {
+    const complete = new Set(this.list().map((s) => s.snapshotId));
+    const keep = new Set([...complete].sort((a, b) => a - b).slice(-Math.max(1, this.numRetained)));
+    for (const id of this.allIds()) {
+      if (!keep.has(id)) await fs.promises.rm(path.join(this.dir, `snap-${id}`), { recursive: true, force: true });
+    }
+  }
+}
