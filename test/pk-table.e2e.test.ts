@@ -10,7 +10,6 @@ import { after, before, describe, test } from 'node:test';
 import { Connection, TributaryError } from '../src/client/index.js';
 import type { ScanRecord } from '../src/client/index.js';
 import type { LogScanner } from '../src/client/log-scanner.js';
-import { ApiKeys } from '../src/rpc/api-keys.js';
 import { ServerProcess } from './support/server-process.js';
 
 let server: ServerProcess;
@@ -75,9 +74,12 @@ describe('primary-key tables', () => {
     assert.deepEqual(byKey(1n), ['+I 10', '-U 10', '+U 11']);
     assert.deepEqual(byKey(2n), ['+I 20', '-D 20']);
 
-    const rpc = await conn.server();
-    const stats = await rpc.request(ApiKeys.GetTableStats, { tableId: BigInt(info.tableId), bucketId: [0, 1] });
-    assert.equal(stats.bucketsResp.reduce((n, b) => n + Number(b.rowCount), 0), 1);
+    const state = await table.newScan().createBatchScanner().readAll();
+    assert.deepEqual(state, [{ id: 1n, name: 'ann', score: 11 }]);
+    const projected = await table.newScan().project(['score']).createBatchScanner().readAll();
+    assert.deepEqual(projected, [{ score: 11 }]);
+
+    assert.equal((await admin.getTableStats(users)).rowCount, 1n);
   });
 
   test('partial updates keep the other columns', async () => {
@@ -114,11 +116,12 @@ describe('primary-key tables', () => {
   });
 
   test('a KV snapshot restores the state after the local state is deleted', async () => {
-    const rpc = await conn.server();
-    const taken = await rpc.request(ApiKeys.TriggerKvSnapshot, { tablePath: { databaseName: 'tributary', tableName: 'users' } });
-    assert.equal(taken.snapshots.length, 2);
-    const latest = await rpc.request(ApiKeys.GetLatestKvSnapshots, { tablePath: { databaseName: 'tributary', tableName: 'users' } });
-    assert.ok(latest.latestSnapshots.every((s) => s.snapshotId !== undefined));
+    const admin = conn.getAdmin();
+    const taken = await admin.triggerKvSnapshot(users);
+    assert.equal(taken.length, 2);
+    const latest = await admin.getLatestKvSnapshots(users);
+    assert.deepEqual(latest.map((s) => s.snapshotId), [1, 1]);
+    assert.equal(latest.reduce((n, s) => n + s.rowCount!, 0), 2, 'ann and the partially written id 5');
     // A change after the snapshot must come back through changelog replay.
     const table = await conn.getTable(users);
     const writer = await table.newUpsert().createWriter();

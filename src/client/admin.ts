@@ -19,6 +19,23 @@ import type { Connection } from './connection.js';
 /** Where to start reading a bucket, or which offset ListOffsets should return. */
 export type OffsetSpec = 'earliest' | 'latest' | { timestamp: number | Date };
 
+/** A bucket's KV snapshot: the changelog offset it contains up to (exclusive) and its row count. */
+export interface KvSnapshot {
+  bucket: number;
+  snapshotId?: number;
+  logOffset?: bigint;
+  rowCount?: number;
+}
+
+function toKvSnapshot(s: { bucketId: number; snapshotId?: bigint; logOffset?: bigint; rowCount?: bigint }): KvSnapshot {
+  return {
+    bucket: s.bucketId,
+    ...(s.snapshotId !== undefined ? { snapshotId: Number(s.snapshotId) } : {}),
+    ...(s.logOffset !== undefined ? { logOffset: s.logOffset } : {}),
+    ...(s.rowCount !== undefined ? { rowCount: Number(s.rowCount) } : {}),
+  };
+}
+
 export const OFFSET_TYPE = { earliest: 0, latest: 1, timestamp: 2 } as const;
 
 const pbPath = (p: TablePath) => ({ databaseName: p.database, tableName: p.table });
@@ -116,12 +133,7 @@ export class Admin {
    */
   async listOffsets(path: TablePath, buckets: number[], spec: OffsetSpec, partitionName?: string): Promise<Map<number, bigint>> {
     const info = await this.conn.metadata.table(path);
-    let partitionId: bigint | undefined;
-    if (partitionName !== undefined) {
-      const p = await this.conn.metadata.partition(info, partitionName, true);
-      if (!p) throw new TributaryError('PARTITION_NOT_EXISTS', `partition '${partitionName}' does not exist`);
-      partitionId = BigInt(p.partitionId);
-    }
+    const partitionId = partitionName === undefined ? undefined : await this.partitionIdOf(info, partitionName);
     const resp = await this.call(ApiKeys.ListOffsets, {
       followerServerId: -1,
       offsetType: typeof spec === 'string' ? OFFSET_TYPE[spec] : OFFSET_TYPE.timestamp,
@@ -136,6 +148,40 @@ export class Admin {
       out.set(b.bucketId, b.offset);
     }
     return out;
+  }
+
+  /** Rows per bucket: live keys of a primary-key table, records in the log of a log table. */
+  async getTableStats(path: TablePath, partitionName?: string): Promise<{ rowCount: bigint; buckets: Map<number, bigint> }> {
+    const info = await this.conn.metadata.table(path);
+    const partitionId = partitionName === undefined ? undefined : await this.partitionIdOf(info, partitionName);
+    const resp = await this.call(ApiKeys.GetTableStats, {
+      tableId: BigInt(info.tableId),
+      ...(partitionId !== undefined ? { partitionId } : {}),
+      bucketId: Array.from({ length: info.bucketCount }, (_, b) => b),
+    });
+    const buckets = new Map<number, bigint>();
+    for (const b of resp.bucketsResp) {
+      if (b.errorCode !== undefined && b.errorCode !== 0) throw errorFromCode(b.errorCode, b.errorMessage ?? 'table stats failed');
+      buckets.set(b.bucketId, b.rowCount);
+    }
+    return { rowCount: [...buckets.values()].reduce((a, b) => a + b, 0n), buckets };
+  }
+
+  /** The latest KV snapshot of each bucket of a primary-key table (or partition). */
+  async getLatestKvSnapshots(path: TablePath, partitionName?: string): Promise<KvSnapshot[]> {
+    const resp = await this.call(ApiKeys.GetLatestKvSnapshots, { tablePath: pbPath(path), ...(partitionName !== undefined ? { partitionName } : {}) });
+    return resp.latestSnapshots.map(toKvSnapshot);
+  }
+
+  /** Takes a KV snapshot of every bucket of a primary-key table now. */
+  async triggerKvSnapshot(path: TablePath): Promise<KvSnapshot[]> {
+    return (await this.call(ApiKeys.TriggerKvSnapshot, { tablePath: pbPath(path) })).snapshots.map(toKvSnapshot);
+  }
+
+  private async partitionIdOf(info: TableInfo, partitionName: string): Promise<bigint> {
+    const p = await this.conn.metadata.partition(info, partitionName, true);
+    if (!p) throw new TributaryError('PARTITION_NOT_EXISTS', `partition '${partitionName}' does not exist`);
+    return BigInt(p.partitionId);
   }
 
   private async call<A extends Api>(api: A, init: RequestInit<A>): Promise<ResponseMessage<A>> {

@@ -3,11 +3,12 @@
  * imports server code (may import: common, record, rpc).
  */
 export { Connection } from './connection.js';
-export { Admin, type OffsetSpec } from './admin.js';
+export { Admin, type OffsetSpec, type KvSnapshot } from './admin.js';
 export { Table, Scan, UpsertBuilder, LookupBuilder } from './table.js';
 export { AppendWriter } from './append-writer.js';
 export { UpsertWriter } from './upsert-writer.js';
 export { Lookuper } from './lookuper.js';
+export { BatchScanner } from './batch-scanner.js';
 export { LogScanner, type ScanRecord, type ScanBatch, type BucketRef } from './log-scanner.js';
 export type { ChangeType } from '../common/change-type.js';
 export { TributaryError, type ErrorName, ErrorCodes } from '../common/errors.js';

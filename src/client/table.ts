@@ -9,6 +9,7 @@
 import { TributaryError } from '../common/errors.js';
 import type { TableInfo } from '../common/schema.js';
 import { AppendWriter } from './append-writer.js';
+import { BatchScanner } from './batch-scanner.js';
 import type { Connection } from './connection.js';
 import { LogScanner } from './log-scanner.js';
 import { Lookuper } from './lookuper.js';
@@ -99,5 +100,10 @@ export class Scan {
 
   createLogScanner(): LogScanner {
     return new LogScanner(this.conn, this.info, this.projection);
+  }
+
+  /** Reads the current state of a primary-key table (bounded). */
+  createBatchScanner(): BatchScanner {
+    return new BatchScanner(this.conn, this.info, this.projection);
   }
 }

@@ -527,9 +527,14 @@ function generator(rnd: () => number) {
   }
 }
 
-function runSequences(properties: Record<string, string>, config: ModelConfig, sequences: number, seed: number, partials: boolean): void {
+/**
+ * Runs random sequences through the engine and the model side by side, comparing changelog, errors
+ * and stored rows after every step; returns the outcomes seen (change types and error names).
+ */
+function runSequences(properties: Record<string, string>, config: ModelConfig, sequences: number, seed: number, partials: boolean): Set<string> {
   const columnIndex = new Map(NAMES.map((n, i) => [n, i]));
   const toArray = (row: Record<string, unknown>) => NAMES.map((n) => row[n]);
+  const seen = new Set<string>();
   for (let s = 0; s < sequences; s++) {
     const rnd = random(seed + s);
     const next = generator(rnd);
@@ -539,53 +544,60 @@ function runSequences(properties: Record<string, string>, config: ModelConfig, s
     const length = 5 + Math.floor(rnd() * 40);
     for (let step = 0; step < length; step++) {
       const op = next(partials);
-      const k = `${op.row.id}/${op.row.region}`;
-      const targetColumns = op.targets?.map((n) => columnIndex.get(n)!);
-      const where = `seed ${seed + s}, step ${step}: ${op.kind} ${JSON.stringify(op, (_, v) => (typeof v === 'bigint' ? `${v}n` : v))}`;
-      const expected = model.apply(op);
-      const lookUp = op.kind === 'delete' || targetColumns !== undefined || engine.needsOldValue;
-      const input: MergeInput = {
-        old: lookUp ? store.get(k) : undefined,
-        [op.kind]: toArray(op.row),
-        ...(targetColumns ? { targetColumns } : {}),
-      };
-      let result: MergeResult;
       try {
-        result = engine.merge(input);
+        const k = `${op.row.id}/${op.row.region}`;
+        const targetColumns = op.targets?.map((n) => columnIndex.get(n)!);
+        const expected = model.apply(op);
+        const lookUp = op.kind === 'delete' || targetColumns !== undefined || engine.needsOldValue;
+        const input: MergeInput = { old: lookUp ? store.get(k) : undefined, [op.kind]: toArray(op.row), ...(targetColumns ? { targetColumns } : {}) };
+        let result: MergeResult;
+        try {
+          result = engine.merge(input);
+        } catch (e) {
+          assert.ok(e instanceof TributaryError);
+          assert.deepEqual({ error: e.errorName }, expected);
+          seen.add(e.errorName);
+          continue;
+        }
+        assert.deepEqual(
+          { changes: result.changes.map((c) => [c.type, c.row]) },
+          'changes' in expected ? { changes: expected.changes.map(([t, r]) => [t, toArray(r)]) } : expected,
+        );
+        for (const c of result.changes) seen.add(c.type);
+        if (result.changes.length === 0) seen.add('none');
+        if (result.value === null) store.delete(k);
+        else if (result.value !== undefined) store.set(k, result.value);
+        const modelRow = model.current(k);
+        assert.deepEqual(store.get(k), modelRow && toArray(modelRow), 'stored row');
       } catch (e) {
-        assert.ok(e instanceof TributaryError, where);
-        assert.deepEqual({ error: e.errorName }, expected, where);
-        continue;
+        const shown = JSON.stringify(op, (_, v) => (typeof v === 'bigint' ? `${v}n` : v));
+        throw new Error(`seed ${seed + s}, step ${step}: ${shown}`, { cause: e });
       }
-      assert.deepEqual(
-        { changes: result.changes.map((c) => [c.type, c.row]) },
-        'changes' in expected ? { changes: expected.changes.map(([t, r]) => [t, toArray(r)]) } : expected,
-        where,
-      );
-      if (result.value === null) store.delete(k);
-      else if (result.value !== undefined) store.set(k, result.value);
-      const modelRow = model.current(k);
-      assert.deepEqual(store.get(k), modelRow && toArray(modelRow), `${where}: stored row`);
     }
   }
+  return seen;
 }
 
 describe('merge engines against the model, on random operation sequences', () => {
   const SEQUENCES = 400;
-  const cases: [string, Record<string, string>, ModelConfig, boolean][] = [
-    ['last_row', {}, { engine: 'last_row', deletes: 'ALLOW', wal: false }, true],
-    ['last_row, WAL image', { 'table.changelog.image': 'WAL' }, { engine: 'last_row', deletes: 'ALLOW', wal: true }, true],
-    ['last_row, deletes ignored', { 'table.delete.behavior': 'IGNORE' }, { engine: 'last_row', deletes: 'IGNORE', wal: false }, true],
-    ['last_row, deletes disabled', { 'table.delete.behavior': 'DISABLE' }, { engine: 'last_row', deletes: 'DISABLE', wal: false }, true],
-    ['first_row', { 'table.merge-engine': 'first_row' }, { engine: 'first_row', deletes: 'IGNORE', wal: false }, false],
-    ['first_row, deletes disabled, WAL', { 'table.merge-engine': 'first_row', 'table.delete.behavior': 'DISABLE', 'table.changelog.image': 'WAL' }, { engine: 'first_row', deletes: 'DISABLE', wal: true }, true],
-    ['versioned', { 'table.merge-engine': 'versioned', 'table.merge-engine.versioned.ver-column': 'ver' }, { engine: 'versioned', deletes: 'IGNORE', wal: false }, false],
-    ['versioned, WAL, with partial writes refused', { 'table.merge-engine': 'versioned', 'table.merge-engine.versioned.ver-column': 'ver', 'table.changelog.image': 'WAL' }, { engine: 'versioned', deletes: 'IGNORE', wal: true }, true],
-    ['aggregation', AGGREGATION_PROPS, { engine: 'aggregation', deletes: 'IGNORE', wal: false }, true],
-    ['aggregation, deletes allowed', { ...AGGREGATION_PROPS, 'table.delete.behavior': 'ALLOW' }, { engine: 'aggregation', deletes: 'ALLOW', wal: false }, true],
-    ['aggregation, full-row writes only', { ...AGGREGATION_PROPS, 'table.delete.behavior': 'ALLOW' }, { engine: 'aggregation', deletes: 'ALLOW', wal: false }, false],
+  const SUPPRESSED = ['none', 'INVALID_TARGET_COLUMN'];
+  const cases: [string, Record<string, string>, ModelConfig, boolean, string[]][] = [
+    ['last_row', {}, { engine: 'last_row', deletes: 'ALLOW', wal: false }, true, ['+I', '-U', '+U', '-D', 'none']],
+    ['last_row, WAL image', { 'table.changelog.image': 'WAL' }, { engine: 'last_row', deletes: 'ALLOW', wal: true }, true, ['+I', '+U', '-D', 'none']],
+    ['last_row, deletes ignored', { 'table.delete.behavior': 'IGNORE' }, { engine: 'last_row', deletes: 'IGNORE', wal: false }, true, ['+I', '-U', '+U', 'none']],
+    ['last_row, deletes disabled', { 'table.delete.behavior': 'DISABLE' }, { engine: 'last_row', deletes: 'DISABLE', wal: false }, true, ['+I', '-U', '+U', 'none', 'DELETION_DISABLED_EXCEPTION']],
+    ['first_row', { 'table.merge-engine': 'first_row' }, { engine: 'first_row', deletes: 'IGNORE', wal: false }, false, ['+I', 'none']],
+    ['first_row, deletes disabled, WAL, partial writes refused', { 'table.merge-engine': 'first_row', 'table.delete.behavior': 'DISABLE', 'table.changelog.image': 'WAL' }, { engine: 'first_row', deletes: 'DISABLE', wal: true }, true, ['+I', 'none', ...SUPPRESSED, 'DELETION_DISABLED_EXCEPTION']],
+    ['versioned', { 'table.merge-engine': 'versioned', 'table.merge-engine.versioned.ver-column': 'ver' }, { engine: 'versioned', deletes: 'IGNORE', wal: false }, false, ['+I', '-U', '+U', 'none']],
+    ['versioned, WAL, partial writes refused', { 'table.merge-engine': 'versioned', 'table.merge-engine.versioned.ver-column': 'ver', 'table.changelog.image': 'WAL' }, { engine: 'versioned', deletes: 'IGNORE', wal: true }, true, ['+I', '+U', ...SUPPRESSED]],
+    ['aggregation', AGGREGATION_PROPS, { engine: 'aggregation', deletes: 'IGNORE', wal: false }, true, ['+I', '-U', '+U', 'none', 'INVALID_ROW']],
+    ['aggregation, deletes allowed', { ...AGGREGATION_PROPS, 'table.delete.behavior': 'ALLOW' }, { engine: 'aggregation', deletes: 'ALLOW', wal: false }, true, ['+I', '-U', '+U', '-D', 'none', 'INVALID_ROW']],
+    ['aggregation, full-row writes only', { ...AGGREGATION_PROPS, 'table.delete.behavior': 'ALLOW' }, { engine: 'aggregation', deletes: 'ALLOW', wal: false }, false, ['+I', '-U', '+U', '-D', 'none', 'INVALID_ROW']],
   ];
-  cases.forEach(([name, properties, config, partials], i) => {
-    it(name, () => runSequences(properties, config, SEQUENCES, 1000 * (i + 1), partials));
+  cases.forEach(([name, properties, config, partials, outcomes], i) => {
+    it(name, () => {
+      const seen = runSequences(properties, config, SEQUENCES, 1000 * (i + 1), partials);
+      assert.deepEqual([...seen].sort(), [...new Set(outcomes)].sort(), 'the sequences reach every outcome of this engine');
+    });
   });
 });

@@ -205,7 +205,7 @@ class RowMergeEngine implements MergeEngine {
 
   private padded(old: unknown[]): unknown[] {
     const out = old.slice();
-    for (let i = old.length; i < this.width; i++) out.push(null);
+    
     return out;
   }
 }
