@@ -67,6 +67,8 @@ describe('last_row', () => {
     assert.deepEqual(k.upsert([1, 'z', 9n], [0, 1]), { value: [1, 'z', 1n], changes: [{ type: '+U', row: [1, 'z', 1n] }] });
     assert.deepEqual(k.delete([1, null, null]), { value: null, changes: [{ type: '-D', row: [1, 'z', 1n] }] });
     assert.deepEqual(k.upsert([2, 'n', null], [0, 1]).changes, [{ type: '+I', row: [2, 'n', null] }]);
+    // every column targeted is a full-row write, which needs no stored row either
+    assert.deepEqual(k.engine.merge({ old: undefined, upsert: [3, 'm', 1n], targetColumns: [2, 0, 1] }).changes, [{ type: '+U', row: [3, 'm', 1n] }]);
   });
 
   it('partially updates the target columns and keeps the others', () => {

@@ -125,7 +125,8 @@ class RowMergeEngine implements MergeEngine {
   private readonly width: number;
   private readonly keyColumn: Uint8Array;
   private readonly fullImage: boolean;
-  // The partial-write layout of the last target list seen; a batch passes the same array for each record.
+  // The layout of the last target list seen: a batch passes one array for all its records, which
+  // must not change between calls.
   private lastTargets: readonly number[] | undefined;
   private targets: Uint8Array | undefined;
   private targetsKeyOnly = false;
@@ -205,7 +206,7 @@ class RowMergeEngine implements MergeEngine {
 
   private padded(old: unknown[]): unknown[] {
     const out = old.slice();
-    
+    for (let i = old.length; i < this.width; i++) out.push(null);
     return out;
   }
 }
