@@ -90,7 +90,7 @@ const ACCEPTED_TYPES: Record<AggFunction, readonly TypeKind[] | undefined> = {
 };
 /** Other spellings of a function, as Fluss accepts them. */
 const ALIASES: Record<string, AggFunction> = { string_agg: 'listagg' };
-const DEFAULT_AGGREGATION: ColumnAggregation = { fn: 'last_value_ignore_nulls', delimiter: ',' };
+const DEFAULT_AGGREGATION: ColumnAggregation = Object.freeze({ fn: 'last_value_ignore_nulls', delimiter: ',' });
 
 function invalidConfig(message: string): TributaryError {
   return new TributaryError('INVALID_CONFIG_EXCEPTION', message);
