@@ -73,6 +73,8 @@ export class KvTablet {
   private flushedOffset: bigint;
   private rowCountValue: number;
   private flushPaused = 0;
+  /** First changelog offset of the batch being appended, while its append runs. */
+  private inflightFrom?: bigint;
   private readonly unsubscribe: () => void;
   private closed = false;
 
@@ -191,10 +193,19 @@ export class KvTablet {
       writerId: batch.writerId,
       batchSequence: batch.batchSequence,
     });
-    const [result] = await this.log.append([logBatch], 0, 'written');
+    // Until the append returns, this batch's offsets are unknown: no flush may record the state as
+    // complete past its first offset (a lazy flush policy moves the high watermark during the append).
+    this.inflightFrom = this.log.logEndOffset;
+    let result;
+    try {
+      [result] = await this.log.append([logBatch], 0, 'written');
+    } finally {
+      this.inflightFrom = undefined;
+    }
     if (!result.duplicate) {
       for (const [k, s] of staged) this.preWrite.set(k, { key: s.key, value: s.value, offset: result.lastOffset });
     }
+    this.flushBelow(this.log.highWatermark);
     return result.lastOffset;
   }
 
@@ -225,7 +236,8 @@ export class KvTablet {
   }
 
   /** Writes every buffered change below the high watermark into lmdb, in one transaction. */
-  private flushBelow(hw: bigint): void {
+  private flushBelow(highWatermark: bigint): void {
+    const hw = this.inflightFrom !== undefined && this.inflightFrom < highWatermark ? this.inflightFrom : highWatermark;
     if (this.closed || this.flushPaused > 0 || this.preWrite.size === 0) {
       if (!this.closed && this.flushPaused === 0 && hw > this.flushedOffset) this.setFlushed(hw);
       return;
