@@ -5,7 +5,7 @@
  *   const lookuper = table.newLookup().createLookuper();
  *   const row = await lookuper.lookup({ id: 1n });           // the row, or null
  *   const byUser = table.newLookup().lookupBy(['user_id']).createLookuper();
- *   const rows = await byUser.lookup({ user_id: 7n });        // every row with that bucket key
+ *   const rows = await byUser.lookupAll({ user_id: 7n });     // every row with that bucket key
  *
  * Lookups issued in the same tick are batched: one Lookup (or PrefixLookup) request per server with
  * a list of keys per bucket.

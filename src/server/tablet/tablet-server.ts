@@ -323,7 +323,13 @@ export class TabletServer implements BucketLifecycle {
     const taken = [];
     for (const r of this.replicas.values()) {
       if (!r.kv || (tableId !== undefined && r.bucket.tableId !== tableId)) continue;
-      taken.push({ replica: r, snapshot: await r.kv.snapshot() });
+      try {
+        taken.push({ replica: r, snapshot: await r.kv.snapshot() });
+      } catch (err) {
+        // One failing bucket must not hold back the others; on demand the caller hears of it.
+        if (tableId !== undefined) throw err;
+        this.log.error({ err, bucket: bucketKey(r.bucket) }, 'kv snapshot failed');
+      }
     }
     if (taken.length > 0) this.log.info({ snapshots: taken.length, tableId }, 'kv snapshots taken');
     return taken;

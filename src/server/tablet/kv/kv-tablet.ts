@@ -109,19 +109,24 @@ export class KvTablet {
     if (!hasLocal) restored = await snapshots.restoreLatest(dir);
     else await fs.promises.mkdir(dir, { recursive: true });
     let tablet = new KvTablet(dir, log, table, snapshots, logger);
-    if (tablet.flushedOffset < log.logStartOffset) {
-      // The changelog after the local state was deleted by retention: start from the snapshot.
+    if (tablet.flushedOffset < log.logStartOffset || tablet.flushedOffset > log.logEndOffset) {
+      // The changelog after the local state was deleted by retention, or the log lost a tail the
+      // state already holds (an OS crash under a lazy flush policy): start from the snapshot.
       await tablet.closeStore();
       await fs.promises.rm(dir, { recursive: true, force: true });
       restored = await snapshots.restoreLatest(dir);
       tablet = new KvTablet(dir, log, table, snapshots, logger);
-      if (tablet.flushedOffset < log.logStartOffset) {
-        throw new TributaryError('KV_STORAGE_EXCEPTION', `bucket state at offset ${tablet.flushedOffset} cannot be recovered: the changelog starts at ${log.logStartOffset} and no snapshot covers the gap`);
+      if (tablet.flushedOffset < log.logStartOffset || tablet.flushedOffset > log.logEndOffset) {
+        throw new TributaryError(
+          'KV_STORAGE_EXCEPTION',
+          `bucket state at offset ${tablet.flushedOffset} cannot be recovered: the changelog holds [${log.logStartOffset}, ${log.logEndOffset}) and no snapshot fits it`,
+        );
       }
     }
+    const fromOffset = tablet.flushedOffset;
     const replayed = await tablet.replay();
     if (restored || replayed > 0) {
-      logger.info({ snapshot: restored?.snapshotId, fromOffset: String(restored?.logOffset ?? tablet.flushedOffset), replayed, rows: tablet.rowCount }, 'kv state recovered');
+      logger.info({ snapshot: restored?.snapshotId, fromOffset: String(fromOffset), replayed, rows: tablet.rowCount }, 'kv state recovered');
     }
     return tablet;
   }
@@ -255,12 +260,13 @@ export class KvTablet {
       }
       this.rowCountValue += delta;
       this.meta.putSync(ROW_COUNT, String(this.rowCountValue));
-      this.meta.putSync(FLUSHED_OFFSET, hw.toString());
+      if (hw > this.flushedOffset) this.meta.putSync(FLUSHED_OFFSET, hw.toString());
     });
-    this.flushedOffset = hw;
+    if (hw > this.flushedOffset) this.flushedOffset = hw;
   }
 
   private setFlushed(hw: bigint): void {
+    if (hw <= this.flushedOffset) return;
     this.env.transactionSync(() => this.meta.putSync(FLUSHED_OFFSET, hw.toString()));
     this.flushedOffset = hw;
   }
