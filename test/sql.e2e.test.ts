@@ -18,7 +18,16 @@ import { CLI, ServerProcess, tempDir } from './support/server-process.js';
 const SQL_DIR = path.join(path.dirname(CLI), '..', '..', 'test', 'sql');
 const run = promisify(execFile);
 
-type Block = { kind: 'ok'; sql: string } | { kind: 'error'; name: string; sql: string } | { kind: 'query'; sql: string; expected: string };
+type Block =
+  | { kind: 'ok'; sql: string; plan?: string; message?: string }
+  | { kind: 'error'; name: string; sql: string }
+  | { kind: 'query'; sql: string; plan?: string; expected: string };
+
+/** Splits a block's lines at `----`: the SQL before, the expectation after (if any). */
+function splitAtSeparator(body: string[]): { sql: string; expected?: string } {
+  const sep = body.indexOf('----');
+  return sep < 0 ? { sql: body.join('\n') } : { sql: body.slice(0, sep).join('\n'), expected: body.slice(sep + 1).join('\n') };
+}
 
 function parseSqlTest(text: string): Block[] {
   const blocks: Block[] = [];
@@ -26,12 +35,16 @@ function parseSqlTest(text: string): Block[] {
     const lines = raw.split('\n').filter((l) => !l.startsWith('#') && l.trim() !== '');
     if (lines.length === 0) continue;
     const [head, ...body] = lines;
-    if (head === 'statement ok') blocks.push({ kind: 'ok', sql: body.join('\n') });
-    else if (head.startsWith('statement error ')) blocks.push({ kind: 'error', name: head.slice(16).trim(), sql: body.join('\n') });
-    else if (head === 'query') {
-      const sep = body.indexOf('----');
-      assert.ok(sep > 0, `query block without ---- : ${raw}`);
-      blocks.push({ kind: 'query', sql: body.slice(0, sep).join('\n'), expected: body.slice(sep + 1).join('\n') });
+    const [directive, plan] = head.split(/\s+plan=/);
+    const withPlan = plan === undefined ? {} : { plan: plan.trim() };
+    if (directive === 'statement ok') {
+      const { sql, expected } = splitAtSeparator(body);
+      blocks.push({ kind: 'ok', sql, ...withPlan, ...(expected !== undefined ? { message: expected.trim() } : {}) });
+    } else if (head.startsWith('statement error ')) blocks.push({ kind: 'error', name: head.slice(16).trim(), sql: body.join('\n') });
+    else if (directive === 'query') {
+      const { sql, expected } = splitAtSeparator(body);
+      assert.ok(sql && expected !== undefined, `query block without ---- : ${raw}`);
+      blocks.push({ kind: 'query', sql, ...withPlan, expected });
     } else throw new Error(`unknown block header '${head}'`);
   }
   return blocks;
@@ -67,6 +80,8 @@ describe('SQL scripts', () => {
             continue;
           }
           const out = await executor.execute(block.sql);
+          if (block.plan !== undefined) assert.equal(out.plan, block.plan, `${where}: plan`);
+          if (block.kind === 'ok' && block.message !== undefined) assert.equal(out.message, block.message, where);
           if (block.kind === 'query') {
             assert.ok(out.result, `${where}: returns rows`);
             assert.equal(formatResult(out.result, 'csv').replaceAll('\r\n', '\n').trim(), block.expected.trim(), where);

@@ -1,65 +1,78 @@
 /**
  * Executes statements of Tributary's SQL dialect for one session (the shell, `tributary sql -e`).
  *
- * DDL becomes Admin calls. Queries run in embedded DuckDB: the tables a query names are read from
- * their logs up to the high watermark (only the columns the query uses: the projection goes to the
- * server) and loaded into DuckDB as `<database>.<table>`; filters, joins and aggregates are DuckDB's.
- * INSERT runs its VALUES/SELECT part the same way, casts the result to the table's column types in
- * DuckDB, and appends the rows through an AppendWriter.
+ * DDL becomes Admin calls. Queries run in embedded DuckDB over the tables they name, loaded by
+ * TableLoader (logs, primary-key state, key lookups, `$changelog`); `SELECT count(*) FROM t`
+ * alone is answered from the table stats. Writes:
+ *
+ *   INSERT   runs its VALUES/SELECT part in DuckDB, casts the rows to the column types there, and
+ *            appends them (log table) or upserts them (primary-key table; with a column list that
+ *            leaves columns out, a partial update of the listed ones)
+ *   UPDATE   primary-key tables: selects the primary key and the new values of the rows matching
+ *            the condition (DuckDB over the state or the looked-up rows), then upserts them as a
+ *            partial update of the key and the SET columns
+ *   DELETE   primary-key tables: selects the primary keys matching the condition, then deletes them
+ *
+ * UPDATE and DELETE read the rows they change into memory first, so one statement may change at
+ * most MAX_CHANGED_ROWS rows. Like INSERT they are not atomic.
  */
 import { TributaryError } from '../common/errors.js';
-import { type Column, DEFAULT_DATABASE, type TableInfo, type TablePath, tablePathString } from '../common/schema.js';
-import { type DataType, formatDataType } from '../common/types.js';
-import type { Connection } from '../client/connection.js';
+import { validatePartialUpdate, primaryKeyTableOptions } from '../common/pk-table.js';
+import { DEFAULT_DATABASE, type TableInfo, type TablePath, tablePathString } from '../common/schema.js';
+import { formatDataType } from '../common/types.js';
 import type { Row } from '../common/values.js';
-import { toArrowSchema } from '../record/arrow-schema.js';
+import type { Connection } from '../client/connection.js';
+import type { Table } from '../client/table.js';
+import { countStarOf } from './duckdb/query-shapes.js';
 import type { QueryResult } from './duckdb/result.js';
 import type { DuckSession } from './duckdb/session.js';
-import { readLogUpToHighWatermark } from './log-reader.js';
+import { duckTypeName } from './duckdb/type-name.js';
 import type { Statement, TableName } from './sql/ast.js';
 import type { SourcePosition } from './sql/lexer.js';
 import { parseStatement } from './sql/parser.js';
+import { quoteIdentifier as quote, type ReadPlan, TableLoader } from './table-loader.js';
+
+export type { ReadPlan } from './table-loader.js';
 
 export interface ExecutionResult {
   /** Rows for statements that return data (queries, SHOW, DESCRIBE). */
   result?: QueryResult;
   /** What a statement without rows did, e.g. "Table 'db.t' created." */
   message?: string;
+  /**
+   * How a query, UPDATE or DELETE read its tables: 'scan' (whole logs or states), 'lookup' (only
+   * the rows of the primary keys its condition names), 'stats' (COUNT(*) from the table stats).
+   * Absent when it read no table.
+   */
+  plan?: ReadPlan;
 }
 
-const quote = (name: string): string => `"${name.replaceAll('"', '""')}"`;
-
-/** DuckDB's spelling of a Tributary type, for casts of INSERT values. */
-export function duckTypeOf(t: DataType): string {
-  switch (t.kind) {
-    case 'INT':
-      return 'INTEGER';
-    case 'DECIMAL':
-      return `DECIMAL(${t.precision}, ${t.scale})`;
-    case 'CHAR':
-    case 'STRING':
-      return 'VARCHAR';
-    case 'BINARY':
-    case 'BYTES':
-      return 'BLOB';
-    case 'TIME':
-      return 'TIME';
-    case 'TIMESTAMP':
-      return 'TIMESTAMP';
-    case 'TIMESTAMP_LTZ':
-      return 'TIMESTAMPTZ';
-    default:
-      return t.kind;
-  }
-}
+/** The most rows one UPDATE or DELETE may change: it holds them in memory before writing. */
+export const MAX_CHANGED_ROWS = 100_000;
 
 const rows = (columns: string[], data: unknown[][]): QueryResult => ({
   columns: columns.map((name) => ({ name, type: 'VARCHAR' })),
   rows: data,
 });
 
+/** The row objects of a result, by its column names. */
+const rowObjects = (result: QueryResult): Row[] => result.rows.map((values) => Object.fromEntries(result.columns.map((c, i) => [c.name, values[i]])));
+
+/** Writes every row through a writer made for them (none for no rows), flushes, and closes it whatever happens. */
+async function writeAll<W extends { flush(): Promise<void>; close(): Promise<void> }>(create: () => Promise<W>, data: Row[], write: (writer: W, row: Row) => Promise<void>): Promise<void> {
+  if (data.length === 0) return;
+  const writer = await create();
+  try {
+    for (const row of data) await write(writer, row);
+    await writer.flush();
+  } finally {
+    await writer.close().catch(() => undefined);
+  }
+}
+
 export class SqlExecutor {
   database: string;
+  private readonly loader: TableLoader;
 
   constructor(
     private readonly conn: Connection,
@@ -67,6 +80,7 @@ export class SqlExecutor {
     database: string,
   ) {
     this.database = database;
+    this.loader = new TableLoader(conn, duck);
   }
 
   /** Runs one statement; `origin` (its place in a script) makes parse errors name script lines. */
@@ -76,6 +90,12 @@ export class SqlExecutor {
 
   private path(name: TableName): TablePath {
     return { database: name.database ?? this.database, table: name.table };
+  }
+
+  /** The table a write names; `$changelog` tables are read-only. */
+  private async writable(name: TableName): Promise<Table> {
+    if (TableLoader.isChangelog(name)) throw new TributaryError('SQL_UNSUPPORTED', `'${name.table}' is read-only: it shows the changelog of a table`);
+    return this.conn.getTable(this.path(name));
   }
 
   private async run(s: Statement): Promise<ExecutionResult> {
@@ -129,54 +149,55 @@ export class SqlExecutor {
         return { result: rows(['partition name', ...info.partitionKeys], parts.map((p) => [p.partitionName, ...info.partitionKeys.map((k) => p.spec[k])])) };
       }
       case 'insert':
-        return this.insert(this.path(s.table), s.columns, s.query);
+        return this.insert(await this.writable(s.table), s.columns, s.query);
+      case 'update':
+        return this.update(await this.writable(s.table), s.assignments, s.where);
+      case 'delete':
+        return this.delete(await this.writable(s.table), s.where);
       case 'query':
-        await this.loadReferencedTables(s.sql);
-        return { result: await this.duck.run(s.sql) };
+        return this.query(s.sql);
     }
   }
 
-  /** Loads every table the query names into DuckDB, with only the columns it may use. */
-  private async loadReferencedTables(sql: string): Promise<void> {
-    const refs = await this.duck.tableReferences(sql);
-    const loaded = new Set<string>();
-    for (const ref of refs.tables) {
-      const path = { database: ref.schema ?? this.database, table: ref.table };
-      const key = tablePathString(path);
-      if (loaded.has(key)) continue;
-      loaded.add(key);
-      const table = await this.conn.getTable(path);
-      const columns = this.columnsToRead(table.info, refs.columns);
-      const batches = await readLogUpToHighWatermark(this.conn, table, columns);
-      const projected = columns.map((c) => table.info.schema.columns.findIndex((x) => x.name === c));
-      await this.duck.loadArrowTable(`${path.database}.${path.table}`, toArrowSchema(table.info.schema, projected), batches);
+  private async query(sql: string): Promise<ExecutionResult & { result: QueryResult }> {
+    const tree = await this.duck.syntaxTree(sql);
+    const count = tree.explain ? undefined : countStarOf(tree.json);
+    if (count && !TableLoader.isChangelog(count.table)) {
+      const rowCount = await this.rowCount(TableLoader.pathOf(count.table, this.database));
+      return { result: { columns: [{ name: count.column, type: 'BIGINT' }], rows: [[rowCount]] }, plan: 'stats' };
     }
-    // The current database is DuckDB's default schema, so unqualified names resolve as in Tributary.
-    await this.duck.run(`CREATE SCHEMA IF NOT EXISTS ${quote(this.database)}; SET search_path = '${this.database.replaceAll("'", "''")}'`);
+    const plan = await this.loader.load(tree, this.database);
+    return { result: await this.duck.run(sql), ...(plan ? { plan } : {}) };
   }
 
-  /** The columns a query may read; at least one, so that row counts survive. */
-  private columnsToRead(info: TableInfo, used: Set<string> | '*'): string[] {
-    const all = info.schema.columns.map((c) => c.name);
-    if (used === '*') return all;
-    const lower = new Set([...used].map((c) => c.toLowerCase()));
-    const chosen = all.filter((c) => lower.has(c.toLowerCase()));
-    return chosen.length > 0 ? chosen : [narrowest(info.schema.columns)];
+  /** Rows of a table from its stats: live keys of a primary-key table, HW − log start of a log table. */
+  private async rowCount(path: TablePath): Promise<bigint> {
+    const admin = this.conn.getAdmin();
+    const { info } = await this.conn.getTable(path);
+    if (info.partitionKeys.length === 0) return (await admin.getTableStats(info.path)).rowCount;
+    let n = 0n;
+    for (const p of await admin.listPartitionInfos(info.path)) n += (await admin.getTableStats(info.path, p.partitionName)).rowCount;
+    return n;
   }
 
-  private async insert(path: TablePath, columns: string[] | undefined, query: string): Promise<ExecutionResult> {
-    const table = await this.conn.getTable(path);
-    const schema = table.info.schema;
+  private async insert(table: Table, columns: string[] | undefined, query: string): Promise<ExecutionResult> {
+    const { info } = table;
+    const schema = info.schema;
     const targets = columns ?? schema.columns.map((c) => c.name);
-    for (const c of targets) {
-      if (!schema.columns.some((x) => x.name === c)) throw new TributaryError('INVALID_ROW', `column '${c}' is not a column of '${tablePathString(path)}'`);
-    }
-    await this.loadReferencedTables(query);
+    targets.forEach((c, i) => {
+      if (!schema.columns.some((x) => x.name === c)) throw new TributaryError('INVALID_ROW', `column '${c}' is not a column of '${tablePathString(info.path)}'`);
+      if (targets.indexOf(c) !== i) throw new TributaryError('INVALID_ROW', `column '${c}' is listed twice`);
+    });
+    // On a primary-key table, a column list that leaves columns out is a partial update of the listed ones.
+    const partial = schema.primaryKey !== undefined && targets.length < schema.columns.length;
+    if (partial) this.checkPartialUpdate(info, targets);
+    const written = partial ? schema.columns.filter((c) => targets.includes(c.name)) : schema.columns;
+    await this.loader.load(await this.duck.syntaxTree(query), this.database);
     const aliases = targets.map((_, i) => quote(`__c${i}`)).join(', ');
-    const select = schema.columns
+    const select = written
       .map((c) => {
         const i = targets.indexOf(c.name);
-        return i < 0 ? `NULL AS ${quote(c.name)}` : `CAST(q.${quote(`__c${i}`)} AS ${duckTypeOf(c.type)}) AS ${quote(c.name)}`;
+        return i < 0 ? `NULL AS ${quote(c.name)}` : `CAST(q.${quote(`__c${i}`)} AS ${duckTypeName(c.type)}) AS ${quote(c.name)}`;
       })
       .join(', ');
     let result: QueryResult;
@@ -184,34 +205,86 @@ export class SqlExecutor {
       result = await this.duck.run(`SELECT ${select} FROM (${query}) AS q(${aliases})`);
     } catch (err) {
       if (err instanceof TributaryError && /expected|columns|alias/i.test(err.message)) {
-        throw new TributaryError('INVALID_ROW', `INSERT INTO '${tablePathString(path)}' lists ${targets.length} column(s) that do not match the query: ${err.message}`);
+        throw new TributaryError('INVALID_ROW', `INSERT INTO '${tablePathString(info.path)}' lists ${targets.length} column(s) that do not match the query: ${err.message}`);
       }
       throw err;
     }
-    const writer = await table.newAppend().createWriter();
-    try {
-      for (const values of result.rows) {
-        const row: Row = {};
-        schema.columns.forEach((c, i) => (row[c.name] = values[i]));
-        await writer.append(row);
-      }
-      await writer.flush();
-    } finally {
-      await writer.close().catch(() => undefined);
+    const data = rowObjects(result);
+    if (!schema.primaryKey) {
+      await writeAll(() => table.newAppend().createWriter(), data, (w, row) => w.append(row));
+      return { message: `${data.length} row(s) inserted into '${tablePathString(info.path)}'.` };
     }
-    return { message: `${result.rows.length} row(s) inserted into '${tablePathString(path)}'.` };
+    const upsert = table.newUpsert();
+    if (partial) upsert.partialUpdate(targets);
+    await writeAll(() => upsert.createWriter(), data, (w, row) => w.upsert(row));
+    return { message: `${data.length} row(s) upserted into '${tablePathString(info.path)}'.` };
+  }
+
+  private async update(table: Table, assignments: { column: string; expression: string }[], where: string | undefined): Promise<ExecutionResult> {
+    const { info } = table;
+    const primaryKey = requirePrimaryKey(info, 'UPDATE');
+    const set = assignments.map((a) => {
+      const column = info.schema.columns.find((c) => c.name === a.column);
+      if (!column) throw new TributaryError('INVALID_TARGET_COLUMN', `'${a.column}' is not a column of '${tablePathString(info.path)}'`);
+      if (primaryKey.includes(a.column)) {
+        throw new TributaryError('INVALID_TARGET_COLUMN', `primary key column '${a.column}' cannot be updated: delete the row and insert it with the new key`);
+      }
+      return `CAST((${a.expression}) AS ${duckTypeName(column.type)}) AS ${quote(a.column)}`;
+    });
+    const targets = [...primaryKey, ...assignments.map((a) => a.column)];
+    this.checkPartialUpdate(info, targets);
+    const { data, plan } = await this.matchingRows(info, [...primaryKey.map(quote), ...set], where, 'UPDATE');
+    await writeAll(() => table.newUpsert().partialUpdate(targets).createWriter(), data, (w, row) => w.upsert(row));
+    return { message: `${data.length} row(s) updated in '${tablePathString(info.path)}'.`, ...(plan ? { plan } : {}) };
+  }
+
+  private async delete(table: Table, where: string | undefined): Promise<ExecutionResult> {
+    const { info } = table;
+    const primaryKey = requirePrimaryKey(info, 'DELETE');
+    const { deleteBehavior, mergeEngine } = primaryKeyTableOptions(info.schema, info.properties);
+    if (deleteBehavior !== 'ALLOW') {
+      const why = deleteBehavior === 'IGNORE' ? `ignores deletes ('table.delete.behavior' = IGNORE${info.properties['table.delete.behavior'] ? '' : `, the default of the ${mergeEngine} merge engine`})` : "disables deletes ('table.delete.behavior' = DISABLE)";
+      throw new TributaryError('DELETION_DISABLED_EXCEPTION', `DELETE cannot remove rows of '${tablePathString(info.path)}': the table ${why}`);
+    }
+    const { data, plan } = await this.matchingRows(info, primaryKey.map(quote), where, 'DELETE');
+    await writeAll(() => table.newUpsert().createWriter(), data, (w, key) => w.delete(key));
+    return { message: `${data.length} row(s) deleted from '${tablePathString(info.path)}'.`, ...(plan ? { plan } : {}) };
+  }
+
+  /** Partial updates of these columns as the server checks them, before anything is read or written. */
+  private checkPartialUpdate(info: TableInfo, columns: string[]): void {
+    const positions = columns.map((c) => info.schema.columns.findIndex((x) => x.name === c));
+    validatePartialUpdate(info.schema, primaryKeyTableOptions(info.schema, info.properties).mergeEngine, positions);
+  }
+
+  /** The `select` list over the rows of a primary-key table that match `where`, refused beyond MAX_CHANGED_ROWS. */
+  private async matchingRows(info: TableInfo, select: string[], where: string | undefined, verb: string): Promise<{ data: Row[]; plan?: ReadPlan }> {
+    // The condition may end in a line comment: the LIMIT goes on a line of its own.
+    const sql = `SELECT ${select.join(', ')} FROM ${quote(info.path.database)}.${quote(info.path.table)}${where === undefined ? '' : ` WHERE ${where}`}\nLIMIT ${MAX_CHANGED_ROWS + 1}`;
+    const { result, plan } = await this.query(sql);
+    if (result.rows.length > MAX_CHANGED_ROWS) {
+      throw new TributaryError(
+        'SQL_UNSUPPORTED',
+        `${verb} would change more than ${MAX_CHANGED_ROWS} rows of '${tablePathString(info.path)}', the most one statement may change: narrow its WHERE condition`,
+      );
+    }
+    return { data: rowObjects(result), ...(plan ? { plan } : {}) };
   }
 }
 
-/** The column cheapest to read, for queries that use none (e.g. COUNT(*)). */
-function narrowest(columns: Column[]): string {
-  const width = (t: DataType): number => (['BOOLEAN', 'TINYINT'].includes(t.kind) ? 1 : t.kind === 'SMALLINT' ? 2 : ['INT', 'FLOAT', 'DATE'].includes(t.kind) ? 4 : ['STRING', 'BYTES', 'CHAR', 'BINARY'].includes(t.kind) ? 16 : 8);
-  return [...columns].sort((a, b) => width(a.type) - width(b.type))[0].name;
+function requirePrimaryKey(info: TableInfo, verb: string): string[] {
+  if (!info.schema.primaryKey) {
+    throw new TributaryError('NON_PRIMARY_KEY_TABLE_EXCEPTION', `${verb} needs a primary-key table: '${tablePathString(info.path)}' is a log table, whose rows are only appended`);
+  }
+  return info.schema.primaryKey;
 }
 
 function describe(info: TableInfo): QueryResult {
+  const primaryKey = info.schema.primaryKey ?? [];
   const data = info.schema.columns.map((c) => {
-    const keys = [info.partitionKeys.includes(c.name) ? 'PARTITION KEY' : '', info.bucketKeys.includes(c.name) ? 'BUCKET KEY' : ''].filter(Boolean).join(', ');
+    const keys = [primaryKey.includes(c.name) ? 'PRIMARY KEY' : '', info.partitionKeys.includes(c.name) ? 'PARTITION KEY' : '', info.bucketKeys.includes(c.name) ? 'BUCKET KEY' : '']
+      .filter(Boolean)
+      .join(', ');
     return [c.name, formatDataType(c.type), c.nullable ? 'YES' : 'NO', keys, c.comment ?? ''];
   });
   return rows(['name', 'type', 'null', 'key', 'comment'], data);
@@ -219,14 +292,16 @@ function describe(info: TableInfo): QueryResult {
 
 function showCreate(info: TableInfo): string {
   const lit = (s: string): string => `'${s.replaceAll("'", "''")}'`;
-  const cols = info.schema.columns.map((c) => `  \`${c.name}\` ${formatDataType(c.type)}${c.nullable ? '' : ' NOT NULL'}${c.comment ? ` COMMENT ${lit(c.comment)}` : ''}`);
+  const name = (s: string): string => `\`${s.replaceAll('`', '``')}\``;
+  const cols = info.schema.columns.map((c) => `  ${name(c.name)} ${formatDataType(c.type)}${c.nullable ? '' : ' NOT NULL'}${c.comment ? ` COMMENT ${lit(c.comment)}` : ''}`);
+  if (info.schema.primaryKey) cols.push(`  PRIMARY KEY (${info.schema.primaryKey.map(name).join(', ')}) NOT ENFORCED`);
   const options: Record<string, string> = { 'bucket.num': String(info.bucketCount), ...(info.bucketKeys.length ? { 'bucket.key': info.bucketKeys.join(',') } : {}), ...info.properties };
   return [
-    `CREATE TABLE \`${info.path.database}\`.\`${info.path.table}\` (`,
+    `CREATE TABLE ${name(info.path.database)}.${name(info.path.table)} (`,
     cols.join(',\n'),
     ')',
     ...(info.comment ? [`COMMENT ${lit(info.comment)}`] : []),
-    ...(info.partitionKeys.length ? [`PARTITIONED BY (${info.partitionKeys.map((k) => `\`${k}\``).join(', ')})`] : []),
+    ...(info.partitionKeys.length ? [`PARTITIONED BY (${info.partitionKeys.map(name).join(', ')})`] : []),
     `WITH (\n${Object.entries(options).map(([k, v]) => `  ${lit(k)} = ${lit(v)}`).join(',\n')}\n)`,
   ].join('\n');
 }

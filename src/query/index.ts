@@ -1,10 +1,16 @@
 /**
- * query/ — Tributary's SQL: the dialect parser (sql/) and the bridge to embedded DuckDB (duckdb/).
+ * query/ — Tributary's SQL: the dialect parser (sql/), the bridge to embedded DuckDB (duckdb/), and
+ * the executor of statements over Tributary tables.
  *
- *   sql/     lexer, statement AST and parser of the Flink-SQL-style dialect; queries and the query
- *            part of INSERT stay raw text for DuckDB
- *   duckdb/  DuckSession (one in-memory DuckDB): Arrow batches in, table references of a query,
- *            exact results out; formatResult for the shell
+ *   sql/              lexer, statement AST and parser of the Flink-SQL-style dialect; queries, the
+ *                     query part of INSERT and the expressions of UPDATE/DELETE stay text for DuckDB
+ *   duckdb/           DuckSession (one in-memory DuckDB): Arrow batches in, syntax trees, table
+ *                     references and query shapes (COUNT(*), key lookups), exact results out;
+ *                     formatResult for the shell
+ *   log-reader.ts     a table's log (and `$changelog`) up to the high watermark, as Arrow
+ *   state-reader.ts   a primary-key table's current state, whole or by keys, as Arrow
+ *   table-loader.ts   loads what a query reads into DuckDB, choosing scan or lookup
+ *   executor.ts       SqlExecutor: DDL, queries, INSERT, UPDATE, DELETE
  *
  * May import: common, record, client and lake. Never server: queries reach the server through
  * the client, like any user's program.

@@ -1,13 +1,38 @@
 /**
  * Reads a table's log as Arrow batches, from each bucket's earliest offset up to the high watermark
- * it had when the read started: the bounded "all rows so far" that a SELECT over a log table sees.
+ * it had when the read started: the bounded "all rows so far" that a SELECT over a log table sees,
+ * and, with metadata columns in front, the `table$changelog` of any table:
+ *
+ *   _change_type       STRING            insert (+A, +I), update_before (-U), update_after (+U), delete (-D)
+ *   _log_offset        BIGINT            the record's offset in its bucket
+ *   _commit_timestamp  TIMESTAMP_LTZ(3)  its batch's commit timestamp (server append time)
+ *   then the table's (projected) columns
  */
-import type * as arrow from 'apache-arrow';
-import type { BucketRef } from '../client/log-scanner.js';
+import * as arrow from 'apache-arrow';
+import { CHANGE_TYPE_BYTE, type ChangeType } from '../common/change-type.js';
+import type { BucketRef, ScanBatch } from '../client/log-scanner.js';
 import type { Table } from '../client/table.js';
 import type { Connection } from '../client/connection.js';
+import { toArrowSchema } from '../record/arrow-schema.js';
 
-export async function readLogUpToHighWatermark(conn: Connection, table: Table, columns?: string[]): Promise<arrow.RecordBatch[]> {
+/** The metadata columns of `$changelog`, in order. */
+export const CHANGELOG_COLUMNS = ['_change_type', '_log_offset', '_commit_timestamp'];
+
+/** Fluss's names of the change types. */
+const CHANGE_NAMES: Record<ChangeType, string> = { '+A': 'insert', '+I': 'insert', '-U': 'update_before', '+U': 'update_after', '-D': 'delete' };
+/** The UTF-8 name by change type byte; batches without change type bytes are append-only (+A). */
+const NAME_BYTES: Uint8Array[] = [];
+for (const [type, name] of Object.entries(CHANGE_NAMES)) NAME_BYTES[CHANGE_TYPE_BYTE[type as ChangeType]] = new TextEncoder().encode(name);
+const APPEND_ONLY = CHANGE_TYPE_BYTE['+A'];
+
+const CHANGELOG_FIELDS = [
+  new arrow.Field(CHANGELOG_COLUMNS[0], new arrow.Utf8(), false),
+  new arrow.Field(CHANGELOG_COLUMNS[1], new arrow.Int64(), false),
+  new arrow.Field(CHANGELOG_COLUMNS[2], new arrow.TimestampMicrosecond('UTC'), false),
+];
+
+/** The rows of a table's log below the high watermark, batch by batch; `columns` are projected. */
+async function readScanBatches(conn: Connection, table: Table, columns?: string[]): Promise<ScanBatch[]> {
   const info = table.info;
   const admin = conn.getAdmin();
   const buckets = Array.from({ length: info.bucketCount }, (_, b) => b);
@@ -29,7 +54,7 @@ export async function readLogUpToHighWatermark(conn: Connection, table: Table, c
       ends.set(keyOf(partition, b), latest.get(b)!);
     }
   }
-  const out: arrow.RecordBatch[] = [];
+  const out: ScanBatch[] = [];
   try {
     while (ends.size > 0) {
       for (const sb of await scanner.pollBatches(1000)) {
@@ -37,10 +62,18 @@ export async function readLogUpToHighWatermark(conn: Connection, table: Table, c
         const end = ends.get(key);
         if (end === undefined || sb.baseOffset >= end) continue;
         const keep = Number(end - sb.baseOffset);
-        out.push(keep < sb.batch.numRows ? sb.batch.slice(0, keep) : sb.batch);
-        if (sb.baseOffset + BigInt(sb.batch.numRows) >= end) {
-          ends.delete(key);
-          scanner.unsubscribe(sb.partition === undefined ? sb.bucket : { partition: sb.partition, bucket: sb.bucket });
+        out.push(keep < sb.batch.numRows ? { ...sb, batch: sb.batch.slice(0, keep), ...(sb.changeTypes ? { changeTypes: sb.changeTypes.subarray(0, keep) } : {}) } : sb);
+      }
+      // A bucket is done once its position reaches the end, also when the last batches were empty
+      // changelog batches (writes that changed nothing), which yield no rows.
+      for (const [key, position] of scanner.positions()) {
+        const slash = key.lastIndexOf('/');
+        const partition = slash < 0 ? undefined : key.slice(0, slash);
+        const bucket = Number(slash < 0 ? key : key.slice(slash + 1));
+        const end = ends.get(keyOf(partition, bucket));
+        if (end !== undefined && position >= end) {
+          ends.delete(keyOf(partition, bucket));
+          scanner.unsubscribe(partition === undefined ? bucket : { partition, bucket });
         }
       }
     }
@@ -48,4 +81,41 @@ export async function readLogUpToHighWatermark(conn: Connection, table: Table, c
     scanner.close();
   }
   return out;
+}
+
+export async function readLogUpToHighWatermark(conn: Connection, table: Table, columns?: string[]): Promise<arrow.RecordBatch[]> {
+  return (await readScanBatches(conn, table, columns)).map((sb) => sb.batch);
+}
+
+/** The changelog columns (see the header) of one batch, built straight into typed arrays. */
+function changelogColumns(sb: ScanBatch): arrow.Data[] {
+  const n = sb.batch.numRows;
+  const valueOffsets = new Int32Array(n + 1);
+  let bytes = 0;
+  for (let i = 0; i < n; i++) {
+    bytes += NAME_BYTES[sb.changeTypes ? sb.changeTypes[i] : APPEND_ONLY].length;
+    valueOffsets[i + 1] = bytes;
+  }
+  const names = new Uint8Array(bytes);
+  for (let i = 0; i < n; i++) names.set(NAME_BYTES[sb.changeTypes ? sb.changeTypes[i] : APPEND_ONLY], valueOffsets[i]);
+  const offsets = new BigInt64Array(n);
+  for (let i = 0; i < n; i++) offsets[i] = sb.baseOffset + BigInt(i);
+  const timestamps = new BigInt64Array(n).fill(BigInt(sb.timestamp) * 1000n);
+  return [
+    arrow.makeData({ type: CHANGELOG_FIELDS[0].type as arrow.Utf8, length: n, nullCount: 0, valueOffsets, data: names }),
+    arrow.makeData({ type: CHANGELOG_FIELDS[1].type as arrow.Int64, length: n, nullCount: 0, data: offsets }),
+    arrow.makeData({ type: CHANGELOG_FIELDS[2].type as arrow.TimestampMicrosecond, length: n, nullCount: 0, data: timestamps }),
+  ];
+}
+
+/** `table$changelog` below the high watermark: the metadata columns, then `columns` of the table. */
+export async function readChangelogUpToHighWatermark(conn: Connection, table: Table, columns: string[]): Promise<{ schema: arrow.Schema; batches: arrow.RecordBatch[] }> {
+  const projected = toArrowSchema(table.info.schema, columns.map((c) => table.info.schema.columns.findIndex((x) => x.name === c)));
+  const schema = new arrow.Schema([...CHANGELOG_FIELDS, ...projected.fields]);
+  const type = new arrow.Struct(schema.fields);
+  const batches = (await readScanBatches(conn, table, columns)).map((sb) => {
+    const children = [...changelogColumns(sb), ...sb.batch.data.children];
+    return new arrow.RecordBatch(schema, arrow.makeData({ type, length: sb.batch.numRows, nullCount: 0, children }));
+  });
+  return { schema, batches };
 }

@@ -18,6 +18,7 @@
  * answer is '*' whenever the columns cannot be known without binding: a star over a base table,
  * a NATURAL join, a PIVOT, a positional reference (#1), or a table's name used as a value.
  */
+import { isObject, type Json } from './syntax-tree.js';
 
 export interface TableReference {
   catalog?: string;
@@ -32,9 +33,6 @@ export interface TableReferences {
   columns: Set<string> | '*';
 }
 
-type Json = { [key: string]: unknown };
-
-const isObject = (x: unknown): x is Json => typeof x === 'object' && x !== null && !Array.isArray(x);
 
 class Collector {
   readonly tables = new Map<string, TableReference>();

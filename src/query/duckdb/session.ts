@@ -12,6 +12,7 @@ import { Lexer } from '../sql/lexer.js';
 import { appendArrowBatches, duckTypesOf } from './arrow-load.js';
 import { referencesOf, type TableReferences } from './references.js';
 import { type QueryResult, readResult } from './result.js';
+import { parseSerializedSql, type SyntaxTree } from './syntax-tree.js';
 
 const quote = (name: string): string => `"${name.replaceAll('"', '""')}"`;
 
@@ -64,11 +65,11 @@ export class DuckSession {
   }
 
   /**
-   * The base tables a query reads and the columns it may use (see references.ts), from DuckDB's
-   * parser. A leading EXPLAIN [ANALYZE] is looked through. Syntax errors are SQL_PARSE_ERROR with
-   * the position; statements other than queries are SQL_UNSUPPORTED.
+   * DuckDB's syntax tree of a query (see syntax-tree.ts); a leading EXPLAIN [ANALYZE] is looked
+   * through. Syntax errors are SQL_PARSE_ERROR with the position; statements other than queries
+   * are SQL_UNSUPPORTED.
    */
-  async tableReferences(sql: string): Promise<TableReferences> {
+  async syntaxTree(sql: string): Promise<SyntaxTree> {
     const lexer = new Lexer(sql);
     let start = 0;
     if (lexer.peek().upper === 'EXPLAIN') {
@@ -76,7 +77,8 @@ export class DuckSession {
       if (lexer.peek().upper === 'ANALYZE') start = lexer.next().end;
     }
     const reader = await this.connection.runAndReadAll('SELECT json_serialize_sql(?::VARCHAR)', [sql.slice(start)]);
-    const out = JSON.parse(String(reader.getRows()[0][0])) as { error?: boolean; error_type?: string; error_message?: string; position?: string };
+    const json = parseSerializedSql(String(reader.getRows()[0][0]));
+    const out = json as { error?: boolean; error_type?: string; error_message?: string; position?: string };
     if (out.error) {
       if (out.error_type === 'parser') {
         const at = out.position === undefined ? '' : `${lexer.where(start + Number(out.position))}: `;
@@ -84,7 +86,12 @@ export class DuckSession {
       }
       throw new TributaryError('SQL_UNSUPPORTED', `cannot tell the tables this statement reads: ${out.error_message}`);
     }
-    return referencesOf(out);
+    return { json, explain: start > 0 };
+  }
+
+  /** The base tables a query reads and the columns it may use (see references.ts). */
+  async tableReferences(sql: string): Promise<TableReferences> {
+    return referencesOf((await this.syntaxTree(sql)).json);
   }
 
   /** Runs SQL (several statements: the result of the last) and reads the whole result. */

@@ -1,6 +1,7 @@
 /**
  * The statements of Tributary's SQL dialect, as `parseStatement` returns them. DDL follows Flink
- * SQL as Fluss documents it; queries (and the query part of INSERT) stay raw text for DuckDB.
+ * SQL as Fluss documents it; queries (and the query part of INSERT, the expressions and conditions
+ * of UPDATE and DELETE) stay raw text for DuckDB.
  */
 import type { TableDescriptor } from '../../common/schema.js';
 
@@ -32,6 +33,9 @@ export type Statement =
   | { kind: 'showPartitions'; table: TableName; partition?: PartitionSpec }
   /** `query` is the raw `VALUES ...`, `SELECT ...` or `WITH ...` text. */
   | { kind: 'insert'; table: TableName; columns?: string[]; query: string }
+  /** Expressions and the condition are raw DuckDB text; no condition means every row. */
+  | { kind: 'update'; table: TableName; assignments: { column: string; expression: string }[]; where?: string }
+  | { kind: 'delete'; table: TableName; where?: string }
   /** SELECT, WITH, VALUES, FROM, EXPLAIN or a parenthesised query, as raw text for DuckDB. */
   | { kind: 'query'; sql: string };
 

@@ -1,11 +1,12 @@
 /**
  * Recursive-descent parser of Tributary's SQL dialect: Flink SQL DDL as Fluss users know it, plus
- * INSERT and queries, whose query text is handed on to DuckDB untouched. Keywords are
- * case-insensitive; identifiers keep the case they are written in.
+ * INSERT, UPDATE, DELETE and queries, whose queries, expressions and conditions are handed on to
+ * DuckDB as text, untouched. Keywords are case-insensitive; identifiers keep the case they are
+ * written in.
  *
  * Grammar ([x] optional, {x} repeated, | alternatives; `name` = word | quoted; `text` = string):
  *
- *   statement   = ( create | drop | show | use | describe | alter | insert | query ) [';']
+ *   statement   = ( create | drop | show | use | describe | alter | insert | update | delete | query ) [';']
  *   create      = CREATE DATABASE [IF NOT EXISTS] name [COMMENT text]
  *               | CREATE TABLE [IF NOT EXISTS] table '(' element {',' element} ')'
  *                   [COMMENT text] [PARTITIONED BY names] [WITH options]
@@ -22,6 +23,10 @@
  *   alter       = ALTER TABLE table ( SET options | RESET '(' text {',' text} ')'
  *               | ADD [IF NOT EXISTS] PARTITION partition | DROP [IF EXISTS] PARTITION partition )
  *   insert      = INSERT INTO table [names] query
+ *   update      = UPDATE table SET name '=' expression {',' name '=' expression} [WHERE condition]
+ *   delete      = DELETE FROM table [WHERE condition]
+ *   expression  = tokens up to a ',' or WHERE outside parentheses and brackets, or the end
+ *   condition   = <anything, kept as text>
  *   query       = (SELECT | WITH | VALUES | FROM | EXPLAIN | '(') <anything, kept as text>
  *   table       = name ['.' name]
  *   names       = '(' name {',' name} ')'
@@ -41,7 +46,7 @@ const QUERY_START = new Set(['SELECT', 'WITH', 'VALUES', 'FROM']);
 /** Words that end a column type. */
 const TYPE_END = new Set(['NOT', 'NULL', 'PRIMARY', 'CONSTRAINT', 'COMMENT']);
 /** Statements we recognise but do not run. */
-const UNSUPPORTED = new Set(['UPDATE', 'DELETE', 'MERGE', 'TRUNCATE', 'CALL', 'SET', 'RESET', 'LOAD', 'UNLOAD']);
+const UNSUPPORTED = new Set(['MERGE', 'TRUNCATE', 'CALL', 'SET', 'RESET', 'LOAD', 'UNLOAD']);
 
 /**
  * Parses one statement. `origin` is where `sql` starts inside a larger script (see
@@ -100,6 +105,10 @@ class Parser {
         case 'INSERT':
           // The query part runs to the end: nothing follows it.
           return this.insert();
+        case 'UPDATE':
+          return this.update();
+        case 'DELETE':
+          return this.delete();
         default:
           if (UNSUPPORTED.has(t.upper)) throw this.unsupported(t, `${t.upper} is not supported yet`);
       }
@@ -108,7 +117,7 @@ class Parser {
         return s;
       }
     }
-    throw this.expected(t, 'a statement (SELECT, INSERT, CREATE, DROP, ALTER, SHOW, DESCRIBE or USE)');
+    throw this.expected(t, 'a statement (SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER, SHOW, DESCRIBE or USE)');
   }
 
   // --- statements ---------------------------------------------------------------------------
@@ -335,7 +344,62 @@ class Parser {
     return { kind: 'insert', table, ...(columns ? { columns } : {}), query: this.restOfStatement(q) };
   }
 
+  private update(): Statement {
+    this.lx.next();
+    const table = this.tableName();
+    this.word('SET');
+    const assignments: { column: string; expression: string }[] = [];
+    do {
+      const at = this.lx.peek();
+      const column = this.name('a column name');
+      if (assignments.some((a) => a.column === column)) throw this.error(at, `column '${column}' is set twice`);
+      this.symbol('=');
+      assignments.push({ column, expression: this.expression() });
+    } while (this.acceptSymbol(','));
+    const where = this.where();
+    return { kind: 'update', table, assignments, ...(where !== undefined ? { where } : {}) };
+  }
+
+  private delete(): Statement {
+    this.lx.next();
+    this.word('FROM');
+    const table = this.tableName();
+    const where = this.where();
+    return { kind: 'delete', table, ...(where !== undefined ? { where } : {}) };
+  }
+
   // --- pieces -------------------------------------------------------------------------------
+
+  /** The text of an expression (see the grammar). */
+  private expression(): string {
+    const first = this.lx.peek();
+    let last: Token | undefined;
+    let depth = 0;
+    for (;;) {
+      const t = this.lx.peek();
+      if (t.kind === 'eof') break;
+      if (t.kind === 'symbol' && (t.text === '(' || t.text === '[')) depth++;
+      else if (t.kind === 'symbol' && (t.text === ')' || t.text === ']')) {
+        if (depth === 0) break;
+        depth--;
+      } else if (depth === 0 && ((t.kind === 'symbol' && (t.text === ',' || t.text === ';')) || t.upper === 'WHERE')) break;
+      last = this.lx.next();
+    }
+    if (!last) throw this.expected(first, 'an expression');
+    return this.lx.source.slice(first.start, last.end);
+  }
+
+  /** `[WHERE condition]` to the end of the statement: the condition's text. */
+  private where(): string | undefined {
+    if (!this.acceptWord('WHERE')) {
+      this.end();
+      return undefined;
+    }
+    const t = this.lx.peek();
+    if (t.kind === 'eof' || this.isSymbol(t, ';')) throw this.expected(t, 'a condition');
+    return this.restOfStatement(t);
+  }
+
 
   private startsQuery(t: Token): boolean {
     return QUERY_START.has(t.upper) || this.isSymbol(t, '(');
