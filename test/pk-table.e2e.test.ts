@@ -10,6 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import { Connection, TributaryError } from '../src/client/index.js';
 import type { ScanRecord } from '../src/client/index.js';
 import type { LogScanner } from '../src/client/log-scanner.js';
+import { ApiKeys } from '../src/rpc/api-keys.js';
 import { ServerProcess } from './support/server-process.js';
 
 let server: ServerProcess;
@@ -80,6 +81,9 @@ describe('primary-key tables', () => {
     assert.deepEqual(projected, [{ score: 11 }]);
 
     assert.equal((await admin.getTableStats(users)).rowCount, 1n);
+    const rpc = await conn.server();
+    const limited = await Promise.all([0, 1].map((bucketId) => rpc.request(ApiKeys.LimitScan, { tableId: BigInt(info.tableId), bucketId, limit: 5 })));
+    assert.equal(limited.reduce((n, r) => n + r.values.length, 0), 1, 'LimitScan on a primary-key table returns rows of its state');
   });
 
   test('partial updates keep the other columns', async () => {

@@ -298,6 +298,20 @@ export class TabletServer implements BucketLifecycle {
     try {
       if (req.limit <= 0) throw new TributaryError('INVALID_ARGUMENT', `limit must be positive, got ${req.limit}`);
       const replica = this.replica(Number(req.tableId), req.partitionId === undefined ? undefined : Number(req.partitionId), req.bucketId);
+      if (replica.kv) {
+        // A primary-key table's "last rows" are rows of its state (Fluss: N KV rows).
+        const scan = replica.kv.scanAll();
+        try {
+          const values: Uint8Array[] = [];
+          for (const v of scan.values) {
+            if (values.length >= req.limit) break;
+            values.push(Uint8Array.from(v));
+          }
+          return { values };
+        } finally {
+          scan.done();
+        }
+      }
       return { records: Buffer.concat(await replica.log.readTail(req.limit)) };
     } catch (err) {
       return bucketError(err);
