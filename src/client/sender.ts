@@ -88,10 +88,15 @@ export class Sender {
     clearTimeout(this.retryTimer);
   }
 
+  /**
+   * Drains on the next microtask: batches closed in the same synchronous stretch share requests,
+   * and a producer that only awaits microtasks (a tight append loop) still gets its batches sent
+   * while it keeps encoding.
+   */
   private schedule(): void {
     if (this.scheduled) return;
     this.scheduled = true;
-    setImmediate(() => {
+    queueMicrotask(() => {
       this.scheduled = false;
       this.drain();
     });

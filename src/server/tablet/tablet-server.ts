@@ -51,6 +51,8 @@ function bucketError(err: unknown): BucketError {
 }
 
 const ACKS = new Set([0, 1, -1]);
+/** Reads of stored batches one projected fetch may make to fill its byte budget. */
+const MAX_PROJECTED_READS = 16;
 const OFFSET_EARLIEST = 0;
 const OFFSET_LATEST = 1;
 const OFFSET_TIMESTAMP = 2;
@@ -215,11 +217,9 @@ export class TabletServer implements BucketLifecycle {
           const replica = this.replica(tableId, partitionId, b.bucketId);
           replicas.push(replica);
           const maxBytes = Math.max(1, Math.min(b.maxFetchBytes > 0 ? b.maxFetchBytes : budget, budget));
-          const read = budget > 0 || bytes === 0 ? await replica.log.read(b.fetchOffset, maxBytes) : undefined;
           const hw = replica.log.highWatermark;
           const logStartOffset = replica.log.logStartOffset;
-          let records = read?.records ?? Buffer.alloc(0);
-          if (projection && records.length > 0) records = this.project(replica.table, records, projection);
+          const records = budget > 0 || bytes === 0 ? await this.readBucket(replica, b.fetchOffset, maxBytes, projection) : Buffer.alloc(0);
           bytes += records.length;
           budget -= records.length;
           bucketsResp.push({ ...head, highWatermark: hw, logStartOffset, records });
@@ -230,6 +230,30 @@ export class TabletServer implements BucketLifecycle {
       tablesResp.push({ tableId: t.tableId, bucketsResp });
     }
     return { response: { tablesResp }, bytes, replicas };
+  }
+
+  /**
+   * Up to `maxBytes` of a bucket's log from `offset`. The limit counts what is sent: with a
+   * projection, stored batches are read on until their projected form fills it (at most
+   * MAX_PROJECTED_READS reads), so narrow projections are not starved by wide stored rows.
+   */
+  private async readBucket(replica: Replica, offset: bigint, maxBytes: number, projection: number[] | undefined): Promise<Buffer> {
+    if (!projection) return (await replica.log.read(offset, maxBytes)).records;
+    const parts: Buffer[] = [];
+    let size = 0;
+    for (let i = 0; i < MAX_PROJECTED_READS && size < maxBytes; i++) {
+      const { records, highWatermark } = await replica.log.read(offset, maxBytes);
+      if (records.length === 0) break;
+      const projected = this.project(replica.table, records, projection);
+      parts.push(projected);
+      size += projected.length;
+      let last: Buffer | undefined;
+      for (const batch of logBatchesOf(records)) last = batch;
+      const header = readLogBatchHeader(last!);
+      offset = header.baseOffset + BigInt(header.lastOffsetDelta) + 1n;
+      if (offset >= highWatermark) break;
+    }
+    return parts.length === 1 ? parts[0] : Buffer.concat(parts);
   }
 
   private waitForData(replicas: Replica[], timeoutMs: number): Promise<void> {
