@@ -11,11 +11,13 @@
  * server defaults stay: every batch is fsynced before it is acknowledged and before readers see
  * it, so each latency includes an fsync.
  *
- * Rows sent during the warm-up are not counted. Baselines, measured before the load on the same
- * connections: the round trip of an empty RPC (ListDatabases) and of a 1-row produce (`append` of
- * one row + `flush`, which waits for its fsync). Target: p99 < 20 ms at 10k rows/s.
+ * Rows sent during the warm-up are not counted; a run (or baseline) during which other work on the
+ * machine took more than 0.25 cores is repeated (support.ts). Baselines, measured before the load:
+ * the round trip of an empty RPC (ListDatabases) and of a 1-row produce (`append` of one row +
+ * `flush`, which waits for its fsync). Target: p99 < 20 ms at 10k rows/s.
  *
- *   npm run bench:latency [-- --rate 10000 --seconds 20 --warmup 2 --client client.writer.batch-timeout=2ms]
+ *   npm run bench:latency [-- --rate 10000 --seconds 20 --warmup 2 --runs 3
+ *                          --client client.writer.batch-timeout=2ms]
  */
 import { parseArgs } from 'node:util';
 import type { AppendWriter } from '../src/client/index.js';
@@ -27,13 +29,17 @@ import {
   DATABASE,
   generateWorkload,
   measure,
+  median,
+  type Measured,
   medianCores,
   now,
   percentile,
   printHeader,
   printTable,
+  spread,
   verdict,
-  waitForIdle,
+  untilQuiet,
+  type Workload,
   WORKLOAD_COLUMNS,
   workloadRow,
 } from './support.js';
@@ -41,25 +47,40 @@ import {
 const TARGET_P99_MS = 20;
 const BASELINE_ROUND_TRIPS = 1000;
 const TABLE = 'latency';
+/** p50, p90, p99 and the maximum. */
+const PERCENTILES = [50, 90, 99, 100];
 
 const { values: args } = parseArgs({
   options: {
     rate: { type: 'string', default: '10000' },
     seconds: { type: 'string', default: '20' },
     warmup: { type: 'string', default: '2' },
+    runs: { type: 'string', default: '3' },
     client: { type: 'string', multiple: true },
   },
 });
 const rate = Number(args.rate);
 const seconds = Number(args.seconds);
 const warmupSeconds = Number(args.warmup);
+const runs = Number(args.runs);
 const clientOptions = { 'client.writer.batch-timeout': '5ms', ...clientOptionArgs(args.client) };
+
+const millis = (n: number): string => n.toFixed(2);
+
+interface SteadyRun {
+  m: Measured;
+  /** Ascending, of the rows after the warm-up. */
+  latenciesMs: Float64Array;
+  /** Rows per second achieved after the warm-up, and over how long. */
+  rate: number;
+  seconds: number;
+}
 
 /** The shared clock of producer and scanner, in microseconds. */
 const clockMicros = (): number => (performance.timeOrigin + now()) * 1000;
 
 printHeader('latency', [
-  `load: ${count(rate)} rows/s for ${seconds} s after ${warmupSeconds} s of warm-up, row API, workload rows (ts = send time)`,
+  `load: ${count(rate)} rows/s for ${seconds} s after ${warmupSeconds} s of warm-up, ${runs} run(s), row API, workload rows (ts = send time)`,
   `server: child process, defaults (fsync before ack and before readers see a batch); client: ${JSON.stringify(clientOptions)} over the defaults`,
   'scanner: own connection in the same process, subscribed from latest, pollBatches',
 ]);
@@ -67,70 +88,87 @@ printHeader('latency', [
 const bench = await BenchServer.start({}, clientOptions);
 try {
   await bench.createTable(TABLE, WORKLOAD_COLUMNS);
-  const table = await bench.table(TABLE);
-  const writer = await table.newAppend().createWriter();
-
-  const rpcMs = await roundTrips(() => bench.conn.getAdmin().listDatabases().then(() => undefined));
+  const writer = await (await bench.table(TABLE)).newAppend().createWriter();
+  const rpc = await untilQuiet(() => roundTrips(() => bench.conn.getAdmin().listDatabases().then(() => undefined)));
   const oneRow = workloadRow(generateWorkload(1), 0);
-  const produceMs = await roundTrips(async () => {
-    await writer.append(oneRow);
-    await writer.flush();
-  });
+  const oneRowProduce = await untilQuiet(() =>
+    roundTrips(async () => {
+      await writer.append(oneRow);
+      await writer.flush();
+    }),
+  );
+  await writer.close();
+  const loads: SteadyRun[] = [];
+  for (let run = 0; run < runs; run++) {
+    const load = await untilQuiet(steadyLoad);
+    console.log(`run ${run + 1}: ${count(load.rate)} rows/s over ${load.seconds.toFixed(1)} s, p50 ${percentile(load.latenciesMs, 50).toFixed(2)} ms, p99 ${percentile(load.latenciesMs, 99).toFixed(2)} ms`);
+    loads.push(load);
+  }
 
-  const scannerConn = await bench.connect(clientOptions);
-  const scanner = (await scannerConn.getTable({ database: DATABASE, table: TABLE })).newScan().createLogScanner();
-  await scanner.subscribe(0, 'latest');
-
-  const total = Math.round(rate * (warmupSeconds + seconds));
-  const warmupRows = Math.round(rate * warmupSeconds);
-  const latenciesMs = new Float64Array(total - warmupRows);
-  let produced = { rate: 0, seconds: 0 };
-  const m = await measure(bench.pid, async () => {
-    const consumed = consume(scanner, total, warmupRows, latenciesMs);
-    produced = await produce(writer, total, warmupRows);
-    await writer.close();
-    await consumed;
-  });
-  scanner.close();
-  await scannerConn.close();
-
-  latenciesMs.sort();
-  const p50 = percentile(latenciesMs, 50);
-  const p99 = percentile(latenciesMs, 99);
-  console.log(`\nachieved: ${count(produced.rate)} rows/s produced over ${produced.seconds.toFixed(1)} s (asked ${count(rate)}), ${count(latenciesMs.length)} rows measured`);
-  console.log(`cores used during the load: client ${medianCores([m], 'client')}, server ${medianCores([m], 'server')}, other ${medianCores([m], 'other')}\n`);
+  const measured = loads.map((l) => l.m);
+  const across = (p: number): number[] => loads.map((l) => percentile(l.latenciesMs, p));
+  const p50 = median(across(50));
+  const p99 = median(across(99));
+  console.log(`\nachieved: ${spread(loads.map((l) => l.rate))} rows/s (asked ${count(rate)}), ${count(loads[0].latenciesMs.length)} rows measured per run`);
+  console.log(`cores used during the load: client ${medianCores(measured, 'client')}, server ${medianCores(measured, 'server')}, other ${medianCores(measured, 'other')}`);
+  console.log(`produce → consume: median (min–max) of ${runs} run(s); baselines: one series each\n`);
   printTable(
     ['', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms'],
     [
-      [`produce → consume at ${count(produced.rate)} rows/s`, ...[50, 90, 99, 100].map((p) => percentile(latenciesMs, p).toFixed(2))],
-      ['baseline: empty RPC (ListDatabases)', ...[50, 90, 99, 100].map((p) => percentile(rpcMs, p).toFixed(2))],
-      ['baseline: 1-row produce (append + flush)', ...[50, 90, 99, 100].map((p) => percentile(produceMs, p).toFixed(2))],
+      [`produce → consume at ${count(rate)} rows/s`, ...PERCENTILES.map((p) => spread(across(p), millis))],
+      ['baseline: empty RPC (ListDatabases)', ...PERCENTILES.map((p) => millis(percentile(rpc.ms, p)))],
+      ['baseline: 1-row produce (append + flush)', ...PERCENTILES.map((p) => millis(percentile(oneRowProduce.ms, p)))],
     ],
   );
   console.log(`\np99 ${p99.toFixed(2)} ms: ${verdict(p99, TARGET_P99_MS, false, ' ms')}`);
-  console.log(`ratio to empty RPC: p50 ${(p50 / percentile(rpcMs, 50)).toFixed(1)}×, p99 ${(p99 / percentile(rpcMs, 99)).toFixed(1)}×`);
-  console.log(`ratio to 1-row produce: p50 ${(p50 / percentile(produceMs, 50)).toFixed(2)}×, p99 ${(p99 / percentile(produceMs, 99)).toFixed(2)}×`);
+  console.log(`ratio to empty RPC: p50 ${(p50 / percentile(rpc.ms, 50)).toFixed(1)}×, p99 ${(p99 / percentile(rpc.ms, 99)).toFixed(1)}×`);
+  console.log(`ratio to 1-row produce: p50 ${(p50 / percentile(oneRowProduce.ms, 50)).toFixed(2)}×, p99 ${(p99 / percentile(oneRowProduce.ms, 99)).toFixed(2)}×`);
 } finally {
   await bench.dispose();
 }
 
 /** Sorted durations (ms) of `BASELINE_ROUND_TRIPS` sequential calls, after a few unmeasured ones. */
-async function roundTrips(call: () => Promise<void>): Promise<Float64Array> {
+async function roundTrips(call: () => Promise<void>): Promise<{ m: Measured; ms: Float64Array }> {
   for (let i = 0; i < 20; i++) await call();
-  await waitForIdle();
   const ms = new Float64Array(BASELINE_ROUND_TRIPS);
-  for (let i = 0; i < ms.length; i++) {
-    const start = now();
-    await call();
-    ms[i] = now() - start;
-  }
-  return ms.sort();
+  const m = await measure(bench.pid, async () => {
+    for (let i = 0; i < ms.length; i++) {
+      const start = now();
+      await call();
+      ms[i] = now() - start;
+    }
+  });
+  return { m, ms: ms.sort() };
 }
 
+/** One steady run with a fresh writer and scanner. */
+async function steadyLoad(): Promise<SteadyRun> {
+  const writer = await (await bench.table(TABLE)).newAppend().createWriter();
+  const scannerConn = await bench.connect(clientOptions);
+  try {
+    const scanner = (await scannerConn.getTable({ database: DATABASE, table: TABLE })).newScan().createLogScanner();
+    await scanner.subscribe(0, 'latest');
+    const total = Math.round(rate * (warmupSeconds + seconds));
+    const warmupRows = Math.round(rate * warmupSeconds);
+    const latenciesMs = new Float64Array(total - warmupRows);
+    const workload = generateWorkload(total);
+    let produced = { rate: 0, seconds: 0 };
+    const m = await measure(bench.pid, async () => {
+      const consumed = consume(scanner, total, warmupRows, latenciesMs);
+      produced = await produce(writer, workload, warmupRows);
+      await writer.close();
+      await consumed;
+    });
+    scanner.close();
+    return { m, latenciesMs: latenciesMs.sort(), ...produced };
+  } finally {
+    await scannerConn.close();
+  }
+}
 
-/** Appends `total` rows at `rate`, stamping each with the clock; returns the rate achieved after the warm-up. */
-async function produce(writer: AppendWriter, total: number, warmupRows: number): Promise<{ rate: number; seconds: number }> {
-  const workload = generateWorkload(total);
+/** Appends the workload's rows at `rate`, stamping each with the clock; returns the rate achieved after the warm-up. */
+async function produce(writer: AppendWriter, workload: Workload, warmupRows: number): Promise<{ rate: number; seconds: number }> {
+  const total = workload.count;
   const start = now();
   let measuredFrom = start;
   let sent = 0;
