@@ -179,14 +179,17 @@ export class KvTablet {
       // Full-row upserts under last_row with a WAL changelog never look at the stored row.
       const needsOld = this.engine.needsOldValue || record.row === null || targetColumns !== undefined;
       const old = this.currentRow(k, record.key, staged, needsOld);
-      const input = record.row === null ? { old, delete: old ?? new Array(columns.length).fill(null) } : { old, upsert: this.rowDecoder.decode(record.row) };
+      const upsert = record.row === null ? undefined : this.rowDecoder.decode(record.row);
+      const input = upsert === undefined ? { old, delete: old ?? new Array(columns.length).fill(null) } : { old, upsert };
       const result = this.engine.merge(targetColumns && targetColumns.length > 0 ? { ...input, targetColumns } : input);
       for (const change of result.changes) {
         builder.appendInternalRow(change.row);
         changeTypes.push(CHANGE_TYPE_BYTE[change.type]);
       }
       if (result.value === undefined) continue;
-      const value = result.value === null ? null : encodeKvValue(this.table.schemaId, this.rowEncoder.encode(result.value));
+      // A row kept as written (last_row) is stored with the bytes it came in, without re-encoding.
+      const rowBytes = result.value === upsert && record.row !== null ? record.row : result.value && this.rowEncoder.encode(result.value);
+      const value = result.value === null || !rowBytes ? null : encodeKvValue(this.table.schemaId, rowBytes);
       staged.set(k, { key: record.key, value, row: result.value });
     }
     const payload = encodeChangelogPayload(Uint8Array.from(changeTypes), builder.build(), this.compression, this.zstdLevel);
