@@ -18,7 +18,7 @@ import { toArrowSchema } from './arrow-schema.js';
 import { encodeChangelogPayload, projectChangelogPayload, splitChangelogPayload } from './changelog.js';
 import { ColumnBatchBuilder } from './column-batch-builder.js';
 import { type ArrowCompression, initArrowCompression } from './compression.js';
-import { sampleRows, sampleSchema } from './fixtures/sample.js';
+import { sampleRows, sampleSchema, FIXTURE_HEADER, FIXTURE_PROJECTION } from './fixtures/sample.js';
 import { buildLogBatch, logBatchPayload, readLogBatchHeader, splitLogBatches, stampLogBatch } from './log-batch.js';
 
 const FIXTURES = path.join(path.dirname(fileURLToPath(import.meta.url)), 'fixtures');
@@ -124,12 +124,8 @@ describe('changelog payload', () => {
   });
 });
 
-const SCHEMA_ID = 1;
-const WRITER_ID = 7n;
-const BASE_OFFSET = 100n;
-const COMMIT_TIMESTAMP = 1_700_000_000_000n;
-const LEADER_EPOCH = 2;
-const PROJECTION = [10, 4, 7];
+const { schemaId: SCHEMA_ID, writerId: WRITER_ID, baseOffset: BASE_OFFSET, commitTimestamp: COMMIT_TIMESTAMP, leaderEpoch: LEADER_EPOCH } = FIXTURE_HEADER;
+const PROJECTION = FIXTURE_PROJECTION;
 
 interface Fixture {
   file: string;
