@@ -62,6 +62,8 @@ export class KvTablet {
   private readonly state: Database<Uint8Array, Uint8Array>;
   private readonly meta: Database<string, string>;
   private readonly preWrite = new Map<string, Buffered & { key: Uint8Array }>();
+  /** Row-count change of each appended batch not yet in lmdb, in offset order. */
+  private readonly pendingCounts: { offset: bigint; delta: number }[] = [];
   private readonly keyEncoder: CompactedKeyEncoder;
   private readonly rowEncoder: CompactedRowEncoder;
   private readonly rowDecoder: CompactedRowDecoder;
@@ -171,7 +173,7 @@ export class KvTablet {
       throw new TributaryError('SCHEMA_NOT_EXIST', `KV batch written with schema ${batch.schemaId}; the table's schema is ${this.table.schemaId}`);
     }
     const columns = this.table.schema.columns;
-    const staged = new Map<string, { key: Uint8Array; value: Uint8Array | null; row: unknown[] | null }>();
+    const staged = new Map<string, { key: Uint8Array; value: Uint8Array | null; row: unknown[] | null; existedBefore: boolean }>();
     const builder = new ColumnBatchBuilder(this.table.schema);
     const changeTypes: number[] = [];
     for (const record of batch.records) {
@@ -190,7 +192,8 @@ export class KvTablet {
       // A row kept as written (last_row) is stored with the bytes it came in, without re-encoding.
       const rowBytes = result.value === upsert && record.row !== null ? record.row : result.value && this.rowEncoder.encode(result.value);
       const value = result.value === null || !rowBytes ? null : encodeKvValue(this.table.schemaId, rowBytes);
-      staged.set(k, { key: record.key, value, row: result.value });
+      const existedBefore = staged.get(k)?.existedBefore ?? old !== undefined;
+      staged.set(k, { key: record.key, value, row: result.value, existedBefore });
     }
     const payload = encodeChangelogPayload(Uint8Array.from(changeTypes), builder.build(), this.compression, this.zstdLevel);
     const logBatch = buildLogBatch({
@@ -211,7 +214,12 @@ export class KvTablet {
       this.inflightFrom = undefined;
     }
     if (!result.duplicate) {
-      for (const [k, s] of staged) this.preWrite.set(k, { key: s.key, value: s.value, offset: result.lastOffset });
+      let delta = 0;
+      for (const [k, s] of staged) {
+        this.preWrite.set(k, { key: s.key, value: s.value, offset: result.lastOffset });
+        delta += (s.value === null ? 0 : 1) - (s.existedBefore ? 1 : 0);
+      }
+      if (this.engine.needsOldValue) this.pendingCounts.push({ offset: result.lastOffset, delta });
     }
     this.flushBelow(this.log.highWatermark);
     return result.lastOffset;
@@ -250,15 +258,18 @@ export class KvTablet {
       if (!this.closed && this.flushPaused === 0 && hw > this.flushedOffset) this.setFlushed(hw);
       return;
     }
+    // Row counts: when every write saw the stored row, each batch knows how it changed the count;
+    // otherwise (last_row with a WAL changelog) the store is asked whether each key existed.
+    const counted = this.engine.needsOldValue;
     let delta = 0;
+    while (counted && this.pendingCounts.length > 0 && this.pendingCounts[0].offset < hw) delta += this.pendingCounts.shift()!.delta;
     this.env.transactionSync(() => {
       for (const [k, b] of this.preWrite) {
         if (b.offset >= hw) continue;
-        const existed = this.state.doesExist(b.key);
-        if (b.value === null) {
-          if (existed) this.state.removeSync(b.key);
-        } else this.state.putSync(b.key, b.value);
-        delta += (b.value === null ? 0 : 1) - (existed ? 1 : 0);
+        const existed = counted ? false : this.state.doesExist(b.key);
+        if (b.value === null) this.state.removeSync(b.key);
+        else this.state.putSync(b.key, b.value);
+        if (!counted) delta += (b.value === null ? 0 : 1) - (existed ? 1 : 0);
         this.preWrite.delete(k);
       }
       this.rowCountValue += delta;
