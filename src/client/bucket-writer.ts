@@ -115,7 +115,12 @@ export abstract class BucketWriter<C extends BatchContent> {
     const grew = batch.content.estimatedSizeInBytes - before;
     batch.reservedBytes += grew;
     this.buffered += grew;
-    if (closeNow || batch.content.estimatedSizeInBytes >= this.batchSize) this.closeBatch(batch);
+    if (closeNow || batch.content.estimatedSizeInBytes >= this.batchSize) {
+      this.closeBatch(batch);
+      // Let the event loop run once per closed batch: socket writes drain and acknowledgements
+      // arrive while a tight write loop keeps producing, so client and server overlap.
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
     if (this.buffered >= this.bufferLimit) await this.waitForMemory();
   }
 
