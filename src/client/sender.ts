@@ -12,6 +12,7 @@
  */
 import { type ErrorName, errorFromCode, TributaryError } from '../common/errors.js';
 import { ApiKeys } from '../rpc/api-keys.js';
+import { type BucketRecordsRequest, encodeBucketRecordsRequest } from '../rpc/bucket-records-request.js';
 import type { Connection } from './connection.js';
 import type { WriteBatch } from './write-batch.js';
 
@@ -135,21 +136,23 @@ export class Sender {
       else byBucket.set(b.target.key, [b]);
     }
     const entries = [...byBucket.values()];
-    const request = {
+    const request: BucketRecordsRequest = {
       acks: this.options.acks,
       tableId: BigInt(this.options.tableId),
       timeoutMs: this.options.requestTimeoutMs,
-      bucketsReq: entries.map((list) => ({
+      ...(this.options.api === 'PutKv' ? { targetColumns: this.options.targetColumns ?? [] } : {}),
+      buckets: entries.map((list) => ({
         ...(list[0].target.partitionId !== undefined ? { partitionId: BigInt(list[0].target.partitionId) } : {}),
         bucketId: list[0].target.bucket,
-        records: list.length === 1 ? list[0].bytes : Buffer.concat(list.map((b) => b.bytes)),
+        batches: list.map((b) => b.bytes),
       })),
     };
     type BucketResults = { bucketsResp: { errorCode?: number; errorMessage?: string }[] };
+    // Hand-encoded so that the batch bytes go to the socket without a protobuf copy.
     const call = async (): Promise<BucketResults> => {
       const rpc = await this.conn.server();
-      if (this.options.api === 'PutKv') return rpc.request(ApiKeys.PutKv, { ...request, targetColumns: this.options.targetColumns ?? [] });
-      return rpc.request(ApiKeys.ProduceLog, request);
+      const encode = (): Uint8Array[] => encodeBucketRecordsRequest(request);
+      return this.options.api === 'PutKv' ? rpc.requestEncoded(ApiKeys.PutKv, encode) : rpc.requestEncoded(ApiKeys.ProduceLog, encode);
     };
     if (this.options.acks === 0) {
       // Fire and forget: the batches count as done once handed to the connection.

@@ -53,10 +53,10 @@ export function responseHeader(type: ResponseType, requestId: number, bodyLength
 }
 
 /** Writes header and body as one writev; returns false when the socket asks the writer to wait for 'drain'. */
-export function writeFrame(socket: Socket, header: Buffer, body: Uint8Array): boolean {
+export function writeFrame(socket: Socket, header: Buffer, body: Uint8Array | readonly Uint8Array[]): boolean {
   socket.cork();
   socket.write(header);
-  if (body.length > 0) socket.write(body);
+  for (const part of body instanceof Uint8Array ? [body] : body) if (part.length > 0) socket.write(part);
   socket.uncork();
   return !socket.writableNeedDrain;
 }
