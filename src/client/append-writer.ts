@@ -18,7 +18,7 @@ import { type Row, toInternal } from '../common/values.js';
 import { encodeArrowPayload, recordBatchRows } from '../record/arrow-payload.js';
 import { ColumnBatchBuilder } from '../record/column-batch-builder.js';
 import type { ArrowCompression } from '../record/compression.js';
-import { buildLogBatch } from '../record/log-batch.js';
+import { buildLogBatchInHeadroom, HEADER_SIZE as LOG_BATCH_HEADER_SIZE } from '../record/log-batch.js';
 import { BucketWriter } from './bucket-writer.js';
 import type { Connection } from './connection.js';
 import type { WriteBatch } from './write-batch.js';
@@ -92,11 +92,11 @@ export class AppendWriter extends BucketWriter<ColumnBatchBuilder> {
 
   protected encode(content: ColumnBatchBuilder, sequence: number): Buffer {
     const recordCount = content.rowCount;
-    return buildLogBatch({
+    return buildLogBatchInHeadroom({
       schemaId: this.table.schemaId,
       appendOnly: true,
       recordCount,
-      payload: encodeArrowPayload(content.build(), this.compression, this.zstdLevel),
+      payload: encodeArrowPayload(content.build(), this.compression, this.zstdLevel, LOG_BATCH_HEADER_SIZE),
       ...(this.writerId !== undefined ? { writerId: this.writerId, batchSequence: sequence } : {}),
     });
   }

@@ -44,7 +44,7 @@ const END_OF_STREAM = new Uint8Array([0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0]);
 export const align8 = (n: number): number => (n + 7) & ~7;
 
 /** Encodes `batch` as a payload; `zstdLevel` applies to ZSTD only. */
-export function encodeArrowPayload(batch: arrow.RecordBatch, compression: ArrowCompression = 'ZSTD', zstdLevel = DEFAULT_ZSTD_LEVEL): Uint8Array {
+export function encodeArrowPayload(batch: arrow.RecordBatch, compression: ArrowCompression = 'ZSTD', zstdLevel = DEFAULT_ZSTD_LEVEL, headroom = 0): Uint8Array {
   const codec = arrowCodecOf(compression);
   if (codec === arrow.CompressionType.ZSTD) checkZstdLevel(zstdLevel);
   const assembled = VectorAssembler.assemble(batch);
@@ -68,7 +68,7 @@ export function encodeArrowPayload(batch: arrow.RecordBatch, compression: ArrowC
     bodyLength += align8(size);
   }
   const header = new RecordBatchHeader(batch.numRows, assembled.nodes, regions, codec === null ? null : new BodyCompression(codec), assembled.variadicBufferCounts);
-  const { out, bodyStart } = frameMessage(Message.encode(Message.from(header, bodyLength)), bodyLength);
+  const { out, bodyStart } = frameMessage(Message.encode(Message.from(header, bodyLength)), bodyLength, headroom);
   const view = new DataView(out.buffer, out.byteOffset, out.byteLength);
   for (let i = 0; i < raws.length; i++) {
     let pos = bodyStart + regions[i].offset;
@@ -82,10 +82,11 @@ export function encodeArrowPayload(batch: arrow.RecordBatch, compression: ArrowC
 }
 
 /** Lays out continuation marker, metadata size, metadata and padding, leaving zeroed room for the body. */
-export function frameMessage(metadata: Uint8Array, bodyLength: number): { out: Uint8Array; bodyStart: number } {
+export function frameMessage(metadata: Uint8Array, bodyLength: number, headroom = 0): { out: Uint8Array; bodyStart: number } {
   const bodyStart = PREFIX_SIZE + align8(metadata.length);
-  const out = new Uint8Array(bodyStart + bodyLength);
-  const view = new DataView(out.buffer);
+  // `headroom` free bytes before the message let a caller put a header in front without a copy.
+  const out = new Uint8Array(headroom + bodyStart + bodyLength).subarray(headroom);
+  const view = new DataView(out.buffer, out.byteOffset, out.byteLength);
   view.setInt32(0, CONTINUATION, true);
   view.setInt32(4, bodyStart - PREFIX_SIZE, true);
   out.set(metadata, PREFIX_SIZE);

@@ -1,8 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { crc32c } from '@node-rs/crc32';
+import { buildSchema } from '../common/schema.js';
+import { encodeArrowPayload } from './arrow-payload.js';
+import { ColumnBatchBuilder } from './column-batch-builder.js';
 import {
   buildLogBatch,
+  buildLogBatchInHeadroom,
   computeCrc,
   HEADER_SIZE,
   isCrcValid,
@@ -117,4 +121,16 @@ describe('log batch', () => {
     ];
     for (const [why, buf, errorName] of cases) assert.throws(() => splitLogBatches(buf), { errorName }, why);
   });
+});
+
+it('builds a batch in the payload headroom equal to one built by copying', () => {
+  const builder = new ColumnBatchBuilder(buildSchema([{ name: 'a', type: 'INT' }, { name: 's', type: 'STRING' }]));
+  builder.appendRow({ a: 1, s: 'x' });
+  builder.appendRow({ a: 2, s: null });
+  const rb = builder.build();
+  const fields = { schemaId: 3, appendOnly: true, recordCount: 2, writerId: 9n, batchSequence: 4 };
+  const copied = buildLogBatch({ ...fields, payload: encodeArrowPayload(rb, 'NONE') });
+  const inPlace = buildLogBatchInHeadroom({ ...fields, payload: encodeArrowPayload(rb, 'NONE', 3, HEADER_SIZE) });
+  assert.deepEqual(inPlace, copied);
+  assert.throws(() => buildLogBatchInHeadroom({ ...fields, payload: encodeArrowPayload(rb, 'NONE') }), RangeError);
 });

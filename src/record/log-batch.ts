@@ -76,6 +76,22 @@ export interface NewLogBatch {
 /** Builds a batch with BaseOffset, CommitTimestamp and LeaderEpoch zero, ready to be sent. */
 export function buildLogBatch(b: NewLogBatch): Buffer {
   const buf = Buffer.allocUnsafe(HEADER_SIZE + b.payload.length);
+  buf.set(b.payload, HEADER_SIZE);
+  return writeLogBatchHeader(buf, b);
+}
+
+/**
+ * The same, for a payload encoded with HEADER_SIZE bytes of headroom before it (see
+ * encodeArrowPayload's `headroom`): the header is written there and the payload is not copied.
+ */
+export function buildLogBatchInHeadroom(b: NewLogBatch): Buffer {
+  const p = b.payload;
+  if (p.byteOffset < HEADER_SIZE) throw new RangeError('the payload has no headroom for a log batch header');
+  return writeLogBatchHeader(Buffer.from(p.buffer, p.byteOffset - HEADER_SIZE, HEADER_SIZE + p.length), b);
+}
+
+/** Writes the header of `buf` (whose payload is in place after HEADER_SIZE) and its CRC. */
+function writeLogBatchHeader(buf: Buffer, b: NewLogBatch): Buffer {
   buf.writeBigInt64LE(0n, O_BASE_OFFSET);
   buf.writeInt32LE(buf.length - LOG_OVERHEAD, O_LENGTH);
   buf.writeInt8(MAGIC, O_MAGIC);
@@ -88,7 +104,6 @@ export function buildLogBatch(b: NewLogBatch): Buffer {
   buf.writeInt32LE(b.batchSequence ?? NO_BATCH_SEQUENCE, O_BATCH_SEQUENCE);
   buf.writeInt32LE(b.recordCount, O_RECORD_COUNT);
   buf.writeInt32LE(0, O_STATS_LENGTH);
-  buf.set(b.payload, HEADER_SIZE);
   buf.writeUInt32LE(crc32c(buf.subarray(CRC_START)), O_CRC);
   return buf;
 }
