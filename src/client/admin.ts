@@ -2,7 +2,7 @@
  * `Admin`: databases, tables, partitions and offsets. Every method is one RPC (ListOffsets one per
  * call), and failures reject with a `TributaryError` whose `errorName` says what went wrong.
  */
-import { errorFromCode, TributaryError } from '../common/errors.js';
+import { TributaryError } from '../common/errors.js';
 import {
   type PartitionInfo,
   type Schema,
@@ -15,6 +15,7 @@ import {
 import { formatDataType } from '../common/types.js';
 import { type Api, ApiKeys, type RequestInit, type ResponseMessage } from '../rpc/api-keys.js';
 import type { Connection } from './connection.js';
+import { throwIfError, toPartitionInfo } from './responses.js';
 
 /** Where to start reading a bucket, or which offset ListOffsets should return. */
 export type OffsetSpec = 'earliest' | 'latest' | { timestamp: number | Date };
@@ -111,11 +112,7 @@ export class Admin {
 
   async listPartitionInfos(path: TablePath, partialSpec: Record<string, string> = {}): Promise<PartitionInfo[]> {
     const resp = await this.call(ApiKeys.ListPartitionInfos, { tablePath: pbPath(path), partialSpec: pbSpec(partialSpec) });
-    return resp.partitionsInfo.map((p) => ({
-      partitionId: Number(p.partitionId),
-      partitionName: p.partitionName,
-      spec: Object.fromEntries(p.spec.map((kv) => [kv.key, kv.value])),
-    }));
+    return resp.partitionsInfo.map(toPartitionInfo);
   }
 
   async createPartition(path: TablePath, spec: Record<string, string>, options: { ignoreIfExists?: boolean } = {}): Promise<number> {
@@ -144,7 +141,7 @@ export class Admin {
     });
     const out = new Map<number, bigint>();
     for (const b of resp.bucketsResp) {
-      if (b.errorCode !== undefined && b.errorCode !== 0) throw errorFromCode(b.errorCode, b.errorMessage ?? 'list offsets failed');
+      throwIfError(b, 'list offsets');
       out.set(b.bucketId, b.offset);
     }
     return out;
@@ -161,7 +158,7 @@ export class Admin {
     });
     const buckets = new Map<number, bigint>();
     for (const b of resp.bucketsResp) {
-      if (b.errorCode !== undefined && b.errorCode !== 0) throw errorFromCode(b.errorCode, b.errorMessage ?? 'table stats failed');
+      throwIfError(b, 'table stats');
       buckets.set(b.bucketId, b.rowCount);
     }
     return { rowCount: [...buckets.values()].reduce((a, b) => a + b, 0n), buckets };

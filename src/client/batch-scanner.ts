@@ -9,12 +9,13 @@
  * state corresponds to, so a reader can continue with the changelog from there without a gap or a
  * repeat.
  */
-import { errorFromCode, TributaryError } from '../common/errors.js';
+import { TributaryError } from '../common/errors.js';
 import type { TableInfo } from '../common/schema.js';
 import type { Row } from '../common/values.js';
 import { ApiKeys } from '../rpc/api-keys.js';
 import type { Connection } from './connection.js';
 import { KvEncoding } from './kv-encoding.js';
+import { throwIfError } from './responses.js';
 
 const PAGE_BYTES = 4 * 1024 * 1024;
 
@@ -58,7 +59,7 @@ export class BatchScanner {
         ...(scannerId.length > 0 ? { scannerId } : {}),
         batchSizeBytes: PAGE_BYTES,
       });
-      if (resp.errorCode !== undefined && resp.errorCode !== 0) throw errorFromCode(resp.errorCode, resp.errorMessage ?? 'scan failed');
+      throwIfError(resp, 'scan');
       this.stateOffsets.set(label(target), resp.logOffset);
       this.current = resp.hasMoreResults ? { target, scannerId: resp.scannerId } : undefined;
       if (resp.values.length > 0) return resp.values.map((v) => this.project(this.encoding.decodeValue(v)));

@@ -12,7 +12,7 @@
  */
 import type * as arrow from 'apache-arrow';
 import { type ChangeType, changeTypeOf } from '../common/change-type.js';
-import { TributaryError, errorFromCode } from '../common/errors.js';
+import { TributaryError } from '../common/errors.js';
 import type { Schema, TableInfo } from '../common/schema.js';
 import type { Row } from '../common/values.js';
 import { decodeArrowPayload, recordBatchRows } from '../record/arrow-payload.js';
@@ -22,6 +22,7 @@ import { logBatchPayload, readLogBatchHeader, splitLogBatches } from '../record/
 import { ApiKeys } from '../rpc/api-keys.js';
 import type { OffsetSpec } from './admin.js';
 import type { Connection } from './connection.js';
+import { throwIfError } from './responses.js';
 
 
 /** A decoded log batch: the columnar form of what `poll` returns row by row. */
@@ -223,7 +224,7 @@ export class LogScanner implements AsyncIterable<ScanRecord> {
     for (const b of resp.tablesResp[0]?.bucketsResp ?? []) {
       const sub = this.subscriptions.get(key(b.partitionId === undefined ? undefined : Number(b.partitionId), b.bucketId));
       if (!sub) continue; // unsubscribed meanwhile
-      if (b.errorCode !== undefined && b.errorCode !== 0) throw errorFromCode(b.errorCode, b.errorMessage ?? 'fetch failed');
+      throwIfError(b, 'fetch');
       if (b.records.length > 0) this.decode(sub, Buffer.from(b.records.buffer, b.records.byteOffset, b.records.byteLength));
     }
   }

@@ -16,6 +16,7 @@ import type { Row } from '../common/values.js';
 import { ApiKeys } from '../rpc/api-keys.js';
 import type { Connection } from './connection.js';
 import { KvEncoding } from './kv-encoding.js';
+import { hasError } from './responses.js';
 
 interface Pending {
   partitionId: number | undefined;
@@ -112,13 +113,13 @@ export class Lookuper {
         if (this.prefixColumns) {
           const resp = await rpc.request(ApiKeys.PrefixLookup, { tableId, bucketsReq });
           resp.bucketsResp.forEach((b, i) => {
-            if (b.errorCode !== undefined && b.errorCode !== 0) entries[i].forEach((p) => p.reject(errorFromCode(b.errorCode!, b.errorMessage ?? 'lookup failed')));
+            if (hasError(b)) entries[i].forEach((p) => p.reject(errorFromCode(b.errorCode!, b.errorMessage ?? 'lookup failed')));
             else entries[i].forEach((p, j) => p.resolve(b.valueLists[j]?.values ?? []));
           });
         } else {
           const resp = await rpc.request(ApiKeys.Lookup, { tableId, bucketsReq });
           resp.bucketsResp.forEach((b, i) => {
-            if (b.errorCode !== undefined && b.errorCode !== 0) entries[i].forEach((p) => p.reject(errorFromCode(b.errorCode!, b.errorMessage ?? 'lookup failed')));
+            if (hasError(b)) entries[i].forEach((p) => p.reject(errorFromCode(b.errorCode!, b.errorMessage ?? 'lookup failed')));
             else entries[i].forEach((p, j) => p.resolve(b.values[j]?.values ? [b.values[j].values!] : []));
           });
         }

@@ -7,6 +7,7 @@ import { TributaryError } from '../common/errors.js';
 import { type PartitionInfo, type TableInfo, type TablePath, tableInfoFromJson, tablePathString } from '../common/schema.js';
 import { ApiKeys } from '../rpc/api-keys.js';
 import type { RpcConnection } from '../rpc/connection.js';
+import { toPartitionInfo } from './responses.js';
 
 export interface ServerNode {
   nodeId: number;
@@ -48,11 +49,7 @@ export class MetadataCache {
   async listPartitions(path: TablePath): Promise<PartitionInfo[]> {
     const conn = await this.coordinator();
     const resp = await conn.request(ApiKeys.ListPartitionInfos, { tablePath: { databaseName: path.database, tableName: path.table } });
-    return resp.partitionsInfo.map((p) => ({
-      partitionId: Number(p.partitionId),
-      partitionName: p.partitionName,
-      spec: Object.fromEntries(p.spec.map((kv) => [kv.key, kv.value])),
-    }));
+    return resp.partitionsInfo.map(toPartitionInfo);
   }
 
   invalidate(path: TablePath): void {

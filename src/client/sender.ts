@@ -14,6 +14,7 @@ import { type ErrorName, errorFromCode, TributaryError } from '../common/errors.
 import { ApiKeys } from '../rpc/api-keys.js';
 import { type BucketRecordsRequest, encodeBucketRecordsRequest } from '../rpc/bucket-records-request.js';
 import type { Connection } from './connection.js';
+import { hasError } from './responses.js';
 import type { WriteBatch } from './write-batch.js';
 
 /** ProduceLog for log tables, PutKv for primary-key tables: the same per-bucket request shape. */
@@ -166,8 +167,8 @@ export class Sender {
         (resp) => {
           resp.bucketsResp.forEach((r, i) => {
             const list = entries[i];
-            if (r.errorCode === undefined || r.errorCode === 0) list.forEach((b) => this.succeeded(b));
-            else this.failed(list, errorFromCode(r.errorCode, r.errorMessage ?? 'write failed'));
+            if (!hasError(r)) list.forEach((b) => this.succeeded(b));
+            else this.failed(list, errorFromCode(r.errorCode!, r.errorMessage ?? 'write failed'));
           });
         },
         (err: unknown) => {

@@ -4,22 +4,16 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { MessageInitShape } from '@bufbuild/protobuf';
-import { asTributaryError, TributaryError } from '../../common/errors.js';
+import { TributaryError } from '../../common/errors.js';
 import type { TableInfo } from '../../common/schema.js';
 import { splitKvBatches } from '../../record/kv-batch.js';
 import type * as pb from '../../rpc/gen/tributary_pb.js';
+import { asBuffer, bucketError, optionalId } from './bucket-responses.js';
 import type { Replica } from './replica.js';
 import type { TabletServer } from './tablet-server.js';
 
 const SCANNER_TTL_MS = 60_000;
 const DEFAULT_SCAN_BYTES = 4 * 1024 * 1024;
-
-function bucketError(err: unknown): { errorCode: number; errorMessage: string } {
-  const e = asTributaryError(err);
-  return { errorCode: e.code, errorMessage: e.message };
-}
-
-const optionalId = (id: bigint | undefined): number | undefined => (id === undefined ? undefined : Number(id));
 
 interface ScanSession {
   replica: Replica;
@@ -57,7 +51,7 @@ export class KvService {
         const head = { ...(b.partitionId !== undefined ? { partitionId: b.partitionId } : {}), bucketId: b.bucketId };
         try {
           const r = this.kvReplica(Number(req.tableId), optionalId(b.partitionId), b.bucketId);
-          const batches = splitKvBatches(Buffer.from(b.records.buffer, b.records.byteOffset, b.records.byteLength));
+          const batches = splitKvBatches(asBuffer(b.records));
           if (batches.length === 0) throw new TributaryError('CORRUPT_MESSAGE', 'PutKv request for a bucket holds no KV batch');
           const result = await r.kv.putKv(batches, req.targetColumns.length > 0 ? req.targetColumns : undefined, req.acks === -1 ? 'high-watermark' : 'written');
           return { ...head, logEndOffset: result.logEndOffset };

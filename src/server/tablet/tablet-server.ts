@@ -10,7 +10,7 @@ import path from 'node:path';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type * as arrow from 'apache-arrow';
 import { type Options, parseDuration, tableOption } from '../../common/config.js';
-import { asTributaryError, TributaryError } from '../../common/errors.js';
+import { TributaryError } from '../../common/errors.js';
 import type { PartitionInfo, Schema, TableInfo } from '../../common/schema.js';
 import { toArrowSchema } from '../../record/arrow-schema.js';
 import { logBatchesOf, logBatchPayload, readLogBatchHeader, splitLogBatches, withLogBatchPayload } from '../../record/log-batch.js';
@@ -30,6 +30,7 @@ import type {
 } from '../../rpc/gen/tributary_pb.js';
 import type { BucketLifecycle } from '../coordinator/coordinator.js';
 import type { Logger } from '../logger.js';
+import { asBuffer, bucketError, optionalId } from './bucket-responses.js';
 import { KvService } from './kv-service.js';
 import { KvTablet } from './kv/kv-tablet.js';
 import { type KvSnapshotInfo, KvSnapshotStore } from './kv/kv-snapshot-store.js';
@@ -41,13 +42,6 @@ export interface TableMetadataSource {
   getTableInfoById(tableId: number): TableInfo | undefined;
   schemaById(tableId: number, schemaId: number): Schema | undefined;
   partitionById(partitionId: number): (PartitionInfo & { tableId: number }) | undefined;
-}
-
-type BucketError = { errorCode: number; errorMessage: string };
-
-function bucketError(err: unknown): BucketError {
-  const e = asTributaryError(err);
-  return { errorCode: e.code, errorMessage: e.message };
 }
 
 const ACKS = new Set([0, 1, -1]);
@@ -155,11 +149,11 @@ export class TabletServer implements BucketLifecycle {
     const tableId = Number(req.tableId);
     const bucketsResp = await Promise.all(
       req.bucketsReq.map(async (b) => {
-        const partitionId = b.partitionId === undefined ? undefined : Number(b.partitionId);
+        const partitionId = optionalId(b.partitionId);
         const head = { ...(b.partitionId !== undefined ? { partitionId: b.partitionId } : {}), bucketId: b.bucketId };
         try {
           const replica = this.replica(tableId, partitionId, b.bucketId);
-          const batches = splitLogBatches(Buffer.from(b.records.buffer, b.records.byteOffset, b.records.byteLength));
+          const batches = splitLogBatches(asBuffer(b.records));
           if (batches.length === 0) throw new TributaryError('CORRUPT_MESSAGE', 'produce request for a bucket holds no record batch');
           for (const batch of batches) this.checkIncomingBatch(replica, batch);
           // acks=-1 (all): below the high watermark, i.e. durable per the flush policy; 0 and 1: written.
@@ -211,7 +205,7 @@ export class TabletServer implements BucketLifecycle {
       const projection = t.projectionPushdownEnabled ? t.projectedFields : undefined;
       const bucketsResp: MessageInitShape<typeof PbFetchLogRespForBucketSchema>[] = [];
       for (const b of t.bucketsReq) {
-        const partitionId = b.partitionId === undefined ? undefined : Number(b.partitionId);
+        const partitionId = optionalId(b.partitionId);
         const head = { ...(b.partitionId !== undefined ? { partitionId: b.partitionId } : {}), bucketId: b.bucketId };
         try {
           const replica = this.replica(tableId, partitionId, b.bucketId);
@@ -297,7 +291,7 @@ export class TabletServer implements BucketLifecycle {
 
   async listOffsets(req: ListOffsetsRequest): Promise<MessageInitShape<typeof ListOffsetsResponseSchema>> {
     const tableId = Number(req.tableId);
-    const partitionId = req.partitionId === undefined ? undefined : Number(req.partitionId);
+    const partitionId = optionalId(req.partitionId);
     const bucketsResp = await Promise.all(
       req.bucketId.map(async (bucketId) => {
         try {
@@ -321,7 +315,7 @@ export class TabletServer implements BucketLifecycle {
   async limitScan(req: LimitScanRequest): Promise<MessageInitShape<typeof LimitScanResponseSchema>> {
     try {
       if (req.limit <= 0) throw new TributaryError('INVALID_ARGUMENT', `limit must be positive, got ${req.limit}`);
-      const replica = this.replica(Number(req.tableId), req.partitionId === undefined ? undefined : Number(req.partitionId), req.bucketId);
+      const replica = this.replica(Number(req.tableId), optionalId(req.partitionId), req.bucketId);
       if (replica.kv) {
         // A primary-key table's "last rows" are rows of its state (Fluss: N KV rows).
         const scan = replica.kv.scanAll();

@@ -263,20 +263,32 @@ export class KvTablet {
     const counted = this.engine.needsOldValue;
     let delta = 0;
     while (counted && this.pendingCounts.length > 0 && this.pendingCounts[0].offset < hw) delta += this.pendingCounts.shift()!.delta;
+    const due: { key: Uint8Array; value: Uint8Array | null }[] = [];
+    for (const [k, b] of this.preWrite) {
+      if (b.offset >= hw) continue;
+      due.push(b);
+      this.preWrite.delete(k);
+    }
+    this.commit(due, hw, counted ? delta : undefined);
+  }
+
+  /**
+   * Writes changes into lmdb with the offset they bring the state to, in one transaction. Without
+   * a known `rowDelta`, each key is checked for existence to keep the row count.
+   */
+  private commit(changes: { key: Uint8Array; value: Uint8Array | null }[], upTo: bigint, rowDelta?: number): void {
+    let delta = rowDelta ?? 0;
     this.env.transactionSync(() => {
-      for (const [k, b] of this.preWrite) {
-        if (b.offset >= hw) continue;
-        const existed = counted ? false : this.state.doesExist(b.key);
-        if (b.value === null) this.state.removeSync(b.key);
-        else this.state.putSync(b.key, b.value);
-        if (!counted) delta += (b.value === null ? 0 : 1) - (existed ? 1 : 0);
-        this.preWrite.delete(k);
+      for (const c of changes) {
+        if (rowDelta === undefined) delta += (c.value === null ? 0 : 1) - (this.state.doesExist(c.key) ? 1 : 0);
+        if (c.value === null) this.state.removeSync(c.key);
+        else this.state.putSync(c.key, c.value);
       }
       this.rowCountValue += delta;
       this.meta.putSync(ROW_COUNT, String(this.rowCountValue));
-      if (hw > this.flushedOffset) this.meta.putSync(FLUSHED_OFFSET, hw.toString());
+      if (upTo > this.flushedOffset) this.meta.putSync(FLUSHED_OFFSET, upTo.toString());
     });
-    if (hw > this.flushedOffset) this.flushedOffset = hw;
+    if (upTo > this.flushedOffset) this.flushedOffset = upTo;
   }
 
   private setFlushed(hw: bigint): void {
@@ -346,20 +358,7 @@ export class KvTablet {
     let applied = 0;
     let pending: { key: Uint8Array; value: Uint8Array | null }[] = [];
     const writePending = (upTo: bigint): void => {
-      let delta = 0;
-      this.env.transactionSync(() => {
-        for (const p of pending) {
-          const existed = this.state.doesExist(p.key);
-          if (p.value === null) {
-            if (existed) this.state.removeSync(p.key);
-          } else this.state.putSync(p.key, p.value);
-          delta += (p.value === null ? 0 : 1) - (existed ? 1 : 0);
-        }
-        this.rowCountValue += delta;
-        this.meta.putSync(ROW_COUNT, String(this.rowCountValue));
-        this.meta.putSync(FLUSHED_OFFSET, upTo.toString());
-      });
-      this.flushedOffset = upTo;
+      this.commit(pending, upTo);
       pending = [];
     };
     while (offset < end) {
