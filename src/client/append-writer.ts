@@ -14,7 +14,7 @@ import { BucketAssigner } from '../common/bucketing.js';
 import { tableOption } from '../common/config.js';
 import { TributaryError } from '../common/errors.js';
 import type { TableInfo } from '../common/schema.js';
-import { type Row, toInternal } from '../common/values.js';
+import { type Row, RowReader, toInternal } from '../common/values.js';
 import { encodeArrowPayload, recordBatchRows } from '../record/arrow-payload.js';
 import { ColumnBatchBuilder } from '../record/column-batch-builder.js';
 import type { ArrowCompression } from '../record/compression.js';
@@ -29,6 +29,7 @@ export class AppendWriter extends BucketWriter<ColumnBatchBuilder> {
   private readonly lastSticky = new Map<number | undefined, number>();
   private readonly assigner?: BucketAssigner;
   private readonly internal: unknown[];
+  private readonly reader: RowReader;
   private readonly compression: ArrowCompression;
   private readonly zstdLevel: number;
   private readonly roundRobin: boolean;
@@ -38,6 +39,7 @@ export class AppendWriter extends BucketWriter<ColumnBatchBuilder> {
     if (table.schema.primaryKey) throw new TributaryError('INVALID_TABLE_EXCEPTION', 'append writers write log tables; this table has a primary key: use newUpsert()');
     if (table.bucketKeys.length > 0) this.assigner = new BucketAssigner(table);
     this.internal = new Array(table.schema.columns.length);
+    this.reader = new RowReader(table.schema.columns);
     this.compression = tableOption(table.properties, 'table.log.arrow.compression.type')!.toUpperCase() as ArrowCompression;
     this.zstdLevel = Number(tableOption(table.properties, 'table.log.arrow.compression.zstd.level'));
     this.roundRobin = conn.options.enumValue('client.writer.bucket.no-key-assigner') === 'ROUND_ROBIN';
@@ -50,13 +52,7 @@ export class AppendWriter extends BucketWriter<ColumnBatchBuilder> {
   /** Appends one row (column name → value; see the value table in docs/client.md). */
   async append(row: Row): Promise<void> {
     this.checkUsable();
-    if (row === null || typeof row !== 'object') throw new TributaryError('INVALID_ROW', 'a row must be an object of column names to values');
-    const columns = this.table.schema.columns;
-    for (const name in row) {
-      if (!columns.some((c) => c.name === name)) throw new TributaryError('INVALID_ROW', `unknown column '${name}'`);
-    }
-    for (let i = 0; i < columns.length; i++) this.internal[i] = toInternal(columns[i], row[columns[i].name]);
-    await this.appendInternal(this.internal);
+    await this.appendInternal(this.reader.read(row, this.internal));
   }
 
   /**

@@ -8,7 +8,7 @@ import { CompactedKeyEncoder } from '../common/key-encoder.js';
 import { PartitionGetter } from '../common/partitions.js';
 import { CompactedRowDecoder, CompactedRowEncoder, primaryKeyLayout, readKvValue } from '../common/row-encoder.js';
 import type { TableInfo } from '../common/schema.js';
-import { type Row, toExternal, toInternal } from '../common/values.js';
+import { type Row, RowReader, toExternal } from '../common/values.js';
 
 export class KvEncoding {
   readonly keyEncoder: CompactedKeyEncoder;
@@ -18,6 +18,7 @@ export class KvEncoding {
   readonly assigner: BucketAssigner;
   readonly partitions?: PartitionGetter;
   private readonly keyColumns: Set<string>;
+  private readonly reader: RowReader;
 
   constructor(readonly table: TableInfo) {
     const schema = table.schema;
@@ -30,6 +31,7 @@ export class KvEncoding {
     this.assigner = new BucketAssigner(table);
     if (table.partitionKeys.length > 0) this.partitions = new PartitionGetter(schema, table.partitionKeys);
     this.keyColumns = new Set([...schema.primaryKey, ...table.partitionKeys]);
+    this.reader = new RowReader(schema.columns);
   }
 
   /**
@@ -38,18 +40,7 @@ export class KvEncoding {
    * lookups. Primary-key and partition columns always need values.
    */
   internalRow(row: Row, only?: ReadonlySet<string>): unknown[] {
-    if (row === null || typeof row !== 'object') throw new TributaryError('INVALID_ROW', 'a row must be an object of column names to values');
-    const columns = this.table.schema.columns;
-    for (const name in row) {
-      if (!columns.some((c) => c.name === name)) throw new TributaryError('INVALID_ROW', `unknown column '${name}'`);
-    }
-    return columns.map((c) => {
-      if (only && !only.has(c.name)) return null;
-      if ((only ?? this.keyColumns).has(c.name) && (row[c.name] === undefined || row[c.name] === null)) {
-        throw new TributaryError('INVALID_ROW', `key column '${c.name}' must have a value`);
-      }
-      return toInternal(c, row[c.name]);
-    });
+    return this.reader.read(row, undefined, only, only ?? this.keyColumns);
   }
 
   /** The primary-key (and partition) columns of a row, the rest null. */

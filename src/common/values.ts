@@ -248,3 +248,37 @@ export function toExternal(t: DataType, value: unknown): unknown {
       return value;
   }
 }
+
+/**
+ * Reads row objects of one schema into internal values in column order: unknown columns and
+ * values that do not fit are INVALID_ROW. Built once per schema (writers, builders).
+ */
+export class RowReader {
+  private readonly names: Set<string>;
+
+  constructor(private readonly columns: readonly Column[]) {
+    this.names = new Set(columns.map((c) => c.name));
+  }
+
+  /**
+   * Fills `out` (a new array by default). With `only`, just those columns are read and the others
+   * are null; columns in `required` must have a value.
+   */
+  read(row: Row, out: unknown[] = new Array(this.columns.length), only?: ReadonlySet<string>, required?: ReadonlySet<string>): unknown[] {
+    if (row === null || typeof row !== 'object') throw new TributaryError('INVALID_ROW', 'a row must be an object of column names to values');
+    for (const name in row) {
+      if (!this.names.has(name)) throw new TributaryError('INVALID_ROW', `unknown column '${name}'`);
+    }
+    for (let i = 0; i < this.columns.length; i++) {
+      const c = this.columns[i];
+      if (only && !only.has(c.name)) {
+        out[i] = null;
+        continue;
+      }
+      const v = row[c.name];
+      if (required?.has(c.name) && (v === undefined || v === null)) throw new TributaryError('INVALID_ROW', `key column '${c.name}' must have a value`);
+      out[i] = toInternal(c, v);
+    }
+    return out;
+  }
+}

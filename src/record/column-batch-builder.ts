@@ -16,7 +16,7 @@ import * as arrow from 'apache-arrow';
 import { TributaryError } from '../common/errors.js';
 import type { Column, Schema } from '../common/schema.js';
 import { formatDataType } from '../common/types.js';
-import { type Row, toInternal } from '../common/values.js';
+import { type Row, RowReader, toInternal } from '../common/values.js';
 import { align8 } from './arrow-payload.js';
 import { sameArrowType, toArrowSchema } from './arrow-schema.js';
 
@@ -344,6 +344,7 @@ export class ColumnBatchBuilder {
   private readonly appenders: ColumnAppender[];
   private readonly indexByName = new Map<string, number>();
   private readonly scratch: unknown[];
+  private readonly reader: RowReader;
   private rows = 0;
 
   constructor(readonly schema: Schema) {
@@ -351,6 +352,7 @@ export class ColumnBatchBuilder {
     this.appenders = schema.columns.map((c, i) => columnAppender(c, this.arrowSchema.fields[i].type));
     schema.columns.forEach((c, i) => this.indexByName.set(c.name, i));
     this.scratch = new Array(schema.columns.length);
+    this.reader = new RowReader(schema.columns);
   }
 
   get rowCount(): number {
@@ -366,13 +368,7 @@ export class ColumnBatchBuilder {
 
   /** Appends a row of user values (column name → value, values.ts), checking each against its column. */
   appendRow(row: Row): void {
-    if (row === null || typeof row !== 'object') throw invalidRow('a row must be an object of column names to values');
-    for (const name in row) {
-      if (!this.indexByName.has(name)) throw invalidRow(`unknown column '${name}'`);
-    }
-    const columns = this.schema.columns;
-    for (let i = 0; i < columns.length; i++) this.scratch[i] = toInternal(columns[i], row[columns[i].name]);
-    this.appendInternalRow(this.scratch);
+    this.appendInternalRow(this.reader.read(row, this.scratch));
   }
 
   /**

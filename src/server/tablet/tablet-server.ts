@@ -58,6 +58,8 @@ export class TabletServer implements BucketLifecycle {
   private timers: NodeJS.Timeout[] = [];
   /** Aborted when the server stops serving, so that long-polling fetches answer at once. */
   private readonly serving = new AbortController();
+  /** A batch never exceeds a segment (`log.segment.file-size`), read once. */
+  private readonly maxBatchBytes: number;
   /** The primary-key APIs, over the same replicas. */
   readonly kvService = new KvService(this);
 
@@ -66,7 +68,9 @@ export class TabletServer implements BucketLifecycle {
     private readonly options: Options,
     private readonly metadata: TableMetadataSource,
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.maxBatchBytes = options.bytes('log.segment.file-size');
+  }
 
   /** Opens (and recovers) the buckets of every existing table, then starts retention and checkpoints. */
   async start(tables: { table: TableInfo; partitions: PartitionInfo[] }[]): Promise<void> {
@@ -170,7 +174,7 @@ export class TabletServer implements BucketLifecycle {
   /** Rejects batches that do not belong to this table before they reach the log. */
   private checkIncomingBatch(replica: Replica, batch: Buffer): void {
     const header = readLogBatchHeader(batch);
-    const maxBatch = this.options.bytes('log.segment.file-size');
+    const maxBatch = this.maxBatchBytes;
     if (header.sizeInBytes > maxBatch) {
       throw new TributaryError('RECORD_TOO_LARGE_EXCEPTION', `record batch of ${header.sizeInBytes} bytes exceeds log.segment.file-size ${maxBatch}`);
     }
