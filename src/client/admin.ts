@@ -13,7 +13,9 @@ import {
   tableInfoFromJson,
 } from '../common/schema.js';
 import { formatDataType } from '../common/types.js';
+import type { LakeSnapshot } from '../common/lake.js';
 import { type Api, ApiKeys, type RequestInit, type ResponseMessage } from '../rpc/api-keys.js';
+import { fromPbLakeOffset } from '../rpc/lake-offsets.js';
 import type { Connection } from './connection.js';
 import { throwIfError, toPartitionInfo } from './responses.js';
 
@@ -41,6 +43,19 @@ export const OFFSET_TYPE = { earliest: 0, latest: 1, timestamp: 2 } as const;
 
 const pbPath = (p: TablePath) => ({ databaseName: p.database, tableName: p.table });
 const pbSpec = (spec: Record<string, string>) => Object.entries(spec).map(([key, value]) => ({ key, value: String(value) }));
+
+export interface LakeTieringStatus {
+  tableId: number;
+  /** SCHEDULED (waiting for its freshness), PENDING (queued for a worker) or TIERING. */
+  state: 'SCHEDULED' | 'PENDING' | 'TIERING';
+  tieringEpoch?: bigint;
+  snapshotId?: bigint;
+  /** When the last round ended (ms). */
+  lastTieredTime?: number;
+  /** Rounds failed or timed out since the last success. */
+  failures: number;
+  buckets: { partition?: string; bucket: number; lakeEndOffset: bigint; highWatermark: bigint; recordsBehind: bigint }[];
+}
 
 export class Admin {
   constructor(private readonly conn: Connection) {}
@@ -173,6 +188,32 @@ export class Admin {
   /** Takes a KV snapshot of every bucket of a primary-key table now. */
   async triggerKvSnapshot(path: TablePath): Promise<KvSnapshot[]> {
     return (await this.call(ApiKeys.TriggerKvSnapshot, { tablePath: pbPath(path) })).snapshots.map(toKvSnapshot);
+  }
+
+  /** The lake snapshot registered for a lake-enabled table: Iceberg snapshot id and per-bucket offsets it holds. */
+  async getLakeSnapshot(path: TablePath): Promise<LakeSnapshot> {
+    const resp = await this.call(ApiKeys.GetLakeSnapshot, { tablePath: pbPath(path) });
+    return { tableId: Number(resp.tableId), snapshotId: resp.snapshotId, bucketOffsets: resp.bucketOffsets.map(fromPbLakeOffset), commitTimestamp: Number(resp.commitTimestamp) };
+  }
+
+  /** Where tiering of a lake-enabled table stands: its state, its lake snapshot and how far each bucket lags. */
+  async getLakeTieringStatus(path: TablePath): Promise<LakeTieringStatus> {
+    const r = await this.call(ApiKeys.GetLakeTieringStatus, { tablePath: pbPath(path) });
+    return {
+      tableId: Number(r.tableId),
+      state: r.state as LakeTieringStatus['state'],
+      failures: Number(r.failures),
+      ...(r.tieringEpoch !== undefined ? { tieringEpoch: r.tieringEpoch } : {}),
+      ...(r.snapshotId !== undefined ? { snapshotId: r.snapshotId } : {}),
+      ...(r.lastTieredTime !== undefined ? { lastTieredTime: Number(r.lastTieredTime) } : {}),
+      buckets: r.buckets.map((b) => ({
+        ...(b.partitionName !== undefined ? { partition: b.partitionName } : {}),
+        bucket: b.bucketId,
+        lakeEndOffset: b.lakeEndOffset,
+        highWatermark: b.highWatermark,
+        recordsBehind: b.highWatermark > b.lakeEndOffset ? b.highWatermark - b.lakeEndOffset : 0n,
+      })),
+    };
   }
 
   private async partitionIdOf(info: TableInfo, partitionName: string): Promise<bigint> {

@@ -3,7 +3,8 @@
  * imports server code (may import: common, record, rpc).
  */
 export { Connection } from './connection.js';
-export { Admin, type OffsetSpec, type KvSnapshot } from './admin.js';
+export { Admin, type OffsetSpec, type KvSnapshot, type LakeTieringStatus } from './admin.js';
+export type { LakeSnapshot, LakeBucketOffset } from '../common/lake.js';
 export { Table, Scan, UpsertBuilder, LookupBuilder } from './table.js';
 export { AppendWriter } from './append-writer.js';
 export { UpsertWriter } from './upsert-writer.js';

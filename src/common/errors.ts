@@ -40,10 +40,14 @@ export const ErrorCodes = {
   TABLE_NOT_PARTITIONED_EXCEPTION: 37,
   INVALID_TIMESTAMP_EXCEPTION: 38,
   INVALID_CONFIG_EXCEPTION: 39,
+  LAKE_STORAGE_NOT_CONFIGURED_EXCEPTION: 40,
   PARTITION_ALREADY_EXISTS: 42,
   PARTITION_SPEC_INVALID_EXCEPTION: 43,
   PARTITION_MAX_NUM_EXCEPTION: 45,
   BUCKET_MAX_NUM_EXCEPTION: 49,
+  FENCED_TIERING_EPOCH_EXCEPTION: 50,
+  LAKE_SNAPSHOT_NOT_EXIST: 53,
+  LAKE_TABLE_ALREADY_EXIST: 54,
   INVALID_ALTER_TABLE_EXCEPTION: 56,
   DELETION_DISABLED_EXCEPTION: 57,
   // Tributary's own.
@@ -58,6 +62,8 @@ export const ErrorCodes = {
   BUFFER_EXHAUSTED: 108,
   SERVER_BUSY: 109,
   INVALID_ARGUMENT: 110,
+  /** An optimistic commit lost to a concurrent writer; reload the table and re-apply. */
+  COMMIT_FAILED: 111,
 } as const;
 
 export type ErrorName = keyof typeof ErrorCodes;
@@ -73,6 +79,7 @@ const RETRIABLE = new Set<ErrorName>([
   'REQUEST_TIME_OUT',
   'CONNECTION_CLOSED',
   'SERVER_BUSY',
+  'COMMIT_FAILED',
 ]);
 
 export class TributaryError extends Error {

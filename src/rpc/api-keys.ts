@@ -56,6 +56,11 @@ export const ApiKeys = {
   PrefixLookup: api(1034, 'PrefixLookup', pb.PrefixLookupRequestSchema, pb.PrefixLookupResponseSchema),
   GetTableStats: api(1059, 'GetTableStats', pb.GetTableStatsRequestSchema, pb.GetTableStatsResponseSchema),
   ScanKv: api(1061, 'ScanKv', pb.ScanKvRequestSchema, pb.ScanKvResponseSchema),
+  CommitLakeTableSnapshot: api(1030, 'CommitLakeTableSnapshot', pb.CommitLakeTableSnapshotRequestSchema, pb.CommitLakeTableSnapshotResponseSchema),
+  GetLakeSnapshot: api(1032, 'GetLakeSnapshot', pb.GetLakeSnapshotRequestSchema, pb.GetLakeSnapshotResponseSchema),
+  LakeTieringHeartbeat: api(1042, 'LakeTieringHeartbeat', pb.LakeTieringHeartbeatRequestSchema, pb.LakeTieringHeartbeatResponseSchema),
+  /** Tributary's own: where tiering of a table stands (state, lake snapshot, lag per bucket). */
+  GetLakeTieringStatus: api(2002, 'GetLakeTieringStatus', pb.GetLakeTieringStatusRequestSchema, pb.GetLakeTieringStatusResponseSchema),
   /** Tributary's own: take KV snapshots of a table now. */
   TriggerKvSnapshot: api(2001, 'TriggerKvSnapshot', pb.TriggerKvSnapshotRequestSchema, pb.TriggerKvSnapshotResponseSchema),
 } as const;

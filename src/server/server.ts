@@ -12,6 +12,7 @@ import { initArrowCompression } from '../record/compression.js';
 import { ApiKeys } from '../rpc/api-keys.js';
 import { RpcServer } from '../rpc/server.js';
 import { Coordinator } from './coordinator/coordinator.js';
+import { registerTieringService } from './coordinator/tiering-service.js';
 import { registerCoordinatorService } from './coordinator/coordinator-service.js';
 import { createLogger, type Logger } from './logger.js';
 import { LocalMetadataStore } from './metadata/local-metadata-store.js';
@@ -50,6 +51,7 @@ export class TributaryServer {
     await lockDataDir(dataDir);
     await initArrowCompression();
     const store = await LocalMetadataStore.open(path.join(dataDir, 'metadata'));
+    const warehouse = path.resolve(options.string('datalake.iceberg.warehouse') ?? path.join(dataDir, 'lake'));
     const coordinator = new Coordinator(store, options, log.child({ role: 'coordinator' }));
     const tablets = new TabletServer(dataDir, options, coordinator, log.child({ role: 'tablet-server' }));
     await tablets.start(coordinator.allTables());
@@ -65,6 +67,7 @@ export class TributaryServer {
     });
     let self = { nodeId: 0, host: listen.host, port: listen.port };
     registerCoordinatorService(rpc, coordinator, () => self);
+    registerTieringService(rpc, { coordinator, warehouse, highWatermarks: (id) => tablets.highWatermarks(id) });
     rpc.register(ApiKeys.ProduceLog, (req) => tablets.produceLog(req));
     rpc.register(ApiKeys.FetchLog, (req) => tablets.fetchLog(req));
     rpc.register(ApiKeys.ListOffsets, (req) => tablets.listOffsets(req));

@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file tributary.proto.
  */
 export const file_tributary: GenFile = /*@__PURE__*/
-  fileDesc("Cg90cmlidXRhcnkucHJvdG8SCXRyaWJ1dGFyeSI6Cg1FcnJvclJlc3BvbnNlEhIKCmVycm9yX2NvZGUYASABKAUSFQoNZXJyb3JfbWVzc2FnZRgCIAEoCSI4CgtQYlRhYmxlUGF0aBIVCg1kYXRhYmFzZV9uYW1lGAEgASgJEhIKCnRhYmxlX25hbWUYAiABKAkiKAoKUGJLZXlWYWx1ZRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAkiOwoMUGJTZXJ2ZXJOb2RlEg8KB25vZGVfaWQYASABKAUSDAoEaG9zdBgCIAEoCRIMCgRwb3J0GAMgASgFIk4KEFBiQnVja2V0TWV0YWRhdGESEQoJYnVja2V0X2lkGAEgASgFEhEKCWxlYWRlcl9pZBgCIAEoBRIUCgxsZWFkZXJfZXBvY2gYAyABKAUiZAoPUGJQYXJ0aXRpb25JbmZvEhQKDHBhcnRpdGlvbl9pZBgBIAEoAxIWCg5wYXJ0aXRpb25fbmFtZRgCIAEoCRIjCgRzcGVjGAMgAygLMhUudHJpYnV0YXJ5LlBiS2V5VmFsdWUiUwoSQXBpVmVyc2lvbnNSZXF1ZXN0EhwKFGNsaWVudF9zb2Z0d2FyZV9uYW1lGAEgASgJEh8KF2NsaWVudF9zb2Z0d2FyZV92ZXJzaW9uGAIgASgJIkkKDFBiQXBpVmVyc2lvbhIPCgdhcGlfa2V5GAEgASgFEhMKC21pbl92ZXJzaW9uGAIgASgFEhMKC21heF92ZXJzaW9uGAMgASgFIlwKE0FwaVZlcnNpb25zUmVzcG9uc2USLQoMYXBpX3ZlcnNpb25zGAEgAygLMhcudHJpYnV0YXJ5LlBiQXBpVmVyc2lvbhIWCg5zZXJ2ZXJfdmVyc2lvbhgCIAEoCSJfChVDcmVhdGVEYXRhYmFzZVJlcXVlc3QSFQoNZGF0YWJhc2VfbmFtZRgBIAEoCRIVCg1kYXRhYmFzZV9qc29uGAIgASgJEhgKEGlnbm9yZV9pZl9leGlzdHMYAyABKAgiGAoWQ3JlYXRlRGF0YWJhc2VSZXNwb25zZSJbChNEcm9wRGF0YWJhc2VSZXF1ZXN0EhUKDWRhdGFiYXNlX25hbWUYASABKAkSHAoUaWdub3JlX2lmX25vdF9leGlzdHMYAiABKAgSDwoHY2FzY2FkZRgDIAEoCCIWChREcm9wRGF0YWJhc2VSZXNwb25zZSIWChRMaXN0RGF0YWJhc2VzUmVxdWVzdCIvChVMaXN0RGF0YWJhc2VzUmVzcG9uc2USFgoOZGF0YWJhc2VfbmFtZXMYASADKAkiLgoVRGF0YWJhc2VFeGlzdHNSZXF1ZXN0EhUKDWRhdGFiYXNlX25hbWUYASABKAkiKAoWRGF0YWJhc2VFeGlzdHNSZXNwb25zZRIOCgZleGlzdHMYASABKAgibgoSQ3JlYXRlVGFibGVSZXF1ZXN0EioKCnRhYmxlX3BhdGgYASABKAsyFi50cmlidXRhcnkuUGJUYWJsZVBhdGgSEgoKdGFibGVfanNvbhgCIAEoCRIYChBpZ25vcmVfaWZfZXhpc3RzGAMgASgIIicKE0NyZWF0ZVRhYmxlUmVzcG9uc2USEAoIdGFibGVfaWQYASABKAMiXAoQRHJvcFRhYmxlUmVxdWVzdBIqCgp0YWJsZV9wYXRoGAEgASgLMhYudHJpYnV0YXJ5LlBiVGFibGVQYXRoEhwKFGlnbm9yZV9pZl9ub3RfZXhpc3RzGAIgASgIIhMKEURyb3BUYWJsZVJlc3BvbnNlIkEKE0dldFRhYmxlSW5mb1JlcXVlc3QSKgoKdGFibGVfcGF0aBgBIAEoCzIWLnRyaWJ1dGFyeS5QYlRhYmxlUGF0aCJ8ChRHZXRUYWJsZUluZm9SZXNwb25zZRIQCgh0YWJsZV9pZBgBIAEoAxIRCglzY2hlbWFfaWQYAiABKAUSEgoKdGFibGVfanNvbhgDIAEoCRIUCgxjcmVhdGVkX3RpbWUYBCABKAMSFQoNbW9kaWZpZWRfdGltZRgFIAEoAyIqChFMaXN0VGFibGVzUmVxdWVzdBIVCg1kYXRhYmFzZV9uYW1lGAEgASgJIikKEkxpc3RUYWJsZXNSZXNwb25zZRITCgt0YWJsZV9uYW1lcxgBIAMoCSJAChJUYWJsZUV4aXN0c1JlcXVlc3QSKgoKdGFibGVfcGF0aBgBIAEoCzIWLnRyaWJ1dGFyeS5QYlRhYmxlUGF0aCIlChNUYWJsZUV4aXN0c1Jlc3BvbnNlEg4KBmV4aXN0cxgBIAEoCCJpChVHZXRUYWJsZVNjaGVtYVJlcXVlc3QSKgoKdGFibGVfcGF0aBgBIAEoCzIWLnRyaWJ1dGFyeS5QYlRhYmxlUGF0aBIWCglzY2hlbWFfaWQYAiABKAVIAIgBAUIMCgpfc2NoZW1hX2lkIkAKFkdldFRhYmxlU2NoZW1hUmVzcG9uc2USEQoJc2NoZW1hX2lkGAEgASgFEhMKC3NjaGVtYV9qc29uGAIgASgJImAKDVBiQWx0ZXJDb25maWcSEgoKY29uZmlnX2tleRgBIAEoCRIZCgxjb25maWdfdmFsdWUYAiABKAlIAIgBARIPCgdvcF90eXBlGAMgASgFQg8KDV9jb25maWdfdmFsdWUijwEKEUFsdGVyVGFibGVSZXF1ZXN0EioKCnRhYmxlX3BhdGgYASABKAsyFi50cmlidXRhcnkuUGJUYWJsZVBhdGgSHAoUaWdub3JlX2lmX25vdF9leGlzdHMYAiABKAgSMAoOY29uZmlnX2NoYW5nZXMYAyADKAsyGC50cmlidXRhcnkuUGJBbHRlckNvbmZpZyIUChJBbHRlclRhYmxlUmVzcG9uc2UidAoZTGlzdFBhcnRpdGlvbkluZm9zUmVxdWVzdBIqCgp0YWJsZV9wYXRoGAEgASgLMhYudHJpYnV0YXJ5LlBiVGFibGVQYXRoEisKDHBhcnRpYWxfc3BlYxgCIAMoCzIVLnRyaWJ1dGFyeS5QYktleVZhbHVlIlEKGkxpc3RQYXJ0aXRpb25JbmZvc1Jlc3BvbnNlEjMKD3BhcnRpdGlvbnNfaW5mbxgBIAMoCzIaLnRyaWJ1dGFyeS5QYlBhcnRpdGlvbkluZm8ijQEKFkNyZWF0ZVBhcnRpdGlvblJlcXVlc3QSKgoKdGFibGVfcGF0aBgBIAEoCzIWLnRyaWJ1dGFyeS5QYlRhYmxlUGF0aBItCg5wYXJ0aXRpb25fc3BlYxgCIAMoCzIVLnRyaWJ1dGFyeS5QYktleVZhbHVlEhgKEGlnbm9yZV9pZl9leGlzdHMYAyABKAgiLwoXQ3JlYXRlUGFydGl0aW9uUmVzcG9uc2USFAoMcGFydGl0aW9uX2lkGAEgASgDIo8BChREcm9wUGFydGl0aW9uUmVxdWVzdBIqCgp0YWJsZV9wYXRoGAEgASgLMhYudHJpYnV0YXJ5LlBiVGFibGVQYXRoEi0KDnBhcnRpdGlvbl9zcGVjGAIgAygLMhUudHJpYnV0YXJ5LlBiS2V5VmFsdWUSHAoUaWdub3JlX2lmX25vdF9leGlzdHMYAyABKAgiFwoVRHJvcFBhcnRpdGlvblJlc3BvbnNlIlQKD01ldGFkYXRhUmVxdWVzdBIqCgp0YWJsZV9wYXRoGAEgAygLMhYudHJpYnV0YXJ5LlBiVGFibGVQYXRoEhUKDXBhcnRpdGlvbnNfaWQYAiADKAMi2QEKD1BiVGFibGVNZXRhZGF0YRIqCgp0YWJsZV9wYXRoGAEgASgLMhYudHJpYnV0YXJ5LlBiVGFibGVQYXRoEhAKCHRhYmxlX2lkGAIgASgDEhEKCXNjaGVtYV9pZBgDIAEoBRISCgp0YWJsZV9qc29uGAQgASgJEjQKD2J1Y2tldF9tZXRhZGF0YRgFIAMoCzIbLnRyaWJ1dGFyeS5QYkJ1Y2tldE1ldGFkYXRhEhQKDGNyZWF0ZWRfdGltZRgGIAEoAxIVCg1tb2RpZmllZF90aW1lGAcgASgDIosBChNQYlBhcnRpdGlvbk1ldGFkYXRhEhAKCHRhYmxlX2lkGAEgASgDEhYKDnBhcnRpdGlvbl9uYW1lGAIgASgJEhQKDHBhcnRpdGlvbl9pZBgDIAEoAxI0Cg9idWNrZXRfbWV0YWRhdGEYBCADKAsyGy50cmlidXRhcnkuUGJCdWNrZXRNZXRhZGF0YSLoAQoQTWV0YWRhdGFSZXNwb25zZRIzChJjb29yZGluYXRvcl9zZXJ2ZXIYASABKAsyFy50cmlidXRhcnkuUGJTZXJ2ZXJOb2RlEi8KDnRhYmxldF9zZXJ2ZXJzGAIgAygLMhcudHJpYnV0YXJ5LlBiU2VydmVyTm9kZRIyCg50YWJsZV9tZXRhZGF0YRgDIAMoCzIaLnRyaWJ1dGFyeS5QYlRhYmxlTWV0YWRhdGESOgoScGFydGl0aW9uX21ldGFkYXRhGAQgAygLMh4udHJpYnV0YXJ5LlBiUGFydGl0aW9uTWV0YWRhdGEiEwoRSW5pdFdyaXRlclJlcXVlc3QiJwoSSW5pdFdyaXRlclJlc3BvbnNlEhEKCXdyaXRlcl9pZBgBIAEoAyJqChhQYlByb2R1Y2VMb2dSZXFGb3JCdWNrZXQSGQoMcGFydGl0aW9uX2lkGAEgASgDSACIAQESEQoJYnVja2V0X2lkGAIgASgFEg8KB3JlY29yZHMYAyABKAxCDwoNX3BhcnRpdGlvbl9pZCKBAQoRUHJvZHVjZUxvZ1JlcXVlc3QSDAoEYWNrcxgBIAEoBRIQCgh0YWJsZV9pZBgCIAEoAxISCgp0aW1lb3V0X21zGAMgASgFEjgKC2J1Y2tldHNfcmVxGAQgAygLMiMudHJpYnV0YXJ5LlBiUHJvZHVjZUxvZ1JlcUZvckJ1Y2tldCLFAQoZUGJQcm9kdWNlTG9nUmVzcEZvckJ1Y2tldBIZCgxwYXJ0aXRpb25faWQYASABKANIAIgBARIRCglidWNrZXRfaWQYAiABKAUSFwoKZXJyb3JfY29kZRgDIAEoBUgBiAEBEhoKDWVycm9yX21lc3NhZ2UYBCABKAlIAogBARITCgtiYXNlX29mZnNldBgFIAEoA0IPCg1fcGFydGl0aW9uX2lkQg0KC19lcnJvcl9jb2RlQhAKDl9lcnJvcl9tZXNzYWdlIlAKElByb2R1Y2VMb2dSZXNwb25zZRI6CgxidWNrZXRzX3Jlc3AYASADKAsyJC50cmlidXRhcnkuUGJQcm9kdWNlTG9nUmVzcEZvckJ1Y2tldCKGAQoWUGJGZXRjaExvZ1JlcUZvckJ1Y2tldBIZCgxwYXJ0aXRpb25faWQYASABKANIAIgBARIRCglidWNrZXRfaWQYAiABKAUSFAoMZmV0Y2hfb2Zmc2V0GAMgASgDEhcKD21heF9mZXRjaF9ieXRlcxgEIAEoBUIPCg1fcGFydGl0aW9uX2lkIqABChVQYkZldGNoTG9nUmVxRm9yVGFibGUSEAoIdGFibGVfaWQYASABKAMSIwobcHJvamVjdGlvbl9wdXNoZG93bl9lbmFibGVkGAIgASgIEhgKEHByb2plY3RlZF9maWVsZHMYAyADKAUSNgoLYnVja2V0c19yZXEYBCADKAsyIS50cmlidXRhcnkuUGJGZXRjaExvZ1JlcUZvckJ1Y2tldCKeAQoPRmV0Y2hMb2dSZXF1ZXN0EhoKEmZvbGxvd2VyX3NlcnZlcl9pZBgBIAEoBRIRCgltYXhfYnl0ZXMYAiABKAUSEQoJbWluX2J5dGVzGAMgASgFEhMKC21heF93YWl0X21zGAQgASgFEjQKCnRhYmxlc19yZXEYBSADKAsyIC50cmlidXRhcnkuUGJGZXRjaExvZ1JlcUZvclRhYmxlIvEBChdQYkZldGNoTG9nUmVzcEZvckJ1Y2tldBIZCgxwYXJ0aXRpb25faWQYASABKANIAIgBARIRCglidWNrZXRfaWQYAiABKAUSFwoKZXJyb3JfY29kZRgDIAEoBUgBiAEBEhoKDWVycm9yX21lc3NhZ2UYBCABKAlIAogBARIWCg5oaWdoX3dhdGVybWFyaxgFIAEoAxIYChBsb2dfc3RhcnRfb2Zmc2V0GAYgASgDEg8KB3JlY29yZHMYByABKAxCDwoNX3BhcnRpdGlvbl9pZEINCgtfZXJyb3JfY29kZUIQCg5fZXJyb3JfbWVzc2FnZSJkChZQYkZldGNoTG9nUmVzcEZvclRhYmxlEhAKCHRhYmxlX2lkGAEgASgDEjgKDGJ1Y2tldHNfcmVzcBgCIAMoCzIiLnRyaWJ1dGFyeS5QYkZldGNoTG9nUmVzcEZvckJ1Y2tldCJKChBGZXRjaExvZ1Jlc3BvbnNlEjYKC3RhYmxlc19yZXNwGAEgAygLMiEudHJpYnV0YXJ5LlBiRmV0Y2hMb2dSZXNwRm9yVGFibGUiyAEKEkxpc3RPZmZzZXRzUmVxdWVzdBIaChJmb2xsb3dlcl9zZXJ2ZXJfaWQYASABKAUSEwoLb2Zmc2V0X3R5cGUYAiABKAUSEAoIdGFibGVfaWQYAyABKAMSGQoMcGFydGl0aW9uX2lkGAQgASgDSACIAQESEQoJYnVja2V0X2lkGAUgAygFEhwKD3N0YXJ0X3RpbWVzdGFtcBgGIAEoA0gBiAEBQg8KDV9wYXJ0aXRpb25faWRCEgoQX3N0YXJ0X3RpbWVzdGFtcCKVAQoaUGJMaXN0T2Zmc2V0c1Jlc3BGb3JCdWNrZXQSEQoJYnVja2V0X2lkGAEgASgFEhcKCmVycm9yX2NvZGUYAiABKAVIAIgBARIaCg1lcnJvcl9tZXNzYWdlGAMgASgJSAGIAQESDgoGb2Zmc2V0GAQgASgDQg0KC19lcnJvcl9jb2RlQhAKDl9lcnJvcl9tZXNzYWdlIlIKE0xpc3RPZmZzZXRzUmVzcG9uc2USOwoMYnVja2V0c19yZXNwGAEgAygLMiUudHJpYnV0YXJ5LlBiTGlzdE9mZnNldHNSZXNwRm9yQnVja2V0InIKEExpbWl0U2NhblJlcXVlc3QSEAoIdGFibGVfaWQYASABKAMSGQoMcGFydGl0aW9uX2lkGAIgASgDSACIAQESEQoJYnVja2V0X2lkGAMgASgFEg0KBWxpbWl0GAQgASgFQg8KDV9wYXJ0aXRpb25faWQiigEKEUxpbWl0U2NhblJlc3BvbnNlEhcKCmVycm9yX2NvZGUYASABKAVIAIgBARIaCg1lcnJvcl9tZXNzYWdlGAIgASgJSAGIAQESDwoHcmVjb3JkcxgDIAEoDBIOCgZ2YWx1ZXMYBCADKAxCDQoLX2Vycm9yX2NvZGVCEAoOX2Vycm9yX21lc3NhZ2UiZQoTUGJQdXRLdlJlcUZvckJ1Y2tldBIZCgxwYXJ0aXRpb25faWQYASABKANIAIgBARIRCglidWNrZXRfaWQYAiABKAUSDwoHcmVjb3JkcxgDIAEoDEIPCg1fcGFydGl0aW9uX2lkIo8BCgxQdXRLdlJlcXVlc3QSDAoEYWNrcxgBIAEoBRIQCgh0YWJsZV9pZBgCIAEoAxISCgp0aW1lb3V0X21zGAMgASgFEhYKDnRhcmdldF9jb2x1bW5zGAQgAygFEjMKC2J1Y2tldHNfcmVxGAUgAygLMh4udHJpYnV0YXJ5LlBiUHV0S3ZSZXFGb3JCdWNrZXQiwwEKFFBiUHV0S3ZSZXNwRm9yQnVja2V0EhkKDHBhcnRpdGlvbl9pZBgBIAEoA0gAiAEBEhEKCWJ1Y2tldF9pZBgCIAEoBRIXCgplcnJvcl9jb2RlGAMgASgFSAGIAQESGgoNZXJyb3JfbWVzc2FnZRgEIAEoCUgCiAEBEhYKDmxvZ19lbmRfb2Zmc2V0GAUgASgDQg8KDV9wYXJ0aXRpb25faWRCDQoLX2Vycm9yX2NvZGVCEAoOX2Vycm9yX21lc3NhZ2UiRgoNUHV0S3ZSZXNwb25zZRI1CgxidWNrZXRzX3Jlc3AYASADKAsyHy50cmlidXRhcnkuUGJQdXRLdlJlc3BGb3JCdWNrZXQiYwoUUGJMb29rdXBSZXFGb3JCdWNrZXQSGQoMcGFydGl0aW9uX2lkGAEgASgDSACIAQESEQoJYnVja2V0X2lkGAIgASgFEgwKBGtleXMYAyADKAxCDwoNX3BhcnRpdGlvbl9pZCJXCg1Mb29rdXBSZXF1ZXN0EhAKCHRhYmxlX2lkGAEgASgDEjQKC2J1Y2tldHNfcmVxGAIgAygLMh8udHJpYnV0YXJ5LlBiTG9va3VwUmVxRm9yQnVja2V0IikKB1BiVmFsdWUSEwoGdmFsdWVzGAEgASgMSACIAQFCCQoHX3ZhbHVlcyLQAQoVUGJMb29rdXBSZXNwRm9yQnVja2V0EhkKDHBhcnRpdGlvbl9pZBgBIAEoA0gAiAEBEhEKCWJ1Y2tldF9pZBgCIAEoBRIXCgplcnJvcl9jb2RlGAMgASgFSAGIAQESGgoNZXJyb3JfbWVzc2FnZRgEIAEoCUgCiAEBEiIKBnZhbHVlcxgFIAMoCzISLnRyaWJ1dGFyeS5QYlZhbHVlQg8KDV9wYXJ0aXRpb25faWRCDQoLX2Vycm9yX2NvZGVCEAoOX2Vycm9yX21lc3NhZ2UiSAoOTG9va3VwUmVzcG9uc2USNgoMYnVja2V0c19yZXNwGAEgAygLMiAudHJpYnV0YXJ5LlBiTG9va3VwUmVzcEZvckJ1Y2tldCJdChNQcmVmaXhMb29rdXBSZXF1ZXN0EhAKCHRhYmxlX2lkGAEgASgDEjQKC2J1Y2tldHNfcmVxGAIgAygLMh8udHJpYnV0YXJ5LlBiTG9va3VwUmVxRm9yQnVja2V0Ih0KC1BiVmFsdWVMaXN0Eg4KBnZhbHVlcxgBIAMoDCLfAQobUGJQcmVmaXhMb29rdXBSZXNwRm9yQnVja2V0EhkKDHBhcnRpdGlvbl9pZBgBIAEoA0gAiAEBEhEKCWJ1Y2tldF9pZBgCIAEoBRIXCgplcnJvcl9jb2RlGAMgASgFSAGIAQESGgoNZXJyb3JfbWVzc2FnZRgEIAEoCUgCiAEBEisKC3ZhbHVlX2xpc3RzGAUgAygLMhYudHJpYnV0YXJ5LlBiVmFsdWVMaXN0Qg8KDV9wYXJ0aXRpb25faWRCDQoLX2Vycm9yX2NvZGVCEAoOX2Vycm9yX21lc3NhZ2UiVAoUUHJlZml4TG9va3VwUmVzcG9uc2USPAoMYnVja2V0c19yZXNwGAEgAygLMiYudHJpYnV0YXJ5LlBiUHJlZml4TG9va3VwUmVzcEZvckJ1Y2tldCJnChRHZXRUYWJsZVN0YXRzUmVxdWVzdBIQCgh0YWJsZV9pZBgBIAEoAxIZCgxwYXJ0aXRpb25faWQYAiABKANIAIgBARIRCglidWNrZXRfaWQYAyADKAVCDwoNX3BhcnRpdGlvbl9pZCKXAQoZUGJUYWJsZVN0YXRzUmVzcEZvckJ1Y2tldBIRCglidWNrZXRfaWQYASABKAUSFwoKZXJyb3JfY29kZRgCIAEoBUgAiAEBEhoKDWVycm9yX21lc3NhZ2UYAyABKAlIAYgBARIRCglyb3dfY291bnQYBCABKANCDQoLX2Vycm9yX2NvZGVCEAoOX2Vycm9yX21lc3NhZ2UiUwoVR2V0VGFibGVTdGF0c1Jlc3BvbnNlEjoKDGJ1Y2tldHNfcmVzcBgBIAMoCzIkLnRyaWJ1dGFyeS5QYlRhYmxlU3RhdHNSZXNwRm9yQnVja2V0InkKG0dldExhdGVzdEt2U25hcHNob3RzUmVxdWVzdBIqCgp0YWJsZV9wYXRoGAEgASgLMhYudHJpYnV0YXJ5LlBiVGFibGVQYXRoEhsKDnBhcnRpdGlvbl9uYW1lGAIgASgJSACIAQFCEQoPX3BhcnRpdGlvbl9uYW1lIpkBCgxQYkt2U25hcHNob3QSEQoJYnVja2V0X2lkGAEgASgFEhgKC3NuYXBzaG90X2lkGAIgASgDSACIAQESFwoKbG9nX29mZnNldBgDIAEoA0gBiAEBEhYKCXJvd19jb3VudBgEIAEoA0gCiAEBQg4KDF9zbmFwc2hvdF9pZEINCgtfbG9nX29mZnNldEIMCgpfcm93X2NvdW50Io8BChxHZXRMYXRlc3RLdlNuYXBzaG90c1Jlc3BvbnNlEhAKCHRhYmxlX2lkGAEgASgDEhkKDHBhcnRpdGlvbl9pZBgCIAEoA0gAiAEBEjEKEGxhdGVzdF9zbmFwc2hvdHMYAyADKAsyFy50cmlidXRhcnkuUGJLdlNuYXBzaG90Qg8KDV9wYXJ0aXRpb25faWQiRgoYVHJpZ2dlckt2U25hcHNob3RSZXF1ZXN0EioKCnRhYmxlX3BhdGgYASABKAsyFi50cmlidXRhcnkuUGJUYWJsZVBhdGgiRwoZVHJpZ2dlckt2U25hcHNob3RSZXNwb25zZRIqCglzbmFwc2hvdHMYASADKAsyFy50cmlidXRhcnkuUGJLdlNuYXBzaG90IrkBCg1TY2FuS3ZSZXF1ZXN0EhAKCHRhYmxlX2lkGAEgASgDEhkKDHBhcnRpdGlvbl9pZBgCIAEoA0gAiAEBEhEKCWJ1Y2tldF9pZBgDIAEoBRIXCgpzY2FubmVyX2lkGAQgASgMSAGIAQESGAoQYmF0Y2hfc2l6ZV9ieXRlcxgFIAEoBRIVCg1jbG9zZV9zY2FubmVyGAYgASgIQg8KDV9wYXJ0aXRpb25faWRCDQoLX3NjYW5uZXJfaWQiuAEKDlNjYW5LdlJlc3BvbnNlEhcKCmVycm9yX2NvZGUYASABKAVIAIgBARIaCg1lcnJvcl9tZXNzYWdlGAIgASgJSAGIAQESEgoKc2Nhbm5lcl9pZBgDIAEoDBIYChBoYXNfbW9yZV9yZXN1bHRzGAQgASgIEg4KBnZhbHVlcxgFIAMoDBISCgpsb2dfb2Zmc2V0GAYgASgDQg0KC19lcnJvcl9jb2RlQhAKDl9lcnJvcl9tZXNzYWdlYgZwcm90bzM");
+  fileDesc("Cg90cmlidXRhcnkucHJvdG8SCXRyaWJ1dGFyeSI6Cg1FcnJvclJlc3BvbnNlEhIKCmVycm9yX2NvZGUYASABKAUSFQoNZXJyb3JfbWVzc2FnZRgCIAEoCSI4CgtQYlRhYmxlUGF0aBIVCg1kYXRhYmFzZV9uYW1lGAEgASgJEhIKCnRhYmxlX25hbWUYAiABKAkiKAoKUGJLZXlWYWx1ZRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAkiOwoMUGJTZXJ2ZXJOb2RlEg8KB25vZGVfaWQYASABKAUSDAoEaG9zdBgCIAEoCRIMCgRwb3J0GAMgASgFIk4KEFBiQnVja2V0TWV0YWRhdGESEQoJYnVja2V0X2lkGAEgASgFEhEKCWxlYWRlcl9pZBgCIAEoBRIUCgxsZWFkZXJfZXBvY2gYAyABKAUiZAoPUGJQYXJ0aXRpb25JbmZvEhQKDHBhcnRpdGlvbl9pZBgBIAEoAxIWCg5wYXJ0aXRpb25fbmFtZRgCIAEoCRIjCgRzcGVjGAMgAygLMhUudHJpYnV0YXJ5LlBiS2V5VmFsdWUiUwoSQXBpVmVyc2lvbnNSZXF1ZXN0EhwKFGNsaWVudF9zb2Z0d2FyZV9uYW1lGAEgASgJEh8KF2NsaWVudF9zb2Z0d2FyZV92ZXJzaW9uGAIgASgJIkkKDFBiQXBpVmVyc2lvbhIPCgdhcGlfa2V5GAEgASgFEhMKC21pbl92ZXJzaW9uGAIgASgFEhMKC21heF92ZXJzaW9uGAMgASgFIlwKE0FwaVZlcnNpb25zUmVzcG9uc2USLQoMYXBpX3ZlcnNpb25zGAEgAygLMhcudHJpYnV0YXJ5LlBiQXBpVmVyc2lvbhIWCg5zZXJ2ZXJfdmVyc2lvbhgCIAEoCSJfChVDcmVhdGVEYXRhYmFzZVJlcXVlc3QSFQoNZGF0YWJhc2VfbmFtZRgBIAEoCRIVCg1kYXRhYmFzZV9qc29uGAIgASgJEhgKEGlnbm9yZV9pZl9leGlzdHMYAyABKAgiGAoWQ3JlYXRlRGF0YWJhc2VSZXNwb25zZSJbChNEcm9wRGF0YWJhc2VSZXF1ZXN0EhUKDWRhdGFiYXNlX25hbWUYASABKAkSHAoUaWdub3JlX2lmX25vdF9leGlzdHMYAiABKAgSDwoHY2FzY2FkZRgDIAEoCCIWChREcm9wRGF0YWJhc2VSZXNwb25zZSIWChRMaXN0RGF0YWJhc2VzUmVxdWVzdCIvChVMaXN0RGF0YWJhc2VzUmVzcG9uc2USFgoOZGF0YWJhc2VfbmFtZXMYASADKAkiLgoVRGF0YWJhc2VFeGlzdHNSZXF1ZXN0EhUKDWRhdGFiYXNlX25hbWUYASABKAkiKAoWRGF0YWJhc2VFeGlzdHNSZXNwb25zZRIOCgZleGlzdHMYASABKAgibgoSQ3JlYXRlVGFibGVSZXF1ZXN0EioKCnRhYmxlX3BhdGgYASABKAsyFi50cmlidXRhcnkuUGJUYWJsZVBhdGgSEgoKdGFibGVfanNvbhgCIAEoCRIYChBpZ25vcmVfaWZfZXhpc3RzGAMgASgIIicKE0NyZWF0ZVRhYmxlUmVzcG9uc2USEAoIdGFibGVfaWQYASABKAMiXAoQRHJvcFRhYmxlUmVxdWVzdBIqCgp0YWJsZV9wYXRoGAEgASgLMhYudHJpYnV0YXJ5LlBiVGFibGVQYXRoEhwKFGlnbm9yZV9pZl9ub3RfZXhpc3RzGAIgASgIIhMKEURyb3BUYWJsZVJlc3BvbnNlIkEKE0dldFRhYmxlSW5mb1JlcXVlc3QSKgoKdGFibGVfcGF0aBgBIAEoCzIWLnRyaWJ1dGFyeS5QYlRhYmxlUGF0aCJ8ChRHZXRUYWJsZUluZm9SZXNwb25zZRIQCgh0YWJsZV9pZBgBIAEoAxIRCglzY2hlbWFfaWQYAiABKAUSEgoKdGFibGVfanNvbhgDIAEoCRIUCgxjcmVhdGVkX3RpbWUYBCABKAMSFQoNbW9kaWZpZWRfdGltZRgFIAEoAyIqChFMaXN0VGFibGVzUmVxdWVzdBIVCg1kYXRhYmFzZV9uYW1lGAEgASgJIikKEkxpc3RUYWJsZXNSZXNwb25zZRITCgt0YWJsZV9uYW1lcxgBIAMoCSJAChJUYWJsZUV4aXN0c1JlcXVlc3QSKgoKdGFibGVfcGF0aBgBIAEoCzIWLnRyaWJ1dGFyeS5QYlRhYmxlUGF0aCIlChNUYWJsZUV4aXN0c1Jlc3BvbnNlEg4KBmV4aXN0cxgBIAEoCCJpChVHZXRUYWJsZVNjaGVtYVJlcXVlc3QSKgoKdGFibGVfcGF0aBgBIAEoCzIWLnRyaWJ1dGFyeS5QYlRhYmxlUGF0aBIWCglzY2hlbWFfaWQYAiABKAVIAIgBAUIMCgpfc2NoZW1hX2lkIkAKFkdldFRhYmxlU2NoZW1hUmVzcG9uc2USEQoJc2NoZW1hX2lkGAEgASgFEhMKC3NjaGVtYV9qc29uGAIgASgJImAKDVBiQWx0ZXJDb25maWcSEgoKY29uZmlnX2tleRgBIAEoCRIZCgxjb25maWdfdmFsdWUYAiABKAlIAIgBARIPCgdvcF90eXBlGAMgASgFQg8KDV9jb25maWdfdmFsdWUijwEKEUFsdGVyVGFibGVSZXF1ZXN0EioKCnRhYmxlX3BhdGgYASABKAsyFi50cmlidXRhcnkuUGJUYWJsZVBhdGgSHAoUaWdub3JlX2lmX25vdF9leGlzdHMYAiABKAgSMAoOY29uZmlnX2NoYW5nZXMYAyADKAsyGC50cmlidXRhcnkuUGJBbHRlckNvbmZpZyIUChJBbHRlclRhYmxlUmVzcG9uc2UidAoZTGlzdFBhcnRpdGlvbkluZm9zUmVxdWVzdBIqCgp0YWJsZV9wYXRoGAEgASgLMhYudHJpYnV0YXJ5LlBiVGFibGVQYXRoEisKDHBhcnRpYWxfc3BlYxgCIAMoCzIVLnRyaWJ1dGFyeS5QYktleVZhbHVlIlEKGkxpc3RQYXJ0aXRpb25JbmZvc1Jlc3BvbnNlEjMKD3BhcnRpdGlvbnNfaW5mbxgBIAMoCzIaLnRyaWJ1dGFyeS5QYlBhcnRpdGlvbkluZm8ijQEKFkNyZWF0ZVBhcnRpdGlvblJlcXVlc3QSKgoKdGFibGVfcGF0aBgBIAEoCzIWLnRyaWJ1dGFyeS5QYlRhYmxlUGF0aBItCg5wYXJ0aXRpb25fc3BlYxgCIAMoCzIVLnRyaWJ1dGFyeS5QYktleVZhbHVlEhgKEGlnbm9yZV9pZl9leGlzdHMYAyABKAgiLwoXQ3JlYXRlUGFydGl0aW9uUmVzcG9uc2USFAoMcGFydGl0aW9uX2lkGAEgASgDIo8BChREcm9wUGFydGl0aW9uUmVxdWVzdBIqCgp0YWJsZV9wYXRoGAEgASgLMhYudHJpYnV0YXJ5LlBiVGFibGVQYXRoEi0KDnBhcnRpdGlvbl9zcGVjGAIgAygLMhUudHJpYnV0YXJ5LlBiS2V5VmFsdWUSHAoUaWdub3JlX2lmX25vdF9leGlzdHMYAyABKAgiFwoVRHJvcFBhcnRpdGlvblJlc3BvbnNlIlQKD01ldGFkYXRhUmVxdWVzdBIqCgp0YWJsZV9wYXRoGAEgAygLMhYudHJpYnV0YXJ5LlBiVGFibGVQYXRoEhUKDXBhcnRpdGlvbnNfaWQYAiADKAMi2QEKD1BiVGFibGVNZXRhZGF0YRIqCgp0YWJsZV9wYXRoGAEgASgLMhYudHJpYnV0YXJ5LlBiVGFibGVQYXRoEhAKCHRhYmxlX2lkGAIgASgDEhEKCXNjaGVtYV9pZBgDIAEoBRISCgp0YWJsZV9qc29uGAQgASgJEjQKD2J1Y2tldF9tZXRhZGF0YRgFIAMoCzIbLnRyaWJ1dGFyeS5QYkJ1Y2tldE1ldGFkYXRhEhQKDGNyZWF0ZWRfdGltZRgGIAEoAxIVCg1tb2RpZmllZF90aW1lGAcgASgDIosBChNQYlBhcnRpdGlvbk1ldGFkYXRhEhAKCHRhYmxlX2lkGAEgASgDEhYKDnBhcnRpdGlvbl9uYW1lGAIgASgJEhQKDHBhcnRpdGlvbl9pZBgDIAEoAxI0Cg9idWNrZXRfbWV0YWRhdGEYBCADKAsyGy50cmlidXRhcnkuUGJCdWNrZXRNZXRhZGF0YSLoAQoQTWV0YWRhdGFSZXNwb25zZRIzChJjb29yZGluYXRvcl9zZXJ2ZXIYASABKAsyFy50cmlidXRhcnkuUGJTZXJ2ZXJOb2RlEi8KDnRhYmxldF9zZXJ2ZXJzGAIgAygLMhcudHJpYnV0YXJ5LlBiU2VydmVyTm9kZRIyCg50YWJsZV9tZXRhZGF0YRgDIAMoCzIaLnRyaWJ1dGFyeS5QYlRhYmxlTWV0YWRhdGESOgoScGFydGl0aW9uX21ldGFkYXRhGAQgAygLMh4udHJpYnV0YXJ5LlBiUGFydGl0aW9uTWV0YWRhdGEiEwoRSW5pdFdyaXRlclJlcXVlc3QiJwoSSW5pdFdyaXRlclJlc3BvbnNlEhEKCXdyaXRlcl9pZBgBIAEoAyJqChhQYlByb2R1Y2VMb2dSZXFGb3JCdWNrZXQSGQoMcGFydGl0aW9uX2lkGAEgASgDSACIAQESEQoJYnVja2V0X2lkGAIgASgFEg8KB3JlY29yZHMYAyABKAxCDwoNX3BhcnRpdGlvbl9pZCKBAQoRUHJvZHVjZUxvZ1JlcXVlc3QSDAoEYWNrcxgBIAEoBRIQCgh0YWJsZV9pZBgCIAEoAxISCgp0aW1lb3V0X21zGAMgASgFEjgKC2J1Y2tldHNfcmVxGAQgAygLMiMudHJpYnV0YXJ5LlBiUHJvZHVjZUxvZ1JlcUZvckJ1Y2tldCLFAQoZUGJQcm9kdWNlTG9nUmVzcEZvckJ1Y2tldBIZCgxwYXJ0aXRpb25faWQYASABKANIAIgBARIRCglidWNrZXRfaWQYAiABKAUSFwoKZXJyb3JfY29kZRgDIAEoBUgBiAEBEhoKDWVycm9yX21lc3NhZ2UYBCABKAlIAogBARITCgtiYXNlX29mZnNldBgFIAEoA0IPCg1fcGFydGl0aW9uX2lkQg0KC19lcnJvcl9jb2RlQhAKDl9lcnJvcl9tZXNzYWdlIlAKElByb2R1Y2VMb2dSZXNwb25zZRI6CgxidWNrZXRzX3Jlc3AYASADKAsyJC50cmlidXRhcnkuUGJQcm9kdWNlTG9nUmVzcEZvckJ1Y2tldCKGAQoWUGJGZXRjaExvZ1JlcUZvckJ1Y2tldBIZCgxwYXJ0aXRpb25faWQYASABKANIAIgBARIRCglidWNrZXRfaWQYAiABKAUSFAoMZmV0Y2hfb2Zmc2V0GAMgASgDEhcKD21heF9mZXRjaF9ieXRlcxgEIAEoBUIPCg1fcGFydGl0aW9uX2lkIqABChVQYkZldGNoTG9nUmVxRm9yVGFibGUSEAoIdGFibGVfaWQYASABKAMSIwobcHJvamVjdGlvbl9wdXNoZG93bl9lbmFibGVkGAIgASgIEhgKEHByb2plY3RlZF9maWVsZHMYAyADKAUSNgoLYnVja2V0c19yZXEYBCADKAsyIS50cmlidXRhcnkuUGJGZXRjaExvZ1JlcUZvckJ1Y2tldCKeAQoPRmV0Y2hMb2dSZXF1ZXN0EhoKEmZvbGxvd2VyX3NlcnZlcl9pZBgBIAEoBRIRCgltYXhfYnl0ZXMYAiABKAUSEQoJbWluX2J5dGVzGAMgASgFEhMKC21heF93YWl0X21zGAQgASgFEjQKCnRhYmxlc19yZXEYBSADKAsyIC50cmlidXRhcnkuUGJGZXRjaExvZ1JlcUZvclRhYmxlIvEBChdQYkZldGNoTG9nUmVzcEZvckJ1Y2tldBIZCgxwYXJ0aXRpb25faWQYASABKANIAIgBARIRCglidWNrZXRfaWQYAiABKAUSFwoKZXJyb3JfY29kZRgDIAEoBUgBiAEBEhoKDWVycm9yX21lc3NhZ2UYBCABKAlIAogBARIWCg5oaWdoX3dhdGVybWFyaxgFIAEoAxIYChBsb2dfc3RhcnRfb2Zmc2V0GAYgASgDEg8KB3JlY29yZHMYByABKAxCDwoNX3BhcnRpdGlvbl9pZEINCgtfZXJyb3JfY29kZUIQCg5fZXJyb3JfbWVzc2FnZSJkChZQYkZldGNoTG9nUmVzcEZvclRhYmxlEhAKCHRhYmxlX2lkGAEgASgDEjgKDGJ1Y2tldHNfcmVzcBgCIAMoCzIiLnRyaWJ1dGFyeS5QYkZldGNoTG9nUmVzcEZvckJ1Y2tldCJKChBGZXRjaExvZ1Jlc3BvbnNlEjYKC3RhYmxlc19yZXNwGAEgAygLMiEudHJpYnV0YXJ5LlBiRmV0Y2hMb2dSZXNwRm9yVGFibGUiyAEKEkxpc3RPZmZzZXRzUmVxdWVzdBIaChJmb2xsb3dlcl9zZXJ2ZXJfaWQYASABKAUSEwoLb2Zmc2V0X3R5cGUYAiABKAUSEAoIdGFibGVfaWQYAyABKAMSGQoMcGFydGl0aW9uX2lkGAQgASgDSACIAQESEQoJYnVja2V0X2lkGAUgAygFEhwKD3N0YXJ0X3RpbWVzdGFtcBgGIAEoA0gBiAEBQg8KDV9wYXJ0aXRpb25faWRCEgoQX3N0YXJ0X3RpbWVzdGFtcCKVAQoaUGJMaXN0T2Zmc2V0c1Jlc3BGb3JCdWNrZXQSEQoJYnVja2V0X2lkGAEgASgFEhcKCmVycm9yX2NvZGUYAiABKAVIAIgBARIaCg1lcnJvcl9tZXNzYWdlGAMgASgJSAGIAQESDgoGb2Zmc2V0GAQgASgDQg0KC19lcnJvcl9jb2RlQhAKDl9lcnJvcl9tZXNzYWdlIlIKE0xpc3RPZmZzZXRzUmVzcG9uc2USOwoMYnVja2V0c19yZXNwGAEgAygLMiUudHJpYnV0YXJ5LlBiTGlzdE9mZnNldHNSZXNwRm9yQnVja2V0InIKEExpbWl0U2NhblJlcXVlc3QSEAoIdGFibGVfaWQYASABKAMSGQoMcGFydGl0aW9uX2lkGAIgASgDSACIAQESEQoJYnVja2V0X2lkGAMgASgFEg0KBWxpbWl0GAQgASgFQg8KDV9wYXJ0aXRpb25faWQiigEKEUxpbWl0U2NhblJlc3BvbnNlEhcKCmVycm9yX2NvZGUYASABKAVIAIgBARIaCg1lcnJvcl9tZXNzYWdlGAIgASgJSAGIAQESDwoHcmVjb3JkcxgDIAEoDBIOCgZ2YWx1ZXMYBCADKAxCDQoLX2Vycm9yX2NvZGVCEAoOX2Vycm9yX21lc3NhZ2UiZQoTUGJQdXRLdlJlcUZvckJ1Y2tldBIZCgxwYXJ0aXRpb25faWQYASABKANIAIgBARIRCglidWNrZXRfaWQYAiABKAUSDwoHcmVjb3JkcxgDIAEoDEIPCg1fcGFydGl0aW9uX2lkIo8BCgxQdXRLdlJlcXVlc3QSDAoEYWNrcxgBIAEoBRIQCgh0YWJsZV9pZBgCIAEoAxISCgp0aW1lb3V0X21zGAMgASgFEhYKDnRhcmdldF9jb2x1bW5zGAQgAygFEjMKC2J1Y2tldHNfcmVxGAUgAygLMh4udHJpYnV0YXJ5LlBiUHV0S3ZSZXFGb3JCdWNrZXQiwwEKFFBiUHV0S3ZSZXNwRm9yQnVja2V0EhkKDHBhcnRpdGlvbl9pZBgBIAEoA0gAiAEBEhEKCWJ1Y2tldF9pZBgCIAEoBRIXCgplcnJvcl9jb2RlGAMgASgFSAGIAQESGgoNZXJyb3JfbWVzc2FnZRgEIAEoCUgCiAEBEhYKDmxvZ19lbmRfb2Zmc2V0GAUgASgDQg8KDV9wYXJ0aXRpb25faWRCDQoLX2Vycm9yX2NvZGVCEAoOX2Vycm9yX21lc3NhZ2UiRgoNUHV0S3ZSZXNwb25zZRI1CgxidWNrZXRzX3Jlc3AYASADKAsyHy50cmlidXRhcnkuUGJQdXRLdlJlc3BGb3JCdWNrZXQiYwoUUGJMb29rdXBSZXFGb3JCdWNrZXQSGQoMcGFydGl0aW9uX2lkGAEgASgDSACIAQESEQoJYnVja2V0X2lkGAIgASgFEgwKBGtleXMYAyADKAxCDwoNX3BhcnRpdGlvbl9pZCJXCg1Mb29rdXBSZXF1ZXN0EhAKCHRhYmxlX2lkGAEgASgDEjQKC2J1Y2tldHNfcmVxGAIgAygLMh8udHJpYnV0YXJ5LlBiTG9va3VwUmVxRm9yQnVja2V0IikKB1BiVmFsdWUSEwoGdmFsdWVzGAEgASgMSACIAQFCCQoHX3ZhbHVlcyLQAQoVUGJMb29rdXBSZXNwRm9yQnVja2V0EhkKDHBhcnRpdGlvbl9pZBgBIAEoA0gAiAEBEhEKCWJ1Y2tldF9pZBgCIAEoBRIXCgplcnJvcl9jb2RlGAMgASgFSAGIAQESGgoNZXJyb3JfbWVzc2FnZRgEIAEoCUgCiAEBEiIKBnZhbHVlcxgFIAMoCzISLnRyaWJ1dGFyeS5QYlZhbHVlQg8KDV9wYXJ0aXRpb25faWRCDQoLX2Vycm9yX2NvZGVCEAoOX2Vycm9yX21lc3NhZ2UiSAoOTG9va3VwUmVzcG9uc2USNgoMYnVja2V0c19yZXNwGAEgAygLMiAudHJpYnV0YXJ5LlBiTG9va3VwUmVzcEZvckJ1Y2tldCJdChNQcmVmaXhMb29rdXBSZXF1ZXN0EhAKCHRhYmxlX2lkGAEgASgDEjQKC2J1Y2tldHNfcmVxGAIgAygLMh8udHJpYnV0YXJ5LlBiTG9va3VwUmVxRm9yQnVja2V0Ih0KC1BiVmFsdWVMaXN0Eg4KBnZhbHVlcxgBIAMoDCLfAQobUGJQcmVmaXhMb29rdXBSZXNwRm9yQnVja2V0EhkKDHBhcnRpdGlvbl9pZBgBIAEoA0gAiAEBEhEKCWJ1Y2tldF9pZBgCIAEoBRIXCgplcnJvcl9jb2RlGAMgASgFSAGIAQESGgoNZXJyb3JfbWVzc2FnZRgEIAEoCUgCiAEBEisKC3ZhbHVlX2xpc3RzGAUgAygLMhYudHJpYnV0YXJ5LlBiVmFsdWVMaXN0Qg8KDV9wYXJ0aXRpb25faWRCDQoLX2Vycm9yX2NvZGVCEAoOX2Vycm9yX21lc3NhZ2UiVAoUUHJlZml4TG9va3VwUmVzcG9uc2USPAoMYnVja2V0c19yZXNwGAEgAygLMiYudHJpYnV0YXJ5LlBiUHJlZml4TG9va3VwUmVzcEZvckJ1Y2tldCJnChRHZXRUYWJsZVN0YXRzUmVxdWVzdBIQCgh0YWJsZV9pZBgBIAEoAxIZCgxwYXJ0aXRpb25faWQYAiABKANIAIgBARIRCglidWNrZXRfaWQYAyADKAVCDwoNX3BhcnRpdGlvbl9pZCKXAQoZUGJUYWJsZVN0YXRzUmVzcEZvckJ1Y2tldBIRCglidWNrZXRfaWQYASABKAUSFwoKZXJyb3JfY29kZRgCIAEoBUgAiAEBEhoKDWVycm9yX21lc3NhZ2UYAyABKAlIAYgBARIRCglyb3dfY291bnQYBCABKANCDQoLX2Vycm9yX2NvZGVCEAoOX2Vycm9yX21lc3NhZ2UiUwoVR2V0VGFibGVTdGF0c1Jlc3BvbnNlEjoKDGJ1Y2tldHNfcmVzcBgBIAMoCzIkLnRyaWJ1dGFyeS5QYlRhYmxlU3RhdHNSZXNwRm9yQnVja2V0InkKG0dldExhdGVzdEt2U25hcHNob3RzUmVxdWVzdBIqCgp0YWJsZV9wYXRoGAEgASgLMhYudHJpYnV0YXJ5LlBiVGFibGVQYXRoEhsKDnBhcnRpdGlvbl9uYW1lGAIgASgJSACIAQFCEQoPX3BhcnRpdGlvbl9uYW1lIpkBCgxQYkt2U25hcHNob3QSEQoJYnVja2V0X2lkGAEgASgFEhgKC3NuYXBzaG90X2lkGAIgASgDSACIAQESFwoKbG9nX29mZnNldBgDIAEoA0gBiAEBEhYKCXJvd19jb3VudBgEIAEoA0gCiAEBQg4KDF9zbmFwc2hvdF9pZEINCgtfbG9nX29mZnNldEIMCgpfcm93X2NvdW50Io8BChxHZXRMYXRlc3RLdlNuYXBzaG90c1Jlc3BvbnNlEhAKCHRhYmxlX2lkGAEgASgDEhkKDHBhcnRpdGlvbl9pZBgCIAEoA0gAiAEBEjEKEGxhdGVzdF9zbmFwc2hvdHMYAyADKAsyFy50cmlidXRhcnkuUGJLdlNuYXBzaG90Qg8KDV9wYXJ0aXRpb25faWQiRgoYVHJpZ2dlckt2U25hcHNob3RSZXF1ZXN0EioKCnRhYmxlX3BhdGgYASABKAsyFi50cmlidXRhcnkuUGJUYWJsZVBhdGgiRwoZVHJpZ2dlckt2U25hcHNob3RSZXNwb25zZRIqCglzbmFwc2hvdHMYASADKAsyFy50cmlidXRhcnkuUGJLdlNuYXBzaG90IrkBCg1TY2FuS3ZSZXF1ZXN0EhAKCHRhYmxlX2lkGAEgASgDEhkKDHBhcnRpdGlvbl9pZBgCIAEoA0gAiAEBEhEKCWJ1Y2tldF9pZBgDIAEoBRIXCgpzY2FubmVyX2lkGAQgASgMSAGIAQESGAoQYmF0Y2hfc2l6ZV9ieXRlcxgFIAEoBRIVCg1jbG9zZV9zY2FubmVyGAYgASgIQg8KDV9wYXJ0aXRpb25faWRCDQoLX3NjYW5uZXJfaWQiuAEKDlNjYW5LdlJlc3BvbnNlEhcKCmVycm9yX2NvZGUYASABKAVIAIgBARIaCg1lcnJvcl9tZXNzYWdlGAIgASgJSAGIAQESEgoKc2Nhbm5lcl9pZBgDIAEoDBIYChBoYXNfbW9yZV9yZXN1bHRzGAQgASgIEg4KBnZhbHVlcxgFIAMoDBISCgpsb2dfb2Zmc2V0GAYgASgDQg0KC19lcnJvcl9jb2RlQhAKDl9lcnJvcl9tZXNzYWdlIjkKDlBiVGllcmluZ1RhYmxlEhAKCHRhYmxlX2lkGAEgASgDEhUKDXRpZXJpbmdfZXBvY2gYAiABKAMiVgoUUGJGYWlsZWRUaWVyaW5nVGFibGUSEAoIdGFibGVfaWQYASABKAMSFQoNdGllcmluZ19lcG9jaBgCIAEoAxIVCg1lcnJvcl9tZXNzYWdlGAMgASgJIlIKE1BiVGllcmluZ1RhYmxlRXJyb3ISEAoIdGFibGVfaWQYASABKAMSEgoKZXJyb3JfY29kZRgCIAEoBRIVCg1lcnJvcl9tZXNzYWdlGAMgASgJIo0CChtMYWtlVGllcmluZ0hlYXJ0YmVhdFJlcXVlc3QSMQoOdGllcmluZ190YWJsZXMYASADKAsyGS50cmlidXRhcnkuUGJUaWVyaW5nVGFibGUSMgoPZmluaXNoZWRfdGFibGVzGAIgAygLMhkudHJpYnV0YXJ5LlBiVGllcmluZ1RhYmxlEjYKDWZhaWxlZF90YWJsZXMYAyADKAsyHy50cmlidXRhcnkuUGJGYWlsZWRUaWVyaW5nVGFibGUSFQoNcmVxdWVzdF90YWJsZRgEIAEoCBI4ChVmb3JjZV9maW5pc2hlZF90YWJsZXMYBSADKAsyGS50cmlidXRhcnkuUGJUaWVyaW5nVGFibGUigAEKFlBiQXNzaWduZWRUaWVyaW5nVGFibGUSEAoIdGFibGVfaWQYASABKAMSKgoKdGFibGVfcGF0aBgCIAEoCzIWLnRyaWJ1dGFyeS5QYlRhYmxlUGF0aBIVCg10aWVyaW5nX2Vwb2NoGAMgASgDEhEKCXdhcmVob3VzZRgEIAEoCSKfAQocTGFrZVRpZXJpbmdIZWFydGJlYXRSZXNwb25zZRI9Cg10aWVyaW5nX3RhYmxlGAEgASgLMiEudHJpYnV0YXJ5LlBiQXNzaWduZWRUaWVyaW5nVGFibGVIAIgBARIuCgZlcnJvcnMYAiADKAsyHi50cmlidXRhcnkuUGJUaWVyaW5nVGFibGVFcnJvckIQCg5fdGllcmluZ190YWJsZSLJAQoSUGJMYWtlQnVja2V0T2Zmc2V0EhkKDHBhcnRpdGlvbl9pZBgBIAEoA0gAiAEBEhEKCWJ1Y2tldF9pZBgCIAEoBRIWCg5sb2dfZW5kX29mZnNldBgDIAEoAxIaCg1tYXhfdGltZXN0YW1wGAQgASgDSAGIAQESGwoOcGFydGl0aW9uX25hbWUYBSABKAlIAogBAUIPCg1fcGFydGl0aW9uX2lkQhAKDl9tYXhfdGltZXN0YW1wQhEKD19wYXJ0aXRpb25fbmFtZSKVAQoeQ29tbWl0TGFrZVRhYmxlU25hcHNob3RSZXF1ZXN0EhAKCHRhYmxlX2lkGAEgASgDEhUKDXRpZXJpbmdfZXBvY2gYAiABKAMSEwoLc25hcHNob3RfaWQYAyABKAMSNQoOYnVja2V0X29mZnNldHMYBCADKAsyHS50cmlidXRhcnkuUGJMYWtlQnVja2V0T2Zmc2V0IiEKH0NvbW1pdExha2VUYWJsZVNuYXBzaG90UmVzcG9uc2UiRAoWR2V0TGFrZVNuYXBzaG90UmVxdWVzdBIqCgp0YWJsZV9wYXRoGAEgASgLMhYudHJpYnV0YXJ5LlBiVGFibGVQYXRoIpEBChdHZXRMYWtlU25hcHNob3RSZXNwb25zZRIQCgh0YWJsZV9pZBgBIAEoAxITCgtzbmFwc2hvdF9pZBgCIAEoAxI1Cg5idWNrZXRfb2Zmc2V0cxgDIAMoCzIdLnRyaWJ1dGFyeS5QYkxha2VCdWNrZXRPZmZzZXQSGAoQY29tbWl0X3RpbWVzdGFtcBgEIAEoAyJJChtHZXRMYWtlVGllcmluZ1N0YXR1c1JlcXVlc3QSKgoKdGFibGVfcGF0aBgBIAEoCzIWLnRyaWJ1dGFyeS5QYlRhYmxlUGF0aCK0AQoSUGJCdWNrZXRUaWVyaW5nTGFnEhkKDHBhcnRpdGlvbl9pZBgBIAEoA0gAiAEBEhsKDnBhcnRpdGlvbl9uYW1lGAIgASgJSAGIAQESEQoJYnVja2V0X2lkGAMgASgFEhcKD2xha2VfZW5kX29mZnNldBgEIAEoAxIWCg5oaWdoX3dhdGVybWFyaxgFIAEoA0IPCg1fcGFydGl0aW9uX2lkQhEKD19wYXJ0aXRpb25fbmFtZSKNAgocR2V0TGFrZVRpZXJpbmdTdGF0dXNSZXNwb25zZRIQCgh0YWJsZV9pZBgBIAEoAxINCgVzdGF0ZRgCIAEoCRIaCg10aWVyaW5nX2Vwb2NoGAMgASgDSACIAQESGAoLc25hcHNob3RfaWQYBCABKANIAYgBARIdChBsYXN0X3RpZXJlZF90aW1lGAUgASgDSAKIAQESLgoHYnVja2V0cxgGIAMoCzIdLnRyaWJ1dGFyeS5QYkJ1Y2tldFRpZXJpbmdMYWcSEAoIZmFpbHVyZXMYByABKANCEAoOX3RpZXJpbmdfZXBvY2hCDgoMX3NuYXBzaG90X2lkQhMKEV9sYXN0X3RpZXJlZF90aW1lYgZwcm90bzM");
 
 /**
  * @generated from message tributary.ErrorResponse
@@ -2092,4 +2092,423 @@ export type ScanKvResponse = Message<"tributary.ScanKvResponse"> & {
  */
 export const ScanKvResponseSchema: GenMessage<ScanKvResponse> = /*@__PURE__*/
   messageDesc(file_tributary, 81);
+
+/**
+ * @generated from message tributary.PbTieringTable
+ */
+export type PbTieringTable = Message<"tributary.PbTieringTable"> & {
+  /**
+   * @generated from field: int64 table_id = 1;
+   */
+  tableId: bigint;
+
+  /**
+   * @generated from field: int64 tiering_epoch = 2;
+   */
+  tieringEpoch: bigint;
+};
+
+/**
+ * Describes the message tributary.PbTieringTable.
+ * Use `create(PbTieringTableSchema)` to create a new message.
+ */
+export const PbTieringTableSchema: GenMessage<PbTieringTable> = /*@__PURE__*/
+  messageDesc(file_tributary, 82);
+
+/**
+ * @generated from message tributary.PbFailedTieringTable
+ */
+export type PbFailedTieringTable = Message<"tributary.PbFailedTieringTable"> & {
+  /**
+   * @generated from field: int64 table_id = 1;
+   */
+  tableId: bigint;
+
+  /**
+   * @generated from field: int64 tiering_epoch = 2;
+   */
+  tieringEpoch: bigint;
+
+  /**
+   * @generated from field: string error_message = 3;
+   */
+  errorMessage: string;
+};
+
+/**
+ * Describes the message tributary.PbFailedTieringTable.
+ * Use `create(PbFailedTieringTableSchema)` to create a new message.
+ */
+export const PbFailedTieringTableSchema: GenMessage<PbFailedTieringTable> = /*@__PURE__*/
+  messageDesc(file_tributary, 83);
+
+/**
+ * @generated from message tributary.PbTieringTableError
+ */
+export type PbTieringTableError = Message<"tributary.PbTieringTableError"> & {
+  /**
+   * @generated from field: int64 table_id = 1;
+   */
+  tableId: bigint;
+
+  /**
+   * @generated from field: int32 error_code = 2;
+   */
+  errorCode: number;
+
+  /**
+   * @generated from field: string error_message = 3;
+   */
+  errorMessage: string;
+};
+
+/**
+ * Describes the message tributary.PbTieringTableError.
+ * Use `create(PbTieringTableErrorSchema)` to create a new message.
+ */
+export const PbTieringTableErrorSchema: GenMessage<PbTieringTableError> = /*@__PURE__*/
+  messageDesc(file_tributary, 84);
+
+/**
+ * @generated from message tributary.LakeTieringHeartbeatRequest
+ */
+export type LakeTieringHeartbeatRequest = Message<"tributary.LakeTieringHeartbeatRequest"> & {
+  /**
+   * still being tiered: renews the lease
+   *
+   * @generated from field: repeated tributary.PbTieringTable tiering_tables = 1;
+   */
+  tieringTables: PbTieringTable[];
+
+  /**
+   * @generated from field: repeated tributary.PbTieringTable finished_tables = 2;
+   */
+  finishedTables: PbTieringTable[];
+
+  /**
+   * @generated from field: repeated tributary.PbFailedTieringTable failed_tables = 3;
+   */
+  failedTables: PbFailedTieringTable[];
+
+  /**
+   * @generated from field: bool request_table = 4;
+   */
+  requestTable: boolean;
+
+  /**
+   * the round overran the freshness: queue again at once
+   *
+   * @generated from field: repeated tributary.PbTieringTable force_finished_tables = 5;
+   */
+  forceFinishedTables: PbTieringTable[];
+};
+
+/**
+ * Describes the message tributary.LakeTieringHeartbeatRequest.
+ * Use `create(LakeTieringHeartbeatRequestSchema)` to create a new message.
+ */
+export const LakeTieringHeartbeatRequestSchema: GenMessage<LakeTieringHeartbeatRequest> = /*@__PURE__*/
+  messageDesc(file_tributary, 85);
+
+/**
+ * @generated from message tributary.PbAssignedTieringTable
+ */
+export type PbAssignedTieringTable = Message<"tributary.PbAssignedTieringTable"> & {
+  /**
+   * @generated from field: int64 table_id = 1;
+   */
+  tableId: bigint;
+
+  /**
+   * @generated from field: tributary.PbTablePath table_path = 2;
+   */
+  tablePath?: PbTablePath | undefined;
+
+  /**
+   * @generated from field: int64 tiering_epoch = 3;
+   */
+  tieringEpoch: bigint;
+
+  /**
+   * the Iceberg filesystem catalog the worker writes to
+   *
+   * @generated from field: string warehouse = 4;
+   */
+  warehouse: string;
+};
+
+/**
+ * Describes the message tributary.PbAssignedTieringTable.
+ * Use `create(PbAssignedTieringTableSchema)` to create a new message.
+ */
+export const PbAssignedTieringTableSchema: GenMessage<PbAssignedTieringTable> = /*@__PURE__*/
+  messageDesc(file_tributary, 86);
+
+/**
+ * @generated from message tributary.LakeTieringHeartbeatResponse
+ */
+export type LakeTieringHeartbeatResponse = Message<"tributary.LakeTieringHeartbeatResponse"> & {
+  /**
+   * @generated from field: optional tributary.PbAssignedTieringTable tiering_table = 1;
+   */
+  tieringTable?: PbAssignedTieringTable | undefined;
+
+  /**
+   * e.g. FENCED_TIERING_EPOCH_EXCEPTION for an expired lease
+   *
+   * @generated from field: repeated tributary.PbTieringTableError errors = 2;
+   */
+  errors: PbTieringTableError[];
+};
+
+/**
+ * Describes the message tributary.LakeTieringHeartbeatResponse.
+ * Use `create(LakeTieringHeartbeatResponseSchema)` to create a new message.
+ */
+export const LakeTieringHeartbeatResponseSchema: GenMessage<LakeTieringHeartbeatResponse> = /*@__PURE__*/
+  messageDesc(file_tributary, 87);
+
+/**
+ * @generated from message tributary.PbLakeBucketOffset
+ */
+export type PbLakeBucketOffset = Message<"tributary.PbLakeBucketOffset"> & {
+  /**
+   * @generated from field: optional int64 partition_id = 1;
+   */
+  partitionId?: bigint | undefined;
+
+  /**
+   * @generated from field: int32 bucket_id = 2;
+   */
+  bucketId: number;
+
+  /**
+   * first offset not in the lake
+   *
+   * @generated from field: int64 log_end_offset = 3;
+   */
+  logEndOffset: bigint;
+
+  /**
+   * largest commit timestamp in the lake, ms
+   *
+   * @generated from field: optional int64 max_timestamp = 4;
+   */
+  maxTimestamp?: bigint | undefined;
+
+  /**
+   * @generated from field: optional string partition_name = 5;
+   */
+  partitionName?: string | undefined;
+};
+
+/**
+ * Describes the message tributary.PbLakeBucketOffset.
+ * Use `create(PbLakeBucketOffsetSchema)` to create a new message.
+ */
+export const PbLakeBucketOffsetSchema: GenMessage<PbLakeBucketOffset> = /*@__PURE__*/
+  messageDesc(file_tributary, 88);
+
+/**
+ * @generated from message tributary.CommitLakeTableSnapshotRequest
+ */
+export type CommitLakeTableSnapshotRequest = Message<"tributary.CommitLakeTableSnapshotRequest"> & {
+  /**
+   * @generated from field: int64 table_id = 1;
+   */
+  tableId: bigint;
+
+  /**
+   * @generated from field: int64 tiering_epoch = 2;
+   */
+  tieringEpoch: bigint;
+
+  /**
+   * @generated from field: int64 snapshot_id = 3;
+   */
+  snapshotId: bigint;
+
+  /**
+   * every tiered bucket, not only this round's
+   *
+   * @generated from field: repeated tributary.PbLakeBucketOffset bucket_offsets = 4;
+   */
+  bucketOffsets: PbLakeBucketOffset[];
+};
+
+/**
+ * Describes the message tributary.CommitLakeTableSnapshotRequest.
+ * Use `create(CommitLakeTableSnapshotRequestSchema)` to create a new message.
+ */
+export const CommitLakeTableSnapshotRequestSchema: GenMessage<CommitLakeTableSnapshotRequest> = /*@__PURE__*/
+  messageDesc(file_tributary, 89);
+
+/**
+ * @generated from message tributary.CommitLakeTableSnapshotResponse
+ */
+export type CommitLakeTableSnapshotResponse = Message<"tributary.CommitLakeTableSnapshotResponse"> & {
+};
+
+/**
+ * Describes the message tributary.CommitLakeTableSnapshotResponse.
+ * Use `create(CommitLakeTableSnapshotResponseSchema)` to create a new message.
+ */
+export const CommitLakeTableSnapshotResponseSchema: GenMessage<CommitLakeTableSnapshotResponse> = /*@__PURE__*/
+  messageDesc(file_tributary, 90);
+
+/**
+ * @generated from message tributary.GetLakeSnapshotRequest
+ */
+export type GetLakeSnapshotRequest = Message<"tributary.GetLakeSnapshotRequest"> & {
+  /**
+   * @generated from field: tributary.PbTablePath table_path = 1;
+   */
+  tablePath?: PbTablePath | undefined;
+};
+
+/**
+ * Describes the message tributary.GetLakeSnapshotRequest.
+ * Use `create(GetLakeSnapshotRequestSchema)` to create a new message.
+ */
+export const GetLakeSnapshotRequestSchema: GenMessage<GetLakeSnapshotRequest> = /*@__PURE__*/
+  messageDesc(file_tributary, 91);
+
+/**
+ * @generated from message tributary.GetLakeSnapshotResponse
+ */
+export type GetLakeSnapshotResponse = Message<"tributary.GetLakeSnapshotResponse"> & {
+  /**
+   * @generated from field: int64 table_id = 1;
+   */
+  tableId: bigint;
+
+  /**
+   * @generated from field: int64 snapshot_id = 2;
+   */
+  snapshotId: bigint;
+
+  /**
+   * @generated from field: repeated tributary.PbLakeBucketOffset bucket_offsets = 3;
+   */
+  bucketOffsets: PbLakeBucketOffset[];
+
+  /**
+   * when the coordinator registered the snapshot, ms
+   *
+   * @generated from field: int64 commit_timestamp = 4;
+   */
+  commitTimestamp: bigint;
+};
+
+/**
+ * Describes the message tributary.GetLakeSnapshotResponse.
+ * Use `create(GetLakeSnapshotResponseSchema)` to create a new message.
+ */
+export const GetLakeSnapshotResponseSchema: GenMessage<GetLakeSnapshotResponse> = /*@__PURE__*/
+  messageDesc(file_tributary, 92);
+
+/**
+ * @generated from message tributary.GetLakeTieringStatusRequest
+ */
+export type GetLakeTieringStatusRequest = Message<"tributary.GetLakeTieringStatusRequest"> & {
+  /**
+   * @generated from field: tributary.PbTablePath table_path = 1;
+   */
+  tablePath?: PbTablePath | undefined;
+};
+
+/**
+ * Describes the message tributary.GetLakeTieringStatusRequest.
+ * Use `create(GetLakeTieringStatusRequestSchema)` to create a new message.
+ */
+export const GetLakeTieringStatusRequestSchema: GenMessage<GetLakeTieringStatusRequest> = /*@__PURE__*/
+  messageDesc(file_tributary, 93);
+
+/**
+ * @generated from message tributary.PbBucketTieringLag
+ */
+export type PbBucketTieringLag = Message<"tributary.PbBucketTieringLag"> & {
+  /**
+   * @generated from field: optional int64 partition_id = 1;
+   */
+  partitionId?: bigint | undefined;
+
+  /**
+   * @generated from field: optional string partition_name = 2;
+   */
+  partitionName?: string | undefined;
+
+  /**
+   * @generated from field: int32 bucket_id = 3;
+   */
+  bucketId: number;
+
+  /**
+   * @generated from field: int64 lake_end_offset = 4;
+   */
+  lakeEndOffset: bigint;
+
+  /**
+   * @generated from field: int64 high_watermark = 5;
+   */
+  highWatermark: bigint;
+};
+
+/**
+ * Describes the message tributary.PbBucketTieringLag.
+ * Use `create(PbBucketTieringLagSchema)` to create a new message.
+ */
+export const PbBucketTieringLagSchema: GenMessage<PbBucketTieringLag> = /*@__PURE__*/
+  messageDesc(file_tributary, 94);
+
+/**
+ * @generated from message tributary.GetLakeTieringStatusResponse
+ */
+export type GetLakeTieringStatusResponse = Message<"tributary.GetLakeTieringStatusResponse"> & {
+  /**
+   * @generated from field: int64 table_id = 1;
+   */
+  tableId: bigint;
+
+  /**
+   * SCHEDULED, PENDING, TIERING
+   *
+   * @generated from field: string state = 2;
+   */
+  state: string;
+
+  /**
+   * @generated from field: optional int64 tiering_epoch = 3;
+   */
+  tieringEpoch?: bigint | undefined;
+
+  /**
+   * @generated from field: optional int64 snapshot_id = 4;
+   */
+  snapshotId?: bigint | undefined;
+
+  /**
+   * ms
+   *
+   * @generated from field: optional int64 last_tiered_time = 5;
+   */
+  lastTieredTime?: bigint | undefined;
+
+  /**
+   * @generated from field: repeated tributary.PbBucketTieringLag buckets = 6;
+   */
+  buckets: PbBucketTieringLag[];
+
+  /**
+   * @generated from field: int64 failures = 7;
+   */
+  failures: bigint;
+};
+
+/**
+ * Describes the message tributary.GetLakeTieringStatusResponse.
+ * Use `create(GetLakeTieringStatusResponseSchema)` to create a new message.
+ */
+export const GetLakeTieringStatusResponseSchema: GenMessage<GetLakeTieringStatusResponse> = /*@__PURE__*/
+  messageDesc(file_tributary, 95);
 

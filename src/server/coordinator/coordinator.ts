@@ -31,6 +31,8 @@ import {
 } from '../../common/schema.js';
 import type { MetadataOp, MetadataStore } from '../metadata/metadata-store.js';
 import type { Logger } from '../logger.js';
+import type { LakeBucketOffset } from '../../common/lake.js';
+import { isLakeEnabled, LakeTieringManager } from './lake-tiering-manager.js';
 
 interface DatabaseRegistration {
   comment?: string;
@@ -61,6 +63,14 @@ export interface BucketLifecycle {
   /** Drops the buckets of one partition, or of the whole table when `partition` is absent. */
   dropBuckets(table: TableInfo, partition?: PartitionInfo): Promise<void>;
   tableAltered(table: TableInfo): void;
+  /** What the lake now holds of the table's buckets: log retention keeps everything above it. */
+  lakeOffsetsChanged(table: TableInfo, offsets: readonly LakeBucketOffset[]): void;
+}
+
+/** Creates and evolves the lake table of a lake-enabled table (the coordinator owns lake metadata). */
+export interface LakeCatalogSync {
+  /** Creates the lake table, or brings its schema up to date; idempotent. */
+  syncTable(table: TableInfo): Promise<void>;
 }
 
 export interface PartitionEntry extends PartitionInfo {
@@ -77,12 +87,25 @@ export class Coordinator {
   private readonly schemaCache = new Map<string, Schema>();
   private autoPartitionTimer?: NodeJS.Timeout;
   private lifecycle?: BucketLifecycle;
+  /** Lake tiering: which table is tiered next and what the lake holds. */
+  readonly tiering: LakeTieringManager;
 
   constructor(
     private readonly store: MetadataStore,
     private readonly options: Options,
     private readonly log: Logger,
+    private readonly lakeCatalog?: LakeCatalogSync,
   ) {
+    this.tiering = new LakeTieringManager(
+      {
+        store,
+        tablePathById: (id) => this.pathsById.get(id),
+        tableInfo: (p) => this.getTableInfo(p),
+        lakeOffsetsChanged: (table, offsets) => this.lifecycle?.lakeOffsetsChanged(table, offsets),
+        log,
+      },
+      options.durationMs('datalake.tiering.timeout'),
+    );
     for (const db of store.children('/databases')) {
       for (const t of store.children(`${dbPath(db)}/tables`)) {
         const path = { database: db, table: t };
@@ -103,6 +126,7 @@ export class Coordinator {
       await this.createDatabase(DEFAULT_DATABASE, { comment: 'default database' }, true);
     }
     await this.runAutoPartitioning();
+    this.tiering.start([...this.pathsById.values()].map((p) => this.getTableInfo(p)));
     const every = this.options.durationMs('auto-partition.check.interval');
     this.autoPartitionTimer = setInterval(() => {
       this.runAutoPartitioning().catch((err) => this.log.error({ err }, 'auto partitioning failed'));
@@ -112,6 +136,7 @@ export class Coordinator {
 
   async stop(): Promise<void> {
     clearInterval(this.autoPartitionTimer);
+    this.tiering.stop();
     await this.queue.catch(() => undefined);
   }
 
@@ -244,6 +269,7 @@ export class Coordinator {
       const tableId = await this.store.nextId('table_id');
       const now = Date.now();
       const reg: TableRegistration = { ...registration, table_id: tableId, schema_id: 0, created_time: now, modified_time: now };
+      await this.syncLakeTable(this.toTableInfo(path, reg, schema));
       await this.store.commit([
         { op: 'put', path: tablePath(path), value: reg },
         { op: 'put', path: `${tablePath(path)}/schemas/0`, value: schemaToJson(schema) },
@@ -251,6 +277,7 @@ export class Coordinator {
       this.pathsById.set(tableId, path);
       const info = this.toTableInfo(path, reg);
       if (info.partitionKeys.length === 0) await this.lifecycle?.createBuckets(info);
+      this.tiering.tableChanged(info);
       this.log.info({ table: tablePathString(path), tableId, buckets: info.bucketCount, partitionKeys: info.partitionKeys }, 'table created');
       await this.autoPartition(info);
       return tableId;
@@ -289,9 +316,11 @@ export class Coordinator {
       validateTableProperties(props);
       reg.properties = props;
       reg.modified_time = Date.now();
+      await this.syncLakeTable(this.toTableInfo(path, reg));
       await this.store.commit([{ op: 'put', path: tablePath(path), value: reg }]);
       const altered = this.toTableInfo(path, reg);
       this.lifecycle?.tableAltered(altered);
+      this.tiering.tableChanged(altered);
       this.log.info({ table: tablePathString(path), changes }, 'table altered');
       await this.autoPartition(altered);
     });
@@ -361,6 +390,8 @@ export class Coordinator {
     if (bucketCount > maxBuckets) throw new TributaryError('BUCKET_MAX_NUM_EXCEPTION', `bucket count ${bucketCount} exceeds max.bucket.num ${maxBuckets}`);
     delete properties['bucket.num'];
     delete properties['bucket.key'];
+    // Bucketing is fixed at creation: a table born lake-enabled buckets like its lake (Iceberg's bucket transform).
+    if (properties['table.datalake.enabled'] === 'true' && !properties['table.datalake.format']) properties['table.datalake.format'] = this.options.string('datalake.format') ?? 'iceberg';
     autoPartitionStrategy({ schema, partitionKeys, properties }); // validates the auto-partition options
     return {
       schema,
@@ -368,8 +399,14 @@ export class Coordinator {
     };
   }
 
-  private toTableInfo(path: TablePath, reg: TableRegistration): TableInfo {
-    const schema = schemaFromJson(this.store.get(`${tablePath(path)}/schemas/${reg.schema_id}`));
+  /** Creates or evolves the lake table of a lake-enabled table before its metadata is committed. */
+  private async syncLakeTable(info: TableInfo): Promise<void> {
+    if (!isLakeEnabled(info)) return;
+    if (!this.lakeCatalog) throw new TributaryError('LAKE_STORAGE_NOT_CONFIGURED_EXCEPTION', 'this server has no lake configured (datalake.format)');
+    await this.lakeCatalog.syncTable(info);
+  }
+
+  private toTableInfo(path: TablePath, reg: TableRegistration, schema = schemaFromJson(this.store.get(`${tablePath(path)}/schemas/${reg.schema_id}`))): TableInfo {
     return {
       path,
       tableId: reg.table_id,
@@ -387,6 +424,7 @@ export class Coordinator {
 
   private async forgetTable(info: TableInfo): Promise<void> {
     this.pathsById.delete(info.tableId);
+    this.tiering.tableDropped(info.tableId);
     for (const [id, p] of this.partitionsById) if (p.tableId === info.tableId) this.partitionsById.delete(id);
     await this.lifecycle?.dropBuckets(info);
   }

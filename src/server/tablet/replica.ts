@@ -25,4 +25,6 @@ export interface Replica {
   /** The bucket's current state, for primary-key tables. */
   kv?: KvTablet;
   leaderEpoch: number;
+  /** First log offset the lake does not hold (lake-enabled tables); retention keeps everything from it. */
+  lakeEndOffset?: bigint;
 }

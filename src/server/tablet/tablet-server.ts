@@ -29,6 +29,7 @@ import type {
   ProduceLogResponseSchema,
 } from '../../rpc/gen/tributary_pb.js';
 import type { BucketLifecycle } from '../coordinator/coordinator.js';
+import type { LakeBucketOffset } from '../../common/lake.js';
 import type { Logger } from '../logger.js';
 import { asBuffer, bucketError, optionalId } from './bucket-responses.js';
 import { KvService } from './kv-service.js';
@@ -144,6 +145,23 @@ export class TabletServer implements BucketLifecycle {
       r.log.updateConfig(config);
       r.kv?.tableAltered(table);
     }
+  }
+
+  lakeOffsetsChanged(table: TableInfo, offsets: readonly LakeBucketOffset[]): void {
+    for (const o of offsets) {
+      const r = this.replicas.get(bucketKey({ tableId: table.tableId, bucket: o.bucket, ...(o.partitionId !== undefined ? { partitionId: o.partitionId } : {}) }));
+      if (r) r.lakeEndOffset = o.endOffset;
+    }
+  }
+
+  /** The high watermark of every bucket of a table, for tiering lag. */
+  highWatermarks(tableId: number): { partitionId?: number; partitionName?: string; bucket: number; highWatermark: bigint }[] {
+    const out = [];
+    for (const r of this.replicas.values()) {
+      if (r.bucket.tableId !== tableId) continue;
+      out.push({ ...(r.partition ? { partitionId: r.partition.partitionId, partitionName: r.partition.partitionName } : {}), bucket: r.bucket.bucket, highWatermark: r.log.highWatermark });
+    }
+    return out;
   }
 
   // ------------------------------------------------------------------ ProduceLog
@@ -345,9 +363,11 @@ export class TabletServer implements BucketLifecycle {
   async deleteExpiredSegments(nowMs = Date.now()): Promise<number> {
     let deleted = 0;
     for (const r of this.replicas.values()) {
-      // The changelog a KV snapshot still needs for recovery is kept.
+      // The changelog a KV snapshot still needs for recovery is kept, and so is what the lake does not hold yet.
       const snapshotOffset = r.kv?.snapshots.latest()?.logOffset;
-      const canDelete = r.kv ? (segmentEnd: bigint) => snapshotOffset !== undefined && segmentEnd <= snapshotOffset : undefined;
+      const lakeOffset = r.table.properties['table.datalake.enabled'] === 'true' ? (r.lakeEndOffset ?? -1n) : undefined;
+      const canDelete = (segmentEnd: bigint): boolean =>
+        (!r.kv || (snapshotOffset !== undefined && segmentEnd <= snapshotOffset)) && (lakeOffset === undefined || segmentEnd <= lakeOffset);
       deleted += await r.log.deleteExpiredSegments(nowMs, canDelete);
     }
     if (deleted > 0) this.log.info({ segments: deleted }, 'expired log segments deleted');
