@@ -1,12 +1,14 @@
 #!/usr/bin/env node
 /**
- * The `tributary` command: wiring only. `start` runs a node, `sql` the SQL shell.
+ * The `tributary` command: wiring only. `start` runs a node, `tiering` a lake tiering worker, `sql`
+ * the SQL shell.
  */
 import { Command, Option } from 'commander';
 import { SOFTWARE_VERSION } from '../rpc/version.js';
 import { parseSetting } from './settings.js';
 import { describeError, sql } from './sql.js';
 import { start } from './start.js';
+import { tiering } from './tiering.js';
 
 const program = new Command('tributary').description('Streaming storage for real-time analytics, native to the lakehouse').version(SOFTWARE_VERSION);
 
@@ -19,8 +21,19 @@ program
   .option('--http-port <port>', 'HTTP port; 0 picks a free one (http.port)')
   .option('--config <file>', "config file of 'key: value' lines")
   .option('--set <key=value>', 'set a server option (repeatable)', parseSetting, {})
+  .option('--no-tiering', 'do not run the embedded lake tiering worker')
   .action(async (opts) => {
     await start(opts);
+  });
+
+program
+  .command('tiering')
+  .description('run a lake tiering worker: tiers lake-enabled tables into Iceberg until stopped')
+  .option('--bootstrap <host:port>', 'server to connect to', '127.0.0.1:9123')
+  .option('--threads <n>', 'worker threads converting Arrow to Parquet', '1')
+  .option('--poll-interval <ms>', 'how often an idle worker asks for work', '1000')
+  .action(async (opts) => {
+    await tiering(opts);
   });
 
 program

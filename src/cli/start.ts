@@ -1,10 +1,12 @@
 /**
  * `tributary start`: runs one embedded node (coordinator + tablet server) until SIGTERM or SIGINT,
- * then shuts down gracefully. Prints exactly one line to stdout once it serves: `ready …`.
+ * then shuts down gracefully. An embedded lake tiering worker runs beside it unless `--no-tiering`. Prints exactly one line to stdout once it serves: `ready …`.
  */
+import { TieringWorker } from '../lake/tiering/tiering-worker.js';
 import { TributaryServer } from '../server/server.js';
 import { createLogger } from '../server/logger.js';
 import { readConfigFile } from './settings.js';
+import { onShutdown } from './tiering.js';
 
 export interface StartFlags {
   dataDir?: string;
@@ -13,6 +15,8 @@ export interface StartFlags {
   httpPort?: string;
   config?: string;
   set?: Record<string, string>;
+  /** commander's `--no-tiering`: false turns the embedded tiering worker off. */
+  tiering?: boolean;
 }
 
 export function serverSettings(flags: StartFlags): Record<string, string> {
@@ -29,21 +33,11 @@ export async function start(flags: StartFlags): Promise<void> {
   const log = createLogger();
   const server = await TributaryServer.start(serverSettings(flags), log);
   const { rpcAddress: rpc, httpAddress: http } = server;
+  // The embedded tiering worker is a client of this node like any other worker.
+  const worker = flags.tiering === false ? undefined : await TieringWorker.start(`${rpc.host}:${rpc.port}`, { log: log.child({ role: 'tiering' }) });
   process.stdout.write(`ready bootstrap=${rpc.host}:${rpc.port} http=${http.host}:${http.port}\n`);
-  let stopping = false;
-  const stop = (signal: string): void => {
-    if (stopping) return;
-    stopping = true;
-    log.info({ signal }, 'shutdown requested');
-    server.stop().then(
-      () => log.flush(() => process.exit(0)),
-      (err) => {
-        log.error({ err }, 'shutdown failed');
-        log.flush(() => process.exit(1));
-      },
-    );
-  };
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
+  onShutdown(log, async () => {
+    await worker?.stop();
+    await server.stop();
+  });
 }
-

@@ -46,6 +46,8 @@ const pbSpec = (spec: Record<string, string>) => Object.entries(spec).map(([key,
 
 export interface LakeTieringStatus {
   tableId: number;
+  /** The Iceberg filesystem catalog (directory) holding the lake table. */
+  warehouse: string;
   /** SCHEDULED (waiting for its freshness), PENDING (queued for a worker) or TIERING. */
   state: 'SCHEDULED' | 'PENDING' | 'TIERING';
   tieringEpoch?: bigint;
@@ -201,6 +203,7 @@ export class Admin {
     const r = await this.call(ApiKeys.GetLakeTieringStatus, { tablePath: pbPath(path) });
     return {
       tableId: Number(r.tableId),
+      warehouse: r.warehouse,
       state: r.state as LakeTieringStatus['state'],
       failures: Number(r.failures),
       ...(r.tieringEpoch !== undefined ? { tieringEpoch: r.tieringEpoch } : {}),

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { BucketAssigner, FlussBucketingFunction, bucketingFunctionFor } from './bucketing.js';
+import { BucketAssigner, FlussBucketingFunction, icebergBucket, icebergBucketColumn, icebergHash, minBigEndianBytes } from './bucketing.js';
 import { TributaryError } from './errors.js';
 import { buildSchema } from './schema.js';
 
@@ -109,9 +109,48 @@ describe('FlussBucketingFunction', () => {
   });
 });
 
-describe('bucketingFunctionFor', () => {
-  it('gives the Fluss function to tables without a lake format', () => {
-    assert.ok(bucketingFunctionFor({}) instanceof FlussBucketingFunction);
+describe('Iceberg bucket hash', () => {
+  it('hashes every value form as the spec\'s Appendix B test values', () => {
+    assert.equal(icebergHash(34), 2017239379); // int
+    assert.equal(icebergHash(34n), 2017239379); // long
+    assert.equal(icebergHash(1420n, true), -500754589); // decimal 14.20
+    assert.equal(icebergHash(17486), -653330422); // date 2017-11-16
+    assert.equal(icebergHash(81_068_000_000n), -662762989); // time 22:31:08
+    assert.equal(icebergHash(1510871468000000n), -2047944441); // timestamp 2017-11-16T22:31:08
+    assert.equal(icebergHash(1510871468000001n), -1207196810); // ... .000001
+    assert.equal(icebergHash('iceberg'), 1210000089);
+    assert.equal(icebergHash(bytes(0xf7, 0x9c, 0x3e, 0x09, 0x67, 0x7c, 0x4b, 0xbd, 0xa4, 0x79, 0x3f, 0x34, 0x9c, 0xb7, 0x85, 0xe7)), 1488055340); // uuid
+    assert.equal(icebergHash(bytes(0, 1, 2, 3)), -188683207); // fixed, binary
+  });
+
+  it('hashes strings as UTF-8 and decimals by their unscaled value alone', () => {
+    assert.equal(icebergHash('é'), icebergHash(bytes(0xc3, 0xa9)));
+    assert.equal(icebergHash('😀'.repeat(40)), icebergHash(utf8('😀'.repeat(40))));
+    assert.equal(icebergHash(-129n, true), icebergHash(bytes(0xff, 0x7f)));
+    assert.equal(icebergHash(10n ** 37n, true), icebergHash(minBigEndianBytes(10n ** 37n)));
+    assert.notEqual(icebergHash(1420n, true), icebergHash(1420n));
+  });
+
+  it('buckets as (hash & Integer.MAX_VALUE) % N', () => {
+    assert.equal(icebergBucket(17486, 16), (-653330422 & WHOLE_HASH) % 16);
+    assert.equal(icebergBucket(1420n, WHOLE_HASH, true), -500754589 & WHOLE_HASH);
+    assert.throws(() => icebergBucket(1, 0), (e: unknown) => e instanceof TributaryError && e.errorName === 'INVALID_ARGUMENT');
+  });
+
+  it('writes decimals in the fewest two\'s-complement big-endian bytes', () => {
+    const cases: [bigint, number[]][] = [
+      [0n, [0x00]],
+      [127n, [0x7f]],
+      [128n, [0x00, 0x80]],
+      [-128n, [0x80]],
+      [-129n, [0xff, 0x7f]],
+      [1420n, [0x05, 0x8c]],
+      [2n ** 31n - 1n, [0x7f, 0xff, 0xff, 0xff]],
+      [2n ** 31n, [0x00, 0x80, 0x00, 0x00, 0x00]],
+      [-(2n ** 31n) - 1n, [0xff, 0x7f, 0xff, 0xff, 0xff]],
+      [-(2n ** 63n), [0x80, 0, 0, 0, 0, 0, 0, 0]],
+    ];
+    for (const [v, b] of cases) assert.deepEqual(minBigEndianBytes(v), Uint8Array.from(b), `${v}`);
   });
 });
 
@@ -143,5 +182,81 @@ describe('BucketAssigner', () => {
   it('refuses tables without a bucket key and bad bucket counts', () => {
     assert.throws(() => new BucketAssigner({ schema, bucketKeys: [], bucketCount: 4, properties: {} }), (e: unknown) => e instanceof TributaryError && e.errorName === 'INVALID_BUCKET_KEY');
     assert.throws(() => new BucketAssigner({ schema, bucketKeys: ['id'], bucketCount: 0, properties: {} }), (e: unknown) => e instanceof TributaryError && e.errorName === 'INVALID_ARGUMENT');
+  });
+
+  describe('for tables aligned with an Iceberg lake', () => {
+    const lake = { 'table.datalake.enabled': 'true', 'table.datalake.format': 'iceberg' };
+    const typed = buildSchema([
+      { name: 'i', type: 'INT' },
+      { name: 'tiny', type: 'TINYINT' },
+      { name: 'small', type: 'SMALLINT' },
+      { name: 'big', type: 'BIGINT' },
+      { name: 's', type: 'STRING' },
+      { name: 'c', type: 'CHAR(10)' },
+      { name: 'd', type: 'DATE' },
+      { name: 'amount', type: 'DECIMAL(4, 2)' },
+      { name: 'wide', type: 'DECIMAL(38, 2)' },
+      { name: 't', type: 'TIME(6)' },
+      { name: 'ts', type: 'TIMESTAMP(6)' },
+      { name: 'ltz', type: 'TIMESTAMP_LTZ(6)' },
+      { name: 'raw', type: 'BYTES' },
+      { name: 'fixed', type: 'BINARY(4)' },
+      { name: 'x', type: 'DOUBLE' },
+      { name: 'flag', type: 'BOOLEAN' },
+    ]);
+    const row = (column: string, value: unknown): unknown[] => typed.columns.map((c) => (c.name === column ? value : null));
+    const assigner = (key: string, bucketCount: number, properties: Record<string, string> = lake) => new BucketAssigner({ schema: typed, bucketKeys: [key], bucketCount, properties });
+
+    /** [key column, internal value, Iceberg hash from the spec's Appendix B]. */
+    const SPEC: [string, unknown, number][] = [
+      ['i', 34, 2017239379],
+      ['tiny', 34, 2017239379],
+      ['small', 34, 2017239379],
+      ['big', 34n, 2017239379],
+      ['s', 'iceberg', 1210000089],
+      ['c', 'iceberg', 1210000089],
+      ['d', 17486, -653330422],
+      ['amount', 1420n, -500754589],
+      ['wide', 1420n, -500754589],
+      ['t', 81_068_000_000, -662762989],
+      ['ts', 1510871468000001n, -1207196810],
+      ['ltz', 1510871468000000n, -2047944441],
+      ['raw', bytes(0, 1, 2, 3), -188683207],
+      ['fixed', bytes(0, 1, 2, 3), -188683207],
+    ];
+
+    it('puts value v in bucket[N](v), the lake partition of v', () => {
+      for (const n of [1, 3, 16, 100, WHOLE_HASH]) {
+        for (const [key, value, hash] of SPEC) {
+          assert.equal(assigner(key, n).bucketOf(row(key, value)), (hash & WHOLE_HASH) % n, `${key} bucket[${n}]`);
+        }
+      }
+    });
+
+    it('names the Iceberg-bucketed column for the lake side', () => {
+      assert.equal(icebergBucketColumn({ schema: typed, bucketKeys: ['s'], bucketCount: 4, properties: lake })?.name, 's');
+      assert.equal(icebergBucketColumn({ schema: typed, bucketKeys: ['s'], bucketCount: 4, properties: {} }), undefined);
+      assert.equal(icebergBucketColumn({ schema: typed, bucketKeys: ['i', 's'], bucketCount: 4, properties: lake }), undefined);
+      assert.equal(icebergBucketColumn({ schema: typed, bucketKeys: ['x'], bucketCount: 4, properties: lake }), undefined);
+    });
+
+    it('keeps Fluss\'s function without the lake format, for several key columns and for keys Iceberg cannot bucket', () => {
+      // Only the format fixed at creation counts: switching table.datalake.enabled on later moves nothing.
+      const enabledOnly = assigner('i', 8, { 'table.datalake.enabled': 'true' });
+      assert.equal(enabledOnly.bucketOf(row('i', 10)), 2); // Fluss: key 0A, bucket 2 of 8 (as above)
+      const two = new BucketAssigner({ schema, bucketKeys: ['id', 'name'], bucketCount: 10, properties: lake });
+      assert.equal(two.bucketOf([1, 'a2', 3.5]), 7); // the Fluss vector above
+      for (const key of ['x', 'flag']) {
+        const value = key === 'x' ? 1.5 : true;
+        const fluss = assigner(key, 7, {}).bucketOf(row(key, value));
+        assert.equal(assigner(key, 7).bucketOf(row(key, value)), fluss, key);
+      }
+      // And the Iceberg path really differs from Fluss's on the same key.
+      assert.notEqual(assigner('i', WHOLE_HASH).bucketOf(row('i', 34)), assigner('i', WHOLE_HASH, {}).bucketOf(row('i', 34)));
+    });
+
+    it('rejects a null key value', () => {
+      assert.throws(() => assigner('s', 4).bucketOf(row('s', null)), (e: unknown) => e instanceof TributaryError && e.errorName === 'INVALID_ROW' && /'s'/.test(e.message));
+    });
   });
 });

@@ -266,6 +266,26 @@ export function recordBatchRows(batch: arrow.RecordBatch, schema: Schema): Row[]
   return rows;
 }
 
+/**
+ * A reader of whole rows of a batch as internal values (values.ts) in `schema` column order, null
+ * for null and for schema columns the batch lacks. Built once per batch; `out` is filled and returned.
+ */
+export function internalRowReader(batch: arrow.RecordBatch, schema: Schema): (row: number, out?: unknown[]) => unknown[] {
+  const columns = schema.columns.map((column) => {
+    const i = batch.schema.fields.findIndex((f) => f.name === column.name);
+    if (i < 0) return undefined;
+    const data = batch.data.children[i];
+    return { data, read: internalValueReader(column.type, data) };
+  });
+  return (row, out = new Array(columns.length)) => {
+    for (let c = 0; c < columns.length; c++) {
+      const col = columns[c];
+      out[c] = col && col.data.getValid(row) ? col.read(row) : null;
+    }
+    return out;
+  };
+}
+
 const utf8 = new TextDecoder();
 
 /**

@@ -7,6 +7,7 @@ import http from 'node:http';
 import path from 'node:path';
 import fs from 'node:fs';
 import { Options } from '../common/config.js';
+import { IcebergLakeCatalog } from '../lake/lake-catalog-sync.js';
 import { TributaryError } from '../common/errors.js';
 import { initArrowCompression } from '../record/compression.js';
 import { ApiKeys } from '../rpc/api-keys.js';
@@ -52,7 +53,7 @@ export class TributaryServer {
     await initArrowCompression();
     const store = await LocalMetadataStore.open(path.join(dataDir, 'metadata'));
     const warehouse = path.resolve(options.string('datalake.iceberg.warehouse') ?? path.join(dataDir, 'lake'));
-    const coordinator = new Coordinator(store, options, log.child({ role: 'coordinator' }));
+    const coordinator = new Coordinator(store, options, log.child({ role: 'coordinator' }), new IcebergLakeCatalog(warehouse));
     const tablets = new TabletServer(dataDir, options, coordinator, log.child({ role: 'tablet-server' }));
     await tablets.start(coordinator.allTables());
     await coordinator.start(tablets);

@@ -80,6 +80,7 @@ export function registerTieringService(rpc: RpcServer, { coordinator, warehouse,
     const lake = new Map((status.snapshot?.bucketOffsets ?? []).map((o) => [lakeBucketKey(o), o.endOffset]));
     return {
       tableId: BigInt(info.tableId),
+      warehouse,
       state: status.state,
       failures: BigInt(status.failures),
       ...(status.epoch !== undefined ? { tieringEpoch: status.epoch } : {}),

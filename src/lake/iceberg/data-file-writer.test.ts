@@ -1,0 +1,263 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import { type DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
+import { TributaryError } from '../../common/errors.js';
+import { buildSchema, type ColumnSpec, type TableInfo } from '../../common/schema.js';
+import { ColumnBatchBuilder } from '../../record/column-batch-builder.js';
+import { toLakeBatch } from '../lake-batch.js';
+import { newLakeSchema } from '../lake-schema.js';
+import { DataFileWriterPool } from './data-file-writer.js';
+import { ipcStreamOf } from './parquet.js';
+
+let dir: string;
+let duck: DuckDBInstance;
+let con: DuckDBConnection;
+/** Shared by the tests that do not close it: workers take a while to start under tsx. */
+let pool: DataFileWriterPool;
+
+before(async () => {
+  pool = new DataFileWriterPool(2);
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'data-file-writer-'));
+  duck = await DuckDBInstance.create(':memory:', { autoinstall_known_extensions: 'false' });
+  con = await duck.connect();
+  await con.run("SET TimeZone = 'UTC'");
+});
+
+after(async () => {
+  await pool.close();
+  con.closeSync();
+  duck.closeSync();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+function tableInfo(columns: ColumnSpec[]): TableInfo {
+  return {
+    path: { database: 'db', table: 't' },
+    tableId: 1,
+    schemaId: 0,
+    schema: buildSchema(columns),
+    partitionKeys: [],
+    bucketCount: 4,
+    bucketKeys: [],
+    properties: {},
+    createdTime: 0,
+    modifiedTime: 0,
+  };
+}
+
+function logBatch(info: TableInfo, rows: Record<string, unknown>[]) {
+  const builder = new ColumnBatchBuilder(info.schema);
+  for (const row of rows) builder.appendRow(row);
+  return builder.build();
+}
+
+async function rows(sql: string): Promise<unknown[][]> {
+  return (await con.runAndReadAll(sql)).getRows();
+}
+
+const rejectsWith = (errorName: string) => (err: unknown) => err instanceof TributaryError && err.errorName === errorName;
+
+/** Every Tributary type, with the DuckDB type its lake column reads as. */
+const ALL_TYPES: [ColumnSpec, string][] = [
+  [{ name: 'b', type: 'BOOLEAN' }, 'BOOLEAN'],
+  [{ name: 'tiny', type: 'TINYINT' }, 'INTEGER'],
+  [{ name: 'small', type: 'SMALLINT' }, 'INTEGER'],
+  [{ name: 'i', type: 'INT' }, 'INTEGER'],
+  [{ name: 'l', type: 'BIGINT' }, 'BIGINT'],
+  [{ name: 'f', type: 'FLOAT' }, 'FLOAT'],
+  [{ name: 'd', type: 'DOUBLE' }, 'DOUBLE'],
+  [{ name: 'dec38', type: 'DECIMAL(38, 10)' }, 'DECIMAL(38,10)'],
+  [{ name: 'dec18', type: 'DECIMAL(18, 2)' }, 'DECIMAL(18,2)'],
+  [{ name: 'dec9', type: 'DECIMAL(9, 3)' }, 'DECIMAL(9,3)'],
+  [{ name: 'c', type: 'CHAR(3)' }, 'VARCHAR'],
+  [{ name: 's', type: 'STRING' }, 'VARCHAR'],
+  [{ name: 'bin', type: 'BINARY(2)' }, 'BLOB'],
+  [{ name: 'bytes', type: 'BYTES' }, 'BLOB'],
+  [{ name: 'day', type: 'DATE' }, 'DATE'],
+  [{ name: 'tod', type: 'TIME(6)' }, 'TIME'],
+  [{ name: 'ts', type: 'TIMESTAMP(6)' }, 'TIMESTAMP'],
+  [{ name: 'ltz', type: 'TIMESTAMP_LTZ(6)' }, 'TIMESTAMP WITH TIME ZONE'],
+];
+
+test('DuckDB reads every type back exactly, with Iceberg field ids', async () => {
+  const info = tableInfo(ALL_TYPES.map(([c]) => c));
+  const lakeSchema = newLakeSchema(info);
+  const current = logBatch(info, [
+    {
+      b: true,
+      tiny: -128,
+      small: -32768,
+      i: -2147483648,
+      l: -9223372036854775808n,
+      f: 1.5,
+      d: -2.25,
+      dec38: '-1234567890123456789012345678.0123456789',
+      dec18: '9999999999999999.99',
+      dec9: '-123456.789',
+      c: 'abc',
+      s: 'héllo ✓',
+      bin: new Uint8Array([1, 2]),
+      bytes: new Uint8Array([255, 0]),
+      day: '1969-12-31',
+      tod: '23:59:59.999999',
+      ts: -1n,
+      ltz: -1n,
+    },
+    {},
+    {
+      b: false,
+      tiny: 127,
+      small: 32767,
+      i: 2147483647,
+      l: 9223372036854775807n,
+      f: -0.25,
+      d: 1e300,
+      dec38: '9999999999999999999999999999.9999999999',
+      dec18: '-0.01',
+      dec9: '0.001',
+      c: 'xyz',
+      s: '',
+      bin: new Uint8Array([0, 0]),
+      bytes: new Uint8Array(0),
+      day: '9999-12-31',
+      tod: '00:00:00',
+      ts: '9999-12-31 23:59:59.999999',
+      ltz: 0n,
+    },
+  ]);
+  // A batch written before the table had more than two columns.
+  const older = logBatch(tableInfo(ALL_TYPES.slice(0, 2).map(([c]) => c)), [{ b: true, tiny: 5 }]);
+  const batches = [
+    toLakeBatch(current, info, lakeSchema, { bucket: 3, offsets: new BigInt64Array([10n, 11n, 12n]), timestamps: new BigInt64Array([-1n, 0n, 1n]) }),
+    toLakeBatch(older, info, lakeSchema, { bucket: 3, offsets: new BigInt64Array([13n]), timestamps: new BigInt64Array([2n]) }),
+  ];
+  const file = path.join(dir, 'db', 't', 'data', '__bucket=3', 'all-types.parquet');
+  const written = await pool.write({ ipc: ipcStreamOf(batches), path: file, schema: lakeSchema });
+
+  assert.equal(written.filePath, file);
+  assert.equal(written.fileFormat, 'PARQUET');
+  assert.equal(written.recordCount, 4);
+  assert.equal(written.fileSizeInBytes, fs.statSync(file).size);
+  assert.deepEqual(fs.readdirSync(path.dirname(file)), ['all-types.parquet'], 'no temp file left');
+  const idOf = (name: string) => lakeSchema.fields.find((f) => f.name === name)!.id;
+  assert.equal(written.valueCounts!.get(idOf('s')), 4);
+  assert.equal(written.nullValueCounts!.get(idOf('s')), 2);
+  const long = (v: bigint) => {
+    const bytes = Buffer.alloc(8);
+    bytes.writeBigInt64LE(v);
+    return new Uint8Array(bytes);
+  };
+  assert.deepEqual(written.lowerBounds!.get(idOf('__offset')), long(10n));
+  assert.deepEqual(written.upperBounds!.get(idOf('__offset')), long(13n));
+
+  // Iceberg's partition directories look like Hive's, which DuckDB would otherwise read as columns.
+  const read = `read_parquet('${file}', hive_partitioning = false)`;
+  const columns = [...ALL_TYPES.map(([c]) => c.name), '__bucket', '__offset', '__timestamp'];
+  assert.deepEqual(await rows(`SELECT name, field_id FROM parquet_schema('${file}') WHERE field_id IS NOT NULL`), columns.map((name, i) => [name, BigInt(i + 1)]));
+  assert.deepEqual(
+    (await rows(`DESCRIBE SELECT * FROM ${read}`)).map((r) => [r[0], r[1]]),
+    [...ALL_TYPES.map(([c, duckType]) => [c.name, duckType]), ['__bucket', 'INTEGER'], ['__offset', 'BIGINT'], ['__timestamp', 'TIMESTAMP WITH TIME ZONE']],
+  );
+  const nulls = (n: number) => new Array<null>(n).fill(null);
+  assert.deepEqual(await rows(`SELECT COLUMNS(*)::VARCHAR FROM ${read} ORDER BY __offset`), [
+    [
+      'true',
+      '-128',
+      '-32768',
+      '-2147483648',
+      '-9223372036854775808',
+      '1.5',
+      '-2.25',
+      '-1234567890123456789012345678.0123456789',
+      '9999999999999999.99',
+      '-123456.789',
+      'abc',
+      'héllo ✓',
+      '\\x01\\x02',
+      '\\xFF\\x00',
+      '1969-12-31',
+      '23:59:59.999999',
+      '1969-12-31 23:59:59.999999',
+      '1969-12-31 23:59:59.999999+00',
+      '3',
+      '10',
+      '1969-12-31 23:59:59.999999+00',
+    ],
+    [...nulls(18), '3', '11', '1970-01-01 00:00:00+00'],
+    [
+      'false',
+      '127',
+      '32767',
+      '2147483647',
+      '9223372036854775807',
+      '-0.25',
+      '1e+300',
+      '9999999999999999999999999999.9999999999',
+      '-0.01',
+      '0.001',
+      'xyz',
+      '',
+      '\\x00\\x00',
+      '',
+      '9999-12-31',
+      '00:00:00',
+      '9999-12-31 23:59:59.999999',
+      '1970-01-01 00:00:00+00',
+      '3',
+      '12',
+      '1970-01-01 00:00:00.000001+00',
+    ],
+    ['true', '5', ...nulls(16), '3', '13', '1970-01-01 00:00:00.000002+00'],
+  ]);
+});
+
+function idsFile(ids: bigint[]) {
+  const info = tableInfo([{ name: 'id', type: 'BIGINT', nullable: false }]);
+  const lakeSchema = newLakeSchema(info);
+  const batch = toLakeBatch(logBatch(info, ids.map((id) => ({ id }))), info, lakeSchema, {
+    bucket: 0,
+    offsets: BigInt64Array.from(ids),
+    timestamps: new BigInt64Array(ids.length),
+  });
+  return { ipc: ipcStreamOf([batch]), schema: lakeSchema };
+}
+
+test('a pool of workers writes files side by side, taking over large IPC buffers', async () => {
+  const jobs = [1, 2, 3, 4, 5].map((k) => {
+    const ids = Array.from({ length: 1000 * k }, (_, i) => BigInt(i * k));
+    return { ...idsFile(ids), path: path.join(dir, 'pool', `f${k}.parquet`), k };
+  });
+  const sizes = jobs.map((j) => j.ipc.byteLength);
+  const results = await Promise.all(jobs.map((j) => pool.write(j)));
+  for (const j of jobs) assert.equal(j.ipc.byteLength, 0, 'transferred to the worker, not copied');
+  assert.ok(sizes.every((s) => s > 0));
+  for (const [i, j] of jobs.entries()) {
+    assert.equal(results[i].recordCount, 1000 * j.k);
+    assert.deepEqual(await rows(`SELECT count(*), max(id) FROM read_parquet('${j.path}')`), [[BigInt(1000 * j.k), BigInt((1000 * j.k - 1) * j.k)]]);
+  }
+});
+
+test('a bad job fails with a named error and the pool goes on', async () => {
+  await assert.rejects(pool.write({ ipc: new Uint8Array([1, 2, 3, 4, 5, 6, 7, 8, 9]), path: path.join(dir, 'bad', 'x.parquet'), schema: idsFile([1n]).schema }), rejectsWith('INVALID_ARGUMENT'));
+  // A directory where the file should go.
+  const blocked = path.join(dir, 'blocked');
+  fs.mkdirSync(path.join(blocked, 'x.parquet'), { recursive: true });
+  await assert.rejects(pool.write({ ...idsFile([1n]), path: path.join(blocked, 'x.parquet') }), rejectsWith('STORAGE_EXCEPTION'));
+  const file = path.join(dir, 'after-bad', 'ok.parquet');
+  assert.equal((await pool.write({ ...idsFile([4n, 5n]), path: file })).recordCount, 2);
+  assert.deepEqual(await rows(`SELECT id FROM read_parquet('${file}') ORDER BY id`), [[4n], [5n]]);
+});
+
+test('closing the pool fails queued and later writes', async () => {
+  const closing = new DataFileWriterPool(1);
+  const first = closing.write({ ...idsFile([1n]), path: path.join(dir, 'closing', 'a.parquet') });
+  const queued = closing.write({ ...idsFile([2n]), path: path.join(dir, 'closing', 'b.parquet') });
+  const settled = Promise.allSettled([first, assert.rejects(queued, rejectsWith('STORAGE_EXCEPTION'))]);
+  await closing.close();
+  assert.equal((await settled)[1].status, 'fulfilled', 'the queued write failed');
+  await assert.rejects(closing.write({ ...idsFile([3n]), path: path.join(dir, 'closing', 'c.parquet') }), rejectsWith('STORAGE_EXCEPTION'));
+  assert.throws(() => new DataFileWriterPool(0), rejectsWith('INVALID_ARGUMENT'));
+});

@@ -1,0 +1,59 @@
+/**
+ * The coordinator's hold on lake metadata: creates the Iceberg table of a lake-enabled table and
+ * keeps its schema in step with the table's (ADD COLUMN), in the filesystem catalog under the
+ * warehouse. The lake table records which Tributary table it belongs to (`tributary.table-id`
+ * property), so a re-created table of the same name is not mixed into another table's history.
+ */
+import { TributaryError } from '../common/errors.js';
+import { type TableInfo, tablePathString } from '../common/schema.js';
+import type { LakeCatalogSync } from '../server/coordinator/coordinator.js';
+import { FileSystemCatalog } from './iceberg/catalog.js';
+import { currentSchema, newTableMetadata } from './iceberg/table-metadata.js';
+import { evolveLakeSchema, lakePartitionSpec, lakeSortOrder, newLakeSchema } from './lake-schema.js';
+
+export const TABLE_ID_PROPERTY = 'tributary.table-id';
+
+export class IcebergLakeCatalog implements LakeCatalogSync {
+  readonly catalog: FileSystemCatalog;
+
+  constructor(warehouse: string) {
+    this.catalog = new FileSystemCatalog(warehouse);
+  }
+
+  async syncTable(info: TableInfo): Promise<void> {
+    const { database, table } = info.path;
+    if (!(await this.catalog.tableExists(database, table))) {
+      const schema = newLakeSchema(info);
+      const metadata = newTableMetadata({
+        location: this.catalog.tableLocation(database, table),
+        schema,
+        spec: lakePartitionSpec(info, schema),
+        sortOrder: lakeSortOrder(schema),
+        properties: { [TABLE_ID_PROPERTY]: String(info.tableId), 'write.format.default': 'parquet', 'write.parquet.compression-codec': 'zstd' },
+      });
+      try {
+        await this.catalog.createTable(database, table, metadata);
+        return;
+      } catch (err) {
+        if ((err as TributaryError).errorName !== 'TABLE_ALREADY_EXIST') throw err;
+        // Created concurrently: fall through and check it like an existing one.
+      }
+    }
+    const loaded = await this.catalog.loadTable(database, table);
+    const owner = loaded.metadata.properties[TABLE_ID_PROPERTY];
+    if (owner !== String(info.tableId)) {
+      throw new TributaryError(
+        'LAKE_TABLE_ALREADY_EXIST',
+        `the lake already holds a table ${tablePathString(info.path)} of another table (id ${owner}); drop or move it from the warehouse first`,
+      );
+    }
+    const evolved = evolveLakeSchema(currentSchema(loaded.metadata), info);
+    if (!evolved) return;
+    await this.catalog.commit(database, table, loaded.version, {
+      ...loaded.metadata,
+      schemas: [...loaded.metadata.schemas, evolved],
+      currentSchemaId: evolved['schema-id'],
+      lastColumnId: Math.max(loaded.metadata.lastColumnId, ...evolved.fields.map((f) => f.id)),
+    });
+  }
+}

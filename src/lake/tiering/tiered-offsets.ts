@@ -1,0 +1,69 @@
+/**
+ * The log offsets a lake snapshot holds, recorded in the summary of every snapshot tiering commits:
+ *
+ *   tributary.table-id       the Tributary table id (a re-created table has a new one)
+ *   tributary.tiering-epoch  the epoch of the round that committed it
+ *   tributary.bucket-offsets JSON [{ partition_id?, partition_name?, bucket, end_offset, max_timestamp? }]
+ *                            for every bucket tiered so far (cumulative), end_offset as a decimal string
+ *
+ * Each snapshot is self-contained, so the lake alone says how far it goes: after a crash between
+ * the lake commit and the report to the coordinator, the next round reads it here and registers
+ * it instead of writing the rows again.
+ */
+import type { LakeBucketOffset } from '../../common/lake.js';
+import { ancestorsOf, type TableMetadata } from '../iceberg/table-metadata.js';
+
+export const SUMMARY_TABLE_ID = 'tributary.table-id';
+export const SUMMARY_TIERING_EPOCH = 'tributary.tiering-epoch';
+export const SUMMARY_BUCKET_OFFSETS = 'tributary.bucket-offsets';
+
+interface StoredOffset {
+  partition_id?: number;
+  partition_name?: string;
+  bucket: number;
+  end_offset: string;
+  max_timestamp?: number;
+}
+
+export function bucketOffsetsSummary(offsets: readonly LakeBucketOffset[]): string {
+  return JSON.stringify(
+    offsets.map(
+      (o): StoredOffset => ({
+        ...(o.partitionId !== undefined ? { partition_id: o.partitionId } : {}),
+        ...(o.partitionName !== undefined ? { partition_name: o.partitionName } : {}),
+        bucket: o.bucket,
+        end_offset: o.endOffset.toString(),
+        ...(o.maxTimestamp !== undefined ? { max_timestamp: o.maxTimestamp } : {}),
+      }),
+    ),
+  );
+}
+
+function parseBucketOffsets(text: string): LakeBucketOffset[] {
+  return (JSON.parse(text) as StoredOffset[]).map((o) => ({
+    ...(o.partition_id !== undefined ? { partitionId: o.partition_id } : {}),
+    ...(o.partition_name !== undefined ? { partitionName: o.partition_name } : {}),
+    bucket: o.bucket,
+    endOffset: BigInt(o.end_offset),
+    ...(o.max_timestamp !== undefined ? { maxTimestamp: o.max_timestamp } : {}),
+  }));
+}
+
+export interface TieredSnapshot {
+  snapshotId: bigint;
+  bucketOffsets: LakeBucketOffset[];
+}
+
+/**
+ * The newest snapshot in the current snapshot's history that tiering of table `tableId` committed,
+ * with its offsets; undefined when the lake holds nothing of this table yet. Snapshots made by other
+ * writers (compaction, expiry) are skipped over.
+ */
+export function latestTieredSnapshot(metadata: TableMetadata, tableId: number, fromSnapshotId = metadata.currentSnapshotId): TieredSnapshot | undefined {
+  for (const s of ancestorsOf(metadata, fromSnapshotId)) {
+    if (s.summary[SUMMARY_TABLE_ID] === String(tableId) && s.summary[SUMMARY_BUCKET_OFFSETS] !== undefined) {
+      return { snapshotId: s.snapshotId, bucketOffsets: parseBucketOffsets(s.summary[SUMMARY_BUCKET_OFFSETS]) };
+    }
+  }
+  return undefined;
+}

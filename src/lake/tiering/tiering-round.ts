@@ -1,0 +1,429 @@
+/**
+ * One tiering round of one table (DESIGN.md §5):
+ *
+ *  1. Where the lake stands: the newest snapshot this table's tiering committed, found by its
+ *     summary (tiered-offsets.ts). If the coordinator has not registered it (the previous worker died
+ *     between the lake commit and the report), it is registered now and the round starts after it.
+ *  2. Plan: one split per bucket (per partition), [lake end offset, high watermark), with the stop
+ *     offsets frozen now.
+ *  3. Read the splits with a LogScanner. Log tables: batches become lake batches (system columns
+ *     added, columns shared) written as Parquet data files by the worker-thread pool, a file per
+ *     bucket and `FILE_ROWS` rows. Primary-key tables: the changelog is folded per key — the last
+ *     +I/+U of a key becomes a data row, and a key that existed before the round (its first change
+ *     is not +I) gets an equality delete on the primary key, which removes its older lake rows
+ *     (deletes apply to files of earlier sequence numbers only, so this round's rows survive).
+ *  4. Commit one Iceberg snapshot whose summary carries the offsets, checking at every attempt that
+ *     the lake still ends where the round started (no other worker tiered these offsets meanwhile).
+ *  5. Register the snapshot with the coordinator (CommitLakeTableSnapshot).
+ *
+ * A round that runs past the table's freshness stops reading at a batch boundary and commits what
+ * it has (force-finished); the rest is the next round's.
+ */
+import crypto from 'node:crypto';
+import path from 'node:path';
+import * as arrow from 'apache-arrow';
+import type { Admin } from '../../client/admin.js';
+import type { Connection } from '../../client/connection.js';
+import type { BucketRef, ScanBatch } from '../../client/log-scanner.js';
+import { CHANGE_TYPE_BYTE } from '../../common/change-type.js';
+import { parseDuration, tableOption } from '../../common/config.js';
+import { TributaryError } from '../../common/errors.js';
+import { type LakeBucketOffset, lakeBucketKey } from '../../common/lake.js';
+import { buildSchema, type PartitionInfo, type Schema, type TableInfo, type TablePath, tablePathString } from '../../common/schema.js';
+import type { DataType } from '../../common/types.js';
+import { internalRowReader } from '../../record/arrow-payload.js';
+import { ColumnBatchBuilder } from '../../record/column-batch-builder.js';
+import { ApiKeys } from '../../rpc/api-keys.js';
+import { toPbLakeOffset } from '../../rpc/lake-offsets.js';
+import type { Logger } from '../../server/logger.js';
+import { FileSystemCatalog } from '../iceberg/catalog.js';
+import { type DataFile, FileContent, type PartitionValue } from '../iceberg/data-file.js';
+import type { DataFileWriterPool } from '../iceberg/data-file-writer.js';
+import { ipcStreamOf } from '../iceberg/parquet.js';
+import { commitRowDelta } from '../iceberg/snapshot-producer.js';
+import { currentSchema, partitionSpecById, type TableMetadata } from '../iceberg/table-metadata.js';
+import { parseTransform } from '../iceberg/transforms.js';
+import type { IcebergSchema } from '../iceberg/types.js';
+import { toLakeBatch } from '../lake-batch.js';
+import { BUCKET_COLUMN } from '../lake-schema.js';
+import { bucketOffsetsSummary, latestTieredSnapshot, SUMMARY_BUCKET_OFFSETS, SUMMARY_TABLE_ID, SUMMARY_TIERING_EPOCH, type TieredSnapshot } from './tiered-offsets.js';
+
+/** Rows per data file of a log table bucket; a bucket with more in one round gets several files. */
+export const FILE_ROWS = 1_000_000;
+const PROGRESS_EVERY_MS = 10_000;
+
+export interface RoundContext {
+  conn: Connection;
+  tableId: number;
+  path: TablePath;
+  epoch: bigint;
+  warehouse: string;
+  pool: DataFileWriterPool;
+  /** Aborted when the coordinator fences this round's epoch. */
+  signal: AbortSignal;
+  log: Logger;
+}
+
+export interface RoundResult {
+  forceFinished: boolean;
+  snapshotId?: bigint;
+  rows: number;
+  dataFiles: number;
+  deleteFiles: number;
+}
+
+/** One bucket's part of the round. */
+interface Split {
+  partition?: PartitionInfo;
+  bucket: number;
+  ref: BucketRef;
+  start: bigint;
+  stop: bigint;
+  /** First offset not read yet. */
+  position: bigint;
+  maxTimestamp?: number;
+  /** Values of the partition keys (transform source form), from the first row read. */
+  partitionSource?: Map<string, PartitionValue>;
+  /** Log tables: lake batches not yet written. */
+  pendingBatches: arrow.RecordBatch[];
+  pendingRows: number;
+  /** Primary-key tables: the changelog folded per key. */
+  changes?: Map<string, FoldedChange>;
+}
+
+interface FoldedChange {
+  /** The key existed before this round: its older lake rows must be deleted. */
+  existed: boolean;
+  /** Primary key values, in key order. */
+  key: unknown[];
+  /** The key's latest row (internal values) with its offset and timestamp; undefined when deleted. */
+  row?: unknown[];
+  offset: bigint;
+  timestampMs: number;
+}
+
+export async function runTieringRound(ctx: RoundContext): Promise<RoundResult> {
+  const admin = ctx.conn.getAdmin();
+  const info = await admin.getTableInfo(ctx.path);
+  if (info.tableId !== ctx.tableId) {
+    throw new TributaryError('TABLE_NOT_EXIST', `table ${tablePathString(ctx.path)} was re-created (id ${info.tableId}, tiering ${ctx.tableId})`);
+  }
+  const deadline = Date.now() + parseDuration(tableOption(info.properties, 'table.datalake.freshness')!)!;
+  const catalog = new FileSystemCatalog(ctx.warehouse);
+  const loaded = await catalog.loadTable(info.path.database, info.path.table);
+  const tiered = latestTieredSnapshot(loaded.metadata, info.tableId);
+  await registerIfMissing(ctx, admin, tiered);
+
+  const splits = await planSplits(ctx, admin, info, tiered);
+  if (splits.length === 0) return { forceFinished: false, rows: 0, dataFiles: 0, deleteFiles: 0 };
+  ctx.log.info({ splits: splits.length, records: splits.reduce((n, s) => n + Number(s.stop - s.start), 0) }, 'tiering round planned');
+
+  const writer = new RoundWriter(ctx, info, loaded.metadata);
+  const forceFinished = await readSplits(ctx, info, splits, writer, deadline);
+  for (const split of splits) await writer.flushSplit(split);
+  const written = await writer.files();
+
+  const advanced = splits.filter((s) => s.position > s.start);
+  if (advanced.length === 0) return { forceFinished, rows: 0, dataFiles: 0, deleteFiles: 0 };
+  const offsets = mergeOffsets(tiered?.bucketOffsets ?? [], advanced);
+  const snapshotId = await commitRowDelta(catalog, info.path.database, info.path.table, {
+    dataFiles: written.filter((f) => f.content === FileContent.DATA),
+    deleteFiles: written.filter((f) => f.content !== FileContent.DATA),
+    summary: {
+      [SUMMARY_TABLE_ID]: String(info.tableId),
+      [SUMMARY_TIERING_EPOCH]: ctx.epoch.toString(),
+      [SUMMARY_BUCKET_OFFSETS]: bucketOffsetsSummary(offsets),
+    },
+    validate: (current) => {
+      ctx.signal.throwIfAborted();
+      const now = latestTieredSnapshot(current, info.tableId);
+      if (now?.snapshotId !== tiered?.snapshotId) {
+        throw new TributaryError('FENCED_TIERING_EPOCH_EXCEPTION', `lake snapshot ${now?.snapshotId} of table ${tablePathString(info.path)} was committed by another tiering worker meanwhile`);
+      }
+    },
+  });
+  await commitToCoordinator(ctx, snapshotId, offsets);
+  const rows = written.reduce((n, f) => n + (f.content === FileContent.DATA ? f.recordCount : 0), 0);
+  const deleteFiles = written.filter((f) => f.content !== FileContent.DATA).length;
+  ctx.log.info({ snapshotId: snapshotId.toString(), rows, dataFiles: written.length - deleteFiles, deleteFiles, forceFinished }, 'tiering round committed');
+  return { forceFinished, snapshotId, rows, dataFiles: written.length - deleteFiles, deleteFiles };
+}
+
+async function registerIfMissing(ctx: RoundContext, admin: Admin, tiered: TieredSnapshot | undefined): Promise<void> {
+  if (!tiered) return;
+  let registered: bigint | undefined;
+  try {
+    registered = (await admin.getLakeSnapshot(ctx.path)).snapshotId;
+  } catch (err) {
+    if ((err as TributaryError).errorName !== 'LAKE_SNAPSHOT_NOT_EXIST') throw err;
+  }
+  if (registered === tiered.snapshotId) return;
+  ctx.log.warn({ snapshotId: tiered.snapshotId.toString() }, 'lake snapshot committed but not registered (a worker died in between): registering it');
+  await commitToCoordinator(ctx, tiered.snapshotId, tiered.bucketOffsets);
+}
+
+async function commitToCoordinator(ctx: RoundContext, snapshotId: bigint, offsets: readonly LakeBucketOffset[]): Promise<void> {
+  const rpc = await ctx.conn.server();
+  await rpc.request(ApiKeys.CommitLakeTableSnapshot, {
+    tableId: BigInt(ctx.tableId),
+    tieringEpoch: ctx.epoch,
+    snapshotId,
+    bucketOffsets: offsets.map(toPbLakeOffset),
+  });
+}
+
+async function planSplits(ctx: RoundContext, admin: Admin, info: TableInfo, tiered: TieredSnapshot | undefined): Promise<Split[]> {
+  const lakeEnds = new Map((tiered?.bucketOffsets ?? []).map((o) => [lakeBucketKey(o), o.endOffset]));
+  const partitions: (PartitionInfo | undefined)[] = info.partitionKeys.length > 0 ? await admin.listPartitionInfos(info.path) : [undefined];
+  const buckets = Array.from({ length: info.bucketCount }, (_, b) => b);
+  const splits: Split[] = [];
+  for (const partition of partitions) {
+    const [earliest, latest] = await Promise.all([
+      admin.listOffsets(info.path, buckets, 'earliest', partition?.partitionName),
+      admin.listOffsets(info.path, buckets, 'latest', partition?.partitionName),
+    ]);
+    for (const bucket of buckets) {
+      const lakeEnd = lakeEnds.get(lakeBucketKey({ ...(partition ? { partitionId: partition.partitionId } : {}), bucket }));
+      const logStart = earliest.get(bucket)!;
+      if (lakeEnd !== undefined && lakeEnd < logStart) {
+        ctx.log.warn({ partition: partition?.partitionName, bucket, lakeEnd: lakeEnd.toString(), logStart: logStart.toString() }, 'log expired before it reached the lake; those rows are gone');
+      }
+      const start = lakeEnd === undefined || lakeEnd < logStart ? logStart : lakeEnd;
+      const stop = latest.get(bucket)!;
+      if (start >= stop) continue;
+      splits.push({
+        ...(partition ? { partition } : {}),
+        bucket,
+        ref: partition ? { partition: partition.partitionName, bucket } : bucket,
+        start,
+        stop,
+        position: start,
+        pendingBatches: [],
+        pendingRows: 0,
+        ...(info.schema.primaryKey ? { changes: new Map() } : {}),
+      });
+    }
+  }
+  return splits;
+}
+
+/** Reads every split up to its stop offset, or until the deadline; true when the deadline cut it short. */
+async function readSplits(ctx: RoundContext, info: TableInfo, splits: Split[], writer: RoundWriter, deadline: number): Promise<boolean> {
+  const table = await ctx.conn.getTable(info.path);
+  const scanner = table.newScan().createLogScanner();
+  const byRef = new Map<string, Split>();
+  const refKey = (partition: string | undefined, bucket: number) => (partition === undefined ? String(bucket) : `${partition}/${bucket}`);
+  for (const s of splits) {
+    await scanner.subscribe(s.ref, s.start);
+    byRef.set(refKey(s.partition?.partitionName, s.bucket), s);
+  }
+  let open = splits.length;
+  let lastProgress = Date.now();
+  let rowsRead = 0;
+  try {
+    while (open > 0) {
+      ctx.signal.throwIfAborted();
+      if (Date.now() >= deadline) return true;
+      for (const b of await scanner.pollBatches(Math.min(1000, Math.max(0, deadline - Date.now())))) {
+        const split = byRef.get(refKey(b.partition, b.bucket))!;
+        if (split.position >= split.stop) continue;
+        rowsRead += await writer.add(split, b);
+      }
+      for (const [ref, position] of scanner.positions()) {
+        const split = byRef.get(ref);
+        if (!split || split.position >= split.stop) continue;
+        // Empty changelog batches move positions without rows.
+        if (position > split.position) split.position = position < split.stop ? position : split.stop;
+        if (split.position >= split.stop) {
+          scanner.unsubscribe(split.ref);
+          open--;
+        }
+      }
+      if (Date.now() - lastProgress >= PROGRESS_EVERY_MS) {
+        lastProgress = Date.now();
+        ctx.log.info({ rowsRead, splitsDone: splits.length - open, splits: splits.length }, 'tiering round progress');
+      }
+    }
+    return false;
+  } finally {
+    scanner.close();
+  }
+}
+
+function mergeOffsets(before: readonly LakeBucketOffset[], splits: readonly Split[]): LakeBucketOffset[] {
+  const merged = new Map(before.map((o) => [lakeBucketKey(o), o]));
+  for (const s of splits) {
+    const key = lakeBucketKey({ ...(s.partition ? { partitionId: s.partition.partitionId } : {}), bucket: s.bucket });
+    const maxTimestamp = Math.max(s.maxTimestamp ?? -Infinity, merged.get(key)?.maxTimestamp ?? -Infinity);
+    merged.set(key, {
+      ...(s.partition ? { partitionId: s.partition.partitionId, partitionName: s.partition.partitionName } : {}),
+      bucket: s.bucket,
+      endOffset: s.position,
+      ...(Number.isFinite(maxTimestamp) ? { maxTimestamp } : {}),
+    });
+  }
+  return [...merged.values()];
+}
+
+/** Turns read batches into data and delete files of the round. */
+class RoundWriter {
+  private readonly lakeSchema: IcebergSchema;
+  private readonly deleteSchema?: IcebergSchema;
+  private readonly keySchema?: Schema;
+  private readonly keyColumns: number[];
+  private readonly partitionColumns: number[];
+  private readonly written: Promise<DataFile>[] = [];
+  private readonly location: string;
+  private readonly spec;
+
+  constructor(
+    private readonly ctx: RoundContext,
+    private readonly info: TableInfo,
+    metadata: TableMetadata,
+  ) {
+    this.lakeSchema = currentSchema(metadata);
+    this.location = metadata.location;
+    this.spec = partitionSpecById(metadata, metadata.defaultSpecId);
+    const columns = info.schema.columns;
+    this.partitionColumns = info.partitionKeys.map((k) => columns.findIndex((c) => c.name === k));
+    const pk = info.schema.primaryKey ?? [];
+    this.keyColumns = pk.map((k) => columns.findIndex((c) => c.name === k));
+    if (pk.length > 0) {
+      this.keySchema = buildSchema(pk.map((k) => columns.find((c) => c.name === k)!).map((c) => ({ name: c.name, type: c.type, nullable: false })));
+      const ids = new Set(pk);
+      this.deleteSchema = { type: 'struct', 'schema-id': this.lakeSchema['schema-id'], fields: this.lakeSchema.fields.filter((f) => ids.has(f.name)) };
+    }
+  }
+
+  /** Takes one read batch (cut at the split's stop); returns the rows it held. */
+  async add(split: Split, b: ScanBatch): Promise<number> {
+    const rows = Math.min(b.batch.numRows, Number(split.stop - b.baseOffset));
+    if (rows <= 0) return 0;
+    const batch = rows < b.batch.numRows ? b.batch.slice(0, rows) : b.batch;
+    split.position = b.baseOffset + BigInt(rows);
+    split.maxTimestamp = Math.max(split.maxTimestamp ?? b.timestamp, b.timestamp);
+    const read = internalRowReader(batch, this.info.schema);
+    if (!split.partitionSource && this.partitionColumns.length > 0) {
+      const first = read(0);
+      split.partitionSource = new Map(this.partitionColumns.map((c) => [this.info.schema.columns[c].name, sourceValue(this.info.schema.columns[c].type, first[c])]));
+    }
+    if (split.changes) {
+      this.fold(split, b, rows, read);
+    } else {
+      const offsets = new BigInt64Array(rows);
+      for (let i = 0; i < rows; i++) offsets[i] = b.baseOffset + BigInt(i);
+      const timestamps = new BigInt64Array(rows).fill(BigInt(b.timestamp) * 1000n);
+      split.pendingBatches.push(toLakeBatch(batch, this.info, this.lakeSchema, { bucket: split.bucket, offsets, timestamps }));
+      split.pendingRows += rows;
+      if (split.pendingRows >= FILE_ROWS) await this.flushSplit(split);
+    }
+    return rows;
+  }
+
+  private fold(split: Split, b: ScanBatch, rows: number, read: (row: number) => unknown[]): void {
+    const changes = split.changes!;
+    const types = b.changeTypes!;
+    for (let i = 0; i < rows; i++) {
+      const ct = types[i];
+      const values = read(i);
+      const id = this.keyOf(values);
+      let change = changes.get(id);
+      if (!change) {
+        // A key whose first change here is not an insert was in the lake (or an earlier round) before.
+        change = { existed: ct !== CHANGE_TYPE_BYTE['+I'], key: this.keyColumns.map((c) => values[c]), offset: 0n, timestampMs: 0 };
+        changes.set(id, change);
+      }
+      // -U is followed by the +U that carries the new row.
+      if (ct === CHANGE_TYPE_BYTE['-U']) continue;
+      change.offset = b.baseOffset + BigInt(i);
+      change.timestampMs = b.timestamp;
+      change.row = ct === CHANGE_TYPE_BYTE['-D'] ? undefined : values;
+    }
+  }
+
+  /** A string identifying a row's primary key. */
+  private keyOf(values: readonly unknown[]): string {
+    let id = '';
+    for (const c of this.keyColumns) {
+      const v = values[c];
+      id += (v instanceof Uint8Array ? Buffer.from(v).toString('hex') : String(v)) + '\u0000';
+    }
+    return id;
+  }
+
+  /** Writes what a split holds so far as files (in the background). */
+  async flushSplit(split: Split): Promise<void> {
+    if (split.changes) {
+      if (split.changes.size === 0) return;
+      const data = new ColumnBatchBuilder(this.info.schema);
+      const deletes = new ColumnBatchBuilder(this.keySchema!);
+      const offsets: bigint[] = [];
+      const timestamps: bigint[] = [];
+      for (const change of split.changes.values()) {
+        if (change.row) {
+          data.appendInternalRow(change.row);
+          offsets.push(change.offset);
+          timestamps.push(BigInt(change.timestampMs) * 1000n);
+        }
+        if (change.existed) deletes.appendInternalRow(change.key);
+      }
+      split.changes.clear();
+      if (data.rowCount > 0) {
+        const batch = toLakeBatch(data.build(), this.info, this.lakeSchema, { bucket: split.bucket, offsets: BigInt64Array.from(offsets), timestamps: BigInt64Array.from(timestamps) });
+        this.write(split, [batch], FileContent.DATA, this.lakeSchema);
+      }
+      if (deletes.rowCount > 0) {
+        const rows = deletes.rowCount;
+        const batch = toLakeBatch(deletes.build(), this.info, this.deleteSchema!, { bucket: split.bucket, offsets: new BigInt64Array(rows), timestamps: new BigInt64Array(rows) });
+        this.write(split, [batch], FileContent.EQUALITY_DELETES, this.deleteSchema!);
+      }
+      return;
+    }
+    if (split.pendingRows === 0) return;
+    this.write(split, split.pendingBatches.splice(0), FileContent.DATA, this.lakeSchema);
+    split.pendingRows = 0;
+  }
+
+  private write(split: Split, batches: arrow.RecordBatch[], content: FileContent, schema: IcebergSchema): void {
+    const partition = this.partitionOf(split);
+    const dir = path.join(this.location, 'data', ...this.partitionPath(split, partition));
+    const file = path.join(dir, `${crypto.randomUUID()}${content === FileContent.DATA ? '' : '-deletes'}.parquet`);
+    this.written.push(
+      this.ctx.pool.write({ ipc: ipcStreamOf(batches), path: file, schema }).then((w) => ({
+        ...w,
+        content,
+        partition,
+        ...(content === FileContent.EQUALITY_DELETES ? { equalityIds: schema.fields.map((f) => f.id) } : {}),
+      })),
+    );
+  }
+
+  /** The partition tuple of a split's files: partition key values, then the bucket (bucket[N] of the key or __bucket). */
+  private partitionOf(split: Split): PartitionValue[] {
+    return this.spec.fields.map((f) => {
+      const source = this.lakeSchema.fields.find((x) => x.id === f['source-id'])!;
+      if (source.name === BUCKET_COLUMN || f.transform.startsWith('bucket')) return split.bucket;
+      const value = split.partitionSource?.get(source.name);
+      if (value === undefined) throw new TributaryError('INVALID_TABLE_EXCEPTION', `lake partition field ${f.name} has no value`);
+      return parseTransform(f.transform).apply(source.type, value as never);
+    });
+  }
+
+  private partitionPath(split: Split, partition: PartitionValue[]): string[] {
+    return this.spec.fields.map((f, i) => {
+      const source = this.lakeSchema.fields.find((x) => x.id === f['source-id'])!;
+      const text = f.transform.startsWith('bucket') || source.name === BUCKET_COLUMN ? String(split.bucket) : parseTransform(f.transform).toHumanString(source.type, partition[i] as never);
+      return `${f.name}=${encodeURIComponent(text)}`;
+    });
+  }
+
+  async files(): Promise<DataFile[]> {
+    return Promise.all(this.written);
+  }
+}
+
+/** An internal value (values.ts) as Iceberg transforms take it. */
+function sourceValue(type: DataType, v: unknown): PartitionValue {
+  if (v === null || v === undefined) return null;
+  return type.kind === 'TIME' ? BigInt(v as number) : (v as PartitionValue);
+}

@@ -1,0 +1,138 @@
+/**
+ * A tiering worker: the stateless process side of lake tiering (DESIGN.md §5). It asks the
+ * coordinator for a table (LakeTieringHeartbeat), runs one tiering round for it while renewing the
+ * table's lease, reports the outcome, and asks again. It keeps nothing on disk: everything a round
+ * needs is in the log and in the lake, so a worker may be killed at any moment and any number of
+ * workers may run; the coordinator's tiering epochs and the lake commit's check of the offsets it
+ * started from keep two workers from tiering the same rows.
+ */
+import { Connection } from '../../client/connection.js';
+import { asTributaryError, TributaryError } from '../../common/errors.js';
+import { tablePathString } from '../../common/schema.js';
+import { ApiKeys } from '../../rpc/api-keys.js';
+import type { Logger } from '../../server/logger.js';
+import { DataFileWriterPool } from '../iceberg/data-file-writer.js';
+import { runTieringRound } from './tiering-round.js';
+
+export interface TieringWorkerOptions {
+  /** How long an idle worker waits before asking for work again. */
+  pollIntervalMs?: number;
+  /** How often a busy worker renews its lease. */
+  heartbeatIntervalMs?: number;
+  /** Worker threads converting Arrow to Parquet. */
+  writerThreads?: number;
+  log: Logger;
+}
+
+interface Outcome {
+  tableId: bigint;
+  epoch: bigint;
+  kind: 'finished' | 'force-finished' | 'failed';
+  error?: string;
+}
+
+export class TieringWorker {
+  private running = true;
+  private readonly loop: Promise<void>;
+  private wake?: () => void;
+  private readonly pool: DataFileWriterPool;
+
+  private constructor(
+    private readonly conn: Connection,
+    private readonly options: Required<Omit<TieringWorkerOptions, 'log'>> & { log: Logger },
+  ) {
+    this.pool = new DataFileWriterPool(options.writerThreads);
+    this.loop = this.run();
+  }
+
+  /** Connects to the cluster at `bootstrap` (host:port) and starts asking for tables. */
+  static async start(bootstrap: string, options: TieringWorkerOptions): Promise<TieringWorker> {
+    const conn = await Connection.create({ 'bootstrap.servers': bootstrap });
+    return new TieringWorker(conn, { pollIntervalMs: 1000, heartbeatIntervalMs: 5000, writerThreads: 1, ...options });
+  }
+
+  /** Stops after the current round (which is not reported: its lease simply runs out). */
+  async stop(): Promise<void> {
+    this.running = false;
+    this.wake?.();
+    await this.loop;
+    await this.pool.close();
+    this.conn.close();
+  }
+
+  private async run(): Promise<void> {
+    const log = this.options.log;
+    let reports: Outcome[] = [];
+    while (this.running) {
+      let assigned;
+      try {
+        const resp = await this.heartbeat({ report: reports, requestTable: true });
+        reports = [];
+        assigned = resp.tieringTable;
+      } catch (err) {
+        if (!this.running) break;
+        log.warn({ err: asTributaryError(err).toString() }, 'tiering heartbeat failed; retrying');
+      }
+      if (!assigned) {
+        await this.sleep(this.options.pollIntervalMs);
+        continue;
+      }
+      const path = { database: assigned.tablePath!.databaseName, table: assigned.tablePath!.tableName };
+      const lease = { tableId: assigned.tableId, tieringEpoch: assigned.tieringEpoch };
+      const fenced = new AbortController();
+      const renew = setInterval(() => {
+        this.heartbeat({ report: [], renew: [lease] })
+          .then((r) => {
+            const e = r.errors.find((x) => x.tableId === lease.tableId);
+            if (e) fenced.abort(new TributaryError('FENCED_TIERING_EPOCH_EXCEPTION', e.errorMessage));
+          })
+          .catch((err) => log.warn({ err: asTributaryError(err).toString() }, 'tiering lease renewal failed'));
+      }, this.options.heartbeatIntervalMs);
+      try {
+        const result = await runTieringRound({
+          conn: this.conn,
+          tableId: Number(assigned.tableId),
+          path,
+          epoch: assigned.tieringEpoch,
+          warehouse: assigned.warehouse,
+          pool: this.pool,
+          signal: fenced.signal,
+          log: log.child({ table: tablePathString(path), epoch: assigned.tieringEpoch.toString() }),
+        });
+        reports.push({ tableId: lease.tableId, epoch: lease.tieringEpoch, kind: result.forceFinished ? 'force-finished' : 'finished' });
+      } catch (err) {
+        const e = asTributaryError(err);
+        if (e.errorName === 'FENCED_TIERING_EPOCH_EXCEPTION') log.warn({ table: tablePathString(path), reason: e.message }, 'tiering round fenced; dropped');
+        else {
+          log.error({ table: tablePathString(path), err: e.toString() }, 'tiering round failed');
+          reports.push({ tableId: lease.tableId, epoch: lease.tieringEpoch, kind: 'failed', error: e.toString() });
+          await this.sleep(this.options.pollIntervalMs); // do not spin on a table that keeps failing
+        }
+      } finally {
+        clearInterval(renew);
+      }
+    }
+  }
+
+  private async heartbeat(req: { report: Outcome[]; requestTable?: boolean; renew?: { tableId: bigint; tieringEpoch: bigint }[] }) {
+    const rpc = await this.conn.server();
+    const of = (kind: Outcome['kind']) => req.report.filter((o) => o.kind === kind).map((o) => ({ tableId: o.tableId, tieringEpoch: o.epoch }));
+    return rpc.request(ApiKeys.LakeTieringHeartbeat, {
+      tieringTables: req.renew ?? [],
+      finishedTables: of('finished'),
+      forceFinishedTables: of('force-finished'),
+      failedTables: req.report.filter((o) => o.kind === 'failed').map((o) => ({ tableId: o.tableId, tieringEpoch: o.epoch, errorMessage: o.error ?? '' })),
+      requestTable: req.requestTable ?? false,
+    });
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      this.wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+  }
+}
