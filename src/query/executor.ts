@@ -2,8 +2,9 @@
  * Executes statements of Tributary's SQL dialect for one session (the shell, `tributary sql -e`).
  *
  * DDL becomes Admin calls. Queries run in embedded DuckDB over the tables they name, loaded by
- * TableLoader (logs, primary-key state, key lookups, `$changelog`); `SELECT count(*) FROM t`
- * alone is answered from the table stats. Writes:
+ * TableLoader (logs, primary-key state, key lookups, `$changelog`, the lake's `$lake` and
+ * `$lake$snapshots`); `SELECT count(*) FROM t` alone is answered from the table stats. SHOW LAKE
+ * STATUS shows the tiering status the coordinator reports. Writes:
  *
  *   INSERT   runs its VALUES/SELECT part in DuckDB, casts the rows to the column types there, and
  *            appends them (log table) or upserts them (primary-key table; with a column list that
@@ -21,6 +22,7 @@ import { validatePartialUpdate, primaryKeyTableOptions } from '../common/pk-tabl
 import { DEFAULT_DATABASE, type TableInfo, type TablePath, tablePathString } from '../common/schema.js';
 import { formatDataType } from '../common/types.js';
 import type { Row } from '../common/values.js';
+import type { LakeTieringStatus } from '../client/admin.js';
 import type { Connection } from '../client/connection.js';
 import type { Table } from '../client/table.js';
 import { countStarOf } from './duckdb/query-shapes.js';
@@ -41,7 +43,8 @@ export interface ExecutionResult {
   message?: string;
   /**
    * How a query, UPDATE or DELETE read its tables: 'scan' (whole logs or states), 'lookup' (only
-   * the rows of the primary keys its condition names), 'stats' (COUNT(*) from the table stats).
+   * the rows of the primary keys its condition names), 'stats' (COUNT(*) from the table stats),
+   * 'lake' (lake files: `$lake`, `$lake$snapshots`). With several tables, how it read the last one.
    * Absent when it read no table.
    */
   plan?: ReadPlan;
@@ -92,9 +95,10 @@ export class SqlExecutor {
     return { database: name.database ?? this.database, table: name.table };
   }
 
-  /** The table a write names; `$changelog` tables are read-only. */
+  /** The table a write names; system tables (`$changelog`, `$lake`, ...) are read-only. */
   private async writable(name: TableName): Promise<Table> {
-    if (TableLoader.isChangelog(name)) throw new TributaryError('SQL_UNSUPPORTED', `'${name.table}' is read-only: it shows the changelog of a table`);
+    const system = TableLoader.systemTableOf(name);
+    if (system) throw new TributaryError('SQL_UNSUPPORTED', `'${name.table}' is read-only: it shows ${system.shows}`);
     return this.conn.getTable(this.path(name));
   }
 
@@ -148,6 +152,8 @@ export class SqlExecutor {
         const parts = await admin.listPartitionInfos(info.path, s.partition ?? {});
         return { result: rows(['partition name', ...info.partitionKeys], parts.map((p) => [p.partitionName, ...info.partitionKeys.map((k) => p.spec[k])])) };
       }
+      case 'showLakeStatus':
+        return { result: lakeStatus(await admin.getLakeTieringStatus(this.path(s.table))) };
       case 'insert':
         return this.insert(await this.writable(s.table), s.columns, s.query);
       case 'update':
@@ -162,7 +168,7 @@ export class SqlExecutor {
   private async query(sql: string): Promise<ExecutionResult & { result: QueryResult }> {
     const tree = await this.duck.syntaxTree(sql);
     const count = tree.explain ? undefined : countStarOf(tree.json);
-    if (count && !TableLoader.isChangelog(count.table)) {
+    if (count && !TableLoader.systemTableOf(count.table)) {
       const rowCount = await this.rowCount(TableLoader.pathOf(count.table, this.database));
       return { result: { columns: [{ name: count.column, type: 'BIGINT' }], rows: [[rowCount]] }, plan: 'stats' };
     }
@@ -288,6 +294,22 @@ function describe(info: TableInfo): QueryResult {
     return [c.name, formatDataType(c.type), c.nullable ? 'YES' : 'NO', keys, c.comment ?? ''];
   });
   return rows(['name', 'type', 'null', 'key', 'comment'], data);
+}
+
+/** SHOW LAKE STATUS: one row per bucket (and partition) of a lake-enabled table. */
+function lakeStatus(status: LakeTieringStatus): QueryResult {
+  return {
+    columns: [
+      { name: 'state', type: 'VARCHAR' },
+      { name: 'snapshot_id', type: 'BIGINT' },
+      { name: 'partition', type: 'VARCHAR' },
+      { name: 'bucket', type: 'INTEGER' },
+      { name: 'lake_end_offset', type: 'BIGINT' },
+      { name: 'high_watermark', type: 'BIGINT' },
+      { name: 'records_behind', type: 'BIGINT' },
+    ],
+    rows: status.buckets.map((b) => [status.state, status.snapshotId ?? null, b.partition ?? null, b.bucket, b.lakeEndOffset, b.highWatermark, b.recordsBehind]),
+  };
 }
 
 function showCreate(info: TableInfo): string {

@@ -8,31 +8,47 @@
  *                        rows of the looked-up keys                                plan 'lookup'
  *   table$changelog      the table's log with change type, offset and commit
  *                        timestamp in front (log-reader.ts), for either kind       plan 'scan'
+ *   table$lake           the rows of the current snapshot of the table's lake
+ *                        (Iceberg) table, deletes applied (lake-reader.ts)         plan 'lake'
+ *   table$lake$snapshots the snapshots of that lake table                          plan 'lake'
+ *
+ * The lake tables of a lake-enabled table are read straight from the warehouse the server names
+ * (GetLakeTieringStatus), so they must be reachable at the same path from here.
  *
  * DuckDB then runs the query as written, so a lookup gives the same result as a scan.
  */
+import { tableOption } from '../common/config.js';
 import { TributaryError } from '../common/errors.js';
 import { type Column, type TableInfo, type TablePath, tablePathString } from '../common/schema.js';
 import type { DataType } from '../common/types.js';
 import type { Row } from '../common/values.js';
 import type { Connection } from '../client/connection.js';
 import type { Table } from '../client/table.js';
+import { FileSystemCatalog } from '../lake/iceberg/catalog.js';
 import { toArrowSchema } from '../record/arrow-schema.js';
 import { keyLookupOf } from './duckdb/query-shapes.js';
 import { referencesOf, type TableReference } from './duckdb/references.js';
 import type { DuckSession } from './duckdb/session.js';
 import type { SyntaxTree } from './duckdb/syntax-tree.js';
 import { duckTypeName } from './duckdb/type-name.js';
+import { loadLakeSnapshots, loadLakeTable } from './lake-reader.js';
 import { CHANGELOG_COLUMNS, readChangelogUpToHighWatermark, readLogUpToHighWatermark } from './log-reader.js';
 import { lookupState, readState } from './state-reader.js';
 
-/** How a statement read its table: whole (log or state), by key lookups, or from table stats. */
-export type ReadPlan = 'scan' | 'lookup' | 'stats';
+/** How a statement read its table: whole (log or state), by key lookups, from table stats, or from the lake. */
+export type ReadPlan = 'scan' | 'lookup' | 'stats' | 'lake';
 
 /** The most keys a query may look up; more are read by a scan. */
 const MAX_LOOKUP_KEYS = 1024;
 
-const CHANGELOG_SUFFIX = '$changelog';
+/** The read-only views of a table, named `<table><suffix>`, and what each shows. */
+export type SystemTable = '$changelog' | '$lake' | '$lake$snapshots';
+const SYSTEM_TABLES: Record<SystemTable, string> = {
+  $changelog: 'the changelog of a table',
+  // Before '$lake', which it ends in too.
+  $lake$snapshots: 'the lake snapshots of a table',
+  $lake: 'the lake rows of a table',
+};
 
 export const quoteIdentifier = (name: string): string => `"${name.replaceAll('"', '""')}"`;
 
@@ -47,9 +63,13 @@ export class TableLoader {
     return { database: ref.schema ?? database, table: ref.table };
   }
 
-  /** Whether a reference names the `$changelog` of a table. */
-  static isChangelog(ref: TableReference): boolean {
-    return ref.table.toLowerCase().endsWith(CHANGELOG_SUFFIX);
+  /** The system table a reference names (`t$changelog`, `t$lake`, `t$lake$snapshots`), with the table it belongs to. */
+  static systemTableOf(ref: TableReference): { system: SystemTable; table: string; shows: string } | undefined {
+    const lower = ref.table.toLowerCase();
+    for (const [system, shows] of Object.entries(SYSTEM_TABLES) as [SystemTable, string][]) {
+      if (lower.endsWith(system)) return { system, table: ref.table.slice(0, -system.length), shows };
+    }
+    return undefined;
   }
 
   /** Loads every table the query reads; undefined when it reads none. */
@@ -62,12 +82,20 @@ export class TableLoader {
       const name = `${path.database}.${path.table}`;
       if (loaded.has(name)) continue;
       loaded.add(name);
-      const changelog = TableLoader.isChangelog(ref);
-      const table = await this.conn.getTable(changelog ? { ...path, table: path.table.slice(0, -CHANGELOG_SUFFIX.length) } : path);
+      const system = TableLoader.systemTableOf(ref);
+      const table = await this.conn.getTable({ ...path, table: system?.table ?? path.table });
+      if (system?.system === '$lake' || system?.system === '$lake$snapshots') {
+        const catalog = await this.lakeCatalog(table.info, system.system);
+        const { database: db, table: lakeTable } = table.info.path;
+        if (system.system === '$lake') await loadLakeTable(this.duck, name, catalog, db, lakeTable, refs.columns === '*' ? {} : { columns: refs.columns });
+        else await loadLakeSnapshots(this.duck, name, catalog, db, lakeTable);
+        plan = 'lake';
+        continue;
+      }
       const columns = columnsToRead(table.info, refs.columns);
-      if (changelog) {
+      if (system?.system === '$changelog') {
         const clash = table.info.schema.columns.find((c) => CHANGELOG_COLUMNS.includes(c.name.toLowerCase()));
-        if (clash) throw new TributaryError('SQL_UNSUPPORTED', `'${tablePathString(table.info.path)}' has a column named '${clash.name}', which ${CHANGELOG_SUFFIX} uses for its metadata`);
+        if (clash) throw new TributaryError('SQL_UNSUPPORTED', `'${tablePathString(table.info.path)}' has a column named '${clash.name}', which ${system.system} uses for its metadata`);
         const { schema, batches } = await readChangelogUpToHighWatermark(this.conn, table, columns);
         await this.duck.loadArrowTable(name, schema, batches);
         plan = 'scan';
@@ -85,6 +113,15 @@ export class TableLoader {
     // The current database is DuckDB's default schema, so unqualified names resolve as in Tributary.
     await this.duck.run(`CREATE SCHEMA IF NOT EXISTS ${quoteIdentifier(database)}; SET search_path = '${database.replaceAll("'", "''")}'`);
     return plan;
+  }
+
+  /** The filesystem catalog of the lake that a lake-enabled table is tiered into. */
+  private async lakeCatalog(info: TableInfo, system: SystemTable): Promise<FileSystemCatalog> {
+    if (tableOption(info.properties, 'table.datalake.enabled') !== 'true') {
+      throw new TributaryError('INVALID_TABLE_EXCEPTION', `'${tablePathString(info.path)}' is not lake-enabled ('table.datalake.enabled'), so it has no ${system}`);
+    }
+    const { warehouse } = await this.conn.getAdmin().getLakeTieringStatus(info.path);
+    return new FileSystemCatalog(warehouse);
   }
 
   /**

@@ -28,11 +28,12 @@ export class ServerProcess {
     this.exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
   }
 
-  /** Starts a server on `dataDir` (a new temp dir by default); `port` 0 picks a free one. */
-  static async start(options: { dataDir?: string; port?: number; settings?: Record<string, string> } = {}): Promise<ServerProcess> {
+  /** Starts a server on `dataDir` (a new temp dir by default); `port` 0 picks a free one; `args` are more CLI flags (e.g. `--no-tiering`). */
+  static async start(options: { dataDir?: string; port?: number; settings?: Record<string, string>; args?: string[] } = {}): Promise<ServerProcess> {
     const dataDir = options.dataDir ?? tempDir('data');
     const args = ['--import', 'tsx', CLI, 'start', '--data-dir', dataDir, '--port', String(options.port ?? 0), '--http-port', '0'];
     for (const [k, v] of Object.entries(options.settings ?? {})) args.push('--set', `${k}=${v}`);
+    args.push(...(options.args ?? []));
     const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, TRIBUTARY_LOG_LEVEL: 'warn' } });
     const server = new ServerProcess(child, dataDir);
     child.stderr!.on('data', (d: Buffer) => (server.stderr += d.toString()));
@@ -65,6 +66,45 @@ export class ServerProcess {
   }
 
   /** SIGKILL and wait: a crash. */
+  async kill(): Promise<void> {
+    this.child.kill('SIGKILL');
+    await this.exited;
+  }
+}
+
+/** A `tributary tiering` worker process. */
+export class TieringProcess {
+  stderr = '';
+  private readonly exited: Promise<number | null>;
+
+  private constructor(readonly child: ChildProcess) {
+    this.exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+  }
+
+  static async start(bootstrap: string, logLevel = 'warn'): Promise<TieringProcess> {
+    const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'tiering', '--bootstrap', bootstrap, '--poll-interval', '100'], {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, TRIBUTARY_LOG_LEVEL: logLevel },
+    });
+    const worker = new TieringProcess(child);
+    child.stderr!.on('data', (d: Buffer) => (worker.stderr += d.toString()));
+    await new Promise<void>((resolve, reject) => {
+      let out = '';
+      child.stdout!.on('data', (d: Buffer) => {
+        out += d.toString();
+        if (out.includes('ready tiering')) resolve();
+      });
+      child.once('close', (code) => reject(new Error(`tiering worker exited with ${code} before ready: ${worker.stderr}`)));
+    });
+    return worker;
+  }
+
+  async stop(): Promise<number | null> {
+    this.child.kill('SIGTERM');
+    return this.exited;
+  }
+
   async kill(): Promise<void> {
     this.child.kill('SIGKILL');
     await this.exited;

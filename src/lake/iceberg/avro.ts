@@ -66,12 +66,25 @@ const bigintLong = avro.types.LongType.__with({
   compare: (a: bigint, b: bigint) => (a < b ? -1 : a > b ? 1 : 0),
 });
 
-/** The avsc type of a schema, reading and writing every `long` (with or without a logical type) as a bigint. */
-function typeOf(schema: AvroSchema): avro.Type {
-  return avro.Type.forSchema(schema as avro.Schema, {
-    typeHook: (s) => (s === 'long' || (typeof s === 'object' && (s as { type?: unknown }).type === 'long') ? bigintLong : undefined),
-  });
+/**
+ * The avsc type of a schema, reading and writing every `long` (with or without a logical type) as
+ * a bigint. Building one costs about a millisecond and a table's manifests share a few schemas, so
+ * the last few are kept, keyed by their JSON text.
+ */
+function typeOf(schemaText: string, schema: AvroSchema): avro.Type {
+  let type = types.get(schemaText);
+  if (type === undefined) {
+    type = avro.Type.forSchema(schema as avro.Schema, {
+      typeHook: (s) => (s === 'long' || (typeof s === 'object' && (s as { type?: unknown }).type === 'long') ? bigintLong : undefined),
+    });
+    if (types.size === TYPES_KEPT) types.delete(types.keys().next().value!);
+    types.set(schemaText, type);
+  }
+  return type;
 }
+
+const TYPES_KEPT = 32;
+const types = new Map<string, avro.Type>();
 
 // The container's own fields: plain numbers are exact for counts and sizes.
 const LONG = avro.Type.forSchema('long');
@@ -82,14 +95,15 @@ const META = avro.Type.forSchema({ type: 'map', values: 'bytes' });
  * callers can build each one just before it is encoded.
  */
 export async function encodeAvroFile(file: AvroFile): Promise<Uint8Array> {
+  const schemaText = JSON.stringify(file.schema);
   let type: avro.Type;
   try {
-    type = typeOf(file.schema);
+    type = typeOf(schemaText, file.schema);
   } catch (err) {
     throw new TributaryError('INVALID_ARGUMENT', `invalid Avro schema: ${(err as Error).message}`, { cause: err });
   }
   const meta: Record<string, Buffer> = {
-    'avro.schema': Buffer.from(JSON.stringify(file.schema)),
+    'avro.schema': Buffer.from(schemaText),
     'avro.codec': Buffer.from('deflate'),
   };
   for (const [key, value] of Object.entries(file.metadata)) {
@@ -99,8 +113,8 @@ export async function encodeAvroFile(file: AvroFile): Promise<Uint8Array> {
   const sync = randomBytes(SYNC_BYTES);
   // Blocks are compressed on the thread pool while the next ones are encoded.
   const parts: Promise<Buffer[]>[] = [Promise.resolve([MAGIC, META.toBuffer(meta), sync])];
-  const flush = (records: Buffer, count: number) =>
-    parts.push(deflate(records).then((data) => [LONG.toBuffer(count), LONG.toBuffer(data.length), data, sync]));
+  const flush = (data: Buffer, count: number) =>
+    parts.push(deflate(data).then((deflated) => [LONG.toBuffer(count), LONG.toBuffer(deflated.length), deflated, sync]));
 
   let block = Buffer.allocUnsafe(BLOCK_BYTES);
   let used = 0;
@@ -128,8 +142,7 @@ export async function encodeAvroFile(file: AvroFile): Promise<Uint8Array> {
     i++;
   }
   if (count > 0) flush(block.subarray(0, used), count);
-  const out = Buffer.concat((await Promise.all(parts)).flat());
-  return new Uint8Array(out.buffer, out.byteOffset, out.byteLength);
+  return Buffer.concat((await Promise.all(parts)).flat());
 }
 
 /** Reads an object container file (codec deflate or null); any malformed or truncated part is a STORAGE_EXCEPTION. */
@@ -152,14 +165,15 @@ async function decode(buf: Buffer): Promise<AvroFile> {
   if (head.offset < 0 || head.offset + SYNC_BYTES > buf.length) throw malformed('truncated header');
   const meta = head.value as Record<string, Buffer>;
   if (meta['avro.schema'] === undefined) throw malformed('no avro.schema in the header');
-  const schema = JSON.parse(meta['avro.schema'].toString('utf8')) as AvroSchema;
+  const schemaText = meta['avro.schema'].toString('utf8');
+  const schema = JSON.parse(schemaText) as AvroSchema;
   const codec = meta['avro.codec']?.toString('utf8') ?? 'null';
   if (codec !== 'deflate' && codec !== 'null') throw malformed(`unsupported codec ${codec}`);
   const metadata: Record<string, string> = {};
   for (const [key, value] of Object.entries(meta)) {
     if (!key.startsWith('avro.')) metadata[key] = value.toString('utf8');
   }
-  const type = typeOf(schema);
+  const type = typeOf(schemaText, schema);
   const sync = buf.subarray(head.offset, head.offset + SYNC_BYTES);
 
   const frames: { count: number; data: Buffer }[] = [];

@@ -173,7 +173,7 @@ export async function decodeManifest(
       fileFormat: format,
       partition: partition.map((p) => {
         const value = df.partition[p.name];
-        return value === null || value === undefined ? null : p.fromAvro(value);
+        return value === null ? null : p.fromAvro(value);
       }),
       recordCount: Number(df.record_count),
       fileSizeInBytes: Number(df.file_size_in_bytes),
@@ -189,10 +189,9 @@ export async function decodeManifest(
     if (df.sort_order_id != null) dataFile.sortOrderId = df.sort_order_id;
     return {
       status: e.status as ManifestEntryStatus,
-      // Absent in v1 manifests, which only the spec's read rules would bring here.
-      snapshotId: e.snapshot_id ?? null,
-      sequenceNumber: e.sequence_number ?? null,
-      fileSequenceNumber: e.file_sequence_number ?? null,
+      snapshotId: e.snapshot_id,
+      sequenceNumber: e.sequence_number,
+      fileSequenceNumber: e.file_sequence_number,
       dataFile,
     };
   });

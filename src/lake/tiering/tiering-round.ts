@@ -62,6 +62,8 @@ export interface RoundContext {
   /** Aborted when the coordinator fences this round's epoch. */
   signal: AbortSignal;
   log: Logger;
+  /** Called between the lake commit and the report to the coordinator: the window a crash leaves a snapshot unregistered. */
+  onLakeCommitted?(snapshotId: bigint): void | Promise<void>;
 }
 
 export interface RoundResult {
@@ -142,6 +144,7 @@ export async function runTieringRound(ctx: RoundContext): Promise<RoundResult> {
       }
     },
   });
+  await ctx.onLakeCommitted?.(snapshotId);
   await commitToCoordinator(ctx, snapshotId, offsets);
   const rows = written.reduce((n, f) => n + (f.content === FileContent.DATA ? f.recordCount : 0), 0);
   const deleteFiles = written.filter((f) => f.content !== FileContent.DATA).length;
@@ -231,7 +234,7 @@ async function readSplits(ctx: RoundContext, info: TableInfo, splits: Split[], w
       }
       for (const [ref, position] of scanner.positions()) {
         const split = byRef.get(ref);
-        if (!split || split.position >= split.stop) continue;
+        if (!split) continue;
         // Empty changelog batches move positions without rows.
         if (position > split.position) split.position = position < split.stop ? position : split.stop;
         if (split.position >= split.stop) {

@@ -31,6 +31,8 @@ export type Statement =
   | { kind: 'dropPartition'; table: TableName; ifExists: boolean; partition: PartitionSpec }
   /** `partition` filters by a prefix of the partition keys when given. */
   | { kind: 'showPartitions'; table: TableName; partition?: PartitionSpec }
+  /** Where tiering of a lake-enabled table into the lake stands, per bucket. */
+  | { kind: 'showLakeStatus'; table: TableName }
   /** `query` is the raw `VALUES ...`, `SELECT ...` or `WITH ...` text. */
   | { kind: 'insert'; table: TableName; columns?: string[]; query: string }
   /** Expressions and the condition are raw DuckDB text; no condition means every row. */

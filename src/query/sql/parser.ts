@@ -17,7 +17,7 @@
  *   drop        = DROP DATABASE [IF EXISTS] name [RESTRICT | CASCADE]
  *               | DROP TABLE [IF EXISTS] table
  *   show        = SHOW DATABASES | SHOW TABLES [(FROM | IN) name] | SHOW CREATE TABLE table
- *               | SHOW PARTITIONS table [PARTITION partition]
+ *               | SHOW PARTITIONS table [PARTITION partition] | SHOW LAKE STATUS table
  *   use         = USE name
  *   describe    = (DESCRIBE | DESC) table
  *   alter       = ALTER TABLE table ( SET options | RESET '(' text {',' text} ')'
@@ -288,9 +288,12 @@ class Parser {
         if (this.acceptWord('PARTITION')) return { kind: 'showPartitions', table, partition: this.partitionSpec() };
         return { kind: 'showPartitions', table };
       }
+      case 'LAKE':
+        this.word('STATUS');
+        return { kind: 'showLakeStatus', table: this.tableName() };
       default:
         if (what.kind === 'word') throw this.unsupported(what, `SHOW ${what.upper} is not supported`);
-        throw this.expected(what, 'DATABASES, TABLES, PARTITIONS or CREATE TABLE');
+        throw this.expected(what, 'DATABASES, TABLES, PARTITIONS, CREATE TABLE or LAKE STATUS');
     }
   }
 

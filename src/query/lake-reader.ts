@@ -1,0 +1,288 @@
+/**
+ * Reads an Iceberg table of the filesystem catalog with DuckDB: the rows of a snapshot with its
+ * delete files applied (`table$lake`), and the table's snapshots (`table$lake$snapshots`). DuckDB
+ * has no Iceberg extension offline, so the scan is planned here (lake/iceberg/scan.ts) and DuckDB
+ * gets plain file lists. The SQL of a snapshot's rows:
+ *
+ *   WITH files(file, path, location) AS (VALUES (0, '<path>', '<location>'), ...)
+ *            -- every data and delete file: its index, the path DuckDB opens and, for position
+ *            -- deletes, the location as the manifest wrote it
+ *      , applies AS (...)      -- (data_path, data_location, delete_path) per delete file that
+ *                              -- applies to a data file, from VALUES (data file, first, last
+ *                              -- delete file index) ranges that planScan's lists compress into
+ *      , eq0 AS (SELECT a.data_path, r.f<id>... FROM read_parquet([<equality delete files>], ...) AS r
+ *                JOIN applies AS a ON a.delete_path = r.filename)   -- one per equality id set
+ *      , pos AS (SELECT a.data_path, r.f2147483545 AS pos FROM read_parquet([<position delete files>], ...) AS r
+ *                JOIN applies AS a ON a.delete_path = r.filename AND a.data_location = r.f2147483546)
+ *   SELECT d.f<id> AS "<column>", ... FROM read_parquet([<data files>], ...) AS d
+ *     ANTI JOIN eq0 ON eq0.data_path = d.filename AND eq0.f<id> IS NOT DISTINCT FROM d.f<id> ...
+ *     ANTI JOIN pos ON pos.data_path = d.filename AND pos.pos = d.file_row_number
+ *
+ * Every read_parquet resolves columns by Iceberg field id, `schema = map{<id>: {name: 'f<id>',
+ * type: '<DuckDB type>', default_value: NULL}, ...}`, so renamed columns read right and a column
+ * added after a file was written reads as NULL from it; `hive_partitioning = false` keeps the
+ * partition directories (`__bucket=0/`) from adding columns. Equality deletes compare NULL-safely
+ * (spec: NULL equals NULL). Without delete files the SELECT reads the data files alone; without
+ * data files it is an empty table of the schema's columns.
+ *
+ * Paths are passed as the manifests hold them (`file:` URIs become paths), as quoted literals.
+ * DuckDB expands `*`, `?` and `[` in a path as a glob, so such paths are refused.
+ */
+import { TributaryError } from '../common/errors.js';
+import type { FileSystemCatalog } from '../lake/iceberg/catalog.js';
+import { type DataFile, FileContent } from '../lake/iceberg/data-file.js';
+import { localPath, planScan, type ScanTask } from '../lake/iceberg/scan.js';
+import { currentSchema, snapshotById, type TableMetadata } from '../lake/iceberg/table-metadata.js';
+import { decimalOf, fixedLengthOf, type IcebergField, type IcebergPrimitive, type IcebergSchema } from '../lake/iceberg/types.js';
+import { SUMMARY_BUCKET_OFFSETS, SUMMARY_TIERING_EPOCH } from '../lake/tiering/tiered-offsets.js';
+import type { DuckSession } from './duckdb/session.js';
+
+/** Field ids of position delete files (spec: "Reserved Field IDs"). */
+const DELETE_FILE_PATH_ID = 2147483546;
+const DELETE_POS_ID = 2147483545;
+
+/** The columns of `table$lake$snapshots`, in order, with their DuckDB types. */
+export const LAKE_SNAPSHOT_COLUMNS = [
+  ['snapshot_id', 'BIGINT'],
+  ['parent_id', 'BIGINT'],
+  ['sequence_number', 'BIGINT'],
+  ['committed_at', 'TIMESTAMPTZ'],
+  ['operation', 'VARCHAR'],
+  ['added_records', 'BIGINT'],
+  ['total_records', 'BIGINT'],
+  ['added_data_files', 'BIGINT'],
+  ['added_delete_files', 'BIGINT'],
+  ['tiering_epoch', 'BIGINT'],
+  ['bucket_offsets', 'VARCHAR'],
+  ['is_current', 'BOOLEAN'],
+] as const;
+
+export interface LakeReadOptions {
+  /** The snapshot to read (read with its own schema); the current one (current schema) by default. */
+  snapshotId?: bigint;
+  /** Only the schema's columns among these names (compared case-insensitively); all by default. */
+  columns?: Iterable<string>;
+}
+
+const literal = (s: string): string => `'${s.replaceAll("'", "''")}'`;
+const identifier = (name: string): string => `"${name.replaceAll('"', '""')}"`;
+/** The name a field has inside the query: never one of read_parquet's `filename`, `file_row_number`. */
+const inner = (id: number): string => `f${id}`;
+
+/** DuckDB's type for an Iceberg primitive. */
+export function duckTypeOfIceberg(type: IcebergPrimitive): string {
+  switch (type) {
+    case 'boolean':
+      return 'BOOLEAN';
+    case 'int':
+      return 'INTEGER';
+    case 'long':
+      return 'BIGINT';
+    case 'float':
+      return 'FLOAT';
+    case 'double':
+      return 'DOUBLE';
+    case 'date':
+      return 'DATE';
+    case 'time':
+      return 'TIME';
+    case 'timestamp':
+      return 'TIMESTAMP';
+    case 'timestamptz':
+      return 'TIMESTAMPTZ';
+    case 'string':
+      return 'VARCHAR';
+    case 'binary':
+      return 'BLOB';
+    case 'uuid':
+      return 'UUID';
+  }
+  const decimal = decimalOf(type);
+  if (decimal) return `DECIMAL(${decimal.precision},${decimal.scale})`;
+  if (fixedLengthOf(type) !== undefined) return 'BLOB';
+  throw new TributaryError('INVALID_TYPE', `lake column type ${type} cannot be read`);
+}
+
+/** The SQL whose result is the rows of a lake table's snapshot (see the header). */
+export async function lakeRowsSql(catalog: FileSystemCatalog, db: string, table: string, options: LakeReadOptions = {}): Promise<string> {
+  const loaded = await catalog.loadTable(db, table);
+  const plan = await planScan(loaded, options.snapshotId === undefined ? {} : { snapshotId: options.snapshotId });
+  const schema = schemaOf(loaded.metadata, options.snapshotId);
+  const fields = chosenFields(schema, options.columns);
+  if (plan.dataFiles.length === 0) {
+    return `SELECT ${fields.map((f) => `CAST(NULL AS ${duckTypeOfIceberg(f.type)}) AS ${identifier(f.name)}`).join(', ')} LIMIT 0`;
+  }
+  return new ScanSql(loaded.metadata, schema, fields, plan.dataFiles).sql();
+}
+
+/** Loads the rows of a lake table's snapshot into DuckDB as table `name` (`table` or `schema.table`). */
+export async function loadLakeTable(duck: DuckSession, name: string, catalog: FileSystemCatalog, db: string, table: string, options: LakeReadOptions = {}): Promise<void> {
+  await createTableAs(duck, name, await lakeRowsSql(catalog, db, table, options));
+}
+
+/** The SQL whose result is one row per snapshot of a lake table (LAKE_SNAPSHOT_COLUMNS), oldest first. */
+export async function lakeSnapshotsSql(catalog: FileSystemCatalog, db: string, table: string): Promise<string> {
+  const { metadata } = await catalog.loadTable(db, table);
+  const count = (summary: Record<string, string>, key: string, absent: string): string => (/^\d+$/.test(summary[key] ?? '') ? summary[key] : absent);
+  const optionalText = (v: string | undefined): string => (v === undefined ? 'NULL' : literal(v));
+  const rows = [...metadata.snapshots]
+    .sort((a, b) => (a.sequenceNumber < b.sequenceNumber ? -1 : a.sequenceNumber > b.sequenceNumber ? 1 : 0))
+    .map((s) => [
+      String(s.snapshotId),
+      s.parentSnapshotId === null ? 'NULL' : String(s.parentSnapshotId),
+      String(s.sequenceNumber),
+      literal(new Date(s.timestampMs).toISOString()),
+      literal(s.summary.operation),
+      // The spec's summary leaves out added metrics that are zero; a missing total is unknown.
+      count(s.summary, 'added-records', '0'),
+      count(s.summary, 'total-records', 'NULL'),
+      count(s.summary, 'added-data-files', '0'),
+      count(s.summary, 'added-delete-files', '0'),
+      count(s.summary, SUMMARY_TIERING_EPOCH, 'NULL'),
+      optionalText(s.summary[SUMMARY_BUCKET_OFFSETS]),
+      s.snapshotId === metadata.currentSnapshotId ? 'TRUE' : 'FALSE',
+    ]);
+  const select = (value: (i: number) => string) => LAKE_SNAPSHOT_COLUMNS.map(([column, type], i) => `CAST(${value(i)} AS ${type}) AS ${identifier(column)}`).join(', ');
+  if (rows.length === 0) return `SELECT ${select(() => 'NULL')} LIMIT 0`;
+  const aliases = LAKE_SNAPSHOT_COLUMNS.map((_, i) => `c${i}`);
+  return `SELECT ${select((i) => aliases[i])} FROM (VALUES ${rows.map((r) => `(${r.join(', ')})`).join(', ')}) AS v(${aliases.join(', ')})`;
+}
+
+/** Loads the snapshots of a lake table into DuckDB as table `name` (`table` or `schema.table`). */
+export async function loadLakeSnapshots(duck: DuckSession, name: string, catalog: FileSystemCatalog, db: string, table: string): Promise<void> {
+  await createTableAs(duck, name, await lakeSnapshotsSql(catalog, db, table));
+}
+
+async function createTableAs(duck: DuckSession, name: string, sql: string): Promise<void> {
+  const dot = name.indexOf('.');
+  const target = dot < 0 ? identifier(name) : `${identifier(name.slice(0, dot))}.${identifier(name.slice(dot + 1))}`;
+  const schema = dot < 0 ? '' : `CREATE SCHEMA IF NOT EXISTS ${identifier(name.slice(0, dot))}; `;
+  await duck.run(`${schema}CREATE OR REPLACE TABLE ${target} AS ${sql}`);
+}
+
+/** A time-travel read uses the schema of its snapshot; the current snapshot, the current schema. */
+function schemaOf(metadata: TableMetadata, snapshotId: bigint | undefined): IcebergSchema {
+  const schemaId = snapshotId === undefined ? undefined : snapshotById(metadata, snapshotId)?.schemaId;
+  return metadata.schemas.find((s) => s['schema-id'] === schemaId) ?? currentSchema(metadata);
+}
+
+/** The fields named in `columns`; at least one, so that row counts survive a read of no column. */
+function chosenFields(schema: IcebergSchema, columns: Iterable<string> | undefined): IcebergField[] {
+  if (schema.fields.length === 0) throw new TributaryError('INVALID_TABLE_EXCEPTION', 'the lake table has no columns');
+  if (columns === undefined) return schema.fields;
+  const wanted = new Set([...columns].map((c) => c.toLowerCase()));
+  const chosen = schema.fields.filter((f) => wanted.has(f.name.toLowerCase()));
+  if (chosen.length > 0) return chosen;
+  return [schema.fields.find((f) => f.type !== 'string' && f.type !== 'binary') ?? schema.fields[0]];
+}
+
+/** Builds the SQL of one planned scan (see the header). */
+class ScanSql {
+  /** Index by path of every file named in the `files` list. */
+  private readonly fileIndex = new Map<string, number>();
+  private readonly files: DataFile[] = [];
+  /** Data file index, first and last delete file index: the `applies` ranges. */
+  private readonly ranges: [number, number, number][] = [];
+  /** Equality delete files by their sorted equality field ids. */
+  private readonly equality = new Map<string, { ids: number[]; files: DataFile[] }>();
+  private readonly positional: DataFile[] = [];
+
+  constructor(
+    private readonly metadata: TableMetadata,
+    private readonly schema: IcebergSchema,
+    private readonly fields: IcebergField[],
+    private readonly tasks: ScanTask[],
+  ) {
+    // Older files first: their delete lists are the longer ones, which newer files of the same
+    // partition share the tail of, so indices handed out in this order form few ranges.
+    const ordered = [...tasks].sort((a, b) => (a.dataSequenceNumber < b.dataSequenceNumber ? -1 : a.dataSequenceNumber > b.dataSequenceNumber ? 1 : 0));
+    for (const task of ordered) {
+      if (task.deletes.length === 0) continue;
+      const dataIndex = this.indexOf(task.file);
+      const indices = task.deletes.map((d) => this.indexOf(d)).sort((a, b) => a - b);
+      let first = indices[0];
+      for (let i = 1; i <= indices.length; i++) {
+        if (i < indices.length && indices[i] === indices[i - 1] + 1) continue;
+        this.ranges.push([dataIndex, first, indices[i - 1]]);
+        first = indices[i];
+      }
+    }
+  }
+
+  sql(): string {
+    const dataIds = new Set(this.fields.map((f) => f.id));
+    for (const group of this.equality.values()) for (const id of group.ids) dataIds.add(id);
+    const dataFields = [...dataIds].map((id) => this.field(id));
+    const select = `SELECT ${this.fields.map((f) => `d.${inner(f.id)} AS ${identifier(f.name)}`).join(', ')}`;
+    const dataPaths = this.tasks.map((t) => t.file.filePath);
+    if (this.files.length === 0) return `${select} FROM ${readParquet(dataPaths, dataFields, '')} AS d`;
+
+    const ctes = [
+      `files(file, path, location) AS (VALUES ${this.files.map((f, i) => `(${i}, ${literal(localPath(f.filePath))}, ${literal(f.filePath)})`).join(', ')})`,
+      'applies AS (SELECT d.path AS data_path, d.location AS data_location, x.path AS delete_path ' +
+        'FROM (SELECT data_file, unnest(range(first_delete, last_delete + 1)) AS delete_file ' +
+        `FROM (VALUES ${this.ranges.map((r) => `(${r.join(', ')})`).join(', ')}) AS r(data_file, first_delete, last_delete)) AS r ` +
+        'JOIN files AS d ON d.file = r.data_file JOIN files AS x ON x.file = r.delete_file)',
+    ];
+    const antiJoins: string[] = [];
+    [...this.equality.values()].forEach(({ ids, files }, i) => {
+      const name = `eq${i}`;
+      const keys = ids.map((id) => this.field(id));
+      ctes.push(
+        `${name} AS (SELECT a.data_path, ${keys.map((k) => `r.${inner(k.id)}`).join(', ')} ` +
+          `FROM ${readParquet(files.map((f) => f.filePath), keys, ', filename = true')} AS r JOIN applies AS a ON a.delete_path = r.filename)`,
+      );
+      antiJoins.push(`ANTI JOIN ${name} ON ${name}.data_path = d.filename${keys.map((k) => ` AND ${name}.${inner(k.id)} IS NOT DISTINCT FROM d.${inner(k.id)}`).join('')}`);
+    });
+    if (this.positional.length > 0) {
+      const positionFields: IcebergField[] = [
+        { id: DELETE_FILE_PATH_ID, name: 'file_path', required: true, type: 'string' },
+        { id: DELETE_POS_ID, name: 'pos', required: true, type: 'long' },
+      ];
+      ctes.push(
+        `pos AS (SELECT a.data_path, r.${inner(DELETE_POS_ID)} AS pos ` +
+          `FROM ${readParquet(this.positional.map((f) => f.filePath), positionFields, ', filename = true')} AS r ` +
+          `JOIN applies AS a ON a.delete_path = r.filename AND a.data_location = r.${inner(DELETE_FILE_PATH_ID)})`,
+      );
+      antiJoins.push('ANTI JOIN pos ON pos.data_path = d.filename AND pos.pos = d.file_row_number');
+    }
+    const data = readParquet(dataPaths, dataFields, `, filename = true${this.positional.length > 0 ? ', file_row_number = true' : ''}`);
+    return `WITH ${ctes.join(',\n')}\n${select} FROM ${data} AS d\n${antiJoins.join('\n')}`;
+  }
+
+  private indexOf(file: DataFile): number {
+    let index = this.fileIndex.get(file.filePath);
+    if (index !== undefined) return index;
+    index = this.files.length;
+    this.fileIndex.set(file.filePath, index);
+    this.files.push(file);
+    if (file.content === FileContent.POSITION_DELETES) this.positional.push(file);
+    if (file.content === FileContent.EQUALITY_DELETES) {
+      const ids = [...(file.equalityIds ?? [])].sort((a, b) => a - b);
+      if (ids.length === 0) throw new TributaryError('INVALID_TABLE_EXCEPTION', `equality delete file ${file.filePath} has no equality field ids`);
+      const key = ids.join(',');
+      const group = this.equality.get(key);
+      if (group) group.files.push(file);
+      else this.equality.set(key, { ids, files: [file] });
+    }
+    return index;
+  }
+
+  /** A field by id: from the read schema, else (a delete key column dropped since) the newest schema that has it. */
+  private field(id: number): IcebergField {
+    const found = this.schema.fields.find((f) => f.id === id) ?? [...this.metadata.schemas].reverse().flatMap((s) => s.fields).find((f) => f.id === id);
+    if (!found) throw new TributaryError('INVALID_TABLE_EXCEPTION', `field id ${id} of a delete file is in no schema of the lake table`);
+    return found;
+  }
+}
+
+/** read_parquet of the files, columns resolved by field id (see the header); `extra` adds options. */
+function readParquet(locations: readonly string[], fields: readonly IcebergField[], extra: string): string {
+  const paths = locations.map((location) => {
+    const path = localPath(location);
+    if (/[*?[]/.test(path)) throw new TributaryError('STORAGE_EXCEPTION', `cannot read lake file ${path}: DuckDB would take its * ? or [ as a glob`);
+    return literal(path);
+  });
+  const schema = fields.map((f) => `${f.id}: {name: '${inner(f.id)}', type: ${literal(duckTypeOfIceberg(f.type))}, default_value: NULL}`).join(', ');
+  return `read_parquet([${paths.join(', ')}], schema = map{${schema}}, hive_partitioning = false${extra})`;
+}

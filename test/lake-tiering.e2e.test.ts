@@ -1,0 +1,254 @@
+/**
+ * Lake tiering end to end, with real server and worker processes: the lake (read by DuckDB from the
+ * files the Iceberg metadata lists) always equals the table up to the registered offsets, with no
+ * duplicate and no gap, through worker and server crashes, a crash between the lake commit and the
+ * report to the coordinator, and two workers racing for the same offsets.
+ */
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { after, test } from 'node:test';
+import pino from 'pino';
+import { Connection } from '../src/client/index.js';
+import type { TablePath } from '../src/client/index.js';
+import { DataFileWriterPool } from '../src/lake/iceberg/data-file-writer.js';
+import { runTieringRound } from '../src/lake/tiering/tiering-round.js';
+import { ApiKeys } from '../src/rpc/api-keys.js';
+import { readLakeTable } from './support/lake-content.js';
+import { ServerProcess, TieringProcess } from './support/server-process.js';
+
+const silent = pino({ level: 'silent' });
+const pool = new DataFileWriterPool(1);
+after(() => pool.close());
+
+const LOG: TablePath = { database: 'tributary', table: 'events' };
+const PK: TablePath = { database: 'tributary', table: 'accounts' };
+
+async function createTables(conn: Connection, freshness: string): Promise<void> {
+  const admin = conn.getAdmin();
+  await admin.createTable(LOG, {
+    columns: [
+      { name: 'id', type: 'BIGINT', nullable: false },
+      { name: 'note', type: 'STRING' },
+      { name: 'small', type: 'SMALLINT' },
+    ],
+    properties: { 'bucket.num': '2', 'bucket.key': 'id', 'table.datalake.enabled': 'true', 'table.datalake.freshness': freshness },
+  });
+  await admin.createTable(PK, {
+    columns: [
+      { name: 'k', type: 'INT' },
+      { name: 'v', type: 'STRING' },
+      { name: 'n', type: 'BIGINT' },
+    ],
+    primaryKey: ['k'],
+    properties: { 'bucket.num': '2', 'table.datalake.enabled': 'true', 'table.datalake.freshness': freshness },
+  });
+}
+
+/** Writes acknowledged rows and keeps the model of what the tables hold. */
+class Workload {
+  nextId = 0n;
+  readonly state = new Map<number, { v: string; n: bigint }>();
+  private step = 0;
+
+  async write(conn: Connection, logRows: number, pkOps: number): Promise<void> {
+    const events = await (await conn.getTable(LOG)).newAppend().createWriter();
+    for (let i = 0; i < logRows; i++) {
+      await events.append({ id: this.nextId, note: `n${this.nextId}`, small: Number(this.nextId % 1000n) });
+      this.nextId++;
+    }
+    await events.flush();
+    const accounts = await (await conn.getTable(PK)).newUpsert().createWriter();
+    const applied: (() => void)[] = [];
+    for (let i = 0; i < pkOps; i++) {
+      const k = (this.step * 7919) % 300;
+      const s = this.step++;
+      if (s % 5 === 4) {
+        await accounts.delete({ k });
+        applied.push(() => this.state.delete(k));
+      } else {
+        await accounts.upsert({ k, v: `v${s}`, n: BigInt(s) });
+        applied.push(() => this.state.set(k, { v: `v${s}`, n: BigInt(s) }));
+      }
+    }
+    await accounts.flush();
+    for (const a of applied) a(); // acknowledged: now the model holds them
+  }
+}
+
+async function waitCaughtUp(conn: Connection, timeoutMs = 60_000): Promise<void> {
+  const admin = conn.getAdmin();
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const statuses = await Promise.all([admin.getLakeTieringStatus(LOG), admin.getLakeTieringStatus(PK)]);
+    if (statuses.every((s) => s.buckets.every((b) => b.recordsBehind === 0n))) return;
+    if (Date.now() > deadline) throw new Error(`lake did not catch up: ${JSON.stringify(statuses, (_, v) => (typeof v === 'bigint' ? String(v) : v))}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** The lake equals the tables: every log row once, offsets per bucket without gap; the PK state exactly. */
+async function assertLakeMatches(server: ServerProcess, w: Workload): Promise<void> {
+  const warehouse = path.join(server.dataDir, 'lake');
+  const log = await readLakeTable(warehouse, LOG.database, LOG.table);
+  const ids = log.rows.map((r) => r.id as bigint).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  assert.equal(ids.length, Number(w.nextId), 'each log row exactly once');
+  ids.forEach((id, i) => assert.equal(id, BigInt(i)));
+  for (const r of log.rows) {
+    assert.equal(r.note, `n${r.id}`);
+    assert.equal(r.small, Number((r.id as bigint) % 1000n)); // SMALLINT widened to int
+  }
+  for (const bucket of [0, 1]) {
+    const offsets = log.rows.filter((r) => r.__bucket === bucket).map((r) => r.__offset as bigint).sort((a, b) => (a < b ? -1 : 1));
+    offsets.forEach((o, i) => assert.equal(o, BigInt(i), `bucket ${bucket}: offsets without gap or duplicate`));
+  }
+  const pk = await readLakeTable(warehouse, PK.database, PK.table);
+  const lakeState = new Map<number, { v: string; n: bigint }>();
+  for (const r of pk.rows) {
+    assert.ok(!lakeState.has(r.k as number), `key ${r.k} once in the lake`);
+    lakeState.set(r.k as number, { v: r.v as string, n: r.n as bigint });
+  }
+  assert.deepEqual(new Map([...lakeState].sort((a, b) => a[0] - b[0])), new Map([...w.state].sort((a, b) => a[0] - b[0])));
+}
+
+type Assignment = Awaited<ReturnType<typeof assign>>;
+
+/** Asks the coordinator for a table to tier, as a worker does; `failed` reports an earlier round as failed first. */
+async function assign(conn: Connection, failed?: { tableId: bigint; tieringEpoch: bigint }) {
+  const rpc = await conn.server();
+  for (let i = 0; i < 100; i++) {
+    const resp = await rpc.request(ApiKeys.LakeTieringHeartbeat, {
+      requestTable: true,
+      failedTables: failed && i === 0 ? [{ ...failed, errorMessage: 'test' }] : [],
+    });
+    if (resp.tieringTable) return resp.tieringTable;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error('no table to tier');
+}
+
+/** Asks until table `tableId` is handed out; other tables handed out meanwhile are given back. */
+async function assignTable(conn: Connection, tableId: bigint, failed?: { tableId: bigint; tieringEpoch: bigint }): Promise<Assignment> {
+  let a = await assign(conn, failed);
+  while (a.tableId !== tableId) a = await assign(conn, { tableId: a.tableId, tieringEpoch: a.tieringEpoch });
+  return a;
+}
+
+function round(conn: Connection, a: Assignment, onLakeCommitted?: (id: bigint) => void) {
+  return runTieringRound({
+    conn,
+    tableId: Number(a.tableId),
+    path: { database: a.tablePath!.databaseName, table: a.tablePath!.tableName },
+    epoch: a.tieringEpoch,
+    warehouse: a.warehouse,
+    pool,
+    signal: new AbortController().signal,
+    log: silent,
+    ...(onLakeCommitted ? { onLakeCommitted } : {}),
+  });
+}
+
+test('a crash between the lake commit and the report: the next round registers the snapshot and writes nothing twice', async () => {
+  const server = await ServerProcess.start({ args: ['--no-tiering'] });
+  const conn = await Connection.create({ 'bootstrap.servers': server.bootstrap });
+  try {
+    await createTables(conn, '1h');
+    const w = new Workload();
+    await w.write(conn, 300, 200);
+    const last: Assignment[] = [];
+    for (let table = 0; table < 2; table++) {
+      const a = await assign(conn);
+      // The worker "dies" right after the lake commit: the coordinator never hears of the snapshot.
+      let committed: bigint | undefined;
+      await assert.rejects(
+        round(conn, a, (id) => {
+          committed = id;
+          throw new Error('crash');
+        }),
+        /crash/,
+      );
+      assert.ok(committed);
+      await w.write(conn, 100, 50);
+      const b = await assignTable(conn, a.tableId, { tableId: a.tableId, tieringEpoch: a.tieringEpoch });
+      assert.ok(b.tieringEpoch > a.tieringEpoch);
+      const result = await round(conn, b);
+      assert.ok(result.snapshotId !== undefined && result.snapshotId !== committed);
+      const registered = await conn.getAdmin().getLakeSnapshot({ database: b.tablePath!.databaseName, table: b.tablePath!.tableName });
+      assert.equal(registered.snapshotId, result.snapshotId);
+      last.push(b);
+    }
+    // A last round of each table takes the rows written after its round.
+    for (const b of last) await round(conn, await assignTable(conn, b.tableId, { tableId: b.tableId, tieringEpoch: b.tieringEpoch }));
+    await assertLakeMatches(server, w);
+  } finally {
+    await conn.close();
+    await server.stop();
+  }
+});
+
+test('two rounds racing from the same lake snapshot: one commits, the other is fenced by the lake', async () => {
+  const server = await ServerProcess.start({ args: ['--no-tiering'], settings: { 'datalake.tiering.timeout': '1s' } });
+  const conn = await Connection.create({ 'bootstrap.servers': server.bootstrap });
+  try {
+    await createTables(conn, '1h');
+    const w = new Workload();
+    await w.write(conn, 2000, 10);
+    const first = await assign(conn);
+    // Let the lease run out: the table goes back to the queue and a second worker gets a new epoch.
+    await new Promise((r) => setTimeout(r, 2500));
+    const second = await assignTable(conn, first.tableId);
+    const outcomes = await Promise.allSettled([round(conn, first), round(conn, second)]);
+    // Whichever reached the lake first committed there (the stale epoch's report may still be
+    // refused by the coordinator); the other found the lake moved and committed nothing.
+    const fenced = outcomes.filter((o) => o.status === 'rejected' && (o.reason as { errorName?: string }).errorName === 'FENCED_TIERING_EPOCH_EXCEPTION');
+    assert.ok(fenced.length >= 1, JSON.stringify(outcomes.map((o) => o.status)));
+    assert.ok(outcomes.every((o) => o.status === 'fulfilled' || (o.reason as { errorName?: string }).errorName === 'FENCED_TIERING_EPOCH_EXCEPTION'));
+    const table = { database: first.tablePath!.databaseName, table: first.tablePath!.tableName };
+    const lake = await readLakeTable(path.join(server.dataDir, 'lake'), table.database, table.table);
+    assert.equal(lake.metadata.snapshots.length, 1, 'one lake snapshot from the two rounds');
+    // The other table, and the rest of this one, by a regular worker.
+    const worker = await TieringProcess.start(server.bootstrap);
+    await conn.getAdmin().alterTable(LOG, { set: { 'table.datalake.freshness': '200ms' } });
+    await conn.getAdmin().alterTable(PK, { set: { 'table.datalake.freshness': '200ms' } });
+    await waitCaughtUp(conn);
+    await worker.stop();
+    await assertLakeMatches(server, w);
+  } finally {
+    await conn.close();
+    await server.stop();
+  }
+});
+
+test('kill -9 of tiering workers and of the server over many rounds: the lake equals the table', async () => {
+  let server = await ServerProcess.start({ args: ['--no-tiering'], settings: { 'datalake.tiering.timeout': '1s' } });
+  const { dataDir, port } = server;
+  let conn = await Connection.create({ 'bootstrap.servers': server.bootstrap });
+  const w = new Workload();
+  try {
+    await createTables(conn, '100ms');
+    let seed = 7;
+    const next = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
+    for (let cycle = 0; cycle < 8; cycle++) {
+      const worker = await TieringProcess.start(server.bootstrap);
+      await w.write(conn, 200 + Math.floor(next() * 300), 100);
+      await new Promise((r) => setTimeout(r, 100 + next() * 900));
+      await worker.kill();
+      if (cycle === 3 || cycle === 6) {
+        await conn.close();
+        await server.kill();
+        server = await ServerProcess.start({ dataDir, port, args: ['--no-tiering'], settings: { 'datalake.tiering.timeout': '1s' } });
+        conn = await Connection.create({ 'bootstrap.servers': server.bootstrap });
+      }
+    }
+    const worker = await TieringProcess.start(server.bootstrap);
+    await waitCaughtUp(conn);
+    await worker.stop();
+    await assertLakeMatches(server, w);
+    // Every snapshot tiering committed came from a distinct epoch.
+    const lake = await readLakeTable(path.join(dataDir, 'lake'), LOG.database, LOG.table);
+    const epochs = lake.metadata.snapshots.map((s) => s.summary['tributary.tiering-epoch']).filter(Boolean);
+    assert.equal(new Set(epochs).size, epochs.length);
+  } finally {
+    await conn.close();
+    await server.stop();
+  }
+});
