@@ -10,6 +10,7 @@ import { after, test } from 'node:test';
 import pino from 'pino';
 import { Connection } from '../src/client/index.js';
 import type { TablePath } from '../src/client/index.js';
+import { icebergBucket } from '../src/common/bucketing.js';
 import { DataFileWriterPool } from '../src/lake/iceberg/data-file-writer.js';
 import { runTieringRound } from '../src/lake/tiering/tiering-round.js';
 import { ApiKeys } from '../src/rpc/api-keys.js';
@@ -247,6 +248,75 @@ test('kill -9 of tiering workers and of the server over many rounds: the lake eq
     const lake = await readLakeTable(path.join(dataDir, 'lake'), LOG.database, LOG.table);
     const epochs = lake.metadata.snapshots.map((s) => s.summary['tributary.tiering-epoch']).filter(Boolean);
     assert.equal(new Set(epochs).size, epochs.length);
+  } finally {
+    await conn.close();
+    await server.stop();
+  }
+});
+
+test('partitioned table: lake partitions by key and bucket, log retention waits for the lake, rows reach the lake within the freshness', async () => {
+  const server = await ServerProcess.start({
+    args: ['--no-tiering'],
+    settings: { 'log.segment.file-size': '2kb', 'log.retention.check-interval': '200ms' },
+  });
+  const conn = await Connection.create({ 'bootstrap.servers': server.bootstrap });
+  const path_: TablePath = { database: 'tributary', table: 'clicks' };
+  const admin = conn.getAdmin();
+  try {
+    await admin.createTable(path_, {
+      columns: [
+        { name: 'region', type: 'STRING', nullable: false },
+        { name: 'id', type: 'BIGINT', nullable: false },
+        { name: 'payload', type: 'STRING' },
+      ],
+      partitionKeys: ['region'],
+      properties: { 'bucket.num': '3', 'bucket.key': 'id', 'table.log.ttl': '1s', 'table.datalake.enabled': 'true', 'table.datalake.freshness': '3s' },
+    });
+    const writer = await (await conn.getTable(path_)).newAppend().createWriter();
+    let id = 0n;
+    for (let batch = 0; batch < 12; batch++) {
+      for (let i = 0; i < 40; i++, id++) await writer.append({ region: id % 2n === 0n ? 'eu' : 'us', id, payload: 'x'.repeat(40) });
+      await writer.flush();
+    }
+    const earliest = async (region: string) => [...(await admin.listOffsets(path_, [0, 1, 2], 'earliest', region)).values()];
+    // The ttl has passed many times over, but the lake holds nothing yet: every segment stays.
+    await new Promise((r) => setTimeout(r, 2000));
+    assert.deepEqual([...(await earliest('eu')), ...(await earliest('us'))], [0n, 0n, 0n, 0n, 0n, 0n]);
+
+    const worker = await TieringProcess.start(server.bootstrap);
+    try {
+      const caughtUp = async () => (await admin.getLakeTieringStatus(path_)).buckets.every((b) => b.recordsBehind === 0n);
+      while (!(await caughtUp())) await new Promise((r) => setTimeout(r, 100));
+      // Freshness: rows written now are in the lake within the freshness and a round (generous bound).
+      const written = Date.now();
+      for (let i = 0; i < 10; i++, id++) await writer.append({ region: 'eu', id, payload: 'late' });
+      await writer.flush();
+      while (!(await caughtUp())) {
+        assert.ok(Date.now() - written < 30_000, 'rows reach the lake within freshness + round time');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      // Now that the lake holds them, expired segments go.
+      const deadline = Date.now() + 20_000;
+      while ((await earliest('eu')).every((o) => o === 0n)) {
+        assert.ok(Date.now() < deadline, 'retention deletes segments the lake holds');
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    } finally {
+      await worker.stop();
+    }
+    const lake = await readLakeTable(path.join(server.dataDir, 'lake'), path_.database, path_.table);
+    assert.equal(lake.rows.length, Number(id), 'the lake keeps every row, also those the log dropped');
+    assert.deepEqual(new Set(lake.rows.map((r) => r.id)).size, Number(id));
+    const spec = lake.metadata.partitionSpecs[0].fields.map((f) => [f.name, f.transform]);
+    assert.deepEqual(spec, [
+      ['region', 'identity'],
+      ['id_bucket', 'bucket[3]'],
+    ]);
+    for (const r of lake.rows) {
+      assert.equal(r.region, (r.id as bigint) % 2n === 0n || r.payload === 'late' ? 'eu' : 'us');
+      // Tributary bucket b is lake bucket b: Iceberg's bucket[3] of the key.
+      assert.equal(r.__bucket, icebergBucket(r.id as bigint, 3));
+    }
   } finally {
     await conn.close();
     await server.stop();

@@ -48,7 +48,7 @@ export const OPTIONS: readonly OptionDef[] = [
   d({ key: 'table.datalake.format', scope: 'table', type: 'enum', enumValues: ['iceberg'], description: 'Lake format the table is aligned with, fixed at creation (set automatically when the table is created lake-enabled): with iceberg, a single-column bucket key buckets rows with Iceberg\'s bucket transform so Tributary bucket b is lake bucket b.' }),
   d({ key: 'table.datalake.freshness', scope: 'table', type: 'duration', default: '3min', alterable: true, description: 'Target lag of the lake behind the table; a tiering round starts this long after the previous one ended, and a round that runs longer commits what it has.' }),
   d({ key: 'table.datalake.auto-compaction', scope: 'table', type: 'bool', default: 'false', alterable: true, description: 'Tiering also rewrites data files of a lake bucket without their deleted rows (primary-key tables), once delete files pile up.' }),
-  d({ key: 'table.datalake.auto-expire-snapshot', scope: 'table', type: 'bool', default: 'false', alterable: true, description: 'Expire old lake snapshots after each tiering commit (keeping datalake.iceberg.snapshots.num-retained).' }),
+  d({ key: 'table.datalake.auto-expire-snapshot', scope: 'table', type: 'bool', default: 'false', alterable: true, description: 'Expire old lake snapshots after each tiering commit, as the lake table properties history.expire.max-snapshot-age-ms (5 days) and history.expire.min-snapshots-to-keep (1) say; set them with the table options iceberg.history.expire.*.' }),
 
   // ---- server options
   d({ key: 'bind.listeners', scope: 'server', type: 'string', default: 'TRIBUTARY://127.0.0.1:9123', description: 'RPC listener as NAME://host:port; port 0 picks a free port.' }),
@@ -73,7 +73,6 @@ export const OPTIONS: readonly OptionDef[] = [
   d({ key: 'remote.data.dir', scope: 'server', type: 'string', description: 'Directory for KV snapshots; unset means the directory remote under data.dir.' }),
   d({ key: 'datalake.format', scope: 'server', type: 'enum', enumValues: ['iceberg'], default: 'iceberg', description: 'Format of the lake that lake-enabled tables are tiered into.' }),
   d({ key: 'datalake.iceberg.warehouse', scope: 'server', type: 'string', description: 'Directory of the Iceberg filesystem catalog (<warehouse>/<db>/<table>/metadata, data); unset means the directory lake under data.dir. Tiering workers must see it at the same path.' }),
-  d({ key: 'datalake.iceberg.snapshots.num-retained', scope: 'server', type: 'int', default: '100', min: 1, description: 'Lake snapshots kept when snapshots are expired (table.datalake.auto-expire-snapshot).' }),
   d({ key: 'datalake.tiering.timeout', scope: 'server', type: 'duration', default: '2min', description: 'A table whose tiering worker sends no heartbeat for this long goes back to the queue and the worker\'s tiering epoch is fenced.' }),
 
   // ---- client options

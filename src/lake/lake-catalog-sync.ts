@@ -1,7 +1,7 @@
 /**
  * The coordinator's hold on lake metadata: creates the Iceberg table of a lake-enabled table and
  * keeps its schema in step with the table's (ADD COLUMN), in the filesystem catalog under the
- * warehouse. The lake table records which Tributary table it belongs to (`tributary.table-id`
+ * warehouse. Table options `iceberg.<key>` become lake table properties `<key>`. The lake table records which Tributary table it belongs to (`tributary.table-id`
  * property), so a re-created table of the same name is not mixed into another table's history.
  */
 import { TributaryError } from '../common/errors.js';
@@ -12,6 +12,15 @@ import { currentSchema, newTableMetadata } from './iceberg/table-metadata.js';
 import { evolveLakeSchema, lakePartitionSpec, lakeSortOrder, newLakeSchema } from './lake-schema.js';
 
 export const TABLE_ID_PROPERTY = 'tributary.table-id';
+/** Table options with this prefix become lake table properties, prefix stripped (as in Fluss). */
+const LAKE_PROPERTY_PREFIX = 'iceberg.';
+
+/** The properties the lake table of `info` must have. */
+function lakeProperties(info: TableInfo): Record<string, string> {
+  const props: Record<string, string> = { [TABLE_ID_PROPERTY]: String(info.tableId), 'write.format.default': 'parquet', 'write.parquet.compression-codec': 'zstd' };
+  for (const [k, v] of Object.entries(info.properties)) if (k.startsWith(LAKE_PROPERTY_PREFIX)) props[k.slice(LAKE_PROPERTY_PREFIX.length)] = v;
+  return props;
+}
 
 export class IcebergLakeCatalog implements LakeCatalogSync {
   readonly catalog: FileSystemCatalog;
@@ -29,7 +38,7 @@ export class IcebergLakeCatalog implements LakeCatalogSync {
         schema,
         spec: lakePartitionSpec(info, schema),
         sortOrder: lakeSortOrder(schema),
-        properties: { [TABLE_ID_PROPERTY]: String(info.tableId), 'write.format.default': 'parquet', 'write.parquet.compression-codec': 'zstd' },
+        properties: lakeProperties(info),
       });
       try {
         await this.catalog.createTable(database, table, metadata);
@@ -48,12 +57,19 @@ export class IcebergLakeCatalog implements LakeCatalogSync {
       );
     }
     const evolved = evolveLakeSchema(currentSchema(loaded.metadata), info);
-    if (!evolved) return;
+    const wanted = lakeProperties(info);
+    const propertiesChanged = Object.entries(wanted).some(([k, v]) => loaded.metadata.properties[k] !== v);
+    if (!evolved && !propertiesChanged) return;
     await this.catalog.commit(database, table, loaded.version, {
       ...loaded.metadata,
-      schemas: [...loaded.metadata.schemas, evolved],
-      currentSchemaId: evolved['schema-id'],
-      lastColumnId: Math.max(loaded.metadata.lastColumnId, ...evolved.fields.map((f) => f.id)),
+      properties: { ...loaded.metadata.properties, ...wanted },
+      ...(evolved
+        ? {
+            schemas: [...loaded.metadata.schemas, evolved],
+            currentSchemaId: evolved['schema-id'],
+            lastColumnId: Math.max(loaded.metadata.lastColumnId, ...evolved.fields.map((f) => f.id)),
+          }
+        : {}),
     });
   }
 }
