@@ -1,9 +1,8 @@
 /**
  * One Tributary node: coordinator and tablet server roles in one process, sharing one RPC listener,
- * plus a small HTTP endpoint for health checks. `TributaryServer.start` recovers every bucket before
- * the listener opens, so a client never sees a half-recovered log.
+ * plus the HTTP endpoint (health, REST API, Iceberg REST catalog). `TributaryServer.start` recovers
+ * every bucket before the listener opens, so a client never sees a half-recovered log.
  */
-import http from 'node:http';
 import path from 'node:path';
 import fs from 'node:fs';
 import { Options } from '../common/config.js';
@@ -15,6 +14,7 @@ import { RpcServer } from '../rpc/server.js';
 import { Coordinator } from './coordinator/coordinator.js';
 import { registerTieringService } from './coordinator/tiering-service.js';
 import { registerCoordinatorService } from './coordinator/coordinator-service.js';
+import { HttpServer } from './http/http-server.js';
 import { createLogger, type Logger } from './logger.js';
 import { LocalMetadataStore } from './metadata/local-metadata-store.js';
 import { TabletServer } from './tablet/tablet-server.js';
@@ -37,7 +37,7 @@ export class TributaryServer {
     readonly rpcAddress: Address,
     readonly httpAddress: Address,
     private readonly rpc: RpcServer,
-    private readonly http: http.Server,
+    private readonly http: HttpServer,
     private readonly coordinator: Coordinator,
     private readonly tablets: TabletServer,
     private readonly store: LocalMetadataStore,
@@ -53,7 +53,8 @@ export class TributaryServer {
     await initArrowCompression();
     const store = await LocalMetadataStore.open(path.join(dataDir, 'metadata'));
     const warehouse = path.resolve(options.string('datalake.iceberg.warehouse') ?? path.join(dataDir, 'lake'));
-    const coordinator = new Coordinator(store, options, log.child({ role: 'coordinator' }), new IcebergLakeCatalog(warehouse));
+    const lakeCatalog = new IcebergLakeCatalog(warehouse);
+    const coordinator = new Coordinator(store, options, log.child({ role: 'coordinator' }), lakeCatalog);
     const tablets = new TabletServer(dataDir, options, coordinator, log.child({ role: 'tablet-server' }));
     await tablets.start(coordinator.allTables());
     await coordinator.start(tablets);
@@ -105,12 +106,18 @@ export class TributaryServer {
     const rpcAddress = await rpc.listen();
     self = { nodeId: 0, host: rpcAddress.host, port: rpcAddress.port };
 
-    const httpServer = await startHttp(listen.host, options.int('http.port'));
-    const httpAddress = httpServer.address() as { address: string; port: number };
-    log.info({ rpc: rpcAddress, http: httpAddress.port, dataDir }, 'server started');
+    const httpServer = await HttpServer.start({
+      host: listen.host,
+      port: options.int('http.port'),
+      rpc: rpcAddress,
+      tables: coordinator,
+      catalog: lakeCatalog.catalog,
+      log: log.child({ role: 'http' }),
+    });
+    log.info({ rpc: rpcAddress, http: httpServer.address.port, dataDir }, 'server started');
     return new TributaryServer(
       rpcAddress,
-      { host: httpAddress.address, port: httpAddress.port },
+      httpServer.address,
       rpc,
       httpServer,
       coordinator,
@@ -124,7 +131,7 @@ export class TributaryServer {
   /** Stops accepting requests, finishes in-flight ones, then flushes and checkpoints every log. */
   async stop(): Promise<void> {
     this.log.info('server stopping');
-    await new Promise<void>((resolve) => this.http.close(() => resolve()));
+    await this.http.close();
     this.tablets.stopServing();
     await this.rpc.close();
     await this.coordinator.stop();
@@ -162,20 +169,4 @@ function isAlive(pid: number): boolean {
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
-}
-
-/** The HTTP endpoint: `GET /health` for load balancers and supervisors. */
-async function startHttp(host: string, port: number): Promise<http.Server> {
-  const server = http.createServer((req, res) => {
-    if (req.url === '/health') {
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}');
-    } else {
-      res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"not found"}');
-    }
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => resolve());
-  });
-  return server;
 }

@@ -1,0 +1,72 @@
+/**
+ * The HTTP endpoint of a node (fastify, on `http.port`):
+ *
+ *   GET  /health      {"status":"ok"}, for load balancers and supervisors
+ *   …    /api/v1/…    the REST API for admin and rows (rest-api-routes.ts)
+ *   …    /iceberg/v1/… the Iceberg REST catalog over the lake tables (iceberg-catalog-routes.ts)
+ *
+ * Anything else is 404 {"error":"not found"}. Request bodies are JSON, text/plain (SQL) or Arrow
+ * IPC streams (application/vnd.apache.arrow.stream), at most MAX_BODY_BYTES: a bigger one is
+ * refused with 413, from its Content-Length before it is read, or once a chunked body passes the
+ * limit. Whatever a request holds, it gets an answer and the server stays up.
+ */
+import { fastify, type FastifyInstance, type FastifyReply } from 'fastify';
+import { Connection } from '../../client/connection.js';
+import type { FileSystemCatalog } from '../../lake/iceberg/catalog.js';
+import type { Logger } from '../logger.js';
+import { ARROW_STREAM } from './encoding.js';
+import { icebergCatalogRoutes, type TributaryTables } from './iceberg-catalog-routes.js';
+import { restApiRoutes } from './rest-api-routes.js';
+
+/** Largest request body: rows to insert are sent in requests of at most this size. */
+export const MAX_BODY_BYTES = 64 * 1024 * 1024;
+
+/** Answers as the endpoint always has: `content-type: application/json`, without the charset fastify adds. */
+function plainJson(reply: FastifyReply, status: number, body: string): void {
+  reply.hijack();
+  reply.raw.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }).end(body);
+}
+
+export interface HttpServerOptions {
+  host: string;
+  port: number;
+  /** This node's RPC address: the REST API connects to it as a client. */
+  rpc: { host: string; port: number };
+  tables: TributaryTables;
+  catalog: FileSystemCatalog;
+  log: Logger;
+}
+
+export class HttpServer {
+  private constructor(
+    readonly address: { host: string; port: number },
+    private readonly app: FastifyInstance,
+    private readonly conn: Connection,
+  ) {}
+
+  static async start(options: HttpServerOptions): Promise<HttpServer> {
+    const { rpc, log } = options;
+    const conn = await Connection.create({ 'bootstrap.servers': `${rpc.host.includes(':') ? `[${rpc.host}]` : rpc.host}:${rpc.port}` });
+    const app = fastify({ bodyLimit: MAX_BODY_BYTES, routerOptions: { maxParamLength: 1000 } });
+    try {
+      app.addContentTypeParser(ARROW_STREAM, { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
+      app.get('/health', (_req, reply) => plainJson(reply, 200, '{"status":"ok"}'));
+      app.setNotFoundHandler((_req, reply) => plainJson(reply, 404, '{"error":"not found"}'));
+      await app.register(restApiRoutes(conn, log), { prefix: '/api/v1' });
+      await app.register(icebergCatalogRoutes(options.tables, options.catalog, log), { prefix: '/iceberg' });
+      await app.listen({ host: options.host, port: options.port });
+    } catch (err) {
+      await app.close().catch(() => undefined);
+      await conn.close();
+      throw err;
+    }
+    const address = app.server.address() as { address: string; port: number };
+    return new HttpServer({ host: address.address, port: address.port }, app, conn);
+  }
+
+  /** Stops accepting requests, finishes in-flight ones, then closes the client connection. */
+  async close(): Promise<void> {
+    await this.app.close();
+    await this.conn.close();
+  }
+}
