@@ -1,10 +1,11 @@
 #!/usr/bin/env node
 /**
  * The `tributary` command: wiring only. `start` runs a node, `tiering` a lake tiering worker, `sql`
- * the SQL shell.
+ * the SQL shell, `lake` lake table maintenance.
  */
 import { Command, Option } from 'commander';
 import { SOFTWARE_VERSION } from '../rpc/version.js';
+import { lakeCommand } from './lake.js';
 import { parseSetting } from './settings.js';
 import { describeError, sql } from './sql.js';
 import { start } from './start.js';
@@ -47,6 +48,8 @@ program
   .action(async (opts) => {
     process.exitCode = await sql(opts);
   });
+
+program.addCommand(lakeCommand());
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   process.stderr.write(`${describeError(err)}\n`);

@@ -56,8 +56,9 @@ export interface TieredSnapshot {
 
 /**
  * The newest snapshot in the current snapshot's history that tiering of table `tableId` committed,
- * with its offsets; undefined when the lake holds nothing of this table yet. Snapshots made by other
- * writers (compaction, expiry) are skipped over.
+ * with its offsets; undefined when the lake holds nothing of this table yet. Compaction snapshots
+ * carry the offsets of the snapshot they rewrote, so they count; snapshots of other writers are
+ * skipped over.
  */
 export function latestTieredSnapshot(metadata: TableMetadata, tableId: number, fromSnapshotId = metadata.currentSnapshotId): TieredSnapshot | undefined {
   for (const s of ancestorsOf(metadata, fromSnapshotId)) {

@@ -15,6 +15,7 @@
  *  4. Commit one Iceberg snapshot whose summary carries the offsets, checking at every attempt that
  *     the lake still ends where the round started (no other worker tiered these offsets meanwhile).
  *  5. Register the snapshot with the coordinator (CommitLakeTableSnapshot).
+ *  6. Maintain the lake by the table's options: compaction (compaction.ts) and snapshot expiry.
  *
  * A round that runs past the table's freshness stops reading at a batch boundary and commits what
  * it has (force-finished); the rest is the next round's.
@@ -27,7 +28,7 @@ import type { Connection } from '../../client/connection.js';
 import type { BucketRef, ScanBatch } from '../../client/log-scanner.js';
 import { CHANGE_TYPE_BYTE } from '../../common/change-type.js';
 import { parseDuration, tableOption } from '../../common/config.js';
-import { TributaryError } from '../../common/errors.js';
+import { asTributaryError, TributaryError } from '../../common/errors.js';
 import { type LakeBucketOffset, lakeBucketKey } from '../../common/lake.js';
 import { buildSchema, type PartitionInfo, type Schema, type TableInfo, type TablePath, tablePathString } from '../../common/schema.js';
 import type { DataType } from '../../common/types.js';
@@ -39,6 +40,7 @@ import type { Logger } from '../../server/logger.js';
 import { FileSystemCatalog } from '../iceberg/catalog.js';
 import { type DataFile, FileContent, type PartitionValue } from '../iceberg/data-file.js';
 import type { DataFileWriterPool } from '../iceberg/data-file-writer.js';
+import { expireSnapshots } from '../iceberg/maintenance.js';
 import { ipcStreamOf } from '../iceberg/parquet.js';
 import { commitRowDelta } from '../iceberg/snapshot-producer.js';
 import { currentSchema, partitionSpecById, type TableMetadata } from '../iceberg/table-metadata.js';
@@ -46,6 +48,7 @@ import { parseTransform } from '../iceberg/transforms.js';
 import type { IcebergSchema } from '../iceberg/types.js';
 import { toLakeBatch } from '../lake-batch.js';
 import { BUCKET_COLUMN } from '../lake-schema.js';
+import { COMPACT_AT_DELETE_FILES, compactLakeTable } from './compaction.js';
 import { bucketOffsetsSummary, latestTieredSnapshot, SUMMARY_BUCKET_OFFSETS, SUMMARY_TABLE_ID, SUMMARY_TIERING_EPOCH, type TieredSnapshot } from './tiered-offsets.js';
 
 /** Rows per data file of a log table bucket; a bucket with more in one round gets several files. */
@@ -146,10 +149,45 @@ export async function runTieringRound(ctx: RoundContext): Promise<RoundResult> {
   });
   await ctx.onLakeCommitted?.(snapshotId);
   await commitToCoordinator(ctx, snapshotId, offsets);
+  await maintainLake(ctx, catalog, info, written, offsets);
   const rows = written.reduce((n, f) => n + (f.content === FileContent.DATA ? f.recordCount : 0), 0);
   const deleteFiles = written.filter((f) => f.content !== FileContent.DATA).length;
   ctx.log.info({ snapshotId: snapshotId.toString(), rows, dataFiles: written.length - deleteFiles, deleteFiles, forceFinished }, 'tiering round committed');
   return { forceFinished, snapshotId, rows, dataFiles: written.length - deleteFiles, deleteFiles };
+}
+
+/**
+ * Lake maintenance once the round is committed and registered: compacts the partitions the round
+ * wrote to (all of them with table.datalake.auto-compaction, else those whose delete files piled
+ * up) and registers the compacted snapshot, which holds the same offsets; then, with
+ * table.datalake.auto-expire-snapshot, expires snapshots by the lake table's history.expire.*
+ * properties. The round's rows are safe by now: a failure here is logged, never the round's.
+ */
+async function maintainLake(ctx: RoundContext, catalog: FileSystemCatalog, info: TableInfo, written: readonly DataFile[], offsets: readonly LakeBucketOffset[]): Promise<void> {
+  const { database, table } = info.path;
+  const enabled = (key: string) => tableOption(info.properties, key)?.toLowerCase() === 'true';
+  try {
+    const compacted = await compactLakeTable(catalog, database, table, {
+      partitions: written.map((f) => f.partition),
+      ...(enabled('table.datalake.auto-compaction') ? {} : { minDeleteFiles: COMPACT_AT_DELETE_FILES }),
+    });
+    if (compacted) {
+      await commitToCoordinator(ctx, compacted.snapshotId, offsets);
+      ctx.log.info({ snapshotId: compacted.snapshotId.toString(), partitions: compacted.partitions.length }, 'lake partitions compacted');
+    }
+  } catch (err) {
+    const e = asTributaryError(err);
+    // Lost to a concurrent commit: the next round's compaction starts over from it.
+    const lost = e.errorName === 'COMMIT_FAILED' || e.errorName === 'FENCED_TIERING_EPOCH_EXCEPTION';
+    ctx.log[lost ? 'info' : 'warn']({ err: e.toString() }, 'lake compaction did not complete; the round stays committed');
+  }
+  if (!enabled('table.datalake.auto-expire-snapshot')) return;
+  try {
+    const expired = await expireSnapshots(catalog, database, table);
+    if (expired.expiredSnapshotIds.length > 0) ctx.log.info({ snapshots: expired.expiredSnapshotIds.length, files: expired.deletedFiles.length }, 'lake snapshots expired');
+  } catch (err) {
+    ctx.log.warn({ err: asTributaryError(err).toString() }, 'lake snapshot expiry failed; the round stays committed');
+  }
 }
 
 async function registerIfMissing(ctx: RoundContext, admin: Admin, tiered: TieredSnapshot | undefined): Promise<void> {
