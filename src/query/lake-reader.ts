@@ -1,6 +1,7 @@
 /**
  * Reads an Iceberg table of the filesystem catalog with DuckDB: the rows of a snapshot with its
- * delete files applied (`table$lake`), and the table's snapshots (`table$lake$snapshots`). DuckDB
+ * delete files applied (`table$lake`), the table's snapshots (`table$lake$snapshots`) and the live
+ * files of a snapshot (`table$lake$files`, LAKE_FILE_COLUMNS). DuckDB
  * has no Iceberg extension offline, so the scan is planned here (lake/iceberg/scan.ts) and DuckDB
  * gets plain file lists. The SQL of a snapshot's rows:
  *
@@ -31,8 +32,8 @@
 import { TributaryError } from '../common/errors.js';
 import type { FileSystemCatalog } from '../lake/iceberg/catalog.js';
 import { type DataFile, FileContent } from '../lake/iceberg/data-file.js';
-import { localPath, planScan, type ScanTask } from '../lake/iceberg/scan.js';
-import { currentSchema, snapshotById, type TableMetadata } from '../lake/iceberg/table-metadata.js';
+import { isLive, localPath, planScan, readManifest, readManifestList, type ScanTask } from '../lake/iceberg/scan.js';
+import { currentSchema, currentSnapshot, partitionSpecById, snapshotById, type TableMetadata } from '../lake/iceberg/table-metadata.js';
 import { decimalOf, fixedLengthOf, type IcebergField, type IcebergPrimitive, type IcebergSchema } from '../lake/iceberg/types.js';
 import { SUMMARY_BUCKET_OFFSETS, SUMMARY_TIERING_EPOCH } from '../lake/tiering/tiered-offsets.js';
 import type { DuckSession } from './duckdb/session.js';
@@ -107,12 +108,20 @@ export function duckTypeOfIceberg(type: IcebergPrimitive): string {
 export async function lakeRowsSql(catalog: FileSystemCatalog, db: string, table: string, options: LakeReadOptions = {}): Promise<string> {
   const loaded = await catalog.loadTable(db, table);
   const plan = await planScan(loaded, options.snapshotId === undefined ? {} : { snapshotId: options.snapshotId });
-  const schema = schemaOf(loaded.metadata, options.snapshotId);
+  return scanTasksSql(loaded.metadata, plan.dataFiles, { schema: schemaOf(loaded.metadata, options.snapshotId), ...(options.columns ? { columns: options.columns } : {}) });
+}
+
+/**
+ * The SQL whose result is the rows of some scan tasks of one planned scan (e.g. one partition's),
+ * their delete files applied, in `schema` (the current one by default).
+ */
+export function scanTasksSql(metadata: TableMetadata, tasks: readonly ScanTask[], options: { schema?: IcebergSchema; columns?: Iterable<string> } = {}): string {
+  const schema = options.schema ?? currentSchema(metadata);
   const fields = chosenFields(schema, options.columns);
-  if (plan.dataFiles.length === 0) {
+  if (tasks.length === 0) {
     return `SELECT ${fields.map((f) => `CAST(NULL AS ${duckTypeOfIceberg(f.type)}) AS ${identifier(f.name)}`).join(', ')} LIMIT 0`;
   }
-  return new ScanSql(loaded.metadata, schema, fields, plan.dataFiles).sql();
+  return new ScanSql(metadata, schema, fields, tasks).sql();
 }
 
 /** Loads the rows of a lake table's snapshot into DuckDB as table `name` (`table` or `schema.table`). */
@@ -153,6 +162,59 @@ export async function loadLakeSnapshots(duck: DuckSession, name: string, catalog
   await createTableAs(duck, name, await lakeSnapshotsSql(catalog, db, table));
 }
 
+/** The columns of `table$lake$files`, in order, with their DuckDB types. */
+export const LAKE_FILE_COLUMNS = [
+  ['file_path', 'VARCHAR'],
+  ['content', 'VARCHAR'],
+  ['partition', 'VARCHAR'],
+  ['record_count', 'BIGINT'],
+  ['file_size_in_bytes', 'BIGINT'],
+  ['data_sequence_number', 'BIGINT'],
+  ['added_snapshot_id', 'BIGINT'],
+] as const;
+
+const CONTENT_NAMES: Record<FileContent, string> = {
+  [FileContent.DATA]: 'data',
+  [FileContent.POSITION_DELETES]: 'position_deletes',
+  [FileContent.EQUALITY_DELETES]: 'equality_deletes',
+};
+
+/**
+ * The SQL whose result is one row per live file (data and delete files) of a snapshot of a lake
+ * table (the current one by default), LAKE_FILE_COLUMNS, in manifest order. `partition` is JSON:
+ * partition field name → value (long values beyond 2^53 as strings, binary values as hex).
+ */
+export async function lakeFilesSql(catalog: FileSystemCatalog, db: string, table: string, snapshotId?: bigint): Promise<string> {
+  const { metadata } = await catalog.loadTable(db, table);
+  const snapshot = snapshotId === undefined ? currentSnapshot(metadata) : snapshotById(metadata, snapshotId);
+  if (snapshotId !== undefined && !snapshot) throw new TributaryError('LAKE_SNAPSHOT_NOT_EXIST', `lake snapshot ${snapshotId} is not in lake table ${db}.${table}`);
+  const json = (v: unknown): unknown => (typeof v === 'bigint' ? (Number.isSafeInteger(Number(v)) ? Number(v) : String(v)) : v instanceof Uint8Array ? Buffer.from(v).toString('hex') : v);
+  const rows: string[] = [];
+  for (const manifest of snapshot ? await readManifestList(snapshot.manifestList) : []) {
+    const names = partitionSpecById(metadata, manifest.partitionSpecId).fields.map((f) => f.name);
+    for (const e of (await readManifest(manifest)).entries) {
+      if (!isLive(e)) continue;
+      const file = e.dataFile;
+      const partition = JSON.stringify(Object.fromEntries(names.map((n, i) => [n, json(file.partition[i])])));
+      rows.push(`(${[literal(file.filePath), literal(CONTENT_NAMES[file.content]), literal(partition), file.recordCount, file.fileSizeInBytes, e.sequenceNumber, e.snapshotId].join(', ')})`);
+    }
+  }
+  const select = (value: (i: number) => string) => LAKE_FILE_COLUMNS.map(([column, type], i) => `CAST(${value(i)} AS ${type}) AS ${identifier(column)}`).join(', ');
+  if (rows.length === 0) return `SELECT ${select(() => 'NULL')} LIMIT 0`;
+  const aliases = LAKE_FILE_COLUMNS.map((_, i) => `c${i}`);
+  return `SELECT ${select((i) => aliases[i])} FROM (VALUES ${rows.join(', ')}) AS v(${aliases.join(', ')})`;
+}
+
+/**
+ * The snapshot a time-travel read at `epochMicros` reads: the last one to become current at or
+ * before then (the snapshot log), still in the metadata.
+ */
+export function snapshotAsOf(metadata: TableMetadata, epochMicros: bigint, table: string): bigint {
+  const at = [...metadata.snapshotLog].reverse().find((e) => BigInt(e.timestampMs) * 1000n <= epochMicros && snapshotById(metadata, e.snapshotId));
+  if (!at) throw new TributaryError('LAKE_SNAPSHOT_NOT_EXIST', `the lake table of '${table}' has no snapshot at or before ${new Date(Number(epochMicros / 1000n)).toISOString()}`);
+  return at.snapshotId;
+}
+
 async function createTableAs(duck: DuckSession, name: string, sql: string): Promise<void> {
   const dot = name.indexOf('.');
   const target = dot < 0 ? identifier(name) : `${identifier(name.slice(0, dot))}.${identifier(name.slice(dot + 1))}`;
@@ -161,7 +223,7 @@ async function createTableAs(duck: DuckSession, name: string, sql: string): Prom
 }
 
 /** A time-travel read uses the schema of its snapshot; the current snapshot, the current schema. */
-function schemaOf(metadata: TableMetadata, snapshotId: bigint | undefined): IcebergSchema {
+export function schemaOf(metadata: TableMetadata, snapshotId: bigint | undefined): IcebergSchema {
   const schemaId = snapshotId === undefined ? undefined : snapshotById(metadata, snapshotId)?.schemaId;
   return metadata.schemas.find((s) => s['schema-id'] === schemaId) ?? currentSchema(metadata);
 }
@@ -191,7 +253,7 @@ class ScanSql {
     private readonly metadata: TableMetadata,
     private readonly schema: IcebergSchema,
     private readonly fields: IcebergField[],
-    private readonly tasks: ScanTask[],
+    private readonly tasks: readonly ScanTask[],
   ) {
     // Older files first: their delete lists are the longer ones, which newer files of the same
     // partition share the tail of, so indices handed out in this order form few ranges.
