@@ -123,7 +123,7 @@ try {
   const tableId = await bench.conn.getAdmin().createTable(tablePath, { columns: WORKLOAD_COLUMNS, primaryKey: ['id'], properties: { 'bucket.num': String(buckets) } });
   const tableDir = path.join(dataDir, 'log', DATABASE, `${tablePath.table}-${tableId}`);
   const table = await bench.table(tablePath.table);
-  const encoding = new KvEncoding(table.info);
+  const encoding = new KvEncoding(table.info, bench.conn.metadata);
 
   // ---------------------------------------------------------------- upsert
   const envs = Array.from({ length: buckets }, (_, b) => open<Uint8Array, Uint8Array>({ path: path.join(rawDir, `kv-${b}`), keyEncoding: 'binary', encoding: 'binary', compression: false }));

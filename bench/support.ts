@@ -2,6 +2,8 @@
  * Shared parts of the benchmarks in this folder: the workload, a server in a child process, the
  * raw-disk baseline, sizes on disk, CPU accounting, statistics and printing.
  *
+ * Also a lake tiering worker in a child process (TieringWorkerProcess).
+ *
  * The workload is the record shape of the peer measurements (docs/benchmarks.md):
  * `(id BIGINT, user_id BIGINT, item STRING, price DOUBLE, ts TIMESTAMP(6))`, 48 bytes of payload
  * per record when packed as binary (4 × 8 + 16). Records are generated deterministically from a
@@ -12,13 +14,16 @@
  *   price    uniform in [0.00, 1000.00], whole cents
  *   ts       2023-11-14T22:13:20Z + 50 µs per record (20 000 records per second of event time)
  */
-import { spawnSync } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Connection } from '../src/client/index.js';
 import type { ColumnSpec, Row, Table } from '../src/client/index.js';
-import { ServerProcess } from '../test/support/server-process.js';
+import { CLI, ServerProcess } from '../test/support/server-process.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 /** Bytes per record of the peers' packed binary form. */
 export const PAYLOAD_BYTES_PER_RECORD = 48;
@@ -138,8 +143,9 @@ export class BenchServer {
     readonly conn: Connection,
   ) {}
 
-  static async start(settings: Record<string, string> = {}, clientOptions: Record<string, string> = {}): Promise<BenchServer> {
-    const server = await ServerProcess.start({ settings });
+  /** `args` are more flags of `tributary start`, e.g. `--no-tiering`. */
+  static async start(settings: Record<string, string> = {}, clientOptions: Record<string, string> = {}, args: string[] = []): Promise<BenchServer> {
+    const server = await ServerProcess.start({ settings, args });
     try {
       return new BenchServer(server, await Connection.create({ 'bootstrap.servers': server.bootstrap, ...clientOptions }));
     } catch (err) {
@@ -187,6 +193,69 @@ export class BenchServer {
     } finally {
       fs.rmSync(this.dataDir, { recursive: true, force: true });
     }
+  }
+}
+
+/** One line of a process's JSON log (pino): `time` in ms since the epoch, `msg`, and its fields. */
+export interface LogLine {
+  time: number;
+  msg: string;
+  [field: string]: unknown;
+}
+
+/**
+ * A lake tiering worker in a child process (`tributary tiering`), logging at info level on stderr so
+ * that its rounds can be timed from its own log lines. `nodeArgs` go to Node (e.g. `--cpu-prof`).
+ */
+export class TieringWorkerProcess {
+  private stderr = '';
+  private readonly exited: Promise<number | null>;
+
+  private constructor(readonly child: ChildProcess) {
+    this.exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+  }
+
+  static async start(bootstrap: string, options: { threads?: number; pollIntervalMs?: number; nodeArgs?: string[] } = {}): Promise<TieringWorkerProcess> {
+    const args = [...(options.nodeArgs ?? []), '--import', 'tsx', CLI, 'tiering', '--bootstrap', bootstrap, '--threads', String(options.threads ?? 1)];
+    if (options.pollIntervalMs !== undefined) args.push('--poll-interval', String(options.pollIntervalMs));
+    const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, TRIBUTARY_LOG_LEVEL: 'info' } });
+    const worker = new TieringWorkerProcess(child);
+    child.stderr!.on('data', (d: Buffer) => (worker.stderr += d.toString()));
+    await new Promise<void>((resolve, reject) => {
+      let out = '';
+      child.stdout!.on('data', (d: Buffer) => {
+        out += d.toString();
+        if (out.includes('ready tiering')) resolve();
+      });
+      child.once('close', (code) => reject(new Error(`tiering worker exited with ${code} before ready: ${worker.stderr}`)));
+    });
+    return worker;
+  }
+
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
+  /** Its complete log lines so far whose message is `msg`. */
+  lines(msg: string): LogLine[] {
+    const out: LogLine[] = [];
+    for (const text of this.stderr.split('\n')) {
+      if (!text.includes(msg)) continue;
+      try {
+        const line = JSON.parse(text) as LogLine;
+        if (line.msg === msg) out.push(line);
+      } catch {
+        // the last line may still be partly written
+      }
+    }
+    return out;
+  }
+
+  /** SIGTERM: it stops after its current round; throws when it does not exit cleanly. */
+  async stop(): Promise<void> {
+    if (this.child.exitCode === null) this.child.kill('SIGTERM');
+    const code = await this.exited;
+    if (code !== 0) throw new Error(`tiering worker exited with ${code}: ${this.stderr.slice(-2000)}`);
   }
 }
 
@@ -258,8 +327,8 @@ export const now = (): number => performance.now();
 
 const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
 
-/** CPU seconds (user + system) used so far by process `pid`, from /proc; undefined where there is none. */
-function processCpuSeconds(pid: number): number | undefined {
+/** CPU seconds (user + system, all threads) used so far by process `pid`, from /proc; undefined where there is none. */
+export function processCpuSeconds(pid: number): number | undefined {
   try {
     const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
@@ -269,9 +338,8 @@ function processCpuSeconds(pid: number): number | undefined {
   }
 }
 
-
 /** Busy CPU seconds of the whole machine so far (every state of /proc/stat but idle and iowait). */
-function machineBusySeconds(): number | undefined {
+export function machineBusySeconds(): number | undefined {
   try {
     const [user, nice, system, , , irq, softirq, steal] = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
     return (user + nice + system + irq + softirq + steal) / CLOCK_TICKS;

@@ -89,6 +89,14 @@ async function waitCaughtUp(conn: Connection, timeoutMs = 60_000): Promise<void>
 
 /** The lake equals the tables: every log row once, offsets per bucket without gap; the PK state exactly. */
 async function assertLakeMatches(server: ServerProcess, w: Workload): Promise<void> {
+  const conn = await Connection.create({ 'bootstrap.servers': server.bootstrap });
+  try {
+    const stored = await (await conn.getTable(PK)).newScan().createBatchScanner().readAll();
+    const tableState = new Map(stored.map((r) => [r.k as number, { v: r.v as string, n: r.n as bigint }]));
+    assert.deepEqual(new Map([...tableState].sort((a, b) => a[0] - b[0])), new Map([...w.state].sort((a, b) => a[0] - b[0])), 'the table holds every acknowledged write');
+  } finally {
+    await conn.close();
+  }
   const warehouse = path.join(server.dataDir, 'lake');
   const log = await readLakeTable(warehouse, LOG.database, LOG.table);
   const ids = log.rows.map((r) => r.id as bigint).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
@@ -282,6 +290,9 @@ test('partitioned table: lake partitions by key and bucket, log retention waits 
     // The ttl has passed many times over, but the lake holds nothing yet: every segment stays.
     await new Promise((r) => setTimeout(r, 2000));
     assert.deepEqual([...(await earliest('eu')), ...(await earliest('us'))], [0n, 0n, 0n, 0n, 0n, 0n]);
+    const waiting = await admin.getLakeTieringStatus(path_);
+    assert.equal(waiting.state, 'PENDING');
+    assert.ok(waiting.lagMs >= 2000, 'lag counts from the table creation while nothing is tiered');
 
     const worker = await TieringProcess.start(server.bootstrap);
     try {
@@ -295,6 +306,7 @@ test('partitioned table: lake partitions by key and bucket, log retention waits 
         assert.ok(Date.now() - written < 30_000, 'rows reach the lake within freshness + round time');
         await new Promise((r) => setTimeout(r, 100));
       }
+      assert.equal((await admin.getLakeTieringStatus(path_)).lagMs, 0);
       // Now that the lake holds them, expired segments go.
       const deadline = Date.now() + 20_000;
       while ((await earliest('eu')).every((o) => o === 0n)) {

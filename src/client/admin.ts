@@ -4,6 +4,7 @@
  */
 import { TributaryError } from '../common/errors.js';
 import {
+  type ColumnSpec,
   type PartitionInfo,
   type Schema,
   schemaFromJson,
@@ -56,6 +57,8 @@ export interface LakeTieringStatus {
   lastTieredTime?: number;
   /** Rounds failed or timed out since the last success. */
   failures: number;
+  /** 0 when the lake holds every record; else how long ago the registered lake snapshot was committed (or the table created). */
+  lagMs: number;
   buckets: { partition?: string; bucket: number; lakeEndOffset: bigint; highWatermark: bigint; recordsBehind: bigint }[];
 }
 
@@ -99,13 +102,27 @@ export class Admin {
     this.conn.metadata.invalidate(path);
   }
 
-  /** ALTER TABLE SET (`set`) and RESET (`reset`) of table options. */
-  async alterTable(path: TablePath, changes: { set?: Record<string, string>; reset?: string[] }, options: { ignoreIfNotExists?: boolean } = {}): Promise<void> {
+  /**
+   * ALTER TABLE: SET (`set`) and RESET (`reset`) of table options, and ADD COLUMN (`addColumns`,
+   * nullable columns appended in order, as one new schema id). Column types may be given in SQL
+   * spelling. Writers, scanners and lookupers made before keep the schema they were made with.
+   */
+  async alterTable(
+    path: TablePath,
+    changes: { set?: Record<string, string>; reset?: string[]; addColumns?: ColumnSpec[] },
+    options: { ignoreIfNotExists?: boolean } = {},
+  ): Promise<void> {
     const configChanges = [
       ...Object.entries(changes.set ?? {}).map(([configKey, configValue]) => ({ configKey, configValue, opType: 0 })),
       ...(changes.reset ?? []).map((configKey) => ({ configKey, opType: 1 })),
     ];
-    await this.call(ApiKeys.AlterTable, { tablePath: pbPath(path), configChanges, ignoreIfNotExists: options.ignoreIfNotExists ?? false });
+    const addColumns = (changes.addColumns ?? []).map((c) => ({
+      columnName: c.name,
+      dataType: typeof c.type === 'string' ? c.type : formatDataType(c.type),
+      notNull: c.nullable === false,
+      ...(c.comment !== undefined ? { comment: c.comment } : {}),
+    }));
+    await this.call(ApiKeys.AlterTable, { tablePath: pbPath(path), configChanges, addColumns, ignoreIfNotExists: options.ignoreIfNotExists ?? false });
     this.conn.metadata.invalidate(path);
   }
 
@@ -206,6 +223,7 @@ export class Admin {
       warehouse: r.warehouse,
       state: r.state as LakeTieringStatus['state'],
       failures: Number(r.failures),
+      lagMs: Number(r.lagMs),
       ...(r.tieringEpoch !== undefined ? { tieringEpoch: r.tieringEpoch } : {}),
       ...(r.snapshotId !== undefined ? { snapshotId: r.snapshotId } : {}),
       ...(r.lastTieredTime !== undefined ? { lastTieredTime: Number(r.lastTieredTime) } : {}),

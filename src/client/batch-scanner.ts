@@ -38,7 +38,7 @@ export class BatchScanner {
     if (!table.schema.primaryKey) {
       throw new TributaryError('NON_PRIMARY_KEY_TABLE_EXCEPTION', `table '${table.path.database}.${table.path.table}' has no primary key: read its log with a LogScanner`);
     }
-    this.encoding = new KvEncoding(table);
+    this.encoding = new KvEncoding(table, conn.metadata);
   }
 
   /** The next page of rows, or null when every bucket has been read. */
@@ -62,7 +62,7 @@ export class BatchScanner {
       throwIfError(resp, 'scan');
       this.stateOffsets.set(label(target), resp.logOffset);
       this.current = resp.hasMoreResults ? { target, scannerId: resp.scannerId } : undefined;
-      if (resp.values.length > 0) return resp.values.map((v) => this.project(this.encoding.decodeValue(v)));
+      if (resp.values.length > 0) return (await this.encoding.decodeValues(resp.values)).map((row) => this.project(row));
     }
   }
 

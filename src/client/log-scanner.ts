@@ -9,6 +9,10 @@
  * `client.scanner.log.fetch.min-bytes` arrive or `…wait-max-time` passes), checks every batch's
  * CRC, decodes the projected Arrow payload and advances the bucket's position. Positions belong to
  * the application: there are no consumer groups or committed offsets.
+ *
+ * Rows come in the scanner's schema, the table's when the scanner was made: a batch written with
+ * another schema id (before or after an ADD COLUMN) is decoded with that schema, fetched once, and
+ * its columns are matched by field id; columns it lacks read as null (batch-evolution.ts).
  */
 import type * as arrow from 'apache-arrow';
 import { type ChangeType, changeTypeOf } from '../common/change-type.js';
@@ -17,6 +21,7 @@ import type { Schema, TableInfo } from '../common/schema.js';
 import type { Row } from '../common/values.js';
 import { decodeArrowPayload, recordBatchRows } from '../record/arrow-payload.js';
 import { toArrowSchema } from '../record/arrow-schema.js';
+import { type BatchLayout, batchLayout, evolvedBatch } from '../record/batch-evolution.js';
 import { splitChangelogPayload } from '../record/changelog.js';
 import { logBatchPayload, readLogBatchHeader, splitLogBatches } from '../record/log-batch.js';
 import { ApiKeys } from '../rpc/api-keys.js';
@@ -65,7 +70,10 @@ export class LogScanner implements AsyncIterable<ScanRecord> {
   /** Rows of the head batch of `buffered` already handed out by `poll`. */
   private headRows?: { rows: Row[]; next: number };
   private readonly projectedSchema: Schema;
+  /** The Arrow schema of the rows handed out: the projection of the scanner's schema. */
   private readonly decodeSchema: arrow.Schema;
+  /** How batches of each schema id decode, once that schema is known. */
+  private readonly layouts = new Map<number, BatchLayout>();
   private closed = false;
 
   constructor(
@@ -76,6 +84,7 @@ export class LogScanner implements AsyncIterable<ScanRecord> {
     const columns = projection ? projection.map((i) => table.schema.columns[i]) : table.schema.columns;
     this.projectedSchema = { columns, highestFieldId: table.schema.highestFieldId };
     this.decodeSchema = toArrowSchema(table.schema, projection);
+    this.layouts.set(table.schemaId, { decodeSchema: this.decodeSchema });
   }
 
   /** Starts reading `ref` from an offset, or from the earliest/latest offset, or from a timestamp. */
@@ -221,16 +230,32 @@ export class LogScanner implements AsyncIterable<ScanRecord> {
         },
       ],
     });
+    const fetched: { sub: Subscription; batches: Buffer[] }[] = [];
     for (const b of resp.tablesResp[0]?.bucketsResp ?? []) {
       const sub = this.subscriptions.get(key(b.partitionId === undefined ? undefined : Number(b.partitionId), b.bucketId));
       if (!sub) continue; // unsubscribed meanwhile
       throwIfError(b, 'fetch');
-      if (b.records.length > 0) this.decode(sub, Buffer.from(b.records.buffer, b.records.byteOffset, b.records.byteLength));
+      if (b.records.length > 0) fetched.push({ sub, batches: splitLogBatches(Buffer.from(b.records.buffer, b.records.byteOffset, b.records.byteLength)) });
+    }
+    for (const { batches } of fetched) {
+      for (const batch of batches) {
+        const header = readLogBatchHeader(batch);
+        if (header.recordCount > 0 && !this.layouts.has(header.schemaId)) await this.learnSchema(header.schemaId);
+      }
+    }
+    for (const { sub, batches } of fetched) {
+      if (this.subscriptions.get(key(sub.partition?.id, sub.bucket)) === sub) this.decode(sub, batches);
     }
   }
 
-  private decode(sub: Subscription, records: Buffer): void {
-    for (const batch of splitLogBatches(records)) {
+  /** Makes the layout of batches of `schemaId` known, fetching the schema the first time. */
+  private async learnSchema(schemaId: number): Promise<void> {
+    const writer = await this.conn.metadata.schema(this.table, schemaId);
+    this.layouts.set(schemaId, batchLayout(writer, this.projectedSchema.columns, this.projection !== undefined));
+  }
+
+  private decode(sub: Subscription, batches: Buffer[]): void {
+    for (const batch of batches) {
       const header = readLogBatchHeader(batch);
       const lastOffset = header.baseOffset + BigInt(header.lastOffsetDelta);
       if (lastOffset < sub.offset) continue;
@@ -242,7 +267,9 @@ export class LogScanner implements AsyncIterable<ScanRecord> {
         sub.offset = lastOffset + 1n;
         continue;
       }
-      let decoded = decodeArrowPayload(this.decodeSchema, payload);
+      const layout = this.layouts.get(header.schemaId)!;
+      let decoded = decodeArrowPayload(layout.decodeSchema, payload);
+      if (layout.sources) decoded = evolvedBatch(decoded, this.decodeSchema, layout.sources);
       let baseOffset = header.baseOffset;
       if (baseOffset < sub.offset) {
         // The subscription starts inside this batch.

@@ -40,7 +40,7 @@ export class Lookuper {
     /** Columns of a prefix lookup: the bucket key (plus partition keys); undefined for point lookups. */
     prefix?: string[],
   ) {
-    this.encoding = new KvEncoding(table);
+    this.encoding = new KvEncoding(table, conn.metadata);
     if (prefix) {
       const expected = new Set([...table.bucketKeys, ...table.partitionKeys]);
       if (prefix.length !== expected.size || !prefix.every((c) => expected.has(c))) {
@@ -57,13 +57,13 @@ export class Lookuper {
   async lookup(key: Row): Promise<Row | null> {
     if (this.prefixColumns) throw new TributaryError('INVALID_ARGUMENT', 'this lookuper looks up by prefix: use lookupAll()');
     const values = await this.enqueue(key);
-    return values.length > 0 ? this.encoding.decodeValue(values[0]) : null;
+    return values.length > 0 ? (await this.encoding.decodeValues(values))[0] : null;
   }
 
   /** Prefix lookup: every row whose bucket key (and partition) equal `prefix`. */
   async lookupAll(prefix: Row): Promise<Row[]> {
     if (!this.prefixColumns) throw new TributaryError('INVALID_ARGUMENT', 'this lookuper looks up by primary key: use lookup()');
-    return (await this.enqueue(prefix)).map((v) => this.encoding.decodeValue(v));
+    return this.encoding.decodeValues(await this.enqueue(prefix));
   }
 
   private async enqueue(row: Row): Promise<Uint8Array[]> {

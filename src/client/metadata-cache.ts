@@ -1,10 +1,10 @@
 /**
- * The client's view of cluster metadata: tables by path (with their info and bucket leaders) and
- * partitions by name. Entries are fetched on first use and refreshed when the server says the view
- * is stale (unknown table/bucket, missing partition).
+ * The client's view of cluster metadata: tables by path (with their info and bucket leaders),
+ * partitions by name and table schemas by id. Entries are fetched on first use and refreshed when
+ * the server says the view is stale (unknown table/bucket, missing partition).
  */
 import { TributaryError } from '../common/errors.js';
-import { type PartitionInfo, type TableInfo, type TablePath, tableInfoFromJson, tablePathString } from '../common/schema.js';
+import { type PartitionInfo, type Schema, schemaFromJson, type TableInfo, type TablePath, tableInfoFromJson, tablePathString } from '../common/schema.js';
 import { ApiKeys } from '../rpc/api-keys.js';
 import type { RpcConnection } from '../rpc/connection.js';
 import { toPartitionInfo } from './responses.js';
@@ -18,6 +18,8 @@ export interface ServerNode {
 export class MetadataCache {
   private readonly tables = new Map<string, TableInfo>();
   private readonly partitions = new Map<string, Map<string, PartitionInfo>>();
+  /** Schemas by `<table id>/<schema id>`. */
+  private readonly schemas = new Map<string, Schema>();
 
   constructor(private readonly coordinator: () => Promise<RpcConnection>) {}
 
@@ -33,6 +35,25 @@ export class MetadataCache {
       this.tables.set(key, info);
     }
     return info;
+  }
+
+  /**
+   * Schema `schemaId` of `table`, as batches and KV values written with it name it. Schemas never
+   * change under an id (a re-created table gets a new table id), so each is fetched once.
+   */
+  async schema(table: TableInfo, schemaId: number): Promise<Schema> {
+    const known = this.cachedSchema(table, schemaId);
+    if (known) return known;
+    const conn = await this.coordinator();
+    const resp = await conn.request(ApiKeys.GetTableSchema, { tablePath: { databaseName: table.path.database, tableName: table.path.table }, schemaId });
+    const schema = schemaFromJson(JSON.parse(resp.schemaJson));
+    this.schemas.set(`${table.tableId}/${schemaId}`, schema);
+    return schema;
+  }
+
+  /** Schema `schemaId` of `table` when already fetched (or it is the table info's own); else undefined. */
+  cachedSchema(table: TableInfo, schemaId: number): Schema | undefined {
+    return schemaId === table.schemaId ? table.schema : this.schemas.get(`${table.tableId}/${schemaId}`);
   }
 
   /** The partition named `name` of `table`, or undefined when the server does not have it. */

@@ -41,7 +41,7 @@ export class UpsertWriter extends BucketWriter<KvRecords> {
 
   private constructor(conn: Connection, table: TableInfo, writerId: bigint | undefined, private readonly targetColumns: number[] | undefined) {
     super(conn, table, writerId, 'PutKv', targetColumns);
-    this.encoding = new KvEncoding(table);
+    this.encoding = new KvEncoding(table, conn.metadata);
   }
 
   static async create(conn: Connection, table: TableInfo, partialUpdate?: string[]): Promise<UpsertWriter> {

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { TributaryError } from './errors.js';
 import { CompactedKeyEncoder, encodeKey } from './key-encoder.js';
-import { CompactedRowDecoder, CompactedRowEncoder, encodeKvValue, primaryKeyLayout, readKvValue } from './row-encoder.js';
-import { buildSchema } from './schema.js';
+import { CompactedRowDecoder, CompactedRowEncoder, encodeKvValue, KvValueDecoder, primaryKeyLayout, readKvValue } from './row-encoder.js';
+import { addColumns, buildSchema } from './schema.js';
 import { type DataType, parseDataType } from './types.js';
 
 const T = (text: string): DataType => parseDataType(text);
@@ -178,6 +178,33 @@ describe('KV values', () => {
     assert.equal(readKvValue(encodeKvValue(32767, new Uint8Array(0))).schemaId, 32767);
     assert.throws(() => readKvValue(new Uint8Array([1])), corrupt);
     for (const bad of [-1, 32768, 1.5]) assert.throws(() => encodeKvValue(bad, row), (e: unknown) => e instanceof TributaryError && e.errorName === 'INVALID_ARGUMENT');
+  });
+});
+
+describe('KvValueDecoder', () => {
+  const v0 = buildSchema([{ name: 'id', type: 'BIGINT' }, { name: 'name', type: 'STRING' }], ['id']);
+  const v1 = addColumns(v0, [{ name: 'price', type: 'DECIMAL(10, 2)' }]);
+  const v2 = addColumns(v1, [{ name: 'tags', type: 'BYTES' }]);
+  const schemas = new Map([[0, v0], [1, v1], [2, v2]]);
+  const valueOf = (schemaId: number, values: unknown[]): Uint8Array =>
+    encodeKvValue(schemaId, new CompactedRowEncoder(schemas.get(schemaId)!.columns.map((c) => c.type)).encode(values));
+
+  it("reads values of older and newer schemas in the reader's columns, nulls where the writer had none", () => {
+    const asked: number[] = [];
+    const decoder = new KvValueDecoder(v1, 1, (id) => (asked.push(id), schemas.get(id)));
+    assert.deepEqual(decoder.decode(valueOf(1, [1n, 'a', 150n])), [1n, 'a', 150n]);
+    assert.deepEqual(decoder.decode(valueOf(0, [2n, 'b'])), [2n, 'b', null]);
+    assert.deepEqual(decoder.decode(valueOf(2, [3n, null, 7n, Uint8Array.of(9)])), [3n, null, 7n]);
+    const out: unknown[] = ['stale', 'stale', 'stale', 'stale'];
+    assert.equal(decoder.decodeRow(0, readKvValue(valueOf(0, [4n, null])).row, out), out);
+    assert.deepEqual(out, [4n, null, null]);
+    assert.deepEqual(asked, [0, 2], 'each other schema is asked for once');
+    assert.ok(decoder.knows(0) && decoder.knows(1) && decoder.knows(2) && !decoder.knows(3));
+  });
+
+  it('refuses values of a schema the table does not have', () => {
+    const decoder = new KvValueDecoder(v1, 1, (id) => schemas.get(id));
+    assert.throws(() => decoder.decode(encodeKvValue(7, Uint8Array.of(0))), (e: unknown) => e instanceof TributaryError && e.errorName === 'SCHEMA_NOT_EXIST');
   });
 });
 

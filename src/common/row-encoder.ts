@@ -9,7 +9,8 @@
  *                   whose grammar heads key-encoder.ts (varints, LE floats, length-prefixed
  *                   strings and bytes, decimals, timestamps)
  *
- *   KvValue      := SchemaId i16 little-endian, CompactedRow   (the schema the row was written with)
+ *   KvValue      := SchemaId i16 little-endian, CompactedRow   (the schema the row was written with;
+ *                   a reader decodes the row with that schema's columns, see KvValueDecoder)
  *
  * Primary keys are the compacted key encoding (key-encoder.ts) of the columns `primaryKeyLayout`
  * lists: the bucket key first, so the encoded bucket key is a byte prefix of every primary key of
@@ -19,7 +20,7 @@
  */
 import { TributaryError } from './errors.js';
 import { CompactedReader, CompactedWriter } from './key-encoder.js';
-import type { Schema } from './schema.js';
+import { fieldIndexes, type Schema } from './schema.js';
 import type { DataType } from './types.js';
 
 const nullBytesOf = (columnCount: number): number => (columnCount + 7) >> 3;
@@ -111,6 +112,67 @@ export function encodeKvValue(schemaId: number, row: Uint8Array): Uint8Array {
 export function readKvValue(value: Uint8Array): { schemaId: number; row: Uint8Array } {
   if (value.length < SCHEMA_ID_SIZE) throw new TributaryError('CORRUPT_MESSAGE', `a KV value of ${value.length} bytes has no schema id`);
   return { schemaId: (((value[1] << 8) | value[0]) << 16) >> 16, row: value.subarray(SCHEMA_ID_SIZE) };
+}
+
+/** How rows of one writer's schema become rows of the reader's: the decoder and, per reader column, the writer's column (-1: null). */
+interface WriterLayout {
+  decoder: CompactedRowDecoder;
+  /** Undefined when the writer's schema is the reader's. */
+  sources?: Int32Array;
+}
+
+/**
+ * Decodes CompactedRows and KV values written with any schema of a table as rows of one schema,
+ * the reader's: columns are matched by field id, and a column the writer's schema lacks (added
+ * after the row was written) reads as null. Other schemas come from `schemaOf`, asked once per id;
+ * an id it does not know is SCHEMA_NOT_EXIST.
+ */
+export class KvValueDecoder {
+  private readonly layouts = new Map<number, WriterLayout>();
+  private readonly width: number;
+  private written: unknown[] = [];
+
+  constructor(
+    private readonly schema: Schema,
+    schemaId: number,
+    private readonly schemaOf: (schemaId: number) => Schema | undefined,
+  ) {
+    this.width = schema.columns.length;
+    this.layouts.set(schemaId, { decoder: new CompactedRowDecoder(schema.columns.map((c) => c.type)) });
+  }
+
+  /** Whether rows of `schemaId` decode without asking `schemaOf`. */
+  knows(schemaId: number): boolean {
+    return this.layouts.has(schemaId);
+  }
+
+  /** The values of a KV value, in the reader's column order (see `decodeRow`). */
+  decode(value: Uint8Array, out?: unknown[]): unknown[] {
+    const { schemaId, row } = readKvValue(value);
+    return this.decodeRow(schemaId, row, out);
+  }
+
+  /** The values of a CompactedRow written with `schemaId`, in `out` when given or in a new array. */
+  decodeRow(schemaId: number, row: Uint8Array, out: unknown[] = new Array(this.width)): unknown[] {
+    const layout = this.layoutOf(schemaId);
+    const sources = layout.sources;
+    if (!sources) return layout.decoder.decode(row, out);
+    const written = layout.decoder.decode(row, this.written);
+    out.length = this.width;
+    for (let i = 0; i < this.width; i++) out[i] = sources[i] < 0 ? null : written[sources[i]];
+    return out;
+  }
+
+  private layoutOf(schemaId: number): WriterLayout {
+    let layout = this.layouts.get(schemaId);
+    if (!layout) {
+      const writer = this.schemaOf(schemaId);
+      if (!writer) throw new TributaryError('SCHEMA_NOT_EXIST', `a row written with schema ${schemaId}, which the table does not have`);
+      layout = { decoder: new CompactedRowDecoder(writer.columns.map((c) => c.type)), sources: fieldIndexes(writer.columns, this.schema.columns) };
+      this.layouts.set(schemaId, layout);
+    }
+    return layout;
+  }
 }
 
 /**

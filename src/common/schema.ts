@@ -3,6 +3,7 @@
  * client sees them. Columns carry stable field ids; each schema change makes a new schema id.
  */
 import { TributaryError } from './errors.js';
+import { isLakeSystemColumn } from './lake.js';
 import { type DataType, formatDataType, isPartitionKeyType, parseDataType } from './types.js';
 
 export interface Column {
@@ -110,6 +111,52 @@ export function buildSchema(columns: ColumnSpec[], primaryKey?: string[]): Schem
     schema.primaryKey = [...primaryKey];
   }
   return schema;
+}
+
+/**
+ * The schema after ADD COLUMN (Fluss's schema evolution, fluss.md §2.7): `specs` appended after the
+ * existing columns, nullable (rows written before read them as NULL), with field ids after
+ * `highestFieldId`. Existing columns keep their place and field id, so a column index of an older
+ * schema names the same column in every later one.
+ */
+export function addColumns(schema: Schema, specs: readonly ColumnSpec[]): Schema {
+  if (specs.length === 0) throw new TributaryError('INVALID_ALTER_TABLE_EXCEPTION', 'ADD COLUMN names no column');
+  const seen = new Set(schema.columns.map((c) => c.name.toLowerCase()));
+  let fieldId = schema.highestFieldId;
+  const added = specs.map((c): Column => {
+    validateIdentifier('column', c.name);
+    const lower = c.name.toLowerCase();
+    if (isLakeSystemColumn(c.name)) throw new TributaryError('INVALID_ALTER_TABLE_EXCEPTION', `column name '${c.name}' is reserved for the lake table's system column ${lower}`);
+    if (seen.has(lower)) throw new TributaryError('DUPLICATE_COLUMN', `column '${c.name}' already exists`);
+    seen.add(lower);
+    if (c.nullable === false) {
+      throw new TributaryError('INVALID_ALTER_TABLE_EXCEPTION', `added column '${c.name}' must be nullable: rows written before it was added read it as NULL`);
+    }
+    const type = typeof c.type === 'string' ? parseDataType(c.type) : c.type;
+    parseDataType(formatDataType(type)); // validates hand-built types too
+    return { name: c.name, type, nullable: true, fieldId: ++fieldId, ...(c.comment ? { comment: c.comment } : {}) };
+  });
+  return { ...schema, columns: [...schema.columns, ...added], highestFieldId: fieldId };
+}
+
+/**
+ * Where each of `wanted` (columns of one schema of a table) sits among `columns` (of another schema
+ * of the same table), matched by field id: its index, or -1 where `columns` lacks it (an older
+ * schema, from before the column was added).
+ */
+export function fieldIndexes(columns: readonly Column[], wanted: readonly Column[]): Int32Array {
+  const out = new Int32Array(wanted.length);
+  for (let i = 0; i < wanted.length; i++) out[i] = columns.findIndex((c) => c.fieldId === wanted[i].fieldId);
+  return out;
+}
+
+/**
+ * What a batch written with `schema` holds of a projection on `wanted`: the indexes in `schema` of
+ * the wanted columns it has, in the order of `wanted`. The server projects a stored batch on them
+ * and a reader decodes that projection with them, so both must derive it from here.
+ */
+export function projectionIn(schema: Schema, wanted: readonly Column[]): number[] {
+  return Array.from(fieldIndexes(schema.columns, wanted)).filter((i) => i >= 0);
 }
 
 export function columnIndex(schema: Schema, name: string): number {

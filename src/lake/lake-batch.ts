@@ -23,6 +23,7 @@ import * as arrow from 'apache-arrow';
 import { TributaryError } from '../common/errors.js';
 import type { Column, TableInfo } from '../common/schema.js';
 import { sameArrowType, toArrowType } from '../record/arrow-schema.js';
+import { nullColumn } from '../record/batch-evolution.js';
 import { decimalOf, type IcebergPrimitive, type IcebergSchema } from './iceberg/types.js';
 import { BUCKET_COLUMN, icebergTypeOf, OFFSET_COLUMN, TIMESTAMP_COLUMN } from './lake-schema.js';
 
@@ -129,15 +130,4 @@ function widenedToInt32(data: arrow.Data, type: arrow.Int32): arrow.Data {
   const values = new Int32Array(data.length);
   values.set((data.values as Int8Array | Int16Array).subarray(0, data.length));
   return arrow.makeData({ type, offset: data.offset, length: data.length, nullCount: data.nullCount, nullBitmap: data.nullBitmap, data: values });
-}
-
-/** A column of `length` nulls, with zeroed buffers of its own. */
-function nullColumn(type: arrow.DataType, length: number): arrow.Data {
-  const nullBitmap = new Uint8Array((length + 7) >> 3);
-  if (arrow.DataType.isUtf8(type) || arrow.DataType.isBinary(type)) {
-    return arrow.makeData({ type: type as arrow.Utf8, length, nullCount: length, nullBitmap, valueOffsets: new Int32Array(length + 1), data: new Uint8Array(0) });
-  }
-  const count = arrow.DataType.isBool(type) ? (length + 7) >> 3 : arrow.DataType.isDecimal(type) ? 4 * length : length;
-  const ArrayType = type.ArrayType as new (length: number) => Int32Array;
-  return arrow.makeData({ type: type as arrow.Int, length, nullCount: length, nullBitmap, data: new ArrayType(count) });
 }

@@ -16,12 +16,11 @@ import { TributaryError } from '../common/errors.js';
 import type { Schema, TableInfo } from '../common/schema.js';
 import type { DataType } from '../common/types.js';
 import { icebergBucketColumn } from '../common/bucketing.js';
+import { LAKE_SYSTEM_COLUMNS } from '../common/lake.js';
 import type { PartitionField, PartitionSpec, SortOrder } from './iceberg/table-metadata.js';
 import type { IcebergField, IcebergPrimitive, IcebergSchema } from './iceberg/types.js';
 
-export const BUCKET_COLUMN = '__bucket';
-export const OFFSET_COLUMN = '__offset';
-export const TIMESTAMP_COLUMN = '__timestamp';
+export const [BUCKET_COLUMN, OFFSET_COLUMN, TIMESTAMP_COLUMN] = LAKE_SYSTEM_COLUMNS;
 
 const SYSTEM_COLUMNS: readonly { name: string; type: IcebergPrimitive }[] = [
   { name: BUCKET_COLUMN, type: 'int' },

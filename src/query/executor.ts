@@ -2,9 +2,11 @@
  * Executes statements of Tributary's SQL dialect for one session (the shell, `tributary sql -e`).
  *
  * DDL becomes Admin calls. Queries run in embedded DuckDB over the tables they name, loaded by
- * TableLoader (logs, primary-key state, key lookups, `$changelog`, the lake's `$lake` and
- * `$lake$snapshots`); `SELECT count(*) FROM t` alone is answered from the table stats. SHOW LAKE
- * STATUS shows the tiering status the coordinator reports. Writes:
+ * TableLoader (logs, primary-key state, key lookups, union reads of lake-enabled tables,
+ * `$changelog`, the lake's `$lake`, `$lake$snapshots` and `$lake$files`); `SELECT count(*) FROM t`
+ * alone is answered from the table stats where they count what a read would. SET and RESET keep
+ * the session's scan options (scan-options.ts), which queries and the query part of INSERT use.
+ * SHOW LAKE STATUS shows the tiering status the coordinator reports. Writes:
  *
  *   INSERT   runs its VALUES/SELECT part in DuckDB, casts the rows to the column types there, and
  *            appends them (log table) or upserts them (primary-key table; with a column list that
@@ -31,6 +33,7 @@ import type { DuckSession } from './duckdb/session.js';
 import { duckTypeName } from './duckdb/type-name.js';
 import type { Statement, TableName } from './sql/ast.js';
 import type { SourcePosition } from './sql/lexer.js';
+import { checkScanOption, extractTableHints } from './scan-options.js';
 import { parseStatement } from './sql/parser.js';
 import { quoteIdentifier as quote, type ReadPlan, TableLoader } from './table-loader.js';
 
@@ -44,7 +47,8 @@ export interface ExecutionResult {
   /**
    * How a query, UPDATE or DELETE read its tables: 'scan' (whole logs or states), 'lookup' (only
    * the rows of the primary keys its condition names), 'stats' (COUNT(*) from the table stats),
-   * 'lake' (lake files: `$lake`, `$lake$snapshots`). With several tables, how it read the last one.
+   * 'lake' (lake files: `$lake`, `$lake$snapshots`, `$lake$files`), 'union' (a lake-enabled
+   * table's lake snapshot and the log after it). With several tables, how it read the last one.
    * Absent when it read no table.
    */
   plan?: ReadPlan;
@@ -76,6 +80,8 @@ async function writeAll<W extends { flush(): Promise<void>; close(): Promise<voi
 export class SqlExecutor {
   database: string;
   private readonly loader: TableLoader;
+  /** Session options set by SET: scan options of queries (scan-options.ts). */
+  private readonly options = new Map<string, string>();
 
   constructor(
     private readonly conn: Connection,
@@ -140,6 +146,9 @@ export class SqlExecutor {
       case 'alterTableReset':
         await admin.alterTable(this.path(s.table), { reset: s.keys });
         return { message: `Table '${tablePathString(this.path(s.table))}' altered.` };
+      case 'addColumns':
+        await admin.alterTable(this.path(s.table), { addColumns: s.columns });
+        return { message: `Table '${tablePathString(this.path(s.table))}' altered: ${s.columns.length} column(s) added.` };
       case 'addPartition':
         await admin.createPartition(this.path(s.table), s.partition, { ignoreIfExists: s.ifNotExists });
         return { message: 'Partition added.' };
@@ -161,19 +170,36 @@ export class SqlExecutor {
       case 'delete':
         return this.delete(await this.writable(s.table), s.where);
       case 'query':
-        return this.query(s.sql);
+        return this.query(s.sql, this.options);
+      case 'setOption':
+        checkScanOption(s.key, s.value);
+        this.options.set(s.key, s.value);
+        return { message: `Option '${s.key}' set.` };
+      case 'resetOption':
+        if (s.key === undefined) this.options.clear();
+        else this.options.delete(s.key);
+        return { message: s.key === undefined ? 'All options reset.' : `Option '${s.key}' reset.` };
+      case 'showOptions':
+        return { result: rows(['key', 'value'], [...this.options].sort()) };
     }
   }
 
-  private async query(sql: string): Promise<ExecutionResult & { result: QueryResult }> {
-    const tree = await this.duck.syntaxTree(sql);
-    const count = tree.explain ? undefined : countStarOf(tree.json);
+  /**
+   * Runs a query over the tables it names; `session` holds the scan options that apply (SET), and
+   * the query's own hints and time travel clauses are cut out first (scan-options.ts).
+   */
+  private async query(sql: string, session: ReadonlyMap<string, string> = new Map()): Promise<ExecutionResult & { result: QueryResult }> {
+    const { sql: text, hints } = extractTableHints(sql);
+    const tree = await this.duck.syntaxTree(text);
+    const count = tree.explain || hints.length > 0 ? undefined : countStarOf(tree.json);
     if (count && !TableLoader.systemTableOf(count.table)) {
-      const rowCount = await this.rowCount(TableLoader.pathOf(count.table, this.database));
-      return { result: { columns: [{ name: count.column, type: 'BIGINT' }], rows: [[rowCount]] }, plan: 'stats' };
+      const path = TableLoader.pathOf(count.table, this.database);
+      if (TableLoader.countsFromStats((await this.conn.getTable(path)).info, session)) {
+        return { result: { columns: [{ name: count.column, type: 'BIGINT' }], rows: [[await this.rowCount(path)]] }, plan: 'stats' };
+      }
     }
-    const plan = await this.loader.load(tree, this.database);
-    return { result: await this.duck.run(sql), ...(plan ? { plan } : {}) };
+    const plan = await this.loader.load(tree, this.database, { hints, session });
+    return { result: await this.duck.run(text), ...(plan ? { plan } : {}) };
   }
 
   /** Rows of a table from its stats: live keys of a primary-key table, HW − log start of a log table. */
@@ -198,7 +224,8 @@ export class SqlExecutor {
     const partial = schema.primaryKey !== undefined && targets.length < schema.columns.length;
     if (partial) this.checkPartialUpdate(info, targets);
     const written = partial ? schema.columns.filter((c) => targets.includes(c.name)) : schema.columns;
-    await this.loader.load(await this.duck.syntaxTree(query), this.database);
+    const { sql: source, hints } = extractTableHints(query);
+    await this.loader.load(await this.duck.syntaxTree(source), this.database, { hints, session: this.options });
     const aliases = targets.map((_, i) => quote(`__c${i}`)).join(', ');
     const select = written
       .map((c) => {
@@ -208,7 +235,7 @@ export class SqlExecutor {
       .join(', ');
     let result: QueryResult;
     try {
-      result = await this.duck.run(`SELECT ${select} FROM (${query}) AS q(${aliases})`);
+      result = await this.duck.run(`SELECT ${select} FROM (${source}) AS q(${aliases})`);
     } catch (err) {
       if (err instanceof TributaryError && /expected|columns|alias/i.test(err.message)) {
         throw new TributaryError('INVALID_ROW', `INSERT INTO '${tablePathString(info.path)}' lists ${targets.length} column(s) that do not match the query: ${err.message}`);

@@ -1,7 +1,8 @@
 /**
  * Reads a table's log as Arrow batches, from each bucket's earliest offset up to the high watermark
  * it had when the read started: the bounded "all rows so far" that a SELECT over a log table sees,
- * and, with metadata columns in front, the `table$changelog` of any table:
+ * and, with metadata columns in front, the `table$changelog` of any table. Readers that start
+ * elsewhere (union read after the lake's offsets, startup modes) pass the buckets' ranges.
  *
  *   _change_type       STRING            insert (+A, +I), update_before (-U), update_after (+U), delete (-D)
  *   _log_offset        BIGINT            the record's offset in its bucket
@@ -10,9 +11,11 @@
  */
 import * as arrow from 'apache-arrow';
 import { CHANGE_TYPE_BYTE, type ChangeType } from '../common/change-type.js';
+import type { OffsetSpec } from '../client/admin.js';
 import type { BucketRef, ScanBatch } from '../client/log-scanner.js';
 import type { Table } from '../client/table.js';
 import type { Connection } from '../client/connection.js';
+import type { PartitionInfo } from '../common/schema.js';
 import { toArrowSchema } from '../record/arrow-schema.js';
 
 /** The metadata columns of `$changelog`, in order. */
@@ -31,28 +34,59 @@ const CHANGELOG_FIELDS = [
   new arrow.Field(CHANGELOG_COLUMNS[2], new arrow.TimestampMicrosecond('UTC'), false),
 ];
 
-/** The rows of a table's log below the high watermark, batch by batch; `columns` are projected. */
-async function readScanBatches(conn: Connection, table: Table, columns?: string[]): Promise<ScanBatch[]> {
+/** The offsets of one bucket (of one partition) to read: [start, end), and where its log starts. */
+export interface BucketRange {
+  partition?: PartitionInfo;
+  bucket: number;
+  /** The bucket's earliest offset still in the log. */
+  logStart: bigint;
+  start: bigint;
+  /** The high watermark when the range was listed. */
+  end: bigint;
+}
+
+/**
+ * Every bucket of the table (of `partitions`, all by default) from `from` ('earliest' by default;
+ * 'latest' reads nothing; a timestamp, from the first batch committed at or after it) up to its
+ * high watermark.
+ */
+export async function bucketRanges(conn: Connection, table: Table, options: { partitions?: PartitionInfo[]; from?: OffsetSpec } = {}): Promise<BucketRange[]> {
   const info = table.info;
   const admin = conn.getAdmin();
   const buckets = Array.from({ length: info.bucketCount }, (_, b) => b);
-  const partitions = info.partitionKeys.length > 0 ? (await admin.listPartitionInfos(info.path)).map((p) => p.partitionName) : [undefined];
+  const partitions = info.partitionKeys.length === 0 ? [undefined] : (options.partitions ?? (await admin.listPartitionInfos(info.path)));
+  const from = options.from ?? 'earliest';
+  const ranges: BucketRange[] = [];
+  for (const partition of partitions) {
+    const name = partition?.partitionName;
+    const [earliest, latest, starts] = await Promise.all([
+      admin.listOffsets(info.path, buckets, 'earliest', name),
+      admin.listOffsets(info.path, buckets, 'latest', name),
+      typeof from === 'object' ? admin.listOffsets(info.path, buckets, from, name) : undefined,
+    ]);
+    for (const b of buckets) {
+      const end = latest.get(b)!;
+      const logStart = earliest.get(b)!;
+      const start = from === 'earliest' ? logStart : from === 'latest' ? end : starts!.get(b)!;
+      ranges.push({ ...(partition ? { partition } : {}), bucket: b, logStart, start: start < logStart ? logStart : start, end });
+    }
+  }
+  return ranges;
+}
+
+/** The rows of `ranges` of a table's log (every bucket's whole log by default), batch by batch; `columns` are projected. */
+async function readScanBatches(conn: Connection, table: Table, columns?: string[], ranges?: readonly BucketRange[]): Promise<ScanBatch[]> {
   const scan = table.newScan();
   if (columns) scan.project(columns);
   const scanner = scan.createLogScanner();
   const ends = new Map<string, bigint>();
   const keyOf = (partition: string | undefined, bucket: number): string => `${partition ?? ''}/${bucket}`;
-  for (const partition of partitions) {
-    const [earliest, latest] = await Promise.all([
-      admin.listOffsets(info.path, buckets, 'earliest', partition),
-      admin.listOffsets(info.path, buckets, 'latest', partition),
-    ]);
-    for (const b of buckets) {
-      if (latest.get(b)! <= earliest.get(b)!) continue;
-      const ref: BucketRef = partition === undefined ? b : { partition, bucket: b };
-      await scanner.subscribe(ref, earliest.get(b)!);
-      ends.set(keyOf(partition, b), latest.get(b)!);
-    }
+  for (const r of ranges ?? (await bucketRanges(conn, table))) {
+    if (r.end <= r.start) continue;
+    const partition = r.partition?.partitionName;
+    const ref: BucketRef = partition === undefined ? r.bucket : { partition, bucket: r.bucket };
+    await scanner.subscribe(ref, r.start);
+    ends.set(keyOf(partition, r.bucket), r.end);
   }
   const out: ScanBatch[] = [];
   try {
@@ -83,8 +117,8 @@ async function readScanBatches(conn: Connection, table: Table, columns?: string[
   return out;
 }
 
-export async function readLogUpToHighWatermark(conn: Connection, table: Table, columns?: string[]): Promise<arrow.RecordBatch[]> {
-  return (await readScanBatches(conn, table, columns)).map((sb) => sb.batch);
+export async function readLogUpToHighWatermark(conn: Connection, table: Table, columns?: string[], ranges?: readonly BucketRange[]): Promise<arrow.RecordBatch[]> {
+  return (await readScanBatches(conn, table, columns, ranges)).map((sb) => sb.batch);
 }
 
 /** The changelog columns (see the header) of one batch, built straight into typed arrays. */
@@ -108,12 +142,12 @@ function changelogColumns(sb: ScanBatch): arrow.Data[] {
   ];
 }
 
-/** `table$changelog` below the high watermark: the metadata columns, then `columns` of the table. */
-export async function readChangelogUpToHighWatermark(conn: Connection, table: Table, columns: string[]): Promise<{ schema: arrow.Schema; batches: arrow.RecordBatch[] }> {
+/** `table$changelog` below the high watermark (of `ranges`): the metadata columns, then `columns` of the table. */
+export async function readChangelogUpToHighWatermark(conn: Connection, table: Table, columns: string[], ranges?: readonly BucketRange[]): Promise<{ schema: arrow.Schema; batches: arrow.RecordBatch[] }> {
   const projected = toArrowSchema(table.info.schema, columns.map((c) => table.info.schema.columns.findIndex((x) => x.name === c)));
   const schema = new arrow.Schema([...CHANGELOG_FIELDS, ...projected.fields]);
   const type = new arrow.Struct(schema.fields);
-  const batches = (await readScanBatches(conn, table, columns)).map((sb) => {
+  const batches = (await readScanBatches(conn, table, columns, ranges)).map((sb) => {
     const children = [...changelogColumns(sb), ...sb.batch.data.children];
     return new arrow.RecordBatch(schema, arrow.makeData({ type, length: sb.batch.numRows, nullCount: 0, children }));
   });

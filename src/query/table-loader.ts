@@ -6,17 +6,28 @@
  *   primary-key table    its current state (batch scan of the committed state)     plan 'scan'
  *                        or, for a key lookup (duckdb/query-shapes.ts), only the
  *                        rows of the looked-up keys                                plan 'lookup'
+ *   lake-enabled table   once it has a lake snapshot (and unless a key lookup):
+ *                        a view over the lake snapshot and the log after it
+ *                        (union-reader.ts)                                         plan 'union'
  *   table$changelog      the table's log with change type, offset and commit
  *                        timestamp in front (log-reader.ts), for either kind       plan 'scan'
- *   table$lake           the rows of the current snapshot of the table's lake
- *                        (Iceberg) table, deletes applied (lake-reader.ts)         plan 'lake'
+ *   table$lake           a view of the rows of the current (or a chosen) snapshot
+ *                        of the table's lake (Iceberg) table, deletes applied
+ *                        (lake-reader.ts)                                          plan 'lake'
  *   table$lake$snapshots the snapshots of that lake table                          plan 'lake'
+ *   table$lake$files     the live files of a snapshot of that lake table           plan 'lake'
  *
- * The lake tables of a lake-enabled table are read straight from the warehouse the server names
- * (GetLakeTieringStatus), so they must be reachable at the same path from here.
+ * Scan options (scan-options.ts: a table's OPTIONS hint or FOR SYSTEM_TIME AS OF, else the
+ * session's) choose where reads start: `scan.startup.mode` other than `full` reads a table from its
+ * log alone (plan 'scan'); the lake tables take a snapshot id or a time. The lake tables of a
+ * lake-enabled table are read straight from the warehouse the server names
+ * (GetLakeTieringStatus), so they must be reachable at the same path from here. Union and lake
+ * reads skip the lake files and log partitions that the query's column filters rule out
+ * (lake-pruning.ts).
  *
  * DuckDB then runs the query as written, so a lookup gives the same result as a scan.
  */
+import type { OffsetSpec } from '../client/admin.js';
 import { tableOption } from '../common/config.js';
 import { TributaryError } from '../common/errors.js';
 import { type Column, type TableInfo, type TablePath, tablePathString } from '../common/schema.js';
@@ -26,29 +37,39 @@ import type { Connection } from '../client/connection.js';
 import type { Table } from '../client/table.js';
 import { FileSystemCatalog } from '../lake/iceberg/catalog.js';
 import { toArrowSchema } from '../record/arrow-schema.js';
-import { keyLookupOf } from './duckdb/query-shapes.js';
+import { columnFiltersOf, keyLookupOf } from './duckdb/query-shapes.js';
 import { referencesOf, type TableReference } from './duckdb/references.js';
 import type { DuckSession } from './duckdb/session.js';
 import type { SyntaxTree } from './duckdb/syntax-tree.js';
 import { duckTypeName } from './duckdb/type-name.js';
-import { loadLakeSnapshots, loadLakeTable } from './lake-reader.js';
-import { CHANGELOG_COLUMNS, readChangelogUpToHighWatermark, readLogUpToHighWatermark } from './log-reader.js';
+import { loadLakeSnapshots } from './lake-reader.js';
+import { bucketRanges, CHANGELOG_COLUMNS, readChangelogUpToHighWatermark, readLogUpToHighWatermark } from './log-reader.js';
+import { type ScanOptions, scanOptionsOf, type ScanTarget, type TableHint } from './scan-options.js';
 import { lookupState, readState } from './state-reader.js';
+import { dropView, lakeColumns, loadLakeFiles, loadLakeRows, loadLogFrom, loadUnionRead, type TableRead } from './union-reader.js';
 
-/** How a statement read its table: whole (log or state), by key lookups, from table stats, or from the lake. */
-export type ReadPlan = 'scan' | 'lookup' | 'stats' | 'lake';
+/** How a statement read its table: whole (log or state), by key lookups, from table stats, from the lake, or both (union read). */
+export type ReadPlan = 'scan' | 'lookup' | 'stats' | 'lake' | 'union';
 
 /** The most keys a query may look up; more are read by a scan. */
 const MAX_LOOKUP_KEYS = 1024;
 
 /** The read-only views of a table, named `<table><suffix>`, and what each shows. */
-export type SystemTable = '$changelog' | '$lake' | '$lake$snapshots';
+export type SystemTable = '$changelog' | '$lake' | '$lake$snapshots' | '$lake$files';
 const SYSTEM_TABLES: Record<SystemTable, string> = {
   $changelog: 'the changelog of a table',
-  // Before '$lake', which it ends in too.
   $lake$snapshots: 'the lake snapshots of a table',
+  $lake$files: 'the lake files of a table',
   $lake: 'the lake rows of a table',
 };
+/** Which scan options each system table takes (scan-options.ts). */
+const SCAN_TARGETS: Record<SystemTable, ScanTarget> = { $changelog: 'table', $lake$snapshots: 'none', $lake$files: 'lake', $lake: 'lake' };
+
+/** The scan options of a query (scan-options.ts): its tables' hints and the session's options. */
+export interface QueryScan {
+  hints?: readonly TableHint[];
+  session?: ReadonlyMap<string, string>;
+}
 
 export const quoteIdentifier = (name: string): string => `"${name.replaceAll('"', '""')}"`;
 
@@ -72,53 +93,88 @@ export class TableLoader {
     return undefined;
   }
 
+  /**
+   * Whether `SELECT count(*) FROM t` may be answered from the table stats: not when the session
+   * reads from elsewhere than `full`, nor for a lake-enabled log table, whose union read also
+   * counts the rows that retention has dropped from the log.
+   */
+  static countsFromStats(info: TableInfo, session: ReadonlyMap<string, string>): boolean {
+    if (scanOptionsOf(session, undefined, 'table', tablePathString(info.path)).mode !== 'full') return false;
+    return info.schema.primaryKey !== undefined || tableOption(info.properties, 'table.datalake.enabled') !== 'true';
+  }
+
   /** Loads every table the query reads; undefined when it reads none. */
-  async load(tree: SyntaxTree, database: string): Promise<ReadPlan | undefined> {
+  async load(tree: SyntaxTree, database: string, scan: QueryScan = {}): Promise<ReadPlan | undefined> {
     const refs = referencesOf(tree.json);
     const loaded = new Set<string>();
+    const hinted = new Set<TableHint>();
     let plan: ReadPlan | undefined;
     for (const ref of refs.tables) {
       const path = TableLoader.pathOf(ref, database);
       const name = `${path.database}.${path.table}`;
       if (loaded.has(name)) continue;
       loaded.add(name);
+      const hint = hintOf(scan.hints ?? [], name, database, hinted);
       const system = TableLoader.systemTableOf(ref);
       const table = await this.conn.getTable({ ...path, table: system?.table ?? path.table });
-      if (system?.system === '$lake' || system?.system === '$lake$snapshots') {
+      const options = scanOptionsOf(scan.session ?? new Map(), hint, system ? SCAN_TARGETS[system.system] : 'table', tablePathString(path));
+      if (system && system.system !== '$changelog') {
         const catalog = await this.lakeCatalog(table.info, system.system);
-        const { database: db, table: lakeTable } = table.info.path;
-        if (system.system === '$lake') await loadLakeTable(this.duck, name, catalog, db, lakeTable, refs.columns === '*' ? {} : { columns: refs.columns });
-        else await loadLakeSnapshots(this.duck, name, catalog, db, lakeTable);
+        if (system.system === '$lake') {
+          const filters = columnFiltersOf(tree.json, lakeColumns(table.info));
+          await loadLakeRows(this.duck, catalog, table.info, name, refs.columns, filters, options);
+        } else if (system.system === '$lake$files') await loadLakeFiles(this.duck, catalog, table.info, name, options);
+        else await loadLakeSnapshots(this.duck, name, catalog, table.info.path.database, table.info.path.table);
         plan = 'lake';
         continue;
       }
       const columns = columnsToRead(table.info, refs.columns);
+      const read: TableRead = { conn: this.conn, duck: this.duck, table, name, columns, filters: columnFiltersOf(tree.json, table.info.schema.columns) };
       if (system?.system === '$changelog') {
         const clash = table.info.schema.columns.find((c) => CHANGELOG_COLUMNS.includes(c.name.toLowerCase()));
         if (clash) throw new TributaryError('SQL_UNSUPPORTED', `'${tablePathString(table.info.path)}' has a column named '${clash.name}', which ${system.system} uses for its metadata`);
-        const { schema, batches } = await readChangelogUpToHighWatermark(this.conn, table, columns);
+        const from = startOf(options);
+        const ranges = from === undefined ? undefined : await bucketRanges(this.conn, table, { from });
+        const { schema, batches } = await readChangelogUpToHighWatermark(this.conn, table, columns, ranges);
         await this.duck.loadArrowTable(name, schema, batches);
         plan = 'scan';
-      } else if (!table.info.schema.primaryKey) {
+        continue;
+      }
+      const from = startOf(options);
+      if (from !== undefined) {
+        await loadLogFrom(read, from);
+        plan = 'scan';
+        continue;
+      }
+      const keys = table.info.schema.primaryKey && refs.tables.length === 1 ? await this.lookupKeys(tree, table) : undefined;
+      if (!keys && tableOption(table.info.properties, 'table.datalake.enabled') === 'true' && (await loadUnionRead(read, await this.lakeCatalog(table.info, 'union read')))) {
+        plan = 'union';
+        continue;
+      }
+      await dropView(this.duck, name);
+      if (!table.info.schema.primaryKey) {
         const projected = columns.map((c) => table.info.schema.columns.findIndex((x) => x.name === c));
         await this.duck.loadArrowTable(name, toArrowSchema(table.info.schema, projected), await readLogUpToHighWatermark(this.conn, table, columns));
         plan = 'scan';
       } else {
-        const keys = refs.tables.length === 1 ? await this.lookupKeys(tree, table) : undefined;
         const { schema, batches } = keys ? await lookupState(table, keys, columns) : await readState(table, columns);
         await this.duck.loadArrowTable(name, schema, batches);
         plan = keys ? 'lookup' : 'scan';
       }
+    }
+    const unused = (scan.hints ?? []).find((h) => !hinted.has(h));
+    if (unused) {
+      throw new TributaryError('SQL_PARSE_ERROR', `${unused.at}: '${unused.table}' is not a table this query reads: a hint or FOR SYSTEM_TIME AS OF must follow the name of a table`);
     }
     // The current database is DuckDB's default schema, so unqualified names resolve as in Tributary.
     await this.duck.run(`CREATE SCHEMA IF NOT EXISTS ${quoteIdentifier(database)}; SET search_path = '${database.replaceAll("'", "''")}'`);
     return plan;
   }
 
-  /** The filesystem catalog of the lake that a lake-enabled table is tiered into. */
-  private async lakeCatalog(info: TableInfo, system: SystemTable): Promise<FileSystemCatalog> {
+  /** The filesystem catalog of the lake that a lake-enabled table is tiered into; `use` says what for. */
+  private async lakeCatalog(info: TableInfo, use: string): Promise<FileSystemCatalog> {
     if (tableOption(info.properties, 'table.datalake.enabled') !== 'true') {
-      throw new TributaryError('INVALID_TABLE_EXCEPTION', `'${tablePathString(info.path)}' is not lake-enabled ('table.datalake.enabled'), so it has no ${system}`);
+      throw new TributaryError('INVALID_TABLE_EXCEPTION', `'${tablePathString(info.path)}' is not lake-enabled ('table.datalake.enabled'), so it has no ${use}`);
     }
     const { warehouse } = await this.conn.getAdmin().getLakeTieringStatus(info.path);
     return new FileSystemCatalog(warehouse);
@@ -139,6 +195,33 @@ export class TableLoader {
     // A literal that does not convert to the column's type equals no stored key.
     return cast.rows.filter((r) => r.every((v) => v !== null)).map((r) => Object.fromEntries(keyColumns.map((c, i) => [c.name, r[i]])));
   }
+}
+
+/** Where a read starts by its startup mode: undefined for `full` (the whole table). */
+function startOf(options: ScanOptions): OffsetSpec | undefined {
+  switch (options.mode) {
+    case 'full':
+      return undefined;
+    case 'timestamp':
+      return { timestamp: options.timestampMs! };
+    default:
+      return options.mode;
+  }
+}
+
+/**
+ * The hint (scan-options.ts) of the table loaded as `name`, marked used; the same table may carry
+ * the same hint more than once, not different ones.
+ */
+function hintOf(hints: readonly TableHint[], name: string, database: string, used: Set<TableHint>): TableHint | undefined {
+  const mine = hints.filter((h) => `${h.database ?? database}.${h.table}` === name);
+  for (const h of mine) {
+    used.add(h);
+    if (JSON.stringify([h.options, h.asOf]) !== JSON.stringify([mine[0].options, mine[0].asOf])) {
+      throw new TributaryError('SQL_UNSUPPORTED', `${h.at}: '${h.table}' is read with different options in one query`);
+    }
+  }
+  return mine[0];
 }
 
 /** The columns a query may read; at least one, so that row counts survive. */

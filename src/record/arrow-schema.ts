@@ -97,9 +97,11 @@ export function toArrowSchema(schema: Schema, columns?: readonly number[]): arro
   return projected;
 }
 
-/** A projection names at least one column, each once, by its index among `columnCount` columns. */
+/**
+ * A projection names columns, each once, by their index among `columnCount` columns. It may name
+ * none: a batch of only a row count is what an older batch holds of columns added after it.
+ */
 export function checkProjection(columns: readonly number[], columnCount: number): void {
-  if (columns.length === 0) throw new TributaryError('INVALID_COLUMN_PROJECTION', 'a projection needs at least one column');
   const seen = new Set<number>();
   for (const i of columns) {
     if (!Number.isInteger(i) || i < 0 || i >= columnCount) throw new TributaryError('INVALID_COLUMN_PROJECTION', `column index ${i} is out of range [0, ${columnCount})`);

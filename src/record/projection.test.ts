@@ -83,9 +83,19 @@ describe('projectArrowPayload', () => {
     assert.equal(projectArrowPayload(payload, arrowSchema, sampleSchema.columns.map((_, i) => i)), payload);
   });
 
-  it('rejects empty, out-of-range and repeated projections', () => {
+  it('keeps only the row count for a projection on no column', () => {
+    for (const compression of ['NONE', 'ZSTD'] as const) {
+      const projected = projectArrowPayload(payloadOf(compression), arrowSchema, []);
+      const batch = decodeArrowPayload(toArrowSchema(sampleSchema, []), projected);
+      assert.deepEqual([batch.numRows, batch.numCols], [200, 0]);
+      const [read] = [...arrow.RecordBatchReader.from(arrowIpcStream(toArrowSchema(sampleSchema, []), [projected]))];
+      assert.equal(read.numRows, 200);
+    }
+  });
+
+  it('rejects out-of-range and repeated projections', () => {
     const payload = payloadOf('NONE');
-    for (const columns of [[], [17], [-1], [2, 2]]) {
+    for (const columns of [[17], [-1], [2, 2]]) {
       assert.throws(() => projectArrowPayload(payload, arrowSchema, columns), { errorName: 'INVALID_COLUMN_PROJECTION' }, String(columns));
     }
   });

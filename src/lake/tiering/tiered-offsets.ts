@@ -10,43 +10,15 @@
  * the lake commit and the report to the coordinator, the next round reads it here and registers
  * it instead of writing the rows again.
  */
-import type { LakeBucketOffset } from '../../common/lake.js';
+import { type LakeBucketOffset, type LakeOffsetJson, lakeOffsetsFromJson, lakeOffsetsToJson } from '../../common/lake.js';
 import { ancestorsOf, type TableMetadata } from '../iceberg/table-metadata.js';
 
 export const SUMMARY_TABLE_ID = 'tributary.table-id';
 export const SUMMARY_TIERING_EPOCH = 'tributary.tiering-epoch';
 export const SUMMARY_BUCKET_OFFSETS = 'tributary.bucket-offsets';
 
-interface StoredOffset {
-  partition_id?: number;
-  partition_name?: string;
-  bucket: number;
-  end_offset: string;
-  max_timestamp?: number;
-}
-
 export function bucketOffsetsSummary(offsets: readonly LakeBucketOffset[]): string {
-  return JSON.stringify(
-    offsets.map(
-      (o): StoredOffset => ({
-        ...(o.partitionId !== undefined ? { partition_id: o.partitionId } : {}),
-        ...(o.partitionName !== undefined ? { partition_name: o.partitionName } : {}),
-        bucket: o.bucket,
-        end_offset: o.endOffset.toString(),
-        ...(o.maxTimestamp !== undefined ? { max_timestamp: o.maxTimestamp } : {}),
-      }),
-    ),
-  );
-}
-
-function parseBucketOffsets(text: string): LakeBucketOffset[] {
-  return (JSON.parse(text) as StoredOffset[]).map((o) => ({
-    ...(o.partition_id !== undefined ? { partitionId: o.partition_id } : {}),
-    ...(o.partition_name !== undefined ? { partitionName: o.partition_name } : {}),
-    bucket: o.bucket,
-    endOffset: BigInt(o.end_offset),
-    ...(o.max_timestamp !== undefined ? { maxTimestamp: o.max_timestamp } : {}),
-  }));
+  return JSON.stringify(lakeOffsetsToJson(offsets));
 }
 
 export interface TieredSnapshot {
@@ -63,7 +35,7 @@ export interface TieredSnapshot {
 export function latestTieredSnapshot(metadata: TableMetadata, tableId: number, fromSnapshotId = metadata.currentSnapshotId): TieredSnapshot | undefined {
   for (const s of ancestorsOf(metadata, fromSnapshotId)) {
     if (s.summary[SUMMARY_TABLE_ID] === String(tableId) && s.summary[SUMMARY_BUCKET_OFFSETS] !== undefined) {
-      return { snapshotId: s.snapshotId, bucketOffsets: parseBucketOffsets(s.summary[SUMMARY_BUCKET_OFFSETS]) };
+      return { snapshotId: s.snapshotId, bucketOffsets: lakeOffsetsFromJson(JSON.parse(s.summary[SUMMARY_BUCKET_OFFSETS]) as LakeOffsetJson[]) };
     }
   }
   return undefined;

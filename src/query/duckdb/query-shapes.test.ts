@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { parseDataType } from '../../common/types.js';
-import { countStarOf, keyLookupOf } from './query-shapes.js';
+import { columnFiltersOf, countStarOf, keyLookupOf } from './query-shapes.js';
 import { DuckSession } from './session.js';
 import { parseSerializedSql } from './syntax-tree.js';
 
@@ -122,3 +122,37 @@ test('a lookup of more keys than allowed is no lookup', async () => {
   assert.equal(await lookup('SELECT * FROM t WHERE a IN (1, 2) AND b IN (1, 2)', 'a INT; b INT', 3), undefined);
   assert.deepEqual(await lookup('SELECT * FROM t WHERE a IN (1, 2) AND b IN (1, 2)', 'a INT; b INT', 4), ['1|1', '1|2', '2|1', '2|2']);
 });
+
+/** The column filters of a query, each as `column op literal|literal` with the literals as DuckDB evaluates them. */
+async function filters(sql: string, columnSpec: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const f of columnFiltersOf(await tree(sql), key(columnSpec))) {
+    const literals = [];
+    for (const lit of f.literals) literals.push(lit === null ? 'NULL' : String((await session.run(`SELECT CAST(${lit} AS VARCHAR)`)).rows[0][0]));
+    out.push(`${f.column} ${f.op} ${literals.join('|')}`);
+  }
+  return out;
+}
+
+const filterCases: [string, string, string[]][] = [
+  ['SELECT * FROM t WHERE a = 1', 'a INT', ['a = 1']],
+  ["SELECT * FROM t x WHERE 5 < x.A AND t.b >= '2024-01-01' AND c IN (1, 2) AND a <= 9", 'a INT; b DATE; c BIGINT', ['a > 5', 'b >= 2024-01-01', 'c in 1|2', 'a <= 9']],
+  ['SELECT * FROM db.t WHERE db.t.a BETWEEN 1 AND 5 AND a <> 3', 'a INT', ['a >= 1', 'a <= 5']],
+  ["SELECT * FROM t WHERE a = NULL AND d > DATE '2024-01-01'", 'a INT; d TIMESTAMP(6)', ['a = NULL', 'd > 2024-01-01']],
+  ['SELECT count(*) FROM t WHERE (a = 1 AND b = 2) AND c = 3 GROUP BY b', 'a INT; b INT; c INT', ['a = 1', 'b = 2', 'c = 3']],
+  // Only conjuncts, only literals that compare in the column's type, only one table read once.
+  ['SELECT * FROM t WHERE a = 1 OR a = 2', 'a INT', []],
+  ['SELECT * FROM t WHERE NOT a = 1 AND name = 1 AND a = b AND a = 1 + 1', 'a INT; b INT; name STRING', []],
+  ['SELECT * FROM t WHERE a IN (1, b)', 'a INT; b INT', []],
+  ['SELECT * FROM t WHERE u.a = 1 AND z = 1', 'a INT', []],
+  ['SELECT * FROM t JOIN u USING (a) WHERE a = 1', 'a INT', []],
+  ['SELECT * FROM t WHERE a = 1 AND a IN (SELECT a FROM t)', 'a INT', []],
+  ['SELECT * FROM (SELECT * FROM t) WHERE a = 1', 'a INT', []],
+  ['WITH t AS (SELECT 1 AS a) SELECT * FROM t WHERE a = 1', 'a INT', []],
+];
+
+for (const [sql, columnSpec, expected] of filterCases) {
+  test(`column filters of: ${sql}`, async () => {
+    assert.deepEqual(await filters(sql, columnSpec), expected);
+  });
+}

@@ -23,6 +23,17 @@
  *
  * The caller loads only the rows of the pinned keys and still runs the query as written, so a key
  * that matches nothing, or a row the rest of the WHERE rejects, changes nothing in the result.
+ *
+ *   column filters  a SELECT over one base table named once (as for key lookups): the conditions
+ *                 its WHERE implies for single columns, one per conjunct of its top-level ANDs:
+ *
+ *                   filter = column op literal | literal op column      op = '=' '<' '<=' '>' '>='
+ *                          | column IN (literal, ...)
+ *                          | column BETWEEN literal AND literal         (two filters: >= and <=)
+ *
+ *                 with literals that compare in the column's own type, as above. Every row the
+ *                 query can see passes them all, so a reader may skip files and partitions whose
+ *                 values cannot pass one; the query still runs as written.
  */
 import type { DataType } from '../../common/types.js';
 import { formatDecimal } from '../../common/values.js';
@@ -157,32 +168,48 @@ function literalOf(x: unknown): Literal | undefined {
 /** Key column position → the literal it equals; a disjunction of these is what a condition pins. */
 type Pins = Map<number, Literal>[];
 
-class KeyConditions {
+/** Column references to one table of a FROM clause, bare or qualified by its name or alias. */
+class ColumnRefs {
   private readonly qualifiers: Set<string>;
 
   constructor(
-    private readonly keyColumns: { name: string; type: DataType }[],
+    readonly columns: readonly { name: string; type: DataType }[],
     from: Json,
-    private readonly maxKeys: number,
   ) {
     const table = String(from.table_name).toLowerCase();
     this.qualifiers = new Set([table, ...(from.alias ? [String(from.alias).toLowerCase()] : [])]);
     if (from.schema_name) this.qualifiers.add(`${String(from.schema_name).toLowerCase()}.${table}`);
   }
 
-  /** The key column position a column reference names, or -1. */
-  private keyIndex(x: unknown): number {
+  /** The position of the column a column reference names, or -1. */
+  indexOf(x: unknown): number {
     if (!isObject(x) || x.class !== 'COLUMN_REF' || !Array.isArray(x.column_names)) return -1;
     const parts = x.column_names.map((p) => String(p).toLowerCase());
     const column = parts.pop()!;
     if (parts.length > 0 && !this.qualifiers.has(parts.join('.'))) return -1;
-    return this.keyColumns.findIndex((c) => c.name.toLowerCase() === column);
+    return this.columns.findIndex((c) => c.name.toLowerCase() === column);
+  }
+
+  /** Whether DuckDB compares column `index` with the literal in the column's own type (see the header). */
+  comparesInType(index: number, literal: Literal): boolean {
+    return literal === null || literal.family === 'string' || literal.family === familyOf(this.columns[index].type);
+  }
+}
+
+class KeyConditions {
+  private readonly refs: ColumnRefs;
+
+  constructor(
+    keyColumns: { name: string; type: DataType }[],
+    from: Json,
+    private readonly maxKeys: number,
+  ) {
+    this.refs = new ColumnRefs(keyColumns, from);
   }
 
   /** `key = literal` pins when the literal compares in the key column's type (see the header). */
   private pin(key: number, literal: Literal | undefined): Map<number, Literal> | undefined {
-    if (key < 0 || literal === undefined) return undefined;
-    if (literal !== null && literal.family !== 'string' && literal.family !== familyOf(this.keyColumns[key].type)) return undefined;
+    if (key < 0 || literal === undefined || !this.refs.comparesInType(key, literal)) return undefined;
     return new Map([[key, literal]]);
   }
 
@@ -211,11 +238,11 @@ class KeyConditions {
         }
         return out;
       case 'COMPARE_EQUAL': {
-        const pinned = this.pin(this.keyIndex(x.left), literalOf(x.right)) ?? this.pin(this.keyIndex(x.right), literalOf(x.left));
+        const pinned = this.pin(this.refs.indexOf(x.left), literalOf(x.right)) ?? this.pin(this.refs.indexOf(x.right), literalOf(x.left));
         return pinned ? [pinned] : undefined;
       }
       case 'COMPARE_IN': {
-        const key = this.keyIndex(children[0]);
+        const key = this.refs.indexOf(children[0]);
         if (children.length - 1 > this.maxKeys) return undefined;
         out = [];
         for (const c of children.slice(1)) {
@@ -229,6 +256,20 @@ class KeyConditions {
         return undefined;
     }
   }
+}
+
+/**
+ * The FROM table and WHERE condition of a SELECT with a WHERE over one base table that the whole
+ * query names only once: a CTE of the same name would hide the table, and a second reference
+ * (join, subquery) would read rows the WHERE does not filter.
+ */
+function singleTableSelect(json: unknown): { from: Json; where: unknown } | undefined {
+  const node = topNode(json);
+  if (!node || node.type !== 'SELECT_NODE' || !node.where_clause) return undefined;
+  const from = node.from_table;
+  if (!isObject(from) || from.type !== 'BASE_TABLE' || from.sample || from.at_clause) return undefined;
+  if (!isObject(node.cte_map) || !isEmptyList(node.cte_map.map) || countBaseTables(json) !== 1) return undefined;
+  return { from, where: node.where_clause };
 }
 
 function countBaseTables(x: unknown): number {
@@ -246,13 +287,9 @@ function countBaseTables(x: unknown): number {
  * lookup or would pin more than `maxKeys` keys.
  */
 export function keyLookupOf(json: unknown, keyColumns: { name: string; type: DataType }[], maxKeys: number): string[][] | undefined {
-  const node = topNode(json);
-  if (!node || node.type !== 'SELECT_NODE' || !node.where_clause) return undefined;
-  const from = node.from_table;
-  if (!isObject(from) || from.type !== 'BASE_TABLE' || from.sample || from.at_clause) return undefined;
-  // A CTE of the same name would hide the table; a second reference would read rows not looked up.
-  if (!isObject(node.cte_map) || !isEmptyList(node.cte_map.map) || countBaseTables(json) !== 1) return undefined;
-  const pinned = new KeyConditions(keyColumns, from, maxKeys).pins(node.where_clause);
+  const select = singleTableSelect(json);
+  if (!select) return undefined;
+  const pinned = new KeyConditions(keyColumns, select.from, maxKeys).pins(select.where);
   if (!pinned || !pinned.every((p) => p.size === keyColumns.length)) return undefined;
   const keys: string[][] = [];
   for (const p of pinned) {
@@ -260,4 +297,58 @@ export function keyLookupOf(json: unknown, keyColumns: { name: string; type: Dat
     if (literals.every((l) => l !== null)) keys.push(literals.map((l) => l!.sql));
   }
   return keys;
+}
+
+// --- column filters ------------------------------------------------------------------------------
+
+export type FilterOp = '=' | '<' | '<=' | '>' | '>=' | 'in';
+
+/** A condition on one column that every row a query sees passes (see the header). */
+export interface ColumnFilter {
+  /** The column as `columns` names it. */
+  column: string;
+  op: FilterOp;
+  /** SQL text of each literal (one, or the IN list), for DuckDB to cast; null for NULL. */
+  literals: (string | null)[];
+}
+
+const COMPARISONS: Record<string, [FilterOp, FilterOp]> = {
+  // The operator as written (column op literal), and flipped (literal op column).
+  COMPARE_EQUAL: ['=', '='],
+  COMPARE_LESSTHAN: ['<', '>'],
+  COMPARE_LESSTHANOREQUALTO: ['<=', '>='],
+  COMPARE_GREATERTHAN: ['>', '<'],
+  COMPARE_GREATERTHANOREQUALTO: ['>=', '<='],
+};
+
+/** The column filters (see the header) of a query over the table with these columns; [] when it is not of that shape. */
+export function columnFiltersOf(json: unknown, columns: readonly { name: string; type: DataType }[]): ColumnFilter[] {
+  const select = singleTableSelect(json);
+  if (!select) return [];
+  const refs = new ColumnRefs(columns, select.from);
+  const out: ColumnFilter[] = [];
+  const add = (column: unknown, op: FilterOp, literals: unknown[]): void => {
+    const index = refs.indexOf(column);
+    if (index < 0) return;
+    const parsed = literals.map(literalOf);
+    if (parsed.some((l) => l === undefined || !refs.comparesInType(index, l))) return;
+    out.push({ column: columns[index].name, op, literals: parsed.map((l) => (l ? l.sql : null)) });
+  };
+  const visit = (x: unknown): void => {
+    if (!isObject(x)) return;
+    const children = Array.isArray(x.children) ? (x.children as unknown[]) : [];
+    const type = String(x.type);
+    if (type === 'CONJUNCTION_AND') for (const child of children) visit(child);
+    else if (type === 'COMPARE_IN') add(children[0], 'in', children.slice(1));
+    else if (type === 'COMPARE_BETWEEN') {
+      add(x.input, '>=', [x.lower]);
+      add(x.input, '<=', [x.upper]);
+    } else if (COMPARISONS[type]) {
+      const [op, flipped] = COMPARISONS[type];
+      if (refs.indexOf(x.left) >= 0) add(x.left, op, [x.right]);
+      else add(x.right, flipped, [x.left]);
+    }
+  };
+  visit(select.where);
+  return out;
 }

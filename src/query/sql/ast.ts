@@ -3,7 +3,7 @@
  * SQL as Fluss documents it; queries (and the query part of INSERT, the expressions and conditions
  * of UPDATE and DELETE) stay raw text for DuckDB.
  */
-import type { TableDescriptor } from '../../common/schema.js';
+import type { ColumnSpec, TableDescriptor } from '../../common/schema.js';
 
 /** A table as written: `table` or `database.table`; without a database the current one applies. */
 export interface TableName {
@@ -27,12 +27,18 @@ export type Statement =
   | { kind: 'showCreateTable'; table: TableName }
   | { kind: 'alterTableSet'; table: TableName; properties: Record<string, string> }
   | { kind: 'alterTableReset'; table: TableName; keys: string[] }
+  /** ADD COLUMN: appended in this order, as one new schema. */
+  | { kind: 'addColumns'; table: TableName; columns: ColumnSpec[] }
   | { kind: 'addPartition'; table: TableName; ifNotExists: boolean; partition: PartitionSpec }
   | { kind: 'dropPartition'; table: TableName; ifExists: boolean; partition: PartitionSpec }
   /** `partition` filters by a prefix of the partition keys when given. */
   | { kind: 'showPartitions'; table: TableName; partition?: PartitionSpec }
   /** Where tiering of a lake-enabled table into the lake stands, per bucket. */
   | { kind: 'showLakeStatus'; table: TableName }
+  /** Session options (scan options of queries): SET 'key' = 'value', bare SET lists them, RESET [key] removes one or all. */
+  | { kind: 'setOption'; key: string; value: string }
+  | { kind: 'showOptions' }
+  | { kind: 'resetOption'; key?: string }
   /** `query` is the raw `VALUES ...`, `SELECT ...` or `WITH ...` text. */
   | { kind: 'insert'; table: TableName; columns?: string[]; query: string }
   /** Expressions and the condition are raw DuckDB text; no condition means every row. */

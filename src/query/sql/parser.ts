@@ -6,22 +6,26 @@
  *
  * Grammar ([x] optional, {x} repeated, | alternatives; `name` = word | quoted; `text` = string):
  *
- *   statement   = ( create | drop | show | use | describe | alter | insert | update | delete | query ) [';']
+ *   statement   = ( create | drop | show | use | set | describe | alter | insert | update | delete | query ) [';']
  *   create      = CREATE DATABASE [IF NOT EXISTS] name [COMMENT text]
  *               | CREATE TABLE [IF NOT EXISTS] table '(' element {',' element} ')'
  *                   [COMMENT text] [PARTITIONED BY names] [WITH options]
  *   element     = name type [NOT NULL | NULL] [[CONSTRAINT name] PRIMARY KEY NOT ENFORCED] [COMMENT text]
  *               | [CONSTRAINT name] PRIMARY KEY names NOT ENFORCED
- *   type        = the tokens up to NOT, NULL, PRIMARY, CONSTRAINT, COMMENT, ',' or ')' outside
+ *   type        = the tokens up to NOT, NULL, PRIMARY, CONSTRAINT, COMMENT, FIRST, AFTER, ',' or ')' outside
  *                 parentheses and angle brackets, read by `parseDataType`
  *   drop        = DROP DATABASE [IF EXISTS] name [RESTRICT | CASCADE]
  *               | DROP TABLE [IF EXISTS] table
  *   show        = SHOW DATABASES | SHOW TABLES [(FROM | IN) name] | SHOW CREATE TABLE table
  *               | SHOW PARTITIONS table [PARTITION partition] | SHOW LAKE STATUS table
  *   use         = USE name
+ *   set         = SET [text '=' text] | RESET [text]      session options; bare SET lists them
  *   describe    = (DESCRIBE | DESC) table
  *   alter       = ALTER TABLE table ( SET options | RESET '(' text {',' text} ')'
- *               | ADD [IF NOT EXISTS] PARTITION partition | DROP [IF EXISTS] PARTITION partition )
+ *               | ADD [IF NOT EXISTS] PARTITION partition | DROP [IF EXISTS] PARTITION partition
+ *               | ADD [COLUMN] added {',' ADD [COLUMN] added} | ADD '(' added {',' added} ')' )
+ *   added       = name type [NOT NULL | NULL] [COMMENT text]      appended after the existing columns;
+ *                 a PRIMARY KEY is INVALID_ALTER_TABLE_EXCEPTION, FIRST / AFTER SQL_UNSUPPORTED
  *   insert      = INSERT INTO table [names] query
  *   update      = UPDATE table SET name '=' expression {',' name '=' expression} [WHERE condition]
  *   delete      = DELETE FROM table [WHERE condition]
@@ -44,9 +48,9 @@ import { Lexer, type SourcePosition, type Token } from './lexer.js';
 
 const QUERY_START = new Set(['SELECT', 'WITH', 'VALUES', 'FROM']);
 /** Words that end a column type. */
-const TYPE_END = new Set(['NOT', 'NULL', 'PRIMARY', 'CONSTRAINT', 'COMMENT']);
+const TYPE_END = new Set(['NOT', 'NULL', 'PRIMARY', 'CONSTRAINT', 'COMMENT', 'FIRST', 'AFTER']);
 /** Statements we recognise but do not run. */
-const UNSUPPORTED = new Set(['MERGE', 'TRUNCATE', 'CALL', 'SET', 'RESET', 'LOAD', 'UNLOAD']);
+const UNSUPPORTED = new Set(['MERGE', 'TRUNCATE', 'CALL', 'LOAD', 'UNLOAD']);
 
 /**
  * Parses one statement. `origin` is where `sql` starts inside a larger script (see
@@ -101,6 +105,10 @@ class Parser {
           break;
         case 'ALTER':
           s = this.alter();
+          break;
+        case 'SET':
+        case 'RESET':
+          s = this.setOption();
           break;
         case 'INSERT':
           // The query part runs to the end: nothing follows it.
@@ -184,8 +192,8 @@ class Parser {
   }
 
   /** One column definition; `primaryKey` is the PRIMARY token of an inline key. */
-  private column(): { spec: ColumnSpec; primaryKey?: Token } {
-    const name = this.name('a column name or PRIMARY KEY');
+  private column(what = 'a column name or PRIMARY KEY'): { spec: ColumnSpec; primaryKey?: Token } {
+    const name = this.name(what);
     const typeStart = this.lx.peek();
     if (typeStart.upper === 'AS') throw this.unsupported(typeStart, 'computed columns are not supported');
     const type = this.dataType();
@@ -320,6 +328,7 @@ class Parser {
       case 'DROP': {
         const adding = action.upper === 'ADD';
         const t = this.lx.peek();
+        if (adding && t.upper !== 'PARTITION' && t.upper !== 'IF') return { kind: 'addColumns', table, columns: this.addedColumns() };
         if (t.upper !== 'PARTITION' && t.upper !== 'IF') throw this.unsupported(t, `ALTER TABLE ... ${action.upper} ${t.kind === 'word' ? `${t.upper} ` : ''}is not supported yet`);
         const condition = adding ? this.ifNotExists() : this.ifExists();
         this.word('PARTITION');
@@ -330,8 +339,44 @@ class Parser {
       }
       default:
         if (action.kind === 'word') throw this.unsupported(action, `ALTER TABLE ... ${action.upper} is not supported`);
-        throw this.expected(action, 'SET, RESET, ADD PARTITION or DROP PARTITION');
+        throw this.expected(action, 'SET, RESET, ADD, ADD PARTITION or DROP PARTITION');
     }
+  }
+
+  /** The columns of ADD COLUMN, after its first ADD: `[COLUMN] added {, ADD [COLUMN] added}` or `(added {, added})`. */
+  private addedColumns(): ColumnSpec[] {
+    const columns: ColumnSpec[] = [];
+    if (this.acceptSymbol('(')) {
+      do columns.push(this.addedColumn()); while (this.acceptSymbol(','));
+      this.symbol(')');
+      return columns;
+    }
+    do {
+      if (columns.length > 0) this.word('ADD');
+      this.acceptWord('COLUMN');
+      columns.push(this.addedColumn());
+    } while (this.acceptSymbol(','));
+    return columns;
+  }
+
+  private addedColumn(): ColumnSpec {
+    const { spec, primaryKey } = this.column('a column name');
+    if (primaryKey) {
+      throw new TributaryError('INVALID_ALTER_TABLE_EXCEPTION', `${this.lx.where(primaryKey.start)}: ADD COLUMN cannot add a primary-key column: the primary key is fixed when the table is created`);
+    }
+    const position = this.lx.peek();
+    if (position.upper === 'FIRST' || position.upper === 'AFTER') throw this.unsupported(position, `ADD COLUMN ... ${position.upper} is not supported: columns are added after the existing ones`);
+    return spec;
+  }
+
+  private setOption(): Statement {
+    const verb = this.lx.next().upper;
+    const t = this.lx.peek();
+    if (t.kind === 'eof' || this.isSymbol(t, ';')) return verb === 'SET' ? { kind: 'showOptions' } : { kind: 'resetOption' };
+    const key = this.text("an option key (SET 'key' = 'value')");
+    if (verb === 'RESET') return { kind: 'resetOption', key };
+    this.symbol('=');
+    return { kind: 'setOption', key, value: this.text("an option value (SET 'key' = 'value')") };
   }
 
   private insert(): Statement {

@@ -57,12 +57,13 @@ export function registerCoordinatorService(rpc: RpcServer, coordinator: Coordina
     return {};
   });
   rpc.register(ApiKeys.AlterTable, async (req) => {
-    const changes = req.configChanges.map((c) => {
+    const options = req.configChanges.map((c) => {
       if (c.opType !== 0 && c.opType !== 1) throw new TributaryError('INVALID_ALTER_TABLE_EXCEPTION', `unsupported alter operation ${c.opType}`);
       if (c.opType === 0 && c.configValue === undefined) throw new TributaryError('INVALID_ALTER_TABLE_EXCEPTION', `SET of '${c.configKey}' needs a value`);
       return { key: c.configKey, ...(c.opType === 0 ? { value: c.configValue } : {}) };
     });
-    await coordinator.alterTableOptions(toPath(req.tablePath), changes, req.ignoreIfNotExists);
+    const addColumns = req.addColumns.map((c) => ({ name: c.columnName, type: c.dataType, nullable: !c.notNull, ...(c.comment !== undefined ? { comment: c.comment } : {}) }));
+    await coordinator.alterTable(toPath(req.tablePath), { options, addColumns }, req.ignoreIfNotExists);
     return {};
   });
   rpc.register(ApiKeys.GetTableInfo, async (req) => {

@@ -16,7 +16,9 @@ import { TributaryError } from '../../common/errors.js';
 import { autoPartitionPlan, autoPartitionStrategy, parsePartitionSpec } from '../../common/partitions.js';
 import { validateLogTableOptions, validatePrimaryKeyTable } from '../../common/pk-table.js';
 import {
+  addColumns,
   buildSchema,
+  type ColumnSpec,
   DEFAULT_DATABASE,
   type PartitionInfo,
   schemaFromJson,
@@ -73,9 +75,20 @@ export interface LakeCatalogSync {
   syncTable(table: TableInfo): Promise<void>;
 }
 
+/** What one ALTER TABLE changes. */
+export interface TableChanges {
+  /** SET (with a value) or RESET (without) of table options. */
+  options?: { key: string; value?: string }[];
+  /** Nullable columns appended at the end, in order (ADD COLUMN). */
+  addColumns?: ColumnSpec[];
+}
+
 export interface PartitionEntry extends PartitionInfo {
   tableId: number;
 }
+
+/** Batches and KV values carry the schema id as an i16. */
+const MAX_SCHEMA_ID = 0x7fff;
 
 const dbPath = (db: string): string => `/databases/${db}`;
 const tablePath = (p: TablePath): string => `/databases/${p.database}/tables/${p.table}`;
@@ -297,14 +310,18 @@ export class Coordinator {
     });
   }
 
-  /** ALTER TABLE SET/RESET: `value` undefined resets the option to its default. */
-  alterTableOptions(path: TablePath, changes: { key: string; value?: string }[], ignoreIfNotExists: boolean): Promise<void> {
+  /**
+   * ALTER TABLE: SET/RESET of options (`value` undefined resets one to its default) and ADD COLUMN
+   * (a new schema id whose added columns get the next field ids). The lake table follows first,
+   * then one store commit holds the new schema, schema id, options and modified time.
+   */
+  alterTable(path: TablePath, changes: TableChanges, ignoreIfNotExists: boolean): Promise<void> {
     return this.serially(async () => {
       if (!this.tableExists(path) && ignoreIfNotExists) return;
-      this.getTableInfo(path); // throws the precise error: database or table missing
+      const before = this.getTableInfo(path); // throws the precise error: database or table missing
       const reg = { ...this.store.get<TableRegistration>(tablePath(path))! };
       const props = { ...reg.properties };
-      for (const { key, value } of changes) {
+      for (const { key, value } of changes.options ?? []) {
         const def = optionDef(key);
         const isTableOption = def?.scope === 'table' || key.startsWith('table.') || key.startsWith('bucket.');
         if (isTableOption && !def?.alterable) {
@@ -316,12 +333,21 @@ export class Coordinator {
       validateTableProperties(props);
       reg.properties = props;
       reg.modified_time = Date.now();
-      await this.syncLakeTable(this.toTableInfo(path, reg));
-      await this.store.commit([{ op: 'put', path: tablePath(path), value: reg }]);
-      const altered = this.toTableInfo(path, reg);
+      const ops: MetadataOp[] = [];
+      let schema = before.schema;
+      if (changes.addColumns && changes.addColumns.length > 0) {
+        if (reg.schema_id >= MAX_SCHEMA_ID) throw new TributaryError('INVALID_ALTER_TABLE_EXCEPTION', `table '${tablePathString(path)}' has reached the last schema id ${MAX_SCHEMA_ID}`);
+        schema = addColumns(before.schema, changes.addColumns);
+        reg.schema_id += 1;
+        ops.push({ op: 'put', path: `${tablePath(path)}/schemas/${reg.schema_id}`, value: schemaToJson(schema) });
+      }
+      await this.syncLakeTable(this.toTableInfo(path, reg, schema));
+      await this.store.commit([...ops, { op: 'put', path: tablePath(path), value: reg }]);
+      const altered = this.toTableInfo(path, reg, schema);
       this.lifecycle?.tableAltered(altered);
       this.tiering.tableChanged(altered);
-      this.log.info({ table: tablePathString(path), changes }, 'table altered');
+      const added = changes.addColumns?.map((c) => c.name);
+      this.log.info({ table: tablePathString(path), options: changes.options, ...(added ? { addColumns: added, schemaId: reg.schema_id } : {}) }, 'table altered');
       await this.autoPartition(altered);
     });
   }

@@ -16,7 +16,7 @@
  */
 import { parseDuration, tableOption } from '../../common/config.js';
 import { TributaryError } from '../../common/errors.js';
-import { type LakeBucketOffset, lakeBucketKey } from '../../common/lake.js';
+import { type LakeBucketOffset, type LakeOffsetJson, lakeBucketKey, lakeOffsetsFromJson, lakeOffsetsToJson } from '../../common/lake.js';
 import type { TableInfo, TablePath } from '../../common/schema.js';
 import { tablePathString } from '../../common/schema.js';
 import type { Logger } from '../logger.js';
@@ -60,17 +60,9 @@ interface TableTiering {
   failures: number;
 }
 
-interface StoredOffset {
-  partition_id?: number;
-  partition_name?: string;
-  bucket: number;
-  end_offset: string;
-  max_timestamp?: number;
-}
-
 interface StoredLakeSnapshot {
   snapshot_id: string;
-  bucket_offsets: StoredOffset[];
+  bucket_offsets: LakeOffsetJson[];
   commit_timestamp: number;
 }
 
@@ -179,13 +171,7 @@ export class LakeTieringManager {
     const bucketOffsets = [...merged.values()];
     const stored: StoredLakeSnapshot = {
       snapshot_id: snapshot.snapshotId.toString(),
-      bucket_offsets: bucketOffsets.map((o) => ({
-        ...(o.partitionId !== undefined ? { partition_id: o.partitionId } : {}),
-        ...(o.partitionName !== undefined ? { partition_name: o.partitionName } : {}),
-        bucket: o.bucket,
-        end_offset: o.endOffset.toString(),
-        ...(o.maxTimestamp !== undefined ? { max_timestamp: o.maxTimestamp } : {}),
-      })),
+      bucket_offsets: lakeOffsetsToJson(bucketOffsets),
       commit_timestamp: this.now(),
     };
     await this.ctx.store.commit([{ op: 'put', path: lakePath(path), value: stored }]);
@@ -201,13 +187,7 @@ export class LakeTieringManager {
     return {
       snapshotId: BigInt(s.snapshot_id),
       commitTimestamp: s.commit_timestamp,
-      bucketOffsets: s.bucket_offsets.map((o) => ({
-        ...(o.partition_id !== undefined ? { partitionId: o.partition_id } : {}),
-        ...(o.partition_name !== undefined ? { partitionName: o.partition_name } : {}),
-        bucket: o.bucket,
-        endOffset: BigInt(o.end_offset),
-        ...(o.max_timestamp !== undefined ? { maxTimestamp: o.max_timestamp } : {}),
-      })),
+      bucketOffsets: lakeOffsetsFromJson(s.bucket_offsets),
     };
   }
 

@@ -78,7 +78,15 @@ export function registerTieringService(rpc: RpcServer, { coordinator, warehouse,
     const info = coordinator.getTableInfo(toPath(req.tablePath));
     const status = tiering.status(info);
     const lake = new Map((status.snapshot?.bucketOffsets ?? []).map((o) => [lakeBucketKey(o), o.endOffset]));
+    const buckets = highWatermarks(info.tableId).map((b) => ({
+      ...(b.partitionId !== undefined ? { partitionId: BigInt(b.partitionId), partitionName: b.partitionName } : {}),
+      bucketId: b.bucket,
+      lakeEndOffset: lake.get(lakeBucketKey(b)) ?? 0n,
+      highWatermark: b.highWatermark,
+    }));
+    const behind = buckets.some((b) => b.highWatermark > b.lakeEndOffset);
     return {
+      lagMs: behind ? BigInt(Math.max(0, Date.now() - (status.snapshot?.commitTimestamp ?? info.createdTime))) : 0n,
       tableId: BigInt(info.tableId),
       warehouse,
       state: status.state,
@@ -86,12 +94,7 @@ export function registerTieringService(rpc: RpcServer, { coordinator, warehouse,
       ...(status.epoch !== undefined ? { tieringEpoch: status.epoch } : {}),
       ...(status.snapshot ? { snapshotId: status.snapshot.snapshotId } : {}),
       ...(status.lastTieredTime !== undefined ? { lastTieredTime: BigInt(status.lastTieredTime) } : {}),
-      buckets: highWatermarks(info.tableId).map((b) => ({
-        ...(b.partitionId !== undefined ? { partitionId: BigInt(b.partitionId), partitionName: b.partitionName } : {}),
-        bucketId: b.bucket,
-        lakeEndOffset: lake.get(lakeBucketKey(b)) ?? 0n,
-        highWatermark: b.highWatermark,
-      })),
+      buckets,
     };
   });
 }

@@ -11,7 +11,7 @@ import type { MessageInitShape } from '@bufbuild/protobuf';
 import type * as arrow from 'apache-arrow';
 import { type Options, parseDuration, tableOption } from '../../common/config.js';
 import { TributaryError } from '../../common/errors.js';
-import type { PartitionInfo, Schema, TableInfo } from '../../common/schema.js';
+import { type PartitionInfo, projectionIn, type Schema, type TableInfo } from '../../common/schema.js';
 import { toArrowSchema } from '../../record/arrow-schema.js';
 import { logBatchesOf, logBatchPayload, readLogBatchHeader, splitLogBatches, withLogBatchPayload } from '../../record/log-batch.js';
 import { projectArrowPayload } from '../../record/projection.js';
@@ -119,7 +119,8 @@ export class TabletServer implements BucketLifecycle {
       let kv: KvTablet | undefined;
       if (table.schema.primaryKey) {
         const snapshots = new KvSnapshotStore(path.join(this.snapshotDir(table, partition), String(b)), this.options.int('kv.snapshot.num-retained'));
-        kv = await KvTablet.open(path.join(this.tableDir(table, partition), `kv-${b}`), log, table, snapshots, logger);
+        const schemas = (schemaId: number): Schema | undefined => this.metadata.schemaById(table.tableId, schemaId);
+        kv = await KvTablet.open(path.join(this.tableDir(table, partition), `kv-${b}`), log, table, schemas, snapshots, logger);
       }
       this.replicas.set(key, { bucket, table, ...(partition ? { partition } : {}), log, ...(kv ? { kv } : {}), leaderEpoch: 0 });
     }
@@ -287,23 +288,30 @@ export class TabletServer implements BucketLifecycle {
     });
   }
 
-  /** Server-side column projection: rebuilds each batch with only the chosen columns' buffers. */
+  /**
+   * Server-side column projection: rebuilds each batch with only the chosen columns' buffers.
+   * `columns` index the table's current schema; a batch written with an older one keeps those of
+   * them it has (projectionIn), which the reader, knowing the batch's schema id, maps back.
+   */
   private project(table: TableInfo, records: Buffer, columns: number[]): Buffer {
     if (columns.length === 0) throw new TributaryError('INVALID_COLUMN_PROJECTION', 'projection must name at least one column');
+    const current = table.schema.columns;
+    for (const c of columns) {
+      if (!Number.isInteger(c) || c < 0 || c >= current.length) {
+        throw new TributaryError('INVALID_COLUMN_PROJECTION', `projected field ${c} is out of range: the table has ${current.length} columns`);
+      }
+    }
+    const wanted = columns.map((c) => current[c]);
     const out: Buffer[] = [];
     for (const batch of logBatchesOf(records)) {
       const header = readLogBatchHeader(batch);
       const schema = this.metadata.schemaById(table.tableId, header.schemaId);
       if (!schema) throw new TributaryError('SCHEMA_NOT_EXIST', `schema ${header.schemaId} of table ${table.tableId} does not exist`);
-      for (const c of columns) {
-        if (!Number.isInteger(c) || c < 0 || c >= schema.columns.length) {
-          throw new TributaryError('INVALID_COLUMN_PROJECTION', `projected field ${c} is out of range: the table has ${schema.columns.length} columns`);
-        }
-      }
+      const kept = header.schemaId === table.schemaId ? columns : projectionIn(schema, wanted);
       const arrowSchema = this.arrowSchema(table.tableId, header.schemaId, schema);
       const payload = header.appendOnly
-        ? projectArrowPayload(logBatchPayload(batch), arrowSchema, columns)
-        : projectChangelogPayload(logBatchPayload(batch), header.recordCount, arrowSchema, columns);
+        ? projectArrowPayload(logBatchPayload(batch), arrowSchema, kept)
+        : projectChangelogPayload(logBatchPayload(batch), header.recordCount, arrowSchema, kept);
       out.push(withLogBatchPayload(batch, payload));
     }
     return Buffer.concat(out);

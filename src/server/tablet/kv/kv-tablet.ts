@@ -17,6 +17,13 @@
  * Recovery: the state is what lmdb holds up to "flushed-offset"; the changelog from there to the end
  * of the log is replayed literally (+I/+U put, -D delete, -U skipped). When there is no local state, or
  * the log no longer holds the changelog after it (retention), the latest KV snapshot is restored first.
+ *
+ * Schema evolution (ADD COLUMN): KV batches, stored values and changelog batches each name the
+ * schema id they were written with. A write is read in the table's current schema (columns its
+ * writer's schema lacks are null: an old writer's full-row upsert sets them to null, its partial
+ * update leaves them alone), merged with the stored row read the same way, and its changelog and
+ * new values are written with the current schema id. Stored values are never rewritten for a new
+ * schema: readers decode each by its own id.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -26,10 +33,9 @@ import { tableOption } from '../../../common/config.js';
 import { TributaryError } from '../../../common/errors.js';
 import { CompactedKeyEncoder } from '../../../common/key-encoder.js';
 import { type PrimaryKeyTableOptions, primaryKeyTableOptions, validatePartialUpdate } from '../../../common/pk-table.js';
-import { CompactedRowDecoder, CompactedRowEncoder, encodeKvValue, primaryKeyLayout, readKvValue } from '../../../common/row-encoder.js';
-import type { TableInfo } from '../../../common/schema.js';
-import { toInternal } from '../../../common/values.js';
-import { decodeArrowPayload, recordBatchRows } from '../../../record/arrow-payload.js';
+import { CompactedRowEncoder, encodeKvValue, KvValueDecoder, primaryKeyLayout } from '../../../common/row-encoder.js';
+import type { Schema, TableInfo } from '../../../common/schema.js';
+import { decodeArrowPayload, internalRowReader } from '../../../record/arrow-payload.js';
 import { toArrowSchema } from '../../../record/arrow-schema.js';
 import { encodeChangelogPayload, splitChangelogPayload } from '../../../record/changelog.js';
 import { ColumnBatchBuilder } from '../../../record/column-batch-builder.js';
@@ -57,6 +63,32 @@ export interface PutKvResult {
   logEndOffset: bigint;
 }
 
+/** The schemas of a table by id, as the coordinator stores them. */
+export type SchemaLookup = (schemaId: number) => Schema | undefined;
+
+/** What writes need of the table's current schema; made anew when the schema changes. */
+interface WriteSchema {
+  schemaId: number;
+  schema: Schema;
+  rowEncoder: CompactedRowEncoder;
+  /** Incoming rows and stored values of any schema id, read in this schema. */
+  rows: KvValueDecoder;
+  engine: MergeEngine;
+  options: PrimaryKeyTableOptions;
+}
+
+function writeSchemaOf(table: TableInfo, schemas: SchemaLookup): WriteSchema {
+  const schema = table.schema;
+  return {
+    schemaId: table.schemaId,
+    schema,
+    rowEncoder: new CompactedRowEncoder(schema.columns.map((c) => c.type)),
+    rows: new KvValueDecoder(schema, table.schemaId, schemas),
+    engine: createMergeEngine(table),
+    options: primaryKeyTableOptions(schema, table.properties),
+  };
+}
+
 export class KvTablet {
   private readonly env: RootDatabase<Uint8Array, Uint8Array>;
   private readonly state: Database<Uint8Array, Uint8Array>;
@@ -64,11 +96,9 @@ export class KvTablet {
   private readonly preWrite = new Map<string, Buffered & { key: Uint8Array }>();
   /** Row-count change of each appended batch not yet in lmdb, in offset order. */
   private readonly pendingCounts: { offset: bigint; delta: number }[] = [];
+  /** Primary-key columns never change, nor their places: the key encoding outlives schema changes. */
   private readonly keyEncoder: CompactedKeyEncoder;
-  private readonly rowEncoder: CompactedRowEncoder;
-  private readonly rowDecoder: CompactedRowDecoder;
-  private readonly engine: MergeEngine;
-  private readonly options: PrimaryKeyTableOptions;
+  private current: WriteSchema;
   private readonly compression: ArrowCompression;
   private readonly zstdLevel: number;
   private writing: Promise<unknown> = Promise.resolve();
@@ -83,7 +113,8 @@ export class KvTablet {
   private constructor(
     private readonly dir: string,
     private readonly log: LogTablet,
-    private table: TableInfo,
+    table: TableInfo,
+    private readonly schemas: SchemaLookup,
     readonly snapshots: KvSnapshotStore,
     private readonly logger: Logger,
   ) {
@@ -92,11 +123,7 @@ export class KvTablet {
     this.meta = this.env.openDB<string, string>({ name: 'meta', encoding: 'string', compression: false });
     const schema = table.schema;
     this.keyEncoder = CompactedKeyEncoder.forColumns(schema, primaryKeyLayout(schema, table.bucketKeys, table.partitionKeys));
-    const types = schema.columns.map((c) => c.type);
-    this.rowEncoder = new CompactedRowEncoder(types);
-    this.rowDecoder = new CompactedRowDecoder(types);
-    this.options = primaryKeyTableOptions(schema, table.properties);
-    this.engine = createMergeEngine(table);
+    this.current = writeSchemaOf(table, schemas);
     this.compression = tableOption(table.properties, 'table.log.arrow.compression.type')!.toUpperCase() as ArrowCompression;
     this.zstdLevel = Number(tableOption(table.properties, 'table.log.arrow.compression.zstd.level'));
     this.flushedOffset = BigInt(this.meta.get(FLUSHED_OFFSET) ?? '0');
@@ -105,19 +132,19 @@ export class KvTablet {
   }
 
   /** Opens the state of a bucket, restoring the latest snapshot and replaying the changelog as needed. */
-  static async open(dir: string, log: LogTablet, table: TableInfo, snapshots: KvSnapshotStore, logger: Logger): Promise<KvTablet> {
+  static async open(dir: string, log: LogTablet, table: TableInfo, schemas: SchemaLookup, snapshots: KvSnapshotStore, logger: Logger): Promise<KvTablet> {
     const hasLocal = fs.existsSync(path.join(dir, 'data.mdb'));
     let restored: KvSnapshotInfo | undefined;
     if (!hasLocal) restored = await snapshots.restoreLatest(dir);
     else await fs.promises.mkdir(dir, { recursive: true });
-    let tablet = new KvTablet(dir, log, table, snapshots, logger);
+    let tablet = new KvTablet(dir, log, table, schemas, snapshots, logger);
     if (tablet.flushedOffset < log.logStartOffset || tablet.flushedOffset > log.logEndOffset) {
       // The changelog after the local state was deleted by retention, or the log lost a tail the
       // state already holds (an OS crash under a lazy flush policy): start from the snapshot.
       await tablet.closeStore();
       await fs.promises.rm(dir, { recursive: true, force: true });
       restored = await snapshots.restoreLatest(dir);
-      tablet = new KvTablet(dir, log, table, snapshots, logger);
+      tablet = new KvTablet(dir, log, table, schemas, snapshots, logger);
       if (tablet.flushedOffset < log.logStartOffset || tablet.flushedOffset > log.logEndOffset) {
         throw new TributaryError(
           'KV_STORAGE_EXCEPTION',
@@ -142,8 +169,9 @@ export class KvTablet {
     return this.flushedOffset;
   }
 
+  /** Takes the table's new options and schema; writes already running finish with the schema they began with. */
   tableAltered(table: TableInfo): void {
-    this.table = table;
+    this.current = writeSchemaOf(table, this.schemas);
   }
 
   // ------------------------------------------------------------------ writes
@@ -153,7 +181,7 @@ export class KvTablet {
    * it is in the log file (acks=1), 'high-watermark' once it is committed (acks=all).
    */
   putKv(batches: Buffer[], targetColumns: number[] | undefined, waitFor: 'high-watermark' | 'written'): Promise<PutKvResult> {
-    if (targetColumns) validatePartialUpdate(this.table.schema, this.options.mergeEngine, targetColumns);
+    if (targetColumns) validatePartialUpdate(this.current.schema, this.current.options.mergeEngine, targetColumns);
     const run = this.writing.then(async () => {
       let lastOffset = -1n;
       for (const batch of batches) lastOffset = await this.applyBatch(batch, targetColumns);
@@ -169,35 +197,38 @@ export class KvTablet {
   private async applyBatch(bytes: Buffer, targetColumns: number[] | undefined): Promise<bigint> {
     this.checkOpen();
     const batch = readKvBatch(bytes);
-    if (batch.schemaId !== this.table.schemaId) {
-      throw new TributaryError('SCHEMA_NOT_EXIST', `KV batch written with schema ${batch.schemaId}; the table's schema is ${this.table.schemaId}`);
+    // The schema this batch is merged and logged in, even if the table changes while it is appended.
+    const current = this.current;
+    if (batch.schemaId > current.schemaId) {
+      throw new TributaryError('SCHEMA_NOT_EXIST', `KV batch written with schema ${batch.schemaId}, newer than the table's schema ${current.schemaId} on this server`);
     }
-    const columns = this.table.schema.columns;
+    const columns = current.schema.columns;
     const staged = new Map<string, { key: Uint8Array; value: Uint8Array | null; row: unknown[] | null; existedBefore: boolean }>();
-    const builder = new ColumnBatchBuilder(this.table.schema);
+    const builder = new ColumnBatchBuilder(current.schema);
     const changeTypes: number[] = [];
     for (const record of batch.records) {
       const k = keyString(record.key);
       // Full-row upserts under last_row with a WAL changelog never look at the stored row.
-      const needsOld = this.engine.needsOldValue || record.row === null || targetColumns !== undefined;
-      const old = this.currentRow(k, record.key, staged, needsOld);
-      const upsert = record.row === null ? undefined : this.rowDecoder.decode(record.row);
+      const needsOld = current.engine.needsOldValue || record.row === null || targetColumns !== undefined;
+      const old = this.currentRow(current, k, record.key, staged, needsOld);
+      const upsert = record.row === null ? undefined : current.rows.decodeRow(batch.schemaId, record.row);
       const input = upsert === undefined ? { old, delete: old ?? new Array(columns.length).fill(null) } : { old, upsert };
-      const result = this.engine.merge(targetColumns && targetColumns.length > 0 ? { ...input, targetColumns } : input);
+      const result = current.engine.merge(targetColumns && targetColumns.length > 0 ? { ...input, targetColumns } : input);
       for (const change of result.changes) {
         builder.appendInternalRow(change.row);
         changeTypes.push(CHANGE_TYPE_BYTE[change.type]);
       }
       if (result.value === undefined) continue;
-      // A row kept as written (last_row) is stored with the bytes it came in, without re-encoding.
-      const rowBytes = result.value === upsert && record.row !== null ? record.row : result.value && this.rowEncoder.encode(result.value);
-      const value = result.value === null || !rowBytes ? null : encodeKvValue(this.table.schemaId, rowBytes);
+      // A row kept as written (last_row, same schema) is stored with the bytes it came in, without re-encoding.
+      const asWritten = result.value === upsert && record.row !== null && batch.schemaId === current.schemaId;
+      const rowBytes = asWritten ? record.row : result.value && current.rowEncoder.encode(result.value);
+      const value = result.value === null || !rowBytes ? null : encodeKvValue(current.schemaId, rowBytes);
       const existedBefore = staged.get(k)?.existedBefore ?? old !== undefined;
       staged.set(k, { key: record.key, value, row: result.value, existedBefore });
     }
     const payload = encodeChangelogPayload(Uint8Array.from(changeTypes), builder.build(), this.compression, this.zstdLevel);
     const logBatch = buildLogBatch({
-      schemaId: this.table.schemaId,
+      schemaId: current.schemaId,
       appendOnly: false,
       recordCount: changeTypes.length,
       payload,
@@ -219,24 +250,20 @@ export class KvTablet {
         this.preWrite.set(k, { key: s.key, value: s.value, offset: result.lastOffset });
         delta += (s.value === null ? 0 : 1) - (s.existedBefore ? 1 : 0);
       }
-      if (this.engine.needsOldValue) this.pendingCounts.push({ offset: result.lastOffset, delta });
+      if (current.engine.needsOldValue) this.pendingCounts.push({ offset: result.lastOffset, delta });
     }
     this.flushBelow(this.log.highWatermark);
     return result.lastOffset;
   }
 
-  /** The row a write merges with: staged in this batch, else buffered, else stored. */
-  private currentRow(k: string, key: Uint8Array, staged: Map<string, { row: unknown[] | null }>, needed: boolean): unknown[] | undefined {
+  /** The row a write merges with, in the current schema: staged in this batch, else buffered, else stored. */
+  private currentRow(current: WriteSchema, k: string, key: Uint8Array, staged: Map<string, { row: unknown[] | null }>, needed: boolean): unknown[] | undefined {
     const s = staged.get(k);
     if (s) return s.row ?? undefined;
     if (!needed) return undefined;
     const buffered = this.preWrite.get(k);
     const value = buffered ? buffered.value : this.state.getBinary(key);
-    return value ? this.decodeValue(value) : undefined;
-  }
-
-  private decodeValue(value: Uint8Array): unknown[] {
-    return this.rowDecoder.decode(readKvValue(value).row);
+    return value ? current.rows.decode(value) : undefined;
   }
 
   private waitForHighWatermark(offset: bigint): Promise<void> {
@@ -260,7 +287,7 @@ export class KvTablet {
     }
     // Row counts: when every write saw the stored row, each batch knows how it changed the count;
     // otherwise (last_row with a WAL changelog) the store is asked whether each key existed.
-    const counted = this.engine.needsOldValue;
+    const counted = this.current.engine.needsOldValue;
     let delta = 0;
     while (counted && this.pendingCounts.length > 0 && this.pendingCounts[0].offset < hw) delta += this.pendingCounts.shift()!.delta;
     const due: { key: Uint8Array; value: Uint8Array | null }[] = [];
@@ -353,8 +380,7 @@ export class KvTablet {
     const end = this.log.logEndOffset;
     let offset = this.flushedOffset;
     if (offset >= end) return 0;
-    const arrowSchema = toArrowSchema(this.table.schema);
-    const columns = this.table.schema.columns;
+    const current = this.current;
     let applied = 0;
     let pending: { key: Uint8Array; value: Uint8Array | null }[] = [];
     const writePending = (upTo: bigint): void => {
@@ -370,15 +396,18 @@ export class KvTablet {
         if (next <= offset) continue;
         if (header.recordCount > 0) {
           const { changeTypes, arrow } = splitChangelogPayload(logBatchPayload(batch), header.recordCount);
-          const rows = recordBatchRows(decodeArrowPayload(arrowSchema, arrow), this.table.schema);
-          const internal = new Array<unknown>(columns.length);
-          for (let i = 0; i < rows.length; i++) {
+          const written = this.schemas(header.schemaId);
+          if (!written) throw new TributaryError('SCHEMA_NOT_EXIST', `changelog batch at offset ${header.baseOffset} was written with schema ${header.schemaId}, which the table does not have`);
+          // Rows come back in the current schema: columns the batch's schema lacks are null.
+          const read = internalRowReader(decodeArrowPayload(toArrowSchema(written), arrow), current.schema);
+          const internal: unknown[] = [];
+          for (let i = 0; i < header.recordCount; i++) {
             if (header.baseOffset + BigInt(i) < offset) continue;
             const type = changeTypeOf(changeTypes[i]);
             if (type === '-U') continue;
-            for (let c = 0; c < columns.length; c++) internal[c] = toInternal(columns[c], rows[i][columns[c].name]);
+            read(i, internal);
             const key = this.keyEncoder.encode(internal);
-            pending.push({ key, value: type === '-D' ? null : encodeKvValue(this.table.schemaId, this.rowEncoder.encode(internal)) });
+            pending.push({ key, value: type === '-D' ? null : encodeKvValue(current.schemaId, current.rowEncoder.encode(internal)) });
             applied++;
           }
         }

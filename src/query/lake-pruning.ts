@@ -1,0 +1,211 @@
+/**
+ * Pruning before a read: which lake data files, and which partitions of the log, may hold a row
+ * that passes a query's column filters (duckdb/query-shapes.ts). What a candidate holds of a
+ * column is a span [lower, upper], either end unknown:
+ *
+ *   lake data file   an identity partition field of the column: [value, value], or all null for a
+ *                    null value (only while the table has one partition spec, so that the file's
+ *                    partition tuple is known to be that spec's); else the column's lower and
+ *                    upper bounds (Iceberg single-value encoding), or all null when its value
+ *                    count equals its null count
+ *   log partition    a partition key: [value, value], read from the partition's string form
+ *
+ * DuckDB compares the spans with the literals as written, so literal types and casts are the
+ * query's own (a condition with an unknown end holds):
+ *
+ *   = l    lower <= l AND l <= upper         < l    lower < l        <= l   lower <= l
+ *   IN (…) any of the = conditions           > l    upper > l        >= l   upper >= l
+ *
+ * An all-null span fails every filter, since NULL compares to nothing. Float columns are pruned
+ * only in files that count no NaN (NaN sorts above every value in DuckDB, and bounds leave it out);
+ * binary columns are never pruned. Pruning is an optimisation: the query still runs as written, and
+ * when DuckDB cannot evaluate the comparisons (a literal of the wrong type, say) nothing is pruned
+ * and the query reports its own error.
+ */
+import { TributaryError } from '../common/errors.js';
+import type { PartitionInfo, TableInfo } from '../common/schema.js';
+import type { DataType } from '../common/types.js';
+import { formatDecimal } from '../common/values.js';
+import type { ScanTask } from '../lake/iceberg/scan.js';
+import { fromSingleValue, type SingleValue } from '../lake/iceberg/single-value.js';
+import type { TableMetadata } from '../lake/iceberg/table-metadata.js';
+import { decimalOf, type IcebergField, type IcebergPrimitive, type IcebergSchema } from '../lake/iceberg/types.js';
+import type { ColumnFilter } from './duckdb/query-shapes.js';
+import type { DuckSession } from './duckdb/session.js';
+import { duckTypeName } from './duckdb/type-name.js';
+import { duckTypeOfIceberg } from './lake-reader.js';
+
+/** What a candidate holds of a column: SQL literals of its ends (absent when unknown), or only nulls. */
+type Range = { lower?: string; upper?: string };
+type Span = 'null' | Range;
+
+const UNKNOWN: Range = {};
+const literal = (s: string): string => `'${s.replaceAll("'", "''")}'`;
+
+/** The data files of `tasks` that may hold a row passing `filters` (columns of `schema`, by name). */
+export async function pruneScanTasks(duck: DuckSession, metadata: TableMetadata, schema: IcebergSchema, tasks: readonly ScanTask[], filters: readonly ColumnFilter[]): Promise<ScanTask[]> {
+  const fields = new Map<string, IcebergField>();
+  for (const f of schema.fields) fields.set(f.name.toLowerCase(), f);
+  // Partition position of each identity-partitioned field id, when every file has the one spec.
+  const identity = new Map<number, number>();
+  if (metadata.partitionSpecs.length === 1) {
+    metadata.partitionSpecs[0].fields.forEach((p, i) => {
+      if (p.transform === 'identity') identity.set(p['source-id'], i);
+    });
+  }
+  const columns = new Map<string, string>();
+  for (const f of filters) {
+    const field = fields.get(f.column.toLowerCase());
+    if (field && prunable(field.type)) columns.set(f.column, duckTypeOfIceberg(field.type));
+  }
+  return survivors(duck, tasks, columns, filters, (task, column) => {
+    const field = fields.get(column.toLowerCase())!;
+    const file = task.file;
+    const position = identity.get(field.id);
+    if (position !== undefined) {
+      const value = file.partition[position];
+      return value === null ? 'null' : point(sqlOfLakeValue(field.type, value));
+    }
+    const values = file.valueCounts?.get(field.id);
+    if (values !== undefined && values === file.nullValueCounts?.get(field.id)) return 'null';
+    if ((field.type === 'float' || field.type === 'double') && file.nanValueCounts?.get(field.id) !== 0) return UNKNOWN;
+    const lower = bound(field.type, file.lowerBounds?.get(field.id));
+    const upper = bound(field.type, file.upperBounds?.get(field.id));
+    return { ...(lower ? { lower } : {}), ...(upper ? { upper } : {}) };
+  });
+}
+
+/** The partitions that may hold a row passing `filters`, judged by their partition key values. */
+export async function prunePartitions(duck: DuckSession, info: TableInfo, partitions: readonly PartitionInfo[], filters: readonly ColumnFilter[]): Promise<PartitionInfo[]> {
+  const keys = new Map<string, DataType>();
+  for (const k of info.partitionKeys) keys.set(k, info.schema.columns.find((c) => c.name === k)!.type);
+  const columns = new Map<string, string>();
+  for (const f of filters) {
+    const type = keys.get(f.column);
+    if (type && type.kind !== 'BINARY' && type.kind !== 'BYTES') columns.set(f.column, duckTypeName(type));
+  }
+  return survivors(duck, partitions, columns, filters, (p, column) => point(partitionValueSql(keys.get(column)!, p.spec[column])));
+}
+
+function prunable(type: IcebergPrimitive): boolean {
+  return type !== 'binary' && type !== 'uuid' && !type.startsWith('fixed');
+}
+
+const point = (sql: string | undefined): Span => (sql === undefined ? UNKNOWN : { lower: sql, upper: sql });
+
+/** A bound's SQL literal; undefined when absent or unreadable. */
+function bound(type: IcebergPrimitive, bytes: Uint8Array | undefined): string | undefined {
+  if (!bytes) return undefined;
+  try {
+    return sqlOfLakeValue(type, fromSingleValue(type, bytes));
+  } catch {
+    return undefined; // e.g. a truncated string bound that is not UTF-8: an unknown end
+  }
+}
+
+/** A SQL literal of DuckDB's type for an Iceberg value in its single-value form; undefined when not comparable. */
+export function sqlOfLakeValue(type: IcebergPrimitive, v: SingleValue): string | undefined {
+  switch (type) {
+    case 'boolean':
+      return v ? 'TRUE' : 'FALSE';
+    case 'int':
+      return `CAST(${Number(v)} AS INTEGER)`;
+    case 'long':
+      return `CAST(${BigInt(v as number | bigint)} AS BIGINT)`;
+    case 'float':
+    case 'double':
+      return Number.isFinite(v) ? `CAST('${Number(v)}' AS ${type === 'float' ? 'FLOAT' : 'DOUBLE'})` : undefined;
+    case 'date':
+      return `(DATE '1970-01-01' + CAST(${Number(v)} AS INTEGER))`;
+    case 'time':
+      return `(TIME '00:00:00' + to_microseconds(CAST(${BigInt(v as number | bigint)} AS BIGINT)))`;
+    case 'timestamp':
+      return `make_timestamp(CAST(${BigInt(v as number | bigint)} AS BIGINT))`;
+    case 'timestamptz':
+      return `make_timestamptz(CAST(${BigInt(v as number | bigint)} AS BIGINT))`;
+    case 'string':
+      return literal(String(v));
+  }
+  const decimal = decimalOf(type);
+  if (decimal) return `CAST('${formatDecimal(BigInt(v as bigint), decimal.scale)}' AS DECIMAL(${decimal.precision},${decimal.scale}))`;
+  return undefined;
+}
+
+/** The SQL value of a partition's string form (common/partitions.ts) of a key of type `type`. */
+function partitionValueSql(type: DataType, text: string | undefined): string | undefined {
+  if (text === undefined) return undefined;
+  switch (type.kind) {
+    case 'TIME': {
+      const m = /^(\d{2})-(\d{2})-(\d{2})_(\d*)$/.exec(text);
+      return m ? `TRY_CAST('${m[1]}:${m[2]}:${m[3]}${m[4] ? `.${m[4]}` : ''}' AS TIME)` : undefined;
+    }
+    case 'TIMESTAMP':
+    case 'TIMESTAMP_LTZ': {
+      const m = /^(\d{4,}-\d{2}-\d{2})-(\d{2})-(\d{2})-(\d{2})_(\d*)$/.exec(text);
+      if (!m) return undefined;
+      const value = `${m[1]} ${m[2]}:${m[3]}:${m[4]}${m[5] ? `.${m[5]}` : ''}`;
+      return type.kind === 'TIMESTAMP' ? `TRY_CAST('${value}' AS TIMESTAMP)` : `TRY_CAST('${value}+00' AS TIMESTAMPTZ)`;
+    }
+    default:
+      return `TRY_CAST(${literal(text)} AS ${duckTypeName(type)})`;
+  }
+}
+
+/** The condition (see the header) that a span `l`, `h` may hold a row passing `f`. */
+function condition(f: ColumnFilter, l: string, h: string): string {
+  const lit = (i: number): string => f.literals[i] ?? 'NULL';
+  const low = (op: string, i: number): string => `(${l} IS NULL OR ${l} ${op} ${lit(i)})`;
+  const high = (op: string, i: number): string => `(${h} IS NULL OR ${h} ${op} ${lit(i)})`;
+  const equal = (i: number): string => `(${low('<=', i)} AND ${high('>=', i)})`;
+  switch (f.op) {
+    case '=':
+      return equal(0);
+    case 'in':
+      return f.literals.length === 0 ? 'FALSE' : `(${f.literals.map((_, i) => equal(i)).join(' OR ')})`;
+    case '<':
+    case '<=':
+      return low(f.op, 0);
+    case '>':
+    case '>=':
+      return high(f.op, 0);
+  }
+}
+
+/**
+ * The candidates whose spans (per column of `columns`: name → DuckDB type) may hold a row passing
+ * every filter on those columns, in their order; filters on other columns are left out.
+ */
+async function survivors<T>(duck: DuckSession, candidates: readonly T[], columns: ReadonlyMap<string, string>, filters: readonly ColumnFilter[], spanOf: (candidate: T, column: string) => Span): Promise<T[]> {
+  const used = filters.filter((f) => columns.has(f.column));
+  if (used.length === 0 || candidates.length === 0) return [...candidates];
+  const names = [...columns.keys()];
+  const rows: string[] = [];
+  const kept: number[] = [];
+  let known = false;
+  candidates.forEach((candidate, i) => {
+    const spans = names.map((n) => spanOf(candidate, n));
+    if (spans.includes('null')) return; // every column of `columns` has a filter, which no null passes
+    const values = spans.flatMap((s, c) => {
+      const typedNull = `CAST(NULL AS ${columns.get(names[c])})`;
+      const span = s as Range; // no 'null' left
+      known ||= span.lower !== undefined || span.upper !== undefined;
+      return [span.lower ?? typedNull, span.upper ?? typedNull];
+    });
+    kept.push(i);
+    rows.push(`(${i}, ${values.join(', ')})`);
+  });
+  if (!known || kept.length === 0) return kept.map((i) => candidates[i]);
+  const aliases = names.flatMap((_, c) => [`l${c}`, `h${c}`]);
+  const where = used.map((f) => {
+    const c = names.indexOf(f.column);
+    return condition(f, `l${c}`, `h${c}`);
+  });
+  const sql = `SELECT i FROM (VALUES ${rows.join(', ')}) AS v(i, ${aliases.join(', ')}) WHERE ${where.join(' AND ')}`;
+  try {
+    const result = await duck.run(sql);
+    return result.rows.map((r) => Number(r[0])).sort((a, b) => a - b).map((i) => candidates[i]);
+  } catch (err) {
+    if (err instanceof TributaryError) return kept.map((i) => candidates[i]);
+    throw err;
+  }
+}

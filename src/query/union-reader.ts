@@ -1,0 +1,262 @@
+/**
+ * Union read (DESIGN.md §6): a lake-enabled table as one relation over the lake snapshot S that
+ * the coordinator registered and the log after it, created in DuckDB as view `<db>.<table>`:
+ *
+ *   log table          SELECT <columns> FROM (<rows of S>) AS l
+ *                      UNION ALL SELECT <columns> FROM tail
+ *   primary-key table  SELECT <columns> FROM (<rows of S>) AS l
+ *                        ANTI JOIN tail AS c ON c.<key> = l.<key> AND ...
+ *                      UNION ALL SELECT <columns> FROM tail WHERE "$change_type" <> 'delete'
+ *
+ *   <rows of S>   lake-reader's SQL of S's data files (deletes applied), read by DuckDB when the
+ *                 query runs, so its filters reach the Parquet scan; files pruned first by the
+ *                 query's column filters (lake-pruning.ts). Columns resolve by field id in the
+ *                 lake's current schema; a column the lake lacks is NULL, and lake columns whose
+ *                 DuckDB type differs from the table's (TINYINT, SMALLINT) are cast back.
+ *   tail          table `__union_tail."<db>.<table>"`: per bucket, the log from O_b (S's end
+ *                 offset of the bucket; the log start for a bucket S does not hold) to the high
+ *                 watermark, server-projected. For a primary-key table, the changelog folded to
+ *                 each key's last change, -U left out: +I/+U hold the key's row, -D deletes it, and
+ *                 either replaces the key's lake row (for equal keys the log wins).
+ *
+ * S and every O_b come from one GetLakeSnapshot call, and S stays readable when newer snapshots
+ * are committed, so the view is exact at any moment, also while a tiering round commits. A log
+ * start beyond O_b means a newer snapshot let retention delete [O_b, log start): when the
+ * registered snapshot has changed meanwhile (or a fetch finds the offset gone) the read starts
+ * over with the new one. Otherwise those rows never reached the lake: a log table reads from the
+ * log start; a primary-key table is not union-read (the caller reads its KV state), nor is one
+ * with a bucket S does not hold whose log no longer starts at 0.
+ *
+ * Only the partitions whose partition values may pass the query's filters are read from the log.
+ * The same tail read and fold serve the startup modes other than `full` (the log alone), and the
+ * lake's own tables `t$lake` (a view of <rows of S> for S the current, a chosen or a time-travel
+ * snapshot) and `t$lake$files`.
+ */
+import * as arrow from 'apache-arrow';
+import type { OffsetSpec } from '../client/admin.js';
+import type { Connection } from '../client/connection.js';
+import type { Table } from '../client/table.js';
+import { TributaryError } from '../common/errors.js';
+import { type LakeSnapshot, lakeBucketKey } from '../common/lake.js';
+import { type PartitionInfo, type TableInfo, tablePathString } from '../common/schema.js';
+import type { DataType } from '../common/types.js';
+import type { FileSystemCatalog } from '../lake/iceberg/catalog.js';
+import { planScan } from '../lake/iceberg/scan.js';
+import { currentSchema, type TableMetadata } from '../lake/iceberg/table-metadata.js';
+import type { IcebergSchema } from '../lake/iceberg/types.js';
+import { BUCKET_COLUMN, OFFSET_COLUMN, TIMESTAMP_COLUMN } from '../lake/lake-schema.js';
+import { toArrowSchema } from '../record/arrow-schema.js';
+import type { ColumnFilter } from './duckdb/query-shapes.js';
+import type { DuckSession } from './duckdb/session.js';
+import { duckTypeName } from './duckdb/type-name.js';
+import { pruneScanTasks, prunePartitions } from './lake-pruning.js';
+import { duckTypeOfIceberg, lakeFilesSql, scanTasksSql, schemaOf, snapshotAsOf } from './lake-reader.js';
+import { type BucketRange, bucketRanges, readChangelogUpToHighWatermark, readLogUpToHighWatermark } from './log-reader.js';
+import type { ScanOptions } from './scan-options.js';
+
+/** Reads that start over after racing retention and newer lake snapshots, at most. */
+const MAX_ATTEMPTS = 5;
+const TAIL_SCHEMA = '__union_tail';
+/** Names of the changelog columns in the tail: `$` cannot occur in a column name, so no clash. */
+const CHANGE_TYPE = '$change_type';
+const TAIL_META = [CHANGE_TYPE, '$log_offset', '$commit_timestamp'];
+
+const quote = (name: string): string => `"${name.replaceAll('"', '""')}"`;
+const literal = (s: string): string => `'${s.replaceAll("'", "''")}'`;
+/** `schema.table` (split at the first dot) as a quoted DuckDB name. */
+const relation = (name: string): string => {
+  const dot = name.indexOf('.');
+  return `${quote(name.slice(0, dot))}.${quote(name.slice(dot + 1))}`;
+};
+
+/** A table a query reads, and how. */
+export interface TableRead {
+  conn: Connection;
+  duck: DuckSession;
+  table: Table;
+  /** The DuckDB name to create, `<database>.<table>`. */
+  name: string;
+  /** The table's columns the query may use. */
+  columns: string[];
+  /** The query's filters on the table's columns (duckdb/query-shapes.ts), for pruning. */
+  filters: ColumnFilter[];
+}
+
+/**
+ * Creates the union read of a lake-enabled table (see the header) as view `read.name`; false,
+ * creating nothing, when the table has no lake snapshot yet or a primary-key table's log alone no
+ * longer tells its state (the caller then reads the table as without a lake).
+ */
+export async function loadUnionRead(read: TableRead, catalog: FileSystemCatalog): Promise<boolean> {
+  const { conn, table, name } = read;
+  const info = table.info;
+  const admin = conn.getAdmin();
+  const columns = withPrimaryKey(info, read.columns);
+  const partitions = await partitionsToRead(read);
+  for (let attempt = 1; ; attempt++) {
+    const last = attempt === MAX_ATTEMPTS;
+    let snapshot: LakeSnapshot;
+    try {
+      snapshot = await admin.getLakeSnapshot(info.path);
+    } catch (err) {
+      if (err instanceof TributaryError && err.errorName === 'LAKE_SNAPSHOT_NOT_EXIST') return false;
+      throw err;
+    }
+    const lakeEnds = new Map(snapshot.bucketOffsets.map((o) => [lakeBucketKey(o), o.endOffset]));
+    const ranges = (await bucketRanges(conn, table, partitions ? { partitions } : {})).map((r) => ({ ...r, lakeEnd: lakeEnds.get(lakeBucketKey({ ...(r.partition ? { partitionId: r.partition.partitionId } : {}), bucket: r.bucket })) }));
+    const expired = ranges.some((r) => r.lakeEnd !== undefined && r.lakeEnd < r.logStart);
+    if (expired && !last && (await admin.getLakeSnapshot(info.path)).snapshotId !== snapshot.snapshotId) continue;
+    if (info.schema.primaryKey && (expired || ranges.some((r) => r.lakeEnd === undefined && r.logStart > 0n))) return false;
+    const tail = `${TAIL_SCHEMA}.${name}`;
+    try {
+      await loadTail(read, tail, columns, ranges.map((r) => ({ ...r, start: r.lakeEnd !== undefined && r.lakeEnd > r.logStart ? r.lakeEnd : r.logStart })));
+    } catch (err) {
+      if (err instanceof TributaryError && err.errorName === 'LOG_OFFSET_OUT_OF_RANGE_EXCEPTION' && !last) continue;
+      throw err;
+    }
+    let lake: string;
+    try {
+      lake = await lakeRows(read, catalog, snapshot.snapshotId, columns);
+    } catch (err) {
+      // Expired by lake maintenance since it was registered: a newer one is registered now.
+      if (err instanceof TributaryError && err.errorName === 'LAKE_SNAPSHOT_NOT_EXIST' && !last) continue;
+      throw err;
+    }
+    const cols = columns.map(quote).join(', ');
+    const t = relation(tail);
+    const key = info.schema.primaryKey;
+    const sql = key
+      ? `${lake} ANTI JOIN ${t} AS c ON ${key.map((k) => `c.${quote(k)} = l.${quote(k)}`).join(' AND ')}\n` +
+        `UNION ALL SELECT ${cols} FROM ${t} WHERE ${quote(CHANGE_TYPE)} <> 'delete'`
+      : `${lake}\nUNION ALL SELECT ${cols} FROM ${t}`;
+    await createView(read.duck, name, sql);
+    return true;
+  }
+}
+
+/**
+ * Creates table `read.name` from the log alone, from `from` to the high watermark (the startup
+ * modes other than full): a log table's rows; a primary-key table's changes folded by key.
+ */
+export async function loadLogFrom(read: TableRead, from: OffsetSpec): Promise<void> {
+  const { table, name, duck } = read;
+  const partitions = await partitionsToRead(read);
+  const ranges = await bucketRanges(read.conn, table, { ...(partitions ? { partitions } : {}), from });
+  if (!table.info.schema.primaryKey) {
+    await dropView(duck, name);
+    await loadTail(read, name, read.columns, ranges);
+    return;
+  }
+  const tail = `${TAIL_SCHEMA}.${name}`;
+  const columns = withPrimaryKey(table.info, read.columns);
+  await loadTail(read, tail, columns, ranges);
+  await dropView(duck, name);
+  const schema = name.slice(0, name.indexOf('.'));
+  await duck.run(`CREATE SCHEMA IF NOT EXISTS ${quote(schema)}; CREATE OR REPLACE TABLE ${relation(name)} AS SELECT ${columns.map(quote).join(', ')} FROM ${relation(tail)} WHERE ${quote(CHANGE_TYPE)} <> 'delete'`);
+}
+
+/** The lake snapshot a read of `t$lake` or `t$lake$files` reads: chosen by id or by time, else the current one (undefined). */
+async function chosenLakeSnapshot(duck: DuckSession, metadata: TableMetadata, options: ScanOptions, name: string): Promise<bigint | undefined> {
+  if (options.snapshotId !== undefined) return options.snapshotId;
+  if (options.asOf === undefined) return undefined;
+  const result = await duck.run(`SELECT epoch_us(CAST((${options.asOf}) AS TIMESTAMPTZ))`);
+  const micros = result.rows[0]?.[0];
+  if (typeof micros !== 'bigint') throw new TributaryError('INVALID_ARGUMENT', `FOR SYSTEM_TIME AS OF needs a timestamp, not NULL`);
+  return snapshotAsOf(metadata, micros, name);
+}
+
+/**
+ * Creates `t$lake` as view `name`: the rows of a lake snapshot (current by default), `columns` of
+ * its schema (all for '*'), with data files pruned by `filters` on its column names.
+ */
+export async function loadLakeRows(duck: DuckSession, catalog: FileSystemCatalog, info: TableInfo, name: string, columns: Iterable<string> | '*', filters: readonly ColumnFilter[], options: ScanOptions): Promise<void> {
+  const { database, table } = info.path;
+  const { metadata } = await catalog.loadTable(database, table);
+  const snapshotId = await chosenLakeSnapshot(duck, metadata, options, tablePathString(info.path));
+  const plan = await planScan({ metadata }, snapshotId === undefined ? {} : { snapshotId });
+  const schema = schemaOf(metadata, snapshotId);
+  const tasks = await pruneScanTasks(duck, metadata, schema, plan.dataFiles, filters);
+  await createView(duck, name, scanTasksSql(metadata, tasks, { schema, ...(columns === '*' ? {} : { columns }) }));
+}
+
+/** Creates `t$lake$files` as table `name`: the live files of a lake snapshot (current by default). */
+export async function loadLakeFiles(duck: DuckSession, catalog: FileSystemCatalog, info: TableInfo, name: string, options: ScanOptions): Promise<void> {
+  const { database, table } = info.path;
+  const snapshotId = await chosenLakeSnapshot(duck, (await catalog.loadTable(database, table)).metadata, options, tablePathString(info.path));
+  const schema = name.slice(0, name.indexOf('.'));
+  await duck.run(`CREATE SCHEMA IF NOT EXISTS ${quote(schema)}; CREATE OR REPLACE TABLE ${relation(name)} AS ${await lakeFilesSql(catalog, database, table, snapshotId)}`);
+}
+
+/** The columns of `t$lake` with their types, for its column filters: the table's, then the lake's system columns. */
+export function lakeColumns(info: TableInfo): { name: string; type: DataType }[] {
+  return [...info.schema.columns, { name: BUCKET_COLUMN, type: { kind: 'INT' } }, { name: OFFSET_COLUMN, type: { kind: 'BIGINT' } }, { name: TIMESTAMP_COLUMN, type: { kind: 'TIMESTAMP_LTZ', precision: 6 } }];
+}
+
+/** Drops view `name` (`schema.table`) if there is one, so that a table of that name can be created. */
+export async function dropView(duck: DuckSession, name: string): Promise<void> {
+  const dot = name.indexOf('.');
+  const found = await duck.run(`SELECT 1 FROM duckdb_views() WHERE schema_name = ${literal(name.slice(0, dot))} AND view_name = ${literal(name.slice(dot + 1))}`);
+  if (found.rows.length > 0) await duck.run(`DROP VIEW ${relation(name)}`);
+}
+
+/** Creates or replaces view `name`, dropping a table of that name first. */
+async function createView(duck: DuckSession, name: string, sql: string): Promise<void> {
+  const dot = name.indexOf('.');
+  const schema = name.slice(0, dot);
+  const found = await duck.run(`SELECT 1 FROM duckdb_tables() WHERE schema_name = ${literal(schema)} AND table_name = ${literal(name.slice(dot + 1))}`);
+  if (found.rows.length > 0) await duck.run(`DROP TABLE ${relation(name)}`);
+  await duck.run(`CREATE SCHEMA IF NOT EXISTS ${quote(schema)}; CREATE OR REPLACE VIEW ${relation(name)} AS ${sql}`);
+}
+
+/** `columns` with a primary-key table's key columns added, in the table's column order. */
+function withPrimaryKey(info: TableInfo, columns: readonly string[]): string[] {
+  const key = info.schema.primaryKey ?? [];
+  return info.schema.columns.map((c) => c.name).filter((c) => columns.includes(c) || key.includes(c));
+}
+
+/** The partitions of a partitioned table that the filters leave; undefined for a table without partitions. */
+async function partitionsToRead(read: TableRead): Promise<PartitionInfo[] | undefined> {
+  const info = read.table.info;
+  if (info.partitionKeys.length === 0) return undefined;
+  return prunePartitions(read.duck, info, await read.conn.getAdmin().listPartitionInfos(info.path), read.filters);
+}
+
+/**
+ * Loads `ranges` of the log as table `name`: a log table's rows of `columns`; a primary-key
+ * table's changelog folded (see the header), with its change type.
+ */
+async function loadTail(read: TableRead, name: string, columns: string[], ranges: readonly BucketRange[]): Promise<void> {
+  const { conn, duck, table } = read;
+  const key = table.info.schema.primaryKey;
+  if (!key) {
+    const schema = table.info.schema;
+    const projected = columns.map((c) => schema.columns.findIndex((x) => x.name === c));
+    await duck.loadArrowTable(name, toArrowSchema(schema, projected), await readLogUpToHighWatermark(conn, table, columns, ranges));
+    return;
+  }
+  const changelog = await readChangelogUpToHighWatermark(conn, table, columns, ranges);
+  const renamed = new arrow.Schema(changelog.schema.fields.map((f, i) => (i < TAIL_META.length ? f.clone({ name: TAIL_META[i] }) : f)));
+  const raw = `${name}$changes`;
+  await duck.loadArrowTable(raw, renamed, changelog.batches);
+  await duck.run(
+    `CREATE OR REPLACE TABLE ${relation(name)} AS SELECT ${[...columns, CHANGE_TYPE].map(quote).join(', ')} FROM ${relation(raw)} ` +
+      `WHERE ${quote(CHANGE_TYPE)} <> 'update_before' QUALIFY row_number() OVER (PARTITION BY ${key.map(quote).join(', ')} ORDER BY ${quote(TAIL_META[1])} DESC) = 1; ` +
+      `DROP TABLE ${relation(raw)}`,
+  );
+}
+
+/** `SELECT <columns> FROM (<rows of the snapshot>) AS l` (see the header), files pruned by the read's filters. */
+async function lakeRows(read: TableRead, catalog: FileSystemCatalog, snapshotId: bigint, columns: readonly string[]): Promise<string> {
+  const info = read.table.info;
+  const { metadata } = await catalog.loadTable(info.path.database, info.path.table);
+  const plan = await planScan({ metadata }, { snapshotId });
+  const schema: IcebergSchema = currentSchema(metadata);
+  const tasks = await pruneScanTasks(read.duck, metadata, schema, plan.dataFiles, read.filters);
+  const select = columns.map((c) => {
+    const type = duckTypeName(info.schema.columns.find((x) => x.name === c)!.type);
+    const field = schema.fields.find((f) => f.name === c);
+    if (!field) return `CAST(NULL AS ${type}) AS ${quote(c)}`;
+    return duckTypeOfIceberg(field.type) === type.replaceAll(' ', '') ? `l.${quote(c)}` : `CAST(l.${quote(c)} AS ${type}) AS ${quote(c)}`;
+  });
+  return `SELECT ${select.join(', ')} FROM (${scanTasksSql(metadata, tasks, { schema, columns })}) AS l`;
+}

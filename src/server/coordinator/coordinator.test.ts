@@ -1,0 +1,105 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, describe, it } from 'node:test';
+import pino from 'pino';
+import { Options } from '../../common/config.js';
+import { TributaryError } from '../../common/errors.js';
+import type { TableInfo } from '../../common/schema.js';
+import { formatDataType } from '../../common/types.js';
+import { currentSchema } from '../../lake/iceberg/table-metadata.js';
+import { IcebergLakeCatalog } from '../../lake/lake-catalog-sync.js';
+import { LocalMetadataStore } from '../metadata/local-metadata-store.js';
+import { type BucketLifecycle, Coordinator, type LakeCatalogSync } from './coordinator.js';
+
+const dirs: string[] = [];
+after(() => dirs.forEach((d) => fs.rmSync(d, { recursive: true, force: true })));
+
+/** The tablet side as the coordinator sees it: what it was told about altered tables. */
+class RecordingTablets implements BucketLifecycle {
+  readonly altered: TableInfo[] = [];
+  async createBuckets(): Promise<void> {}
+  async dropBuckets(): Promise<void> {}
+  tableAltered(table: TableInfo): void {
+    this.altered.push(table);
+  }
+  lakeOffsetsChanged(): void {}
+}
+
+async function start(dir: string, lake?: LakeCatalogSync): Promise<{ coordinator: Coordinator; tablets: RecordingTablets; store: LocalMetadataStore }> {
+  const store = await LocalMetadataStore.open(path.join(dir, 'metadata'));
+  const coordinator = new Coordinator(store, new Options('server', {}), pino({ level: 'silent' }), lake);
+  const tablets = new RecordingTablets();
+  await coordinator.start(tablets);
+  after(() => coordinator.stop());
+  return { coordinator, tablets, store };
+}
+
+const rejects = (name: string, fragment: string) => (e: unknown) => e instanceof TributaryError && e.errorName === name && e.message.includes(fragment);
+const columnsOf = (info: { schema: TableInfo['schema'] }) => info.schema.columns.map((c) => [c.name, formatDataType(c.type), c.nullable, c.fieldId]);
+
+describe('Coordinator.alterTable: ADD COLUMN', () => {
+  it('commits the next schema id with the next field ids, keeps the old schema, tells the tablets, and survives a restart', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'coordinator-'));
+    dirs.push(dir);
+    const first = await start(dir);
+    const p = { database: 'tributary', table: 'orders' };
+    await first.coordinator.createTable(p, { columns: [{ name: 'id', type: 'BIGINT' }, { name: 'name', type: 'STRING' }], primaryKey: ['id'] }, false);
+    const before = first.coordinator.getTableInfo(p);
+    await new Promise((r) => setTimeout(r, 5));
+    await first.coordinator.alterTable(p, { addColumns: [{ name: 'price', type: 'DECIMAL(10, 2)', comment: 'euro' }, { name: 'note', type: 'STRING' }] }, false);
+    const after1 = first.coordinator.getTableInfo(p);
+    assert.equal(after1.schemaId, 1);
+    assert.deepEqual(columnsOf(after1), [['id', 'BIGINT', false, 0], ['name', 'STRING', true, 1], ['price', 'DECIMAL(10, 2)', true, 2], ['note', 'STRING', true, 3]]);
+    assert.equal(after1.schema.columns[2].comment, 'euro');
+    assert.ok(after1.modifiedTime > before.modifiedTime);
+    assert.deepEqual(columnsOf(first.coordinator.getSchema(p, 0)), columnsOf(before));
+    assert.deepEqual(columnsOf({ schema: first.coordinator.schemaById(after1.tableId, 1)! }), columnsOf(after1));
+    assert.deepEqual(first.tablets.altered.map((t) => [t.schemaId, t.schema.columns.length]), [[1, 4]]);
+
+    // Refused changes change nothing, options included.
+    const refusals: [Parameters<Coordinator['alterTable']>[1], string, string][] = [
+      [{ addColumns: [{ name: 'qty', type: 'INT', nullable: false }] }, 'INVALID_ALTER_TABLE_EXCEPTION', 'must be nullable'],
+      [{ addColumns: [{ name: 'Price', type: 'INT' }] }, 'DUPLICATE_COLUMN', 'already exists'],
+      [{ addColumns: [{ name: '__offset', type: 'BIGINT' }] }, 'INVALID_ALTER_TABLE_EXCEPTION', 'reserved'],
+      [{ options: [{ key: 'table.log.ttl', value: '1d' }], addColumns: [{ name: 'x', type: 'NOPE' }] }, 'INVALID_TYPE', 'NOPE'],
+    ];
+    for (const [changes, name, fragment] of refusals) {
+      await assert.rejects(first.coordinator.alterTable(p, changes, false), rejects(name, fragment));
+    }
+    assert.deepEqual(first.coordinator.getTableInfo(p), after1);
+    assert.throws(() => first.coordinator.getSchema(p, 2), rejects('SCHEMA_NOT_EXIST', 'schema 2'));
+    await first.coordinator.stop();
+
+    const second = await start(dir);
+    assert.deepEqual(second.coordinator.getTableInfo(p), after1);
+    assert.deepEqual(columnsOf(second.coordinator.getSchema(p, 0)), columnsOf(before));
+  });
+
+  it('adds the column to the lake table before the system columns, and commits nothing when the lake refuses', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'coordinator-'));
+    dirs.push(dir);
+    const warehouse = path.join(dir, 'lake');
+    const lake = new IcebergLakeCatalog(warehouse);
+    let refuse = false;
+    const { coordinator } = await start(dir, {
+      syncTable: (info) => (refuse ? Promise.reject(new TributaryError('COMMIT_FAILED', 'lake unavailable')) : lake.syncTable(info)),
+    });
+    const p = { database: 'tributary', table: 'events' };
+    await coordinator.createTable(p, { columns: [{ name: 'id', type: 'BIGINT' }], properties: { 'table.datalake.enabled': 'true' } }, false);
+    await coordinator.alterTable(p, { addColumns: [{ name: 'tag', type: 'STRING' }] }, false);
+    const fields = async () => currentSchema((await lake.catalog.loadTable('tributary', 'events')).metadata).fields.map((f) => [f.name, f.type, f.required]);
+    assert.deepEqual(await fields(), [
+      ['id', 'long', false],
+      ['tag', 'string', false],
+      ['__bucket', 'int', true],
+      ['__offset', 'long', true],
+      ['__timestamp', 'timestamptz', true],
+    ]);
+    refuse = true;
+    await assert.rejects(coordinator.alterTable(p, { addColumns: [{ name: 'more', type: 'INT' }] }, false), rejects('COMMIT_FAILED', 'lake unavailable'));
+    assert.equal(coordinator.getTableInfo(p).schemaId, 1);
+    assert.throws(() => coordinator.getSchema(p, 2), rejects('SCHEMA_NOT_EXIST', 'schema 2'));
+  });
+});

@@ -1,0 +1,36 @@
+/**
+ * One tiering round of a chosen table, run in the test's process as a worker runs it: the test
+ * decides when the lake moves. Other tables the coordinator hands out meanwhile are handed back
+ * (reported failed, which queues them again).
+ */
+import pino from 'pino';
+import type { Connection } from '../../src/client/index.js';
+import type { TablePath } from '../../src/common/schema.js';
+import type { DataFileWriterPool } from '../../src/lake/iceberg/data-file-writer.js';
+import { type RoundResult, runTieringRound } from '../../src/lake/tiering/tiering-round.js';
+import { ApiKeys } from '../../src/rpc/api-keys.js';
+
+const silent = pino({ level: 'silent' });
+
+export async function tierOnce(conn: Connection, path: TablePath, pool: DataFileWriterPool, timeoutMs = 60_000): Promise<RoundResult> {
+  const { tableId } = await conn.getAdmin().getTableInfo(path);
+  const rpc = await conn.server();
+  const deadline = Date.now() + timeoutMs;
+  let handBack: { tableId: bigint; tieringEpoch: bigint } | undefined;
+  while (Date.now() < deadline) {
+    const resp = await rpc.request(ApiKeys.LakeTieringHeartbeat, { requestTable: true, failedTables: handBack ? [{ ...handBack, errorMessage: 'handed back' }] : [] });
+    handBack = undefined;
+    const a = resp.tieringTable;
+    if (process.env.DEBUG_TIER) console.error("hb", path.table, a?.tableId, a?.tieringEpoch, JSON.stringify(resp.errors));
+    if (!a) {
+      await new Promise((r) => setTimeout(r, 100));
+      continue;
+    }
+    if (a.tableId !== BigInt(tableId)) {
+      handBack = { tableId: a.tableId, tieringEpoch: a.tieringEpoch };
+      continue;
+    }
+    return runTieringRound({ conn, tableId, path, epoch: a.tieringEpoch, warehouse: a.warehouse, pool, signal: new AbortController().signal, log: silent });
+  }
+  throw new Error(`table ${path.database}.${path.table} was not handed out for tiering within ${timeoutMs} ms`);
+}
