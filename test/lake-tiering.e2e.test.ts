@@ -94,6 +94,8 @@ async function assertLakeMatches(server: ServerProcess, w: Workload): Promise<vo
     const stored = await (await conn.getTable(PK)).newScan().createBatchScanner().readAll();
     const tableState = new Map(stored.map((r) => [r.k as number, { v: r.v as string, n: r.n as bigint }]));
     assert.deepEqual(new Map([...tableState].sort((a, b) => a[0] - b[0])), new Map([...w.state].sort((a, b) => a[0] - b[0])), 'the table holds every acknowledged write');
+    const ends = await conn.getAdmin().listOffsets(LOG, [0, 1], 'latest');
+    assert.equal(ends.get(0)! + ends.get(1)!, w.nextId, 'the log holds every acknowledged row');
   } finally {
     await conn.close();
   }

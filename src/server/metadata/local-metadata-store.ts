@@ -23,7 +23,7 @@ const FILE = 'metadata.json';
 export class LocalMetadataStore implements MetadataStore {
   private nodes: Map<string, unknown>;
   private counters: Map<string, number>;
-  /** Commits are written one at a time, in order. */
+  /** Changes are applied and written one at a time, in order. */
   private writing: Promise<void> = Promise.resolve();
 
   private constructor(private readonly dir: string, file: MetadataFile) {
@@ -60,37 +60,52 @@ export class LocalMetadataStore implements MetadataStore {
     return [...names].sort();
   }
 
-  async commit(ops: MetadataOp[]): Promise<void> {
-    const nodes = new Map(this.nodes);
-    for (const o of ops) {
-      if (o.op === 'put') nodes.set(o.path, o.value);
-      else {
-        nodes.delete(o.path);
-        if (o.recursive) for (const key of [...nodes.keys()]) if (key.startsWith(`${o.path}/`)) nodes.delete(key);
+  commit(ops: MetadataOp[]): Promise<void> {
+    return this.serially(async () => {
+      const nodes = new Map(this.nodes);
+      for (const o of ops) {
+        if (o.op === 'put') nodes.set(o.path, o.value);
+        else {
+          nodes.delete(o.path);
+          if (o.recursive) for (const key of [...nodes.keys()]) if (key.startsWith(`${o.path}/`)) nodes.delete(key);
+        }
       }
-    }
-    await this.persist(nodes, this.counters);
-    this.nodes = nodes;
+      await this.persist(nodes, this.counters);
+      this.nodes = nodes;
+    });
   }
 
-  async nextId(counter: string): Promise<number> {
-    const counters = new Map(this.counters);
-    const id = (counters.get(counter) ?? -1) + 1;
-    counters.set(counter, id);
-    await this.persist(this.nodes, counters);
-    this.counters = counters;
-    return id;
+  nextId(counter: string): Promise<number> {
+    return this.serially(async () => {
+      const counters = new Map(this.counters);
+      const id = (counters.get(counter) ?? -1) + 1;
+      counters.set(counter, id);
+      await this.persist(this.nodes, counters);
+      this.counters = counters;
+      return id;
+    });
   }
 
   async close(): Promise<void> {
     await this.writing;
   }
 
+  /**
+   * Runs changes one at a time: each starts from the state the previous one left and writes the
+   * whole tree, so no change is built on a state another is still writing (which would drop that
+   * change from the file, or hand out one counter value twice).
+   */
+  private serially<T>(change: () => Promise<T>): Promise<T> {
+    const run = this.writing.then(change);
+    this.writing = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    return run;
+  }
+
   private persist(nodes: Map<string, unknown>, counters: Map<string, number>): Promise<void> {
     const body: MetadataFile = { version: 1, nodes: Object.fromEntries(nodes), counters: Object.fromEntries(counters) };
-    const text = JSON.stringify(body);
-    const write = this.writing.then(() => writeFileAtomic(this.dir, FILE, text));
-    this.writing = write.catch(() => undefined);
-    return write;
+    return writeFileAtomic(this.dir, FILE, JSON.stringify(body));
   }
 }
