@@ -12,7 +12,7 @@
  *             fresh lmdb environment per bucket, `transactionSync` of 10 000 `putSync` each, with
  *             lmdb's default durable commits.
  *   lookup    for each size in `--lookup-batches`: rounds of that many point lookups issued at once
- *             (`Promise.all`; the lookuper sends the keys of one tick as one request), one round
+ *             (`Promise.all`; the lookuper sends them in requests of 256 keys as they fill), one round
  *             after the other, for uniformly random stored ids; every answer is checked. Latency
  *             per round (first issue to last answer) and per key (its issue to its answer); a round
  *             of 1 is a lone lookup, one round trip. Baseline: `getBinary` of the same key bytes in

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * The `tributary` command: wiring only. `start` runs a node, `tiering` a lake tiering worker, `sql`
- * the SQL shell, `lake` lake table maintenance.
+ * the SQL shell, `tail` follows a table, `lake` lake table maintenance.
  */
 import { Command, Option } from 'commander';
 import { SOFTWARE_VERSION } from '../rpc/version.js';
@@ -9,6 +9,7 @@ import { lakeCommand } from './lake.js';
 import { parseSetting } from './settings.js';
 import { describeError, sql } from './sql.js';
 import { start } from './start.js';
+import { tail } from './tail.js';
 import { tiering } from './tiering.js';
 
 const program = new Command('tributary').description('Streaming storage for real-time analytics, native to the lakehouse').version(SOFTWARE_VERSION);
@@ -45,8 +46,21 @@ program
   .addOption(new Option('--format <format>', 'result format').choices(['table', 'json', 'csv']).default('table'))
   .option('--bootstrap <host:port>', 'server to connect to', '127.0.0.1:9123')
   .option('-d, --database <db>', 'database to start in')
+  .option('--stream', 'run queries as streaming queries (as if they ended in EMIT CHANGES): print the result, then changes until Ctrl-C')
   .action(async (opts) => {
     process.exitCode = await sql(opts);
+  });
+
+program
+  .command('tail')
+  .description('follow a table: print each record (change type, offset, row) as it arrives, until Ctrl-C')
+  .argument('<table>', 'table to follow: table or database.table')
+  .option('--from <where>', 'where each bucket starts: earliest, latest, an offset or a timestamp', 'latest')
+  .addOption(new Option('--format <format>', 'line format').choices(['json', 'table']).default('table'))
+  .option('--bootstrap <host:port>', 'server to connect to', '127.0.0.1:9123')
+  .option('-d, --database <db>', 'database of an unqualified table name')
+  .action(async (table: string, opts) => {
+    await tail(table, opts);
   });
 
 program.addCommand(lakeCommand());

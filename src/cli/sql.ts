@@ -2,7 +2,9 @@
  * `tributary sql`: the SQL shell. `-e` runs statements from the argument, `-f` from a file, and
  * otherwise an interactive prompt reads statements ending in `;` (history kept in
  * ~/.tributary_history). Results print as an aligned table, one JSON object per row, or CSV;
- * messages of statements without rows go to stderr unless the format is `table`.
+ * messages of statements without rows go to stderr unless the format is `table`. A streaming query
+ * (EMIT CHANGES, or every query with `--stream`) prints its result, then the results over the
+ * changes as they arrive, until Ctrl-C, which ends that query only.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -13,6 +15,7 @@ import { TributaryError } from '../common/errors.js';
 import { DEFAULT_DATABASE } from '../common/schema.js';
 import { DuckSession } from '../query/duckdb/session.js';
 import { formatResult, type ResultFormat } from '../query/duckdb/format.js';
+import type { QueryResult } from '../query/duckdb/result.js';
 import { SqlExecutor } from '../query/executor.js';
 import { splitStatements } from '../query/sql/lexer.js';
 
@@ -22,6 +25,8 @@ export interface SqlFlags {
   format: ResultFormat;
   bootstrap: string;
   database?: string;
+  /** Every query streams, as if it ended in EMIT CHANGES. */
+  stream?: boolean;
 }
 
 const HISTORY_FILE = path.join(os.homedir(), '.tributary_history');
@@ -36,9 +41,9 @@ export async function sql(flags: SqlFlags): Promise<number> {
   try {
     if (flags.execute !== undefined || flags.file !== undefined) {
       const script = flags.execute ?? fs.readFileSync(flags.file!, 'utf8');
-      return (await runScript(executor, script, flags.format, true)) ? 0 : 1;
+      return (await runScript(executor, script, flags, true)) ? 0 : 1;
     }
-    await repl(executor, flags.format);
+    await repl(executor, flags);
     return 0;
   } finally {
     duck.close();
@@ -46,14 +51,19 @@ export async function sql(flags: SqlFlags): Promise<number> {
   }
 }
 
-/** Runs each statement of a script; stops at the first error when `stopOnError`. Returns success. */
-async function runScript(executor: SqlExecutor, script: string, format: ResultFormat, stopOnError: boolean): Promise<boolean> {
+/**
+ * Runs each statement of a script; stops at the first error when `stopOnError`. Returns success.
+ * `rl`: the prompt's reader, which sees Ctrl-C while a streaming query runs.
+ */
+async function runScript(executor: SqlExecutor, script: string, flags: Pick<SqlFlags, 'format' | 'stream'>, stopOnError: boolean, rl?: readline.Interface): Promise<boolean> {
+  const { format } = flags;
   let ok = true;
   for (const statement of splitStatements(script)) {
     try {
-      const out = await executor.execute(statement.sql, statement);
+      const out = await executor.execute(statement.sql, statement, { stream: flags.stream ?? false });
       if (out.result) process.stdout.write(withNewline(formatResult(out.result, format)));
       if (out.message) (format === 'table' ? process.stdout : process.stderr).write(`${out.message}\n`);
+      if (out.changes) await printChanges(out.changes, format, rl);
     } catch (err) {
       ok = false;
       process.stderr.write(`${describeError(err)}\n`);
@@ -61,6 +71,36 @@ async function runScript(executor: SqlExecutor, script: string, format: ResultFo
     }
   }
   return ok;
+}
+
+/** Prints a streaming query's results as they arrive, until Ctrl-C or SIGTERM. */
+async function printChanges(changes: AsyncIterable<QueryResult>, format: ResultFormat, rl: readline.Interface | undefined): Promise<void> {
+  const iterator = changes[Symbol.asyncIterator]();
+  let stop!: () => void;
+  const stopped = new Promise<undefined>((resolve) => (stop = () => resolve(undefined)));
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  // The prompt reads the terminal in raw mode: Ctrl-C reaches it, not the process.
+  rl?.once('SIGINT', stop);
+  rl?.resume();
+  let pending: Promise<IteratorResult<QueryResult>> | undefined;
+  try {
+    for (;;) {
+      pending = iterator.next();
+      const next = await Promise.race([pending, stopped]);
+      if (!next || next.done) break;
+      pending = undefined;
+      process.stdout.write(withNewline(formatResult(next.value, format)));
+    }
+  } finally {
+    process.off('SIGINT', stop);
+    process.off('SIGTERM', stop);
+    rl?.off('SIGINT', stop);
+    rl?.pause();
+    await iterator.return?.();
+    // The poll under way ends within its timeout.
+    await pending?.catch(() => undefined);
+  }
 }
 
 function withNewline(text: string): string {
@@ -72,7 +112,7 @@ export function describeError(err: unknown): string {
   return `ERROR: ${err instanceof Error ? err.message : String(err)}`;
 }
 
-async function repl(executor: SqlExecutor, format: ResultFormat): Promise<void> {
+async function repl(executor: SqlExecutor, flags: Pick<SqlFlags, 'format' | 'stream'>): Promise<void> {
   const history = fs.existsSync(HISTORY_FILE) ? fs.readFileSync(HISTORY_FILE, 'utf8').split('\n').filter(Boolean).reverse() : [];
   const rl = readline.createInterface({ input: process.stdin, output: process.stdout, history, historySize: 1000, terminal: process.stdin.isTTY });
   rl.on('history', (h: string[]) => {
@@ -90,7 +130,7 @@ async function repl(executor: SqlExecutor, format: ResultFormat): Promise<void> 
     if (trimmed === 'quit' || trimmed === 'exit' || trimmed === '\\q') break;
     if (trimmed.endsWith(';')) {
       rl.pause();
-      await runScript(executor, buffer, format, false);
+      await runScript(executor, buffer, flags, false, rl);
       buffer = '';
       rl.resume();
     }

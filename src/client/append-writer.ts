@@ -8,6 +8,10 @@
  * Rows go to the bucket of their bucket key's hash, or, for keyless tables, to one sticky bucket per
  * partition that moves on when its batch closes (so batches stay large); each bucket accumulates
  * Arrow columns that close into a log batch. Batching, memory and retries: see bucket-writer.ts.
+ *
+ * A steady writer allocates almost nothing per batch: the column builder of a closed batch serves
+ * the next one with the arrays it has grown (it is encoded, and so done with, when its batch
+ * closes), and the payload memory of an acknowledged batch is handed to the next encoded one.
  */
 import * as arrow from 'apache-arrow';
 import { BucketAssigner } from '../common/bucketing.js';
@@ -23,6 +27,9 @@ import { BucketWriter } from './bucket-writer.js';
 import type { Connection } from './connection.js';
 import type { WriteBatch } from './write-batch.js';
 
+/** Builders and payload buffers kept for reuse; enough for a bucket's batches in flight to circulate. */
+const SPARES = 4;
+
 export class AppendWriter extends BucketWriter<ColumnBatchBuilder> {
   /** Keyless tables: the sticky bucket of each partition, and the one used before it. */
   private readonly sticky = new Map<number | undefined, number>();
@@ -33,6 +40,8 @@ export class AppendWriter extends BucketWriter<ColumnBatchBuilder> {
   private readonly compression: ArrowCompression;
   private readonly zstdLevel: number;
   private readonly roundRobin: boolean;
+  private readonly spareBuilders: ColumnBatchBuilder[] = [];
+  private readonly payloadMemory = new RecycledMemory(SPARES);
 
   private constructor(conn: Connection, table: TableInfo, writerId: bigint | undefined) {
     super(conn, table, writerId, 'ProduceLog');
@@ -83,18 +92,24 @@ export class AppendWriter extends BucketWriter<ColumnBatchBuilder> {
   }
 
   protected newContent(): ColumnBatchBuilder {
-    return new ColumnBatchBuilder(this.table.schema);
+    return this.spareBuilders.pop() ?? new ColumnBatchBuilder(this.table.schema);
   }
 
   protected encode(content: ColumnBatchBuilder, sequence: number): Buffer {
     const recordCount = content.rowCount;
-    return buildLogBatchInHeadroom({
+    const bytes = buildLogBatchInHeadroom({
       schemaId: this.table.schemaId,
       appendOnly: true,
       recordCount,
-      payload: encodeArrowPayload(content.build(), this.compression, this.zstdLevel, LOG_BATCH_HEADER_SIZE),
+      payload: encodeArrowPayload(content.buildTransient(), this.compression, this.zstdLevel, LOG_BATCH_HEADER_SIZE, this.payloadMemory.take),
       ...(this.writerId !== undefined ? { writerId: this.writerId, batchSequence: sequence } : {}),
     });
+    if (this.spareBuilders.length < SPARES) this.spareBuilders.push(content);
+    return bytes;
+  }
+
+  protected override batchAcknowledged(batch: WriteBatch<ColumnBatchBuilder>): void {
+    this.payloadMemory.give(batch.bytes.buffer as ArrayBuffer);
   }
 
   protected override batchClosed(batch: WriteBatch<ColumnBatchBuilder>): void {
@@ -122,5 +137,33 @@ export class AppendWriter extends BucketWriter<ColumnBatchBuilder> {
       this.sticky.set(partitionId, b);
     }
     return b;
+  }
+}
+
+/**
+ * Memory of acknowledged payloads, handed out again: a steady writer's batches have similar sizes,
+ * and reusing their memory spares allocating, zeroing and collecting megabytes per batch.
+ */
+class RecycledMemory {
+  private readonly free: ArrayBuffer[] = [];
+
+  constructor(private readonly maxBuffers: number) {}
+
+  /** `size` bytes from a kept buffer large enough, else from a new one with an eighth to spare. */
+  readonly take = (size: number): Uint8Array => {
+    const i = this.free.findIndex((b) => b.byteLength >= size);
+    const buffer = i >= 0 ? this.free.splice(i, 1)[0] : new ArrayBuffer(size + (size >> 3));
+    return new Uint8Array(buffer, 0, size);
+  };
+
+  /** Keeps `buffer` for reuse; when full, in place of a smaller one. */
+  give(buffer: ArrayBuffer): void {
+    if (this.free.length < this.maxBuffers) {
+      this.free.push(buffer);
+      return;
+    }
+    let smallest = 0;
+    for (let i = 1; i < this.free.length; i++) if (this.free[i].byteLength < this.free[smallest].byteLength) smallest = i;
+    if (this.free[smallest].byteLength < buffer.byteLength) this.free[smallest] = buffer;
   }
 }

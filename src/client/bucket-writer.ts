@@ -57,7 +57,10 @@ export abstract class BucketWriter<C extends BatchContent> {
         requestTimeoutMs: o.durationMs('client.request-timeout'),
         idempotent: writerId !== undefined,
       },
-      (batch) => this.release(batch.reservedBytes),
+      (batch, acknowledged) => {
+        this.release(batch.reservedBytes);
+        if (acknowledged) this.batchAcknowledged(batch as WriteBatch<C>);
+      },
     );
   }
 
@@ -75,6 +78,9 @@ export abstract class BucketWriter<C extends BatchContent> {
 
   /** Called when a batch closes (sticky bucket assignment moves on). */
   protected batchClosed(_batch: WriteBatch<C>): void {}
+
+  /** Called when the server acknowledged a batch: nothing reads its bytes any more. */
+  protected batchAcknowledged(_batch: WriteBatch<C>): void {}
 
   /** Sends every buffered row and resolves once all rows written so far are acknowledged. */
   async flush(): Promise<void> {

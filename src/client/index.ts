@@ -1,6 +1,7 @@
 /**
  * The TypeScript client of Tributary. It talks to servers over the wire like any program and never
- * imports server code (may import: common, record, rpc).
+ * imports server code (may import: common, record, rpc, and lake/iceberg, the format library the
+ * LogScanner reads a lake-enabled table's past with).
  */
 export { Connection } from './connection.js';
 export { Admin, type OffsetSpec, type KvSnapshot, type LakeTieringStatus } from './admin.js';
@@ -11,6 +12,7 @@ export { UpsertWriter } from './upsert-writer.js';
 export { Lookuper } from './lookuper.js';
 export { BatchScanner } from './batch-scanner.js';
 export { LogScanner, type ScanRecord, type ScanBatch, type BucketRef } from './log-scanner.js';
+export { TableFollower, type FollowFrom } from './table-follower.js';
 export type { ChangeType } from '../common/change-type.js';
 export { TributaryError, type ErrorName, ErrorCodes } from '../common/errors.js';
 export { Timestamp, type Row } from '../common/values.js';

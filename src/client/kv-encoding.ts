@@ -4,11 +4,11 @@
  * written with another schema id of the table (before or after an ADD COLUMN) are read in this
  * table info's schema, the schema fetched once through the metadata cache.
  */
-import { BucketAssigner } from '../common/bucketing.js';
+import { BucketAssigner, FlussBucketingFunction, icebergBucketColumn } from '../common/bucketing.js';
 import { TributaryError } from '../common/errors.js';
 import { CompactedKeyEncoder } from '../common/key-encoder.js';
 import { PartitionGetter } from '../common/partitions.js';
-import { CompactedRowEncoder, KvValueDecoder, primaryKeyLayout, readKvValue } from '../common/row-encoder.js';
+import { CompactedRowEncoder, KvValueDecoder, kvValueSchemaId, primaryKeyLayout } from '../common/row-encoder.js';
 import type { TableInfo } from '../common/schema.js';
 import { type Row, RowReader, toExternal } from '../common/values.js';
 import type { MetadataCache } from './metadata-cache.js';
@@ -19,9 +19,13 @@ export class KvEncoding {
   readonly rowEncoder: CompactedRowEncoder;
   private readonly valueDecoder: KvValueDecoder;
   readonly assigner: BucketAssigner;
+  /** Set when a row's bucket is the hash of its encoded primary key. */
+  private readonly keyBucketing?: FlussBucketingFunction;
   readonly partitions?: PartitionGetter;
   private readonly keyColumns: Set<string>;
   private readonly reader: RowReader;
+  /** Internal values of the row being decoded. */
+  private readonly internal: unknown[] = [];
 
   constructor(
     readonly table: TableInfo,
@@ -29,7 +33,10 @@ export class KvEncoding {
   ) {
     const schema = table.schema;
     if (!schema.primaryKey) throw new TributaryError('NON_PRIMARY_KEY_TABLE_EXCEPTION', `table '${table.path.database}.${table.path.table}' has no primary key`);
-    this.keyEncoder = CompactedKeyEncoder.forColumns(schema, primaryKeyLayout(schema, table.bucketKeys, table.partitionKeys));
+    const layout = primaryKeyLayout(schema, table.bucketKeys, table.partitionKeys);
+    this.keyEncoder = CompactedKeyEncoder.forColumns(schema, layout);
+    // The primary key starts with the bucket key: when it is nothing more, Fluss's bucketing hashes its bytes.
+    if (layout.length === table.bucketKeys.length && !icebergBucketColumn(table)) this.keyBucketing = new FlussBucketingFunction();
     this.bucketKeyEncoder = CompactedKeyEncoder.forColumns(schema, table.bucketKeys);
     const types = schema.columns.map((c) => c.type);
     this.rowEncoder = new CompactedRowEncoder(types);
@@ -49,26 +56,35 @@ export class KvEncoding {
     return this.reader.read(row, undefined, only, only ?? this.keyColumns);
   }
 
+  /** The bucket of a row (internal values) whose encoded primary key is `key`. */
+  bucketOfKey(values: readonly unknown[], key: Uint8Array): number {
+    return this.keyBucketing ? this.keyBucketing.bucket(key, this.table.bucketCount) : this.assigner.bucketOf(values);
+  }
+
   /** The primary-key (and partition) columns of a row, the rest null. */
   keyRow(row: Row): unknown[] {
     return this.internalRow(row, this.keyColumns);
   }
 
-  /** Stored KV values as rows of external values, in this table info's schema. */
+  /** Whether the schema of a value is known here, so that `decodeValue` takes it without a fetch. */
+  decodesNow(value: Uint8Array): boolean {
+    return this.valueDecoder.knows(kvValueSchemaId(value));
+  }
+
+  /** A stored KV value as a row of external values, in this table info's schema; its schema must be known (`decodesNow`). */
+  decodeValue(value: Uint8Array): Row {
+    const internal = this.valueDecoder.decode(value, this.internal);
+    const columns = this.table.schema.columns;
+    const out: Row = {};
+    for (let i = 0; i < columns.length; i++) out[columns[i].name] = toExternal(columns[i].type, internal[i]);
+    return out;
+  }
+
+  /** Stored KV values as rows of external values, in this table info's schema; fetches the schemas it lacks. */
   async decodeValues(values: readonly Uint8Array[]): Promise<Row[]> {
     const unknown = new Set<number>();
-    for (const v of values) {
-      const { schemaId } = readKvValue(v);
-      if (!this.valueDecoder.knows(schemaId)) unknown.add(schemaId);
-    }
+    for (const v of values) if (!this.decodesNow(v)) unknown.add(kvValueSchemaId(v));
     for (const schemaId of unknown) await this.metadata.schema(this.table, schemaId);
-    const columns = this.table.schema.columns;
-    const internal: unknown[] = [];
-    return values.map((v) => {
-      this.valueDecoder.decode(v, internal);
-      const out: Row = {};
-      for (let i = 0; i < columns.length; i++) out[columns[i].name] = toExternal(columns[i].type, internal[i]);
-      return out;
-    });
+    return values.map((v) => this.decodeValue(v));
   }
 }

@@ -13,10 +13,19 @@
  * Rows come in the scanner's schema, the table's when the scanner was made: a batch written with
  * another schema id (before or after an ADD COLUMN) is decoded with that schema, fetched once, and
  * its columns are matched by field id; columns it lacks read as null (batch-evolution.ts).
+ *
+ * Reading from the past: on a lake-enabled table, a subscription whose offset is below the log
+ * start (retention deleted those segments once the lake held them) first reads the bucket's rows
+ * from the lake snapshot the coordinator registered, from that offset up to the snapshot's end
+ * offset for the bucket, then continues in the log there: no gap, no repeat, offsets kept
+ * (lake-backfill.ts). `earliest` then means the earliest row in lake or log, and a timestamp
+ * before the log start reads the lake from its first row committed at or after it. A
+ * primary-key table's lake holds state, not history: its rows come as +I, one per key.
+ * `Scan.logOnly()` turns this off: such offsets then fail with LOG_OFFSET_OUT_OF_RANGE_EXCEPTION.
  */
 import type * as arrow from 'apache-arrow';
 import { type ChangeType, changeTypeOf } from '../common/change-type.js';
-import { TributaryError } from '../common/errors.js';
+import { errorFromCode, errorNameOf, TributaryError } from '../common/errors.js';
 import type { Schema, TableInfo } from '../common/schema.js';
 import type { Row } from '../common/values.js';
 import { decodeArrowPayload, recordBatchRows } from '../record/arrow-payload.js';
@@ -27,7 +36,8 @@ import { logBatchPayload, readLogBatchHeader, splitLogBatches } from '../record/
 import { ApiKeys } from '../rpc/api-keys.js';
 import type { OffsetSpec } from './admin.js';
 import type { Connection } from './connection.js';
-import { throwIfError } from './responses.js';
+import { LakeBackfill, type LakePart } from './lake-backfill.js';
+import { hasError, throwIfError } from './responses.js';
 
 
 /** A decoded log batch: the columnar form of what `poll` returns row by row. */
@@ -60,6 +70,15 @@ interface Subscription {
   bucket: number;
   partition?: { name: string; id: number };
   offset: bigint;
+  /**
+   * On lake-enabled tables, how an `earliest` or timestamp subscription started while `offset`
+   * stands in for it, until the log first answers: where to go when neither lake nor log holds it.
+   */
+  start?: OffsetSpec;
+  /** A timestamp subscription that starts in the lake: the lake part starts at its first row committed at or after it. */
+  startTimestampMs?: number;
+  /** The lake rows read before the log, from `offset` up to `lake.endOffset`. */
+  lake?: LakePart;
 }
 
 const RETRY_BACKOFF_MS = 100;
@@ -74,17 +93,21 @@ export class LogScanner implements AsyncIterable<ScanRecord> {
   private readonly decodeSchema: arrow.Schema;
   /** How batches of each schema id decode, once that schema is known. */
   private readonly layouts = new Map<number, BatchLayout>();
+  /** Reads offsets below the log start from the lake; absent for tables without a lake and log-only scanners. */
+  private readonly lake?: LakeBackfill;
   private closed = false;
 
   constructor(
     private readonly conn: Connection,
     private readonly table: TableInfo,
     private readonly projection: number[] | undefined,
+    options: { logOnly?: boolean } = {},
   ) {
     const columns = projection ? projection.map((i) => table.schema.columns[i]) : table.schema.columns;
     this.projectedSchema = { columns, highestFieldId: table.schema.highestFieldId };
     this.decodeSchema = toArrowSchema(table.schema, projection);
     this.layouts.set(table.schemaId, { decodeSchema: this.decodeSchema });
+    if (!options.logOnly && LakeBackfill.enabledFor(table)) this.lake = new LakeBackfill(conn, table, this.decodeSchema);
   }
 
   /** Starts reading `ref` from an offset, or from the earliest/latest offset, or from a timestamp. */
@@ -102,8 +125,17 @@ export class LogScanner implements AsyncIterable<ScanRecord> {
     } else if (typeof ref !== 'number') {
       throw new TributaryError('TABLE_NOT_PARTITIONED_EXCEPTION', 'the table is not partitioned: subscribe to a bucket number');
     }
-    const offset = typeof from === 'bigint' ? from : await this.resolveOffset(bucket, partition?.name, from);
-    this.subscriptions.set(key(partition?.id, bucket), { bucket, ...(partition ? { partition } : {}), offset });
+    const sub: Subscription = { bucket, ...(partition ? { partition } : {}), offset: 0n };
+    if (typeof from === 'bigint') sub.offset = from;
+    else if (!this.lake || from === 'latest') sub.offset = await this.resolveOffset(bucket, partition?.name, from);
+    else if (from === 'earliest') sub.start = from; // offset 0: below the log start, the lake answers
+    else {
+      // A time before the log start: read the lake from its first row committed at or after it.
+      const [at, logStart] = await Promise.all([this.resolveOffset(bucket, partition?.name, from), this.resolveOffset(bucket, partition?.name, 'earliest')]);
+      if (at > logStart || logStart === 0n) sub.offset = at;
+      else Object.assign(sub, { start: from, startTimestampMs: from.timestamp instanceof Date ? from.timestamp.getTime() : from.timestamp });
+    }
+    this.subscriptions.set(key(partition?.id, bucket), sub);
   }
 
   unsubscribe(ref: BucketRef): void {
@@ -183,7 +215,9 @@ export class LogScanner implements AsyncIterable<ScanRecord> {
     while (this.buffered.length === 0 && !this.closed && this.subscriptions.size > 0) {
       const remaining = deadline - Date.now();
       try {
-        await this.fetch(Math.max(0, Math.min(remaining, this.conn.options.durationMs('client.scanner.log.fetch.wait-max-time'))));
+        await this.readLake();
+        const wait = this.buffered.length > 0 ? 0 : Math.max(0, Math.min(remaining, this.conn.options.durationMs('client.scanner.log.fetch.wait-max-time')));
+        if ([...this.subscriptions.values()].some((s) => !s.lake)) await this.fetch(wait);
       } catch (err) {
         if (!(err instanceof TributaryError) || !err.retriable || remaining <= 0) throw err;
         await new Promise((r) => setTimeout(r, Math.min(RETRY_BACKOFF_MS, Math.max(remaining, 0))));
@@ -207,8 +241,43 @@ export class LogScanner implements AsyncIterable<ScanRecord> {
     return offsets.get(bucket)!;
   }
 
+  /** Buffers the next lake rows of each subscription reading the lake; one that reaches its end goes on in the log. */
+  private async readLake(): Promise<void> {
+    for (const sub of [...this.subscriptions.values()]) {
+      if (!sub.lake) continue;
+      const part = sub.lake;
+      const batches = await part.next();
+      if (this.subscriptions.get(key(sub.partition?.id, sub.bucket)) !== sub || sub.lake !== part) continue; // unsubscribed meanwhile
+      if (!batches) {
+        sub.offset = part.endOffset;
+        delete sub.lake;
+        continue;
+      }
+      this.buffered.push(...batches);
+      const last = batches[batches.length - 1];
+      sub.offset = last.baseOffset + BigInt(last.batch.numRows);
+    }
+  }
+
+  /**
+   * A subscription's offset is below the log start: its lake part reads from there, else an
+   * `earliest` or timestamp subscription goes to where the log starts now; else the offset is gone.
+   */
+  private async enterLake(sub: Subscription, outOfRange: Error): Promise<void> {
+    const part = await this.lake?.open(sub, sub.offset, sub.startTimestampMs);
+    delete sub.startTimestampMs;
+    if (part) {
+      sub.lake = part;
+    } else if (sub.start) {
+      sub.offset = await this.resolveOffset(sub.bucket, sub.partition?.name, sub.start);
+      delete sub.start;
+    } else {
+      throw outOfRange;
+    }
+  }
+
   private async fetch(maxWaitMs: number): Promise<void> {
-    const subs = [...this.subscriptions.values()];
+    const subs = [...this.subscriptions.values()].filter((s) => !s.lake);
     const options = this.conn.options;
     const rpc = await this.conn.server();
     const resp = await rpc.request(ApiKeys.FetchLog, {
@@ -231,10 +300,16 @@ export class LogScanner implements AsyncIterable<ScanRecord> {
       ],
     });
     const fetched: { sub: Subscription; batches: Buffer[] }[] = [];
+    const belowLogStart: { sub: Subscription; err: Error }[] = [];
     for (const b of resp.tablesResp[0]?.bucketsResp ?? []) {
       const sub = this.subscriptions.get(key(b.partitionId === undefined ? undefined : Number(b.partitionId), b.bucketId));
       if (!sub) continue; // unsubscribed meanwhile
+      if (this.lake && hasError(b) && errorNameOf(b.errorCode!) === 'LOG_OFFSET_OUT_OF_RANGE_EXCEPTION') {
+        belowLogStart.push({ sub, err: errorFromCode(b.errorCode!, b.errorMessage ?? 'fetch failed') });
+        continue;
+      }
       throwIfError(b, 'fetch');
+      delete sub.start;
       if (b.records.length > 0) fetched.push({ sub, batches: splitLogBatches(Buffer.from(b.records.buffer, b.records.byteOffset, b.records.byteLength)) });
     }
     for (const { batches } of fetched) {
@@ -245,6 +320,9 @@ export class LogScanner implements AsyncIterable<ScanRecord> {
     }
     for (const { sub, batches } of fetched) {
       if (this.subscriptions.get(key(sub.partition?.id, sub.bucket)) === sub) this.decode(sub, batches);
+    }
+    for (const { sub, err } of belowLogStart) {
+      if (this.subscriptions.get(key(sub.partition?.id, sub.bucket)) === sub) await this.enterLake(sub, err);
     }
   }
 

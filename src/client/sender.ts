@@ -54,8 +54,11 @@ export class Sender {
   constructor(
     private readonly conn: Connection,
     private readonly options: SenderOptions,
-    /** Called once per batch when it is acknowledged (or dropped by a fatal failure). */
-    private readonly onDone: (batch: WriteBatch) => void,
+    /**
+     * Called once per batch when it is acknowledged (`acknowledged`: the server answered for it, so
+     * its bytes have left the process and may be reused) or dropped (acks = 0, fatal failure).
+     */
+    private readonly onDone: (batch: WriteBatch, acknowledged: boolean) => void,
   ) {}
 
   get error(): TributaryError | undefined {
@@ -64,7 +67,7 @@ export class Sender {
 
   enqueue(batch: WriteBatch): void {
     if (this.failure) {
-      this.onDone(batch);
+      this.onDone(batch, false);
       return;
     }
     let q = this.buckets.get(batch.target.key);
@@ -158,7 +161,7 @@ export class Sender {
     if (this.options.acks === 0) {
       // Fire and forget: the batches count as done once handed to the connection.
       call().catch(() => undefined);
-      for (const list of entries) list.forEach((b) => this.succeeded(b));
+      for (const list of entries) list.forEach((b) => this.succeeded(b, false));
       this.schedule();
       return;
     }
@@ -167,7 +170,7 @@ export class Sender {
         (resp) => {
           resp.bucketsResp.forEach((r, i) => {
             const list = entries[i];
-            if (!hasError(r)) list.forEach((b) => this.succeeded(b));
+            if (!hasError(r)) list.forEach((b) => this.succeeded(b, true));
             else this.failed(list, errorFromCode(r.errorCode!, r.errorMessage ?? 'write failed'));
           });
         },
@@ -179,17 +182,17 @@ export class Sender {
       .finally(() => this.schedule());
   }
 
-  private succeeded(batch: WriteBatch): void {
+  private succeeded(batch: WriteBatch, acknowledged: boolean): void {
     const q = this.buckets.get(batch.target.key)!;
     q.inflight--;
-    this.finish(batch);
+    this.finish(batch, acknowledged);
   }
 
   private failed(list: WriteBatch[], err: TributaryError): void {
     const q = this.buckets.get(list[0].target.key)!;
     q.inflight -= list.length;
     if (this.failure) {
-      list.forEach((b) => this.finish(b));
+      list.forEach((b) => this.finish(b, false));
       return;
     }
     const retriable = err.retriable || isSequenceGapAfterRetry(err.errorName, q);
@@ -207,9 +210,9 @@ export class Sender {
     this.retryTimer = setTimeout(() => this.schedule(), backoff);
   }
 
-  private finish(batch: WriteBatch): void {
+  private finish(batch: WriteBatch, acknowledged: boolean): void {
     this.pending--;
-    this.onDone(batch);
+    this.onDone(batch, acknowledged);
     if (this.pending === 0 || this.failure) this.wakeIdle();
   }
 
@@ -217,7 +220,7 @@ export class Sender {
     if (this.failure) return;
     this.failure = err;
     for (const q of this.buckets.values()) {
-      for (const b of q.queued.splice(0)) this.finish(b);
+      for (const b of q.queued.splice(0)) this.finish(b, false);
     }
     this.wakeIdle();
   }

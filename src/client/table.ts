@@ -81,6 +81,7 @@ export class LookupBuilder {
 /** Builder of scans: choose columns, then create a scanner. */
 export class Scan {
   private projection?: number[];
+  private fromLogOnly = false;
 
   constructor(
     private readonly conn: Connection,
@@ -98,8 +99,19 @@ export class Scan {
     return this;
   }
 
+  /**
+   * Reads the log alone, never the lake: on a lake-enabled table an offset below the log start
+   * then fails with LOG_OFFSET_OUT_OF_RANGE_EXCEPTION instead of being read from the lake, and
+   * `earliest` is the log start. For readers that need the exact changelog (the lake holds a
+   * primary-key table's state, not its history) or that read the lake themselves.
+   */
+  logOnly(): this {
+    this.fromLogOnly = true;
+    return this;
+  }
+
   createLogScanner(): LogScanner {
-    return new LogScanner(this.conn, this.info, this.projection);
+    return new LogScanner(this.conn, this.info, this.projection, { logOnly: this.fromLogOnly });
   }
 
   /** Reads the current state of a primary-key table (bounded). */

@@ -10,38 +10,53 @@
  *   await partial.upsert({ id: 1n, score: 11 });   // other columns keep their stored values
  *
  * Rows go to the bucket of their bucket key's hash as KV records (encoded primary key + compacted
- * row, no row for a delete); the server merges them with the stored state through the table's merge
- * engine and writes the resulting changelog. Batching, memory and retries: see bucket-writer.ts.
+ * row, no row for a delete), encoded straight into the bytes of that bucket's KV batch; the server
+ * merges them with the stored state through the table's merge engine and writes the resulting
+ * changelog. Batching, memory and retries: see bucket-writer.ts.
  */
 import { TributaryError } from '../common/errors.js';
 import type { TableInfo } from '../common/schema.js';
 import type { Row } from '../common/values.js';
-import { buildKvBatch } from '../record/kv-batch.js';
+import { KvBatchBuilder } from '../record/kv-batch.js';
 import { BucketWriter } from './bucket-writer.js';
 import type { Connection } from './connection.js';
 import { KvEncoding } from './kv-encoding.js';
+import type { WriteBatch } from './write-batch.js';
 
-/** KV records of one bucket. */
+/** KV records of one bucket, laid out as the wire bytes of its KV batch as they come. */
 class KvRecords {
-  readonly records: { key: Uint8Array; row: Uint8Array | null }[] = [];
-  estimatedSizeInBytes = 28;
+  readonly batch = new KvBatchBuilder(INITIAL_BATCH_BYTES);
 
   get rowCount(): number {
-    return this.records.length;
+    return this.batch.recordCount;
   }
 
-  add(key: Uint8Array, row: Uint8Array | null): void {
-    this.records.push({ key, row });
-    this.estimatedSizeInBytes += 9 + key.length + (row?.length ?? 0);
+  get estimatedSizeInBytes(): number {
+    return this.batch.sizeInBytes;
   }
+}
+
+/** Where a bucket's batch starts; it doubles as it fills, up to client.writer.batch-size. */
+const INITIAL_BATCH_BYTES = 16 * 1024;
+/** Bytes of records written between two turns of the event loop. */
+const YIELD_BYTES = 256 * 1024;
+
+function yieldToEventLoop(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }
 
 export class UpsertWriter extends BucketWriter<KvRecords> {
   private readonly encoding: KvEncoding;
+  /** Non-target columns of a partial update, which are sent as null. */
+  private readonly othersOfPartial?: number[];
+  /** The open batch of each bucket of an unpartitioned table, so that rows find theirs without a lookup. */
+  private readonly openByBucket: (WriteBatch<KvRecords> | undefined)[] = [];
+  private sinceYield = 0;
 
-  private constructor(conn: Connection, table: TableInfo, writerId: bigint | undefined, private readonly targetColumns: number[] | undefined) {
+  private constructor(conn: Connection, table: TableInfo, writerId: bigint | undefined, targetColumns: number[] | undefined) {
     super(conn, table, writerId, 'PutKv', targetColumns);
     this.encoding = new KvEncoding(table, conn.metadata);
+    if (targetColumns) this.othersOfPartial = table.schema.columns.map((_, i) => i).filter((i) => !targetColumns.includes(i));
   }
 
   static async create(conn: Connection, table: TableInfo, partialUpdate?: string[]): Promise<UpsertWriter> {
@@ -62,22 +77,25 @@ export class UpsertWriter extends BucketWriter<KvRecords> {
   }
 
   /** Inserts or updates the row of its primary key (with partial update: only the target columns). */
-  async upsert(row: Row): Promise<void> {
-    this.checkUsable();
-    const values = this.encoding.internalRow(row);
-    if (this.targetColumns) {
-      const target = new Set(this.targetColumns);
-      values.forEach((_, i) => {
-        if (!target.has(i)) values[i] = null;
-      });
+  upsert(row: Row): Promise<void> {
+    try {
+      this.checkUsable();
+      const values = this.encoding.internalRow(row);
+      if (this.othersOfPartial) for (const i of this.othersOfPartial) values[i] = null;
+      return this.write(values, true);
+    } catch (err) {
+      return Promise.reject(err);
     }
-    await this.write(values, this.encoding.rowEncoder.encode(values));
   }
 
   /** Deletes the row of a primary key; `key` needs only the primary-key (and partition) columns. */
-  async delete(key: Row): Promise<void> {
-    this.checkUsable();
-    await this.write(this.encoding.keyRow(key), null);
+  delete(key: Row): Promise<void> {
+    try {
+      this.checkUsable();
+      return this.write(this.encoding.keyRow(key), false);
+    } catch (err) {
+      return Promise.reject(err);
+    }
   }
 
   protected newContent(): KvRecords {
@@ -85,18 +103,39 @@ export class UpsertWriter extends BucketWriter<KvRecords> {
   }
 
   protected encode(content: KvRecords, sequence: number): Buffer {
-    return buildKvBatch({
-      schemaId: this.table.schemaId,
-      records: content.records,
-      ...(this.writerId !== undefined ? { writerId: this.writerId, batchSequence: sequence } : {}),
-    });
+    return this.writerId !== undefined ? content.batch.finish(this.table.schemaId, this.writerId, sequence) : content.batch.finish(this.table.schemaId);
   }
 
-  private async write(values: unknown[], row: Uint8Array | null): Promise<void> {
-    const partitionId = this.encoding.partitions ? await this.partitionIdOf(this.encoding.partitions.nameOf(values)) : undefined;
-    const batch = this.batchFor(partitionId, this.encoding.assigner.bucketOf(values));
+  protected override batchClosed(batch: WriteBatch<KvRecords>): void {
+    if (this.openByBucket[batch.target.bucket] === batch) this.openByBucket[batch.target.bucket] = undefined;
+  }
+
+  /** Adds the record of `values` (its row too for an upsert) to its bucket's batch. */
+  private write(values: unknown[], upsert: boolean): Promise<void> {
+    if (this.encoding.partitions) return this.writePartitioned(values, upsert);
+    const key = this.encoding.keyEncoder.encodeView(values);
+    const bucket = this.encoding.bucketOfKey(values, key);
+    let batch = this.openByBucket[bucket];
+    if (!batch) this.openByBucket[bucket] = batch = this.batchFor(undefined, bucket);
+    return this.add(batch, key, upsert ? this.encoding.rowEncoder.encodeView(values) : null);
+  }
+
+  private async writePartitioned(values: unknown[], upsert: boolean): Promise<void> {
+    const partitionId = await this.partitionIdOf(this.encoding.partitions!.nameOf(values));
+    const key = this.encoding.keyEncoder.encodeView(values);
+    const batch = this.batchFor(partitionId, this.encoding.bucketOfKey(values, key));
+    await this.add(batch, key, upsert ? this.encoding.rowEncoder.encodeView(values) : null);
+  }
+
+  private add(batch: WriteBatch<KvRecords>, key: Uint8Array, row: Uint8Array | null): Promise<void> {
     const before = batch.content.estimatedSizeInBytes;
-    batch.content.add(this.encoding.keyEncoder.encode(values), row);
-    await this.grown(batch, before);
+    batch.content.batch.add(key, row);
+    const grown = this.grown(batch, before);
+    this.sinceYield += batch.content.estimatedSizeInBytes - before;
+    if (this.sinceYield < YIELD_BYTES) return grown;
+    // A loop that awaits each upsert runs on microtasks alone: let the event loop turn now and
+    // then, so that requests reach the socket and acknowledgements come back while it goes on.
+    this.sinceYield = 0;
+    return grown.then(yieldToEventLoop);
   }
 }

@@ -30,6 +30,7 @@ export class WriteBatch<C extends BatchContent = BatchContent> {
 
   constructor(
     readonly target: BucketTarget,
+    /** What the batch accumulates while open; once it is encoded, its writer may reuse it. */
     readonly content: C,
   ) {}
 }

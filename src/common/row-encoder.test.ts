@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { TributaryError } from './errors.js';
 import { CompactedKeyEncoder, encodeKey } from './key-encoder.js';
-import { CompactedRowDecoder, CompactedRowEncoder, encodeKvValue, KvValueDecoder, primaryKeyLayout, readKvValue } from './row-encoder.js';
+import { CompactedRowDecoder, CompactedRowEncoder, encodeKvValue, KvValueDecoder, KvValuePacker, primaryKeyLayout, readKvValue } from './row-encoder.js';
 import { addColumns, buildSchema } from './schema.js';
 import { type DataType, parseDataType } from './types.js';
 
@@ -178,6 +178,17 @@ describe('KV values', () => {
     assert.equal(readKvValue(encodeKvValue(32767, new Uint8Array(0))).schemaId, 32767);
     assert.throws(() => readKvValue(new Uint8Array([1])), corrupt);
     for (const bad of [-1, 32768, 1.5]) assert.throws(() => encodeKvValue(bad, row), (e: unknown) => e instanceof TributaryError && e.errorName === 'INVALID_ARGUMENT');
+  });
+
+  it('packed side by side are the same bytes, each kept when a row is reused or the packer moves to a new buffer', () => {
+    const encoder = new CompactedRowEncoder([T('INT'), T('STRING')]);
+    const packer = new KvValuePacker(7, 10);
+    const rows: unknown[][] = [[1, 'a'], [2, 'a longer string than the first buffer'], [null, 'b'], [3, null], [4, 'c']];
+    // Views of the encoder's buffer, which the next encode overwrites.
+    const packed = rows.map((r) => packer.pack(encoder.encodeView(r)));
+    assert.deepEqual(packed.map(hex), rows.map((r) => hex(encodeKvValue(7, encoder.encode(r)))));
+    assert.equal(packed[2].buffer, packed[3].buffer, 'small values share a buffer');
+    assert.throws(() => new KvValuePacker(-1, 10), (e: unknown) => e instanceof TributaryError && e.errorName === 'INVALID_ARGUMENT');
   });
 });
 

@@ -27,7 +27,7 @@ const nullBytesOf = (columnCount: number): number => (columnCount + 7) >> 3;
 
 /**
  * Encodes rows of a fixed list of column types. Build one per schema and reuse it: it owns a
- * growable buffer, so each row costs one allocation, the returned copy.
+ * growable buffer, so each row costs one allocation, the returned copy, or none for a view.
  */
 export class CompactedRowEncoder {
   private readonly writer: CompactedWriter;
@@ -42,6 +42,17 @@ export class CompactedRowEncoder {
 
   /** The row of `values` (internal form, column order; null or undefined = null), in a new array. */
   encode(values: ArrayLike<unknown>): Uint8Array {
+    this.write(values);
+    return this.writer.copy();
+  }
+
+  /** The row of `values` as a view of the encoder's buffer, valid until its next call. */
+  encodeView(values: ArrayLike<unknown>): Uint8Array {
+    this.write(values);
+    return this.writer.view();
+  }
+
+  private write(values: ArrayLike<unknown>): void {
     if (values.length !== this.columnCount) throw new TributaryError('INVALID_ROW', `a row of ${values.length} values for ${this.columnCount} columns`);
     const writer = this.writer;
     writer.begin(this.nullBytes);
@@ -50,7 +61,6 @@ export class CompactedRowEncoder {
       if (v === null || v === undefined) writer.setHeaderBit(i);
       else writer.write(i, v);
     }
-    return writer.copy();
   }
 }
 
@@ -72,19 +82,20 @@ export class CompactedRowDecoder {
   }
 
   /**
-   * The values of the row in `bytes`, in `out` when given (resized to the column count) or in a
-   * new array. Strings and byte arrays are copies, so `bytes` may be reused afterwards.
+   * The values of the row in `bytes` from `start` to the end, in `out` when given (resized to the
+   * column count) or in a new array. Strings and byte arrays are copies, so `bytes` may be reused
+   * afterwards.
    */
-  decode(bytes: Uint8Array, out: unknown[] = new Array(this.columnCount)): unknown[] {
+  decode(bytes: Uint8Array, out: unknown[] = new Array(this.columnCount), start = 0): unknown[] {
     const n = this.columnCount;
     const nullBytes = this.nullBytes;
-    if (bytes.length < nullBytes) throw corrupt(`${bytes.length} bytes cannot hold the null bits of ${n} columns`);
-    if (n & 7 && bytes[nullBytes - 1] >> (n & 7) !== 0) throw corrupt(`null bits set beyond the ${n} columns`);
+    if (bytes.length - start < nullBytes) throw corrupt(`${bytes.length - start} bytes cannot hold the null bits of ${n} columns`);
+    if (n & 7 && bytes[start + nullBytes - 1] >> (n & 7) !== 0) throw corrupt(`null bits set beyond the ${n} columns`);
     const reader = this.reader;
-    reader.begin(bytes, nullBytes);
+    reader.begin(bytes, start + nullBytes);
     out.length = n;
     for (let i = 0; i < n; i++) {
-      out[i] = (bytes[i >> 3] & (1 << (i & 7))) !== 0 ? null : reader.read(i);
+      out[i] = (bytes[start + (i >> 3)] & (1 << (i & 7))) !== 0 ? null : reader.read(i);
     }
     if (reader.position !== bytes.length) throw corrupt(`${bytes.length - reader.position} bytes after the last of ${n} columns`);
     return out;
@@ -99,19 +110,64 @@ const SCHEMA_ID_SIZE = 2;
 
 /** The KV value of a row written with schema `schemaId`. */
 export function encodeKvValue(schemaId: number, row: Uint8Array): Uint8Array {
-  if (!Number.isInteger(schemaId) || schemaId < 0 || schemaId > 0x7fff) throw new TributaryError('INVALID_ARGUMENT', `schema id ${schemaId} does not fit an i16`);
+  checkSchemaId(schemaId);
   // Not a pooled Buffer: values stay in memory a while and must not pin a shared slab.
-  const out = new Uint8Array(SCHEMA_ID_SIZE + row.length);
+  return writeKvValue(schemaId, row, new Uint8Array(SCHEMA_ID_SIZE + row.length));
+}
+
+function checkSchemaId(schemaId: number): void {
+  if (!Number.isInteger(schemaId) || schemaId < 0 || schemaId > 0x7fff) throw new TributaryError('INVALID_ARGUMENT', `schema id ${schemaId} does not fit an i16`);
+}
+
+function writeKvValue(schemaId: number, row: Uint8Array, out: Uint8Array): Uint8Array {
   out[0] = schemaId & 0xff;
   out[1] = schemaId >> 8;
   out.set(row, SCHEMA_ID_SIZE);
   return out;
 }
 
+/**
+ * KV values of one schema packed side by side into buffers of their own: one allocation for many
+ * values that are kept and dropped together, such as those of one write batch.
+ */
+export class KvValuePacker {
+  private buf: Uint8Array;
+  private used = 0;
+
+  /** `expectedBytes`: the rows' total size, a hint for the first buffer. */
+  constructor(
+    private readonly schemaId: number,
+    expectedBytes: number,
+  ) {
+    checkSchemaId(schemaId);
+    this.buf = new Uint8Array(expectedBytes);
+  }
+
+  /** Bytes a KV value adds to its row. */
+  static readonly OVERHEAD = SCHEMA_ID_SIZE;
+
+  /** The KV value of `row`, a view of the packer's current buffer. */
+  pack(row: Uint8Array): Uint8Array {
+    const size = SCHEMA_ID_SIZE + row.length;
+    if (this.used + size > this.buf.length) {
+      this.buf = new Uint8Array(Math.max(size, this.buf.length));
+      this.used = 0;
+    }
+    const out = this.buf.subarray(this.used, this.used + size);
+    this.used += size;
+    return writeKvValue(this.schemaId, row, out);
+  }
+}
+
 /** The schema id and row of a KV value; the row is a view of `value`, not a copy. */
 export function readKvValue(value: Uint8Array): { schemaId: number; row: Uint8Array } {
+  return { schemaId: kvValueSchemaId(value), row: value.subarray(SCHEMA_ID_SIZE) };
+}
+
+/** The schema id a KV value was written with. */
+export function kvValueSchemaId(value: Uint8Array): number {
   if (value.length < SCHEMA_ID_SIZE) throw new TributaryError('CORRUPT_MESSAGE', `a KV value of ${value.length} bytes has no schema id`);
-  return { schemaId: (((value[1] << 8) | value[0]) << 16) >> 16, row: value.subarray(SCHEMA_ID_SIZE) };
+  return (((value[1] << 8) | value[0]) << 16) >> 16;
 }
 
 /** How rows of one writer's schema become rows of the reader's: the decoder and, per reader column, the writer's column (-1: null). */
@@ -148,16 +204,18 @@ export class KvValueDecoder {
 
   /** The values of a KV value, in the reader's column order (see `decodeRow`). */
   decode(value: Uint8Array, out?: unknown[]): unknown[] {
-    const { schemaId, row } = readKvValue(value);
-    return this.decodeRow(schemaId, row, out);
+    return this.decodeRow(kvValueSchemaId(value), value, out, SCHEMA_ID_SIZE);
   }
 
-  /** The values of a CompactedRow written with `schemaId`, in `out` when given or in a new array. */
-  decodeRow(schemaId: number, row: Uint8Array, out: unknown[] = new Array(this.width)): unknown[] {
+  /**
+   * The values of a CompactedRow written with `schemaId` (`row` from `start` on), in `out` when
+   * given or in a new array.
+   */
+  decodeRow(schemaId: number, row: Uint8Array, out: unknown[] = new Array(this.width), start = 0): unknown[] {
     const layout = this.layoutOf(schemaId);
     const sources = layout.sources;
-    if (!sources) return layout.decoder.decode(row, out);
-    const written = layout.decoder.decode(row, this.written);
+    if (!sources) return layout.decoder.decode(row, out, start);
+    const written = layout.decoder.decode(row, this.written, start);
     out.length = this.width;
     for (let i = 0; i < this.width; i++) out[i] = sources[i] < 0 ? null : written[sources[i]];
     return out;

@@ -6,7 +6,9 @@
  * `$changelog`, the lake's `$lake`, `$lake$snapshots` and `$lake$files`); `SELECT count(*) FROM t`
  * alone is answered from the table stats where they count what a read would. SET and RESET keep
  * the session's scan options (scan-options.ts), which queries and the query part of INSERT use.
- * SHOW LAKE STATUS shows the tiering status the coordinator reports. Writes:
+ * SHOW LAKE STATUS shows the tiering status the coordinator reports. Streaming queries (EMIT
+ * CHANGES) return their first result and the results over the changes to come (stream-query.ts).
+ * Writes:
  *
  *   INSERT   runs its VALUES/SELECT part in DuckDB, casts the rows to the column types there, and
  *            appends them (log table) or upserts them (primary-key table; with a column list that
@@ -35,6 +37,7 @@ import type { Statement, TableName } from './sql/ast.js';
 import type { SourcePosition } from './sql/lexer.js';
 import { checkScanOption, extractTableHints } from './scan-options.js';
 import { parseStatement } from './sql/parser.js';
+import { streamQuery } from './stream-query.js';
 import { quoteIdentifier as quote, type ReadPlan, TableLoader } from './table-loader.js';
 
 export type { ReadPlan } from './table-loader.js';
@@ -52,6 +55,11 @@ export interface ExecutionResult {
    * Absent when it read no table.
    */
   plan?: ReadPlan;
+  /**
+   * A streaming query's results over the changes after `result`, as they arrive (stream-query.ts);
+   * it never ends by itself: stop it with `return()`.
+   */
+  changes?: AsyncIterable<QueryResult>;
 }
 
 /** The most rows one UPDATE or DELETE may change: it holds them in memory before writing. */
@@ -93,8 +101,14 @@ export class SqlExecutor {
   }
 
   /** Runs one statement; `origin` (its place in a script) makes parse errors name script lines. */
-  async execute(sql: string, origin?: SourcePosition): Promise<ExecutionResult> {
-    return this.run(parseStatement(sql, origin));
+  /** `stream` runs every query as a streaming query, as if it ended in EMIT CHANGES. */
+  async execute(sql: string, origin?: SourcePosition, options: { stream?: boolean } = {}): Promise<ExecutionResult> {
+    const s = parseStatement(sql, origin);
+    if (s.kind === 'query' && (s.emitChanges || options.stream)) {
+      const ctx = { conn: this.conn, duck: this.duck, database: this.database, session: this.options, batchQuery: async (q: string) => (await this.query(q, this.options)).result };
+      return streamQuery(ctx, s.sql);
+    }
+    return this.run(s);
   }
 
   private path(name: TableName): TablePath {

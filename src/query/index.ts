@@ -5,11 +5,16 @@
  *   sql/              lexer, statement AST and parser of the Flink-SQL-style dialect; queries, the
  *                     query part of INSERT and the expressions of UPDATE/DELETE stay text for DuckDB
  *   duckdb/           DuckSession (one in-memory DuckDB): Arrow batches in, syntax trees, table
- *                     references and query shapes (COUNT(*), key lookups), exact results out;
+ *                     references and query shapes (COUNT(*), key lookups, column filters), exact
+ *                     results out;
  *                     formatResult for the shell
  *   log-reader.ts     a table's log (and `$changelog`) up to the high watermark, as Arrow
  *   state-reader.ts   a primary-key table's current state, whole or by keys, as Arrow
- *   table-loader.ts   loads what a query reads into DuckDB, choosing scan or lookup
+ *   lake-reader.ts    the lake's rows, snapshots and files, as DuckDB SQL over the Parquet files
+ *   union-reader.ts   union read: a lake snapshot and the log after it as one DuckDB view
+ *   lake-pruning.ts   lake files and log partitions a query's filters rule out
+ *   scan-options.ts   startup modes, lake snapshots by id or time: hints, FOR SYSTEM_TIME, SET
+ *   table-loader.ts   loads what a query reads into DuckDB, choosing scan, lookup or union read
  *   executor.ts       SqlExecutor: DDL, queries, INSERT, UPDATE, DELETE
  *
  * May import: common, record, client and lake. Never server: queries reach the server through

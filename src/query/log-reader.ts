@@ -11,6 +11,7 @@
  */
 import * as arrow from 'apache-arrow';
 import { CHANGE_TYPE_BYTE, type ChangeType } from '../common/change-type.js';
+import { TributaryError } from '../common/errors.js';
 import type { OffsetSpec } from '../client/admin.js';
 import type { BucketRef, ScanBatch } from '../client/log-scanner.js';
 import type { Table } from '../client/table.js';
@@ -56,27 +57,59 @@ export async function bucketRanges(conn: Connection, table: Table, options: { pa
   const buckets = Array.from({ length: info.bucketCount }, (_, b) => b);
   const partitions = info.partitionKeys.length === 0 ? [undefined] : (options.partitions ?? (await admin.listPartitionInfos(info.path)));
   const from = options.from ?? 'earliest';
-  const ranges: BucketRange[] = [];
-  for (const partition of partitions) {
-    const name = partition?.partitionName;
-    const [earliest, latest, starts] = await Promise.all([
-      admin.listOffsets(info.path, buckets, 'earliest', name),
-      admin.listOffsets(info.path, buckets, 'latest', name),
-      typeof from === 'object' ? admin.listOffsets(info.path, buckets, from, name) : undefined,
-    ]);
-    for (const b of buckets) {
-      const end = latest.get(b)!;
-      const logStart = earliest.get(b)!;
-      const start = from === 'earliest' ? logStart : from === 'latest' ? end : starts!.get(b)!;
-      ranges.push({ ...(partition ? { partition } : {}), bucket: b, logStart, start: start < logStart ? logStart : start, end });
+  const perPartition = await Promise.all(
+    partitions.map(async (partition) => {
+      const name = partition?.partitionName;
+      let offsets;
+      try {
+        offsets = await whileBucketsCreated(() =>
+          Promise.all([
+            admin.listOffsets(info.path, buckets, 'earliest', name),
+            admin.listOffsets(info.path, buckets, 'latest', name),
+            typeof from === 'object' ? admin.listOffsets(info.path, buckets, from, name) : undefined,
+          ]),
+        );
+      } catch (err) {
+        // Dropped since it was listed: its log is gone.
+        if (err instanceof TributaryError && err.errorName === 'PARTITION_NOT_EXISTS') return [];
+        throw err;
+      }
+      const [earliest, latest, starts] = offsets;
+      return buckets.map((b): BucketRange => {
+        const end = latest.get(b)!;
+        const logStart = earliest.get(b)!;
+        const start = from === 'earliest' ? logStart : from === 'latest' ? end : starts!.get(b)!;
+        return { ...(partition ? { partition } : {}), bucket: b, logStart, start: start < logStart ? logStart : start, end };
+      });
+    }),
+  );
+  return perPartition.flat();
+}
+
+/** How long a partition's buckets may take to appear on the server after the partition is listed. */
+const BUCKETS_CREATED_MS = 5000;
+
+/**
+ * Runs `read` again while it fails because the buckets of a partition created just now are not on
+ * the server yet (the partition is listed before its buckets exist; no write to them can have been
+ * acknowledged, but a read must not fail on them).
+ */
+export async function whileBucketsCreated<T>(read: () => Promise<T>): Promise<T> {
+  const deadline = Date.now() + BUCKETS_CREATED_MS;
+  for (;;) {
+    try {
+      return await read();
+    } catch (err) {
+      if (!(err instanceof TributaryError) || err.errorName !== 'UNKNOWN_TABLE_OR_BUCKET_EXCEPTION' || Date.now() > deadline) throw err;
+      await new Promise((r) => setTimeout(r, 20));
     }
   }
-  return ranges;
 }
 
 /** The rows of `ranges` of a table's log (every bucket's whole log by default), batch by batch; `columns` are projected. */
 async function readScanBatches(conn: Connection, table: Table, columns?: string[], ranges?: readonly BucketRange[]): Promise<ScanBatch[]> {
-  const scan = table.newScan();
+  // The log alone: the union read reads the lake itself, and needs a primary-key table's exact changelog.
+  const scan = table.newScan().logOnly();
   if (columns) scan.project(columns);
   const scanner = scan.createLogScanner();
   const ends = new Map<string, bigint>();

@@ -74,6 +74,9 @@ export interface QueryScan {
 export const quoteIdentifier = (name: string): string => `"${name.replaceAll('"', '""')}"`;
 
 export class TableLoader {
+  /** The lake catalog of each lake-enabled table read so far, by table id: the server's warehouse does not move. */
+  private readonly catalogs = new Map<number, FileSystemCatalog>();
+
   constructor(
     private readonly conn: Connection,
     private readonly duck: DuckSession,
@@ -176,8 +179,12 @@ export class TableLoader {
     if (tableOption(info.properties, 'table.datalake.enabled') !== 'true') {
       throw new TributaryError('INVALID_TABLE_EXCEPTION', `'${tablePathString(info.path)}' is not lake-enabled ('table.datalake.enabled'), so it has no ${use}`);
     }
-    const { warehouse } = await this.conn.getAdmin().getLakeTieringStatus(info.path);
-    return new FileSystemCatalog(warehouse);
+    let catalog = this.catalogs.get(info.tableId);
+    if (!catalog) {
+      catalog = new FileSystemCatalog((await this.conn.getAdmin().getLakeTieringStatus(info.path)).warehouse);
+      this.catalogs.set(info.tableId, catalog);
+    }
+    return catalog;
   }
 
   /**

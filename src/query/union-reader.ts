@@ -41,7 +41,7 @@ import { type LakeSnapshot, lakeBucketKey } from '../common/lake.js';
 import { type PartitionInfo, type TableInfo, tablePathString } from '../common/schema.js';
 import type { DataType } from '../common/types.js';
 import type { FileSystemCatalog } from '../lake/iceberg/catalog.js';
-import { planScan } from '../lake/iceberg/scan.js';
+import { planScan, type ScanTask } from '../lake/iceberg/scan.js';
 import { currentSchema, type TableMetadata } from '../lake/iceberg/table-metadata.js';
 import type { IcebergSchema } from '../lake/iceberg/types.js';
 import { BUCKET_COLUMN, OFFSET_COLUMN, TIMESTAMP_COLUMN } from '../lake/lake-schema.js';
@@ -102,33 +102,36 @@ export async function loadUnionRead(read: TableRead, catalog: FileSystemCatalog)
       if (err instanceof TributaryError && err.errorName === 'LAKE_SNAPSHOT_NOT_EXIST') return false;
       throw err;
     }
+    // The lake side is planned while the log side is read.
+    const planned = planLake(catalog, info, snapshot.snapshotId);
+    planned.catch(() => undefined); // awaited below, or dropped when the read starts over
     const lakeEnds = new Map(snapshot.bucketOffsets.map((o) => [lakeBucketKey(o), o.endOffset]));
     const ranges = (await bucketRanges(conn, table, partitions ? { partitions } : {})).map((r) => ({ ...r, lakeEnd: lakeEnds.get(lakeBucketKey({ ...(r.partition ? { partitionId: r.partition.partitionId } : {}), bucket: r.bucket })) }));
     const expired = ranges.some((r) => r.lakeEnd !== undefined && r.lakeEnd < r.logStart);
     if (expired && !last && (await admin.getLakeSnapshot(info.path)).snapshotId !== snapshot.snapshotId) continue;
     if (info.schema.primaryKey && (expired || ranges.some((r) => r.lakeEnd === undefined && r.logStart > 0n))) return false;
-    const tail = `${TAIL_SCHEMA}.${name}`;
+    let tail: Tail;
+    let lake: LakePlan;
     try {
-      await loadTail(read, tail, columns, ranges.map((r) => ({ ...r, start: r.lakeEnd !== undefined && r.lakeEnd > r.logStart ? r.lakeEnd : r.logStart })));
+      tail = await readTail(read, columns, ranges.map((r) => ({ ...r, start: r.lakeEnd !== undefined && r.lakeEnd > r.logStart ? r.lakeEnd : r.logStart })));
+      lake = await planned;
     } catch (err) {
-      if (err instanceof TributaryError && err.errorName === 'LOG_OFFSET_OUT_OF_RANGE_EXCEPTION' && !last) continue;
+      // Deleted by retention after a newer lake snapshot, or the snapshot expired by lake
+      // maintenance since it was registered: a newer one is registered now.
+      const retry = err instanceof TributaryError && (err.errorName === 'LOG_OFFSET_OUT_OF_RANGE_EXCEPTION' || err.errorName === 'LAKE_SNAPSHOT_NOT_EXIST');
+      if (retry && !last) continue;
       throw err;
     }
-    let lake: string;
-    try {
-      lake = await lakeRows(read, catalog, snapshot.snapshotId, columns);
-    } catch (err) {
-      // Expired by lake maintenance since it was registered: a newer one is registered now.
-      if (err instanceof TributaryError && err.errorName === 'LAKE_SNAPSHOT_NOT_EXIST' && !last) continue;
-      throw err;
-    }
+    const tailName = `${TAIL_SCHEMA}.${name}`;
+    await loadTail(read, tailName, tail);
+    const lakeSql = await lakeRows(read, lake, columns);
     const cols = columns.map(quote).join(', ');
-    const t = relation(tail);
+    const t = relation(tailName);
     const key = info.schema.primaryKey;
     const sql = key
-      ? `${lake} ANTI JOIN ${t} AS c ON ${key.map((k) => `c.${quote(k)} = l.${quote(k)}`).join(' AND ')}\n` +
+      ? `${lakeSql} ANTI JOIN ${t} AS c ON ${key.map((k) => `c.${quote(k)} = l.${quote(k)}`).join(' AND ')}\n` +
         `UNION ALL SELECT ${cols} FROM ${t} WHERE ${quote(CHANGE_TYPE)} <> 'delete'`
-      : `${lake}\nUNION ALL SELECT ${cols} FROM ${t}`;
+      : `${lakeSql}\nUNION ALL SELECT ${cols} FROM ${t}`;
     await createView(read.duck, name, sql);
     return true;
   }
@@ -142,17 +145,18 @@ export async function loadLogFrom(read: TableRead, from: OffsetSpec): Promise<vo
   const { table, name, duck } = read;
   const partitions = await partitionsToRead(read);
   const ranges = await bucketRanges(read.conn, table, { ...(partitions ? { partitions } : {}), from });
-  if (!table.info.schema.primaryKey) {
-    await dropView(duck, name);
-    await loadTail(read, name, read.columns, ranges);
+  const key = table.info.schema.primaryKey;
+  const columns = key ? withPrimaryKey(table.info, read.columns) : read.columns;
+  const tail = await readTail(read, columns, ranges);
+  await dropView(duck, name);
+  if (!key) {
+    await loadTail(read, name, tail);
     return;
   }
-  const tail = `${TAIL_SCHEMA}.${name}`;
-  const columns = withPrimaryKey(table.info, read.columns);
-  await loadTail(read, tail, columns, ranges);
-  await dropView(duck, name);
+  const tailName = `${TAIL_SCHEMA}.${name}`;
+  await loadTail(read, tailName, tail);
   const schema = name.slice(0, name.indexOf('.'));
-  await duck.run(`CREATE SCHEMA IF NOT EXISTS ${quote(schema)}; CREATE OR REPLACE TABLE ${relation(name)} AS SELECT ${columns.map(quote).join(', ')} FROM ${relation(tail)} WHERE ${quote(CHANGE_TYPE)} <> 'delete'`);
+  await duck.run(`CREATE SCHEMA IF NOT EXISTS ${quote(schema)}; CREATE OR REPLACE TABLE ${relation(name)} AS SELECT ${columns.map(quote).join(', ')} FROM ${relation(tailName)} WHERE ${quote(CHANGE_TYPE)} <> 'delete'`);
 }
 
 /** The lake snapshot a read of `t$lake` or `t$lake$files` reads: chosen by id or by time, else the current one (undefined). */
@@ -221,37 +225,60 @@ async function partitionsToRead(read: TableRead): Promise<PartitionInfo[] | unde
   return prunePartitions(read.duck, info, await read.conn.getAdmin().listPartitionInfos(info.path), read.filters);
 }
 
-/**
- * Loads `ranges` of the log as table `name`: a log table's rows of `columns`; a primary-key
- * table's changelog folded (see the header), with its change type.
- */
-async function loadTail(read: TableRead, name: string, columns: string[], ranges: readonly BucketRange[]): Promise<void> {
-  const { conn, duck, table } = read;
-  const key = table.info.schema.primaryKey;
-  if (!key) {
-    const schema = table.info.schema;
+/** Log rows read for a tail: `columns`, and for a primary-key table the changelog columns in front. */
+interface Tail {
+  columns: string[];
+  schema: arrow.Schema;
+  batches: arrow.RecordBatch[];
+}
+
+/** Reads `ranges` of the log: a log table's rows of `columns`; a primary-key table's changelog (see the header). */
+async function readTail(read: TableRead, columns: string[], ranges: readonly BucketRange[]): Promise<Tail> {
+  const { conn, table } = read;
+  const schema = table.info.schema;
+  if (!schema.primaryKey) {
     const projected = columns.map((c) => schema.columns.findIndex((x) => x.name === c));
-    await duck.loadArrowTable(name, toArrowSchema(schema, projected), await readLogUpToHighWatermark(conn, table, columns, ranges));
-    return;
+    return { columns, schema: toArrowSchema(schema, projected), batches: await readLogUpToHighWatermark(conn, table, columns, ranges) };
   }
   const changelog = await readChangelogUpToHighWatermark(conn, table, columns, ranges);
   const renamed = new arrow.Schema(changelog.schema.fields.map((f, i) => (i < TAIL_META.length ? f.clone({ name: TAIL_META[i] }) : f)));
+  return { columns, schema: renamed, batches: changelog.batches };
+}
+
+/** Loads a tail as table `name`; a primary-key table's changelog folded by key (see the header), with its change type. */
+async function loadTail(read: TableRead, name: string, tail: Tail): Promise<void> {
+  const { duck, table } = read;
+  const key = table.info.schema.primaryKey;
+  if (!key) {
+    await duck.loadArrowTable(name, tail.schema, tail.batches);
+    return;
+  }
   const raw = `${name}$changes`;
-  await duck.loadArrowTable(raw, renamed, changelog.batches);
+  await duck.loadArrowTable(raw, tail.schema, tail.batches);
   await duck.run(
-    `CREATE OR REPLACE TABLE ${relation(name)} AS SELECT ${[...columns, CHANGE_TYPE].map(quote).join(', ')} FROM ${relation(raw)} ` +
+    `CREATE OR REPLACE TABLE ${relation(name)} AS SELECT ${[...tail.columns, CHANGE_TYPE].map(quote).join(', ')} FROM ${relation(raw)} ` +
       `WHERE ${quote(CHANGE_TYPE)} <> 'update_before' QUALIFY row_number() OVER (PARTITION BY ${key.map(quote).join(', ')} ORDER BY ${quote(TAIL_META[1])} DESC) = 1; ` +
       `DROP TABLE ${relation(raw)}`,
   );
 }
 
-/** `SELECT <columns> FROM (<rows of the snapshot>) AS l` (see the header), files pruned by the read's filters. */
-async function lakeRows(read: TableRead, catalog: FileSystemCatalog, snapshotId: bigint, columns: readonly string[]): Promise<string> {
-  const info = read.table.info;
+/** A lake snapshot's scan, planned: the table's metadata and the snapshot's data files with their deletes. */
+interface LakePlan {
+  metadata: TableMetadata;
+  tasks: ScanTask[];
+}
+
+async function planLake(catalog: FileSystemCatalog, info: TableInfo, snapshotId: bigint): Promise<LakePlan> {
   const { metadata } = await catalog.loadTable(info.path.database, info.path.table);
-  const plan = await planScan({ metadata }, { snapshotId });
+  return { metadata, tasks: (await planScan({ metadata }, { snapshotId })).dataFiles };
+}
+
+/** `SELECT <columns> FROM (<rows of the snapshot>) AS l` (see the header), files pruned by the read's filters. */
+async function lakeRows(read: TableRead, lake: LakePlan, columns: readonly string[]): Promise<string> {
+  const info = read.table.info;
+  const { metadata } = lake;
   const schema: IcebergSchema = currentSchema(metadata);
-  const tasks = await pruneScanTasks(read.duck, metadata, schema, plan.dataFiles, read.filters);
+  const tasks = await pruneScanTasks(read.duck, metadata, schema, lake.tasks, read.filters);
   const select = columns.map((c) => {
     const type = duckTypeName(info.schema.columns.find((x) => x.name === c)!.type);
     const field = schema.fields.find((f) => f.name === c);

@@ -86,6 +86,22 @@ describe('ARROW payloads', () => {
     }
   });
 
+  it('encodes into memory from an allocator whatever that memory held, headroom left as it was', () => {
+    for (const compression of COMPRESSIONS) {
+      const expected = encodeArrowPayload(sampleBatch(), compression);
+      const sizes: number[] = [];
+      const dirty = (size: number): Uint8Array => {
+        sizes.push(size);
+        return new Uint8Array(size).fill(0xa5);
+      };
+      const payload = encodeArrowPayload(sampleBatch(), compression, 3, 16, dirty);
+      assert.deepEqual(sizes, [16 + expected.length], compression);
+      assert.deepEqual(Buffer.from(payload), Buffer.from(expected), compression);
+      assert.equal(payload.byteOffset, 16);
+      assert.ok(new Uint8Array(payload.buffer, 0, 16).every((b) => b === 0xa5), 'the headroom is not written');
+    }
+  });
+
   it('decodes payloads lying at any offset of a larger buffer', () => {
     const payload = encodeArrowPayload(sampleBatch(), 'NONE');
     const frame = Buffer.alloc(payload.length + 3);

@@ -43,8 +43,25 @@ const END_OF_STREAM = new Uint8Array([0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0]);
 
 export const align8 = (n: number): number => (n + 7) & ~7;
 
-/** Encodes `batch` as a payload; `zstdLevel` applies to ZSTD only. */
-export function encodeArrowPayload(batch: arrow.RecordBatch, compression: ArrowCompression = 'ZSTD', zstdLevel = DEFAULT_ZSTD_LEVEL, headroom = 0): Uint8Array {
+/**
+ * Memory for an encoded payload: `size` bytes, of any content (every byte is written). Writers pass
+ * one that hands out recycled buffers.
+ */
+export type PayloadAllocator = (size: number) => Uint8Array;
+
+const newBytes: PayloadAllocator = (size) => new Uint8Array(size);
+
+/**
+ * Encodes `batch` as a payload; `zstdLevel` applies to ZSTD only. With `headroom`, the payload
+ * starts that many bytes into the memory from `allocate`.
+ */
+export function encodeArrowPayload(
+  batch: arrow.RecordBatch,
+  compression: ArrowCompression = 'ZSTD',
+  zstdLevel = DEFAULT_ZSTD_LEVEL,
+  headroom = 0,
+  allocate: PayloadAllocator = newBytes,
+): Uint8Array {
   const codec = arrowCodecOf(compression);
   if (codec === arrow.CompressionType.ZSTD) checkZstdLevel(zstdLevel);
   const assembled = VectorAssembler.assemble(batch);
@@ -68,7 +85,7 @@ export function encodeArrowPayload(batch: arrow.RecordBatch, compression: ArrowC
     bodyLength += align8(size);
   }
   const header = new RecordBatchHeader(batch.numRows, assembled.nodes, regions, codec === null ? null : new BodyCompression(codec), assembled.variadicBufferCounts);
-  const { out, bodyStart } = frameMessage(Message.encode(Message.from(header, bodyLength)), bodyLength, headroom);
+  const { out, bodyStart } = frameMessage(Message.encode(Message.from(header, bodyLength)), bodyLength, headroom, allocate);
   const view = new DataView(out.buffer, out.byteOffset, out.byteLength);
   for (let i = 0; i < raws.length; i++) {
     let pos = bodyStart + regions[i].offset;
@@ -77,19 +94,25 @@ export function encodeArrowPayload(batch: arrow.RecordBatch, compression: ArrowC
       pos += LENGTH_PREFIX_SIZE;
     }
     out.set(stored[i], pos);
+    pos += stored[i].length;
+    out.fill(0, pos, bodyStart + align8(regions[i].offset + regions[i].length));
   }
   return out;
 }
 
-/** Lays out continuation marker, metadata size, metadata and padding, leaving zeroed room for the body. */
-export function frameMessage(metadata: Uint8Array, bodyLength: number, headroom = 0): { out: Uint8Array; bodyStart: number } {
+/**
+ * Lays out continuation marker, metadata size, metadata and padding, leaving room for the body:
+ * zeroed, unless it comes from `allocate` (the caller then writes all of it).
+ */
+export function frameMessage(metadata: Uint8Array, bodyLength: number, headroom = 0, allocate: PayloadAllocator = newBytes): { out: Uint8Array; bodyStart: number } {
   const bodyStart = PREFIX_SIZE + align8(metadata.length);
   // `headroom` free bytes before the message let a caller put a header in front without a copy.
-  const out = new Uint8Array(headroom + bodyStart + bodyLength).subarray(headroom);
+  const out = allocate(headroom + bodyStart + bodyLength).subarray(headroom);
   const view = new DataView(out.buffer, out.byteOffset, out.byteLength);
   view.setInt32(0, CONTINUATION, true);
   view.setInt32(4, bodyStart - PREFIX_SIZE, true);
   out.set(metadata, PREFIX_SIZE);
+  out.fill(0, PREFIX_SIZE + metadata.length, bodyStart);
   return { out, bodyStart };
 }
 

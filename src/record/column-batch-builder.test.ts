@@ -214,6 +214,87 @@ function sampleNames(): (string | null)[] {
   return ['a', null, '', 'ünïcödé', 'x'.repeat(100), null, 'z', '漢', 'q', 'last'];
 }
 
+describe('ColumnBatchBuilder.appendColumns of strings', () => {
+  const schema = buildSchema([
+    { name: 's', type: 'STRING' },
+    { name: 'c', type: 'CHAR(2)' },
+    { name: 'req', type: 'STRING', nullable: false },
+  ]);
+  /** A string built by concatenation, as V8 keeps it: a tree of parts until something flattens it. */
+  const concatenated = (parts: string[]): string => parts.reduce((a, b) => a + b, '');
+
+  /** The same columns appended row by row: the reference for the bytes and the rows. */
+  function byRows(columns: Record<string, unknown[]>[]): arrow.RecordBatch {
+    const b = new ColumnBatchBuilder(schema);
+    for (const chunk of columns) {
+      for (let r = 0; r < chunk.req.length; r++) b.appendRow(Object.fromEntries(Object.entries(chunk).map(([name, values]) => [name, values[r]])));
+    }
+    return b.build();
+  }
+
+  it('encodes ASCII and other strings, nulls and concatenated strings as appendRow does', () => {
+    const chunks: Record<string, unknown[]>[] = [
+      { s: ['a', 'bc', '', null, 'def'], c: ['x', null, 'yz', '', 'q'], req: ['1', '2', '3', '4', '5'] },
+      { s: ['ü', 'a', '漢字', '😀', undefined], c: ['é', '😀', 'ab', null, 'ä€'], req: ['x', concatenated(['one ', 'two ', 'three ', 'four']), '\ud800', '', 'z'] },
+      { s: [concatenated(['abcdefgh', 'ijklmnop', 'qrstuvwx']), null], c: [null, null], req: ['', ''] },
+    ];
+    const b = new ColumnBatchBuilder(schema);
+    for (const chunk of chunks) b.appendColumns(chunk);
+    const batch = b.build();
+    const expected = byRows(chunks);
+    assert.deepEqual(recordBatchRows(batch, schema), recordBatchRows(expected, schema));
+    for (const name of ['s', 'c', 'req']) {
+      const [got, want] = [batch.getChild(name)!.data[0], expected.getChild(name)!.data[0]];
+      assert.deepEqual(got.valueOffsets, want.valueOffsets, name);
+      assert.deepEqual(got.values, want.values, name);
+      assert.equal(got.nullCount, want.nullCount, name);
+    }
+    assert.deepEqual(recordBatchRows(decodeArrowPayload(toArrowSchema(schema), encodeArrowPayload(batch, 'NONE')), schema), recordBatchRows(expected, schema));
+  });
+
+  it('checks every string before appending any', () => {
+    const b = new ColumnBatchBuilder(schema);
+    b.appendColumns({ req: ['kept'], c: ['😀'] }); // one character of two UTF-16 units
+    const bad: Record<string, unknown[]>[] = [
+      { req: ['a', 'b'], c: ['ok', 'abc'] }, // CHAR(2) is two characters at most
+      { req: ['a', 'b'], c: ['😀😀😀', null] },
+      { req: ['a', 7] },
+      { req: ['a', null] },
+      { req: ['a'], s: [new Uint8Array(1)] },
+    ];
+    for (const columns of bad) assert.throws(() => b.appendColumns(columns), { errorName: 'INVALID_ROW' }, JSON.stringify(columns));
+    b.appendColumns({ req: ['b'], c: ['😀😀'] });
+    assert.deepEqual(recordBatchRows(b.build(), schema), [
+      { s: null, c: '😀', req: 'kept' },
+      { s: null, c: '😀😀', req: 'b' },
+    ]);
+  });
+});
+
+describe('ColumnBatchBuilder.buildTransient', () => {
+  it('lends its buffers to the batch and reuses them for the next one', () => {
+    const b = new ColumnBatchBuilder(sampleSchema);
+    const arrowSchema = toArrowSchema(sampleSchema);
+    // Rounds with and without nulls and with fewer rows than before: nothing of a round may show through in the next.
+    const rounds = [sampleRows, sampleRows.slice(1, 2), [...sampleRows, ...sampleRows], [{ i64: 1n }], sampleRows.slice(0, 1)];
+    const valueBuffers: ArrayBufferLike[] = [];
+    for (const rows of rounds) {
+      rows.forEach((r) => b.appendRow(r));
+      const batch = b.buildTransient();
+      valueBuffers.push(batch.getChild('i64')!.data[0].values.buffer);
+      if (rows[0].f64 === undefined) assert.equal(batch.getChild('f64')!.data[0].values[0], 0, 'a null is stored as zeros, not as what the slot held before');
+      const expected = rows.map((r) => Object.fromEntries(sampleSchema.columns.map((c) => [c.name, r[c.name] ?? null])));
+      for (const compression of ['NONE', 'ZSTD'] as const) {
+        assert.deepEqual(recordBatchRows(decodeArrowPayload(arrowSchema, encodeArrowPayload(batch, compression)), sampleSchema), expected);
+      }
+      assert.equal(b.rowCount, 0);
+    }
+    assert.equal(valueBuffers[1], valueBuffers[0], 'the values of the second batch are written where the first ones were');
+    b.appendRow(sampleRows[0]);
+    assert.notEqual(b.build().getChild('i64')!.data[0].values.buffer, b.buildTransient().getChild('i64')!.data[0].values.buffer, 'build() hands its buffers off');
+  });
+});
+
 describe('ColumnBatchBuilder.appendRecordBatch', () => {
   it('appends decoded batches and slices of them', () => {
     const full = built(sampleRows);

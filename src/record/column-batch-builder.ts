@@ -7,7 +7,12 @@
  * word first: the little-endian 128-bit two's complement Arrow wants), int32 offsets plus UTF-8 or
  * raw bytes for strings and binaries, and a validity bitmap only once a null shows up. `build()`
  * hands those arrays to the batch and starts afresh, so no two columns or batches share memory
- * (apache-arrow's IPC writer corrupts streams whose columns do).
+ * (apache-arrow's IPC writer corrupts streams whose columns do). `buildTransient()` lends them
+ * instead, for a batch encoded at once: the builder then reuses their capacity, so a writer that
+ * builds batch after batch allocates (and collects) almost nothing.
+ *
+ * Columns of JS strings are the costly input: a column given as an array of ASCII strings is
+ * encoded with one native UTF-8 write of their concatenation, offsets following from the lengths.
  *
  * Appends are all-or-nothing: a value that does not fit its column throws INVALID_ROW and leaves
  * the builder as it was.
@@ -24,6 +29,9 @@ import { sameArrowType, toArrowSchema } from './arrow-schema.js';
 const MESSAGE_OVERHEAD = 96;
 const COLUMN_OVERHEAD = 64;
 const MAX_VAR_BYTES = 0x7fffffff;
+/** UTF-16 units of strings concatenated for one native write; longer columns go value by value. */
+const MAX_CONCATENATED = 1 << 26;
+const utf8 = new TextEncoder();
 
 type FixedArray = Int8Array | Int16Array | Int32Array | Float32Array | Float64Array | BigInt64Array;
 type FixedArrayConstructor = { new (length: number): FixedArray; readonly BYTES_PER_ELEMENT: number };
@@ -87,6 +95,22 @@ abstract class ColumnAppender {
     this.length += n;
   }
 
+  /**
+   * Marks `values` (null or undefined = null, `nulls` of them) from the current length on as
+   * present or null; the caller appends their values and adds to the length.
+   */
+  protected markValidity(values: readonly unknown[], nulls: number): void {
+    if (nulls === 0) {
+      this.markPresent(values.length);
+      return;
+    }
+    const validity = this.validityFor(values.length);
+    for (let i = 0; i < values.length; i++) {
+      if (values[i] !== null && values[i] !== undefined) setBit(validity, this.length + i);
+    }
+    this.nullCount += nulls;
+  }
+
   /** Marks `count` values from the current length on as present, when the column has a bitmap. */
   protected markPresent(count: number): void {
     if (!this.validity) return;
@@ -111,10 +135,13 @@ abstract class ColumnAppender {
     return (this.nullCount > 0 ? align8((this.length + 7) >> 3) : 0) + this.valuesByteSize();
   }
 
-  /** The column as Arrow data; the appender starts afresh. */
-  finish(): arrow.Data {
+  /**
+   * The column as Arrow data; the appender starts afresh, with new arrays, or with `reuse` on the
+   * same ones (the data is then valid until the next append).
+   */
+  finish(reuse: boolean): arrow.Data {
     const nullBitmap = this.nullCount > 0 ? this.validity!.subarray(0, (this.length + 7) >> 3) : undefined;
-    const data = this.finishValues(this.length, this.nullCount, nullBitmap);
+    const data = this.finishValues(this.length, this.nullCount, nullBitmap, reuse);
     this.length = 0;
     this.nullCount = 0;
     this.validity = null;
@@ -125,7 +152,8 @@ abstract class ColumnAppender {
   protected abstract pushValue(value: unknown): void;
   protected abstract pushData(data: arrow.Data): void;
   protected abstract valuesByteSize(): number;
-  protected abstract finishValues(length: number, nullCount: number, nullBitmap: Uint8Array | undefined): arrow.Data;
+  /** With `reuse`, the value arrays may be kept (the bitmap never is: its bits are only ever set). */
+  protected abstract finishValues(length: number, nullCount: number, nullBitmap: Uint8Array | undefined, reuse: boolean): arrow.Data;
 }
 
 class BoolColumn extends ColumnAppender {
@@ -152,6 +180,7 @@ class BoolColumn extends ColumnAppender {
   }
 
   protected finishValues(length: number, nullCount: number, nullBitmap: Uint8Array | undefined): arrow.Data {
+    // Never reused: pushes only set bits, so old ones would show through.
     const data = arrow.makeData({ type: this.type as arrow.Bool, length, nullCount, nullBitmap, data: grown(this.bits, (length + 7) >> 3).subarray(0, (length + 7) >> 3) });
     this.bits = new Uint8Array(0);
     return data;
@@ -161,6 +190,8 @@ class BoolColumn extends ColumnAppender {
 /** Fixed-width values: `width` elements of `values` per value. */
 class FixedColumn extends ColumnAppender {
   private values: FixedArray;
+  /** `values` as bytes. */
+  private bytes: Uint8Array;
   private readonly valueBytes: number;
 
   constructor(
@@ -173,6 +204,7 @@ class FixedColumn extends ColumnAppender {
   ) {
     super(type);
     this.values = new ArrayType(0);
+    this.bytes = bytesOf(this.values, 0);
     this.valueBytes = width * ArrayType.BYTES_PER_ELEMENT;
   }
 
@@ -188,19 +220,27 @@ class FixedColumn extends ColumnAppender {
     this.length += values.length;
   }
 
+  private reserve(count: number): void {
+    const values = grown(this.values, (this.length + count) * this.width);
+    if (values === this.values) return;
+    this.values = values;
+    this.bytes = bytesOf(values, values.byteLength);
+  }
+
   protected pushNull(): void {
-    this.values = grown(this.values, (this.length + 1) * this.width);
+    this.reserve(1);
+    // Zeros, also where a reused array still holds a value of an earlier batch.
+    this.bytes.fill(0, this.length * this.valueBytes, (this.length + 1) * this.valueBytes);
   }
 
   protected pushValue(value: unknown): void {
-    this.values = grown(this.values, (this.length + 1) * this.width);
+    this.reserve(1);
     this.store(this.values, this.length, value);
   }
 
   private pushBytes(bytes: Uint8Array): void {
-    const count = bytes.length / this.valueBytes;
-    this.values = grown(this.values, (this.length + count) * this.width);
-    bytesOf(this.values, this.values.byteLength).set(bytes, this.length * this.valueBytes);
+    this.reserve(bytes.length / this.valueBytes);
+    this.bytes.set(bytes, this.length * this.valueBytes);
   }
 
   protected pushData(data: arrow.Data): void {
@@ -211,9 +251,12 @@ class FixedColumn extends ColumnAppender {
     return align8(this.length * this.valueBytes);
   }
 
-  protected finishValues(length: number, nullCount: number, nullBitmap: Uint8Array | undefined): arrow.Data {
+  protected finishValues(length: number, nullCount: number, nullBitmap: Uint8Array | undefined, reuse: boolean): arrow.Data {
     const values = this.values.subarray(0, length * this.width);
-    this.values = new this.ArrayType(0);
+    if (!reuse) {
+      this.values = new this.ArrayType(0);
+      this.bytes = bytesOf(this.values, 0);
+    }
     // makeData views the bytes with the type's own array (Uint32 words for decimals).
     return arrow.makeData({ type: this.type as arrow.Int, length, nullCount, nullBitmap, data: values as Int32Array });
   }
@@ -254,6 +297,41 @@ class VarBinaryColumn extends ColumnAppender {
     this.offsets[this.length + 1] = this.end;
   }
 
+  /**
+   * Appends strings checked by the caller, null or undefined for null (`nulls` of them), `text`
+   * being the others concatenated (null when too long to concatenate). ASCII text is written with
+   * one native call and each offset follows from a string length; anything else goes value by value.
+   */
+  appendStrings(values: readonly unknown[], text: string | null, nulls: number): void {
+    const n = values.length;
+    if (text !== null) {
+      this.reserve(n, text.length);
+      // Room for one byte per UTF-16 unit: all of it read and as many bytes written means ASCII.
+      const { read, written } = utf8.encodeInto(text, this.bytes.subarray(this.end, this.end + text.length));
+      if (read === text.length && written === text.length) return this.appendAscii(values, nulls);
+    }
+    for (const v of values) {
+      if (v === null || v === undefined) this.appendNull();
+      else this.append(v);
+    }
+  }
+
+  /** Accounts for ASCII strings already written at the end of the bytes. */
+  private appendAscii(values: readonly unknown[], nulls: number): void {
+    const n = values.length;
+    this.markValidity(values, nulls);
+    const offsets = this.offsets;
+    const at = this.length + 1;
+    let end = this.end;
+    for (let i = 0; i < n; i++) {
+      const v = values[i];
+      if (typeof v === 'string') end += v.length;
+      offsets[at + i] = end;
+    }
+    this.end = end;
+    this.length += n;
+  }
+
   protected pushData(data: arrow.Data): void {
     const n = data.length;
     const source = data.valueOffsets as Int32Array;
@@ -262,7 +340,10 @@ class VarBinaryColumn extends ColumnAppender {
     this.reserve(n, size);
     this.bytes.set((data.values as Uint8Array).subarray(first, first + size), this.end);
     const shift = this.end - first;
-    for (let i = 1; i <= n; i++) this.offsets[this.length + i] = source[i] + shift;
+    const offsets = this.offsets;
+    const at = this.length;
+    if (shift === 0) offsets.set(source.subarray(1, n + 1), at + 1);
+    else for (let i = 1; i <= n; i++) offsets[at + i] = source[i] + shift;
     this.end += size;
   }
 
@@ -270,7 +351,7 @@ class VarBinaryColumn extends ColumnAppender {
     return align8(4 * (this.length + 1)) + align8(this.end);
   }
 
-  protected finishValues(length: number, nullCount: number, nullBitmap: Uint8Array | undefined): arrow.Data {
+  protected finishValues(length: number, nullCount: number, nullBitmap: Uint8Array | undefined, reuse: boolean): arrow.Data {
     const data = arrow.makeData({
       type: this.type as arrow.Utf8,
       length,
@@ -279,8 +360,10 @@ class VarBinaryColumn extends ColumnAppender {
       valueOffsets: this.offsets.subarray(0, length + 1),
       data: new Uint8Array(this.bytes.buffer, this.bytes.byteOffset, this.end),
     });
-    this.offsets = new Int32Array(1);
-    this.bytes = Buffer.alloc(0);
+    if (!reuse) {
+      this.offsets = new Int32Array(1); // offsets[0] stays 0 when reused
+      this.bytes = Buffer.alloc(0);
+    }
     this.end = 0;
     return data;
   }
@@ -333,6 +416,31 @@ function columnAppender(column: Column, type: arrow.DataType): ColumnAppender {
     case 'BYTES':
       return new VarBinaryColumn(type);
   }
+}
+
+/**
+ * Checks a column of user values for a STRING or CHAR column as `toInternal` does (which throws
+ * for what does not fit) and concatenates the strings, unless they are too long for that.
+ */
+function checkedStrings(column: Column, values: readonly unknown[]): { text: string | null; nulls: number } {
+  const maxUnits = column.type.kind === 'CHAR' ? column.type.length : Infinity;
+  let text: string | null = '';
+  let nulls = 0;
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i];
+    // A CHAR value within its length in UTF-16 units is within it in characters too.
+    if (typeof v !== 'string' || v.length > maxUnits) {
+      if (toInternal(column, v) === null) {
+        nulls++;
+        continue;
+      }
+    }
+    // Reading a character flattens a string that was built by concatenation in place (V8), so
+    // that the native write copies it in one piece instead of walking its parts for every batch.
+    (v as string).charCodeAt(0);
+    if (text !== null) text = text.length + (v as string).length <= MAX_CONCATENATED ? text + (v as string) : null;
+  }
+  return { text, nulls };
 }
 
 function invalidRow(message: string): TributaryError {
@@ -417,6 +525,10 @@ export class ColumnBatchBuilder {
         return () => given.data.forEach((d) => appender.appendData(d));
       }
       if (appender instanceof FixedColumn && appender.takesTypedArray(given)) return () => appender.appendTypedArray(given);
+      if (appender instanceof VarBinaryColumn && (column.type.kind === 'STRING' || column.type.kind === 'CHAR') && Array.isArray(given)) {
+        const { text, nulls } = checkedStrings(column, given);
+        return () => appender.appendStrings(given, text, nulls);
+      }
       const internal = new Array<unknown>(n);
       for (let r = 0; r < n; r++) internal[r] = toInternal(column, given[r]);
       return () => {
@@ -456,7 +568,19 @@ export class ColumnBatchBuilder {
 
   /** The batch of everything appended since the last build; the builder starts afresh. */
   build(): arrow.RecordBatch {
-    const children = this.appenders.map((a) => a.finish());
+    return this.finish(false);
+  }
+
+  /**
+   * The same batch as `build()`, but its buffers stay the builder's, which reuses them: the batch
+   * is valid until the next append, so encode it before then.
+   */
+  buildTransient(): arrow.RecordBatch {
+    return this.finish(true);
+  }
+
+  private finish(reuse: boolean): arrow.RecordBatch {
+    const children = this.appenders.map((a) => a.finish(reuse));
     const length = this.rows;
     this.rows = 0;
     return new arrow.RecordBatch(this.arrowSchema, arrow.makeData({ type: new arrow.Struct(this.arrowSchema.fields), length, nullCount: 0, children }));

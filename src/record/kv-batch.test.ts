@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { crc32c } from '@node-rs/crc32';
 import { TributaryError } from '../common/errors.js';
-import { buildKvBatch, KV_BATCH_HEADER_SIZE, kvRecordSize, readKvBatch, splitKvBatches } from './kv-batch.js';
+import { buildKvBatch, KV_BATCH_HEADER_SIZE, KvBatchBuilder, kvRecordSize, readKvBatch, splitKvBatches } from './kv-batch.js';
 
 const named = (name: string, message?: RegExp) => (e: unknown): boolean => e instanceof TributaryError && e.errorName === name && (!message || message.test(e.message));
 const hexOf = (parts: string[]): Buffer => Buffer.from(parts.join('').replace(/\s+/g, ''), 'hex');
@@ -51,6 +51,21 @@ describe('KV batch', () => {
     const built = buildKvBatch({ schemaId: 3, writerId: 7n, batchSequence: 5, records });
     assert.equal(built.toString('hex'), fixture.toString('hex'));
     assert.equal(referenceCrc32c(fixture.subarray(9)), fixture.readUInt32LE(5));
+  });
+
+  it('builds the fixture bytes record by record from views of a reused buffer, growing from a small start', () => {
+    const builder = new KvBatchBuilder(30);
+    const scratch = Buffer.alloc(256);
+    for (const { key, row } of records) {
+      // The builder copies at once: the scratch bytes change before the next record.
+      key.copy(scratch);
+      row?.copy(scratch, key.length);
+      builder.add(scratch.subarray(0, key.length), row && scratch.subarray(key.length, key.length + row.length));
+      scratch.fill(0xee);
+    }
+    assert.equal(builder.recordCount, 3);
+    assert.equal(builder.sizeInBytes, fixture.length);
+    assert.equal(builder.finish(3, 7n, 5).toString('hex'), fixture.toString('hex'));
   });
 
   it('reads the fixture bytes, keys and rows as views of them', () => {

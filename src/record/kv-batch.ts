@@ -74,23 +74,47 @@ export function kvRecordSize(key: Uint8Array, row: Uint8Array | null): number {
 /** The batch of `records`, in their order; without writer id and batch sequence they are -1. */
 export function buildKvBatch(b: NewKvBatch): Buffer {
   let size = KV_BATCH_HEADER_SIZE;
-  for (const r of b.records) {
-    // Either would read back as something else: no key at all, or a delete.
-    if (r.key.length === 0) throw new TributaryError('INVALID_ARGUMENT', 'a KV record needs a non-empty key');
-    if (r.row?.length === 0) throw new TributaryError('INVALID_ARGUMENT', 'a KV record row cannot be empty (null deletes)');
-    size += kvRecordSize(r.key, r.row);
+  for (const r of b.records) size += kvRecordSize(r.key, r.row);
+  const builder = new KvBatchBuilder(size);
+  for (const { key, row } of b.records) builder.add(key, row);
+  return builder.finish(b.schemaId, b.writerId, b.batchSequence);
+}
+
+/**
+ * Builds one batch record by record, straight into its wire bytes: each key and row is copied
+ * once, so callers may pass views of buffers they reuse. The buffer grows by doubling.
+ */
+export class KvBatchBuilder {
+  private buf: Buffer;
+  private pos = KV_BATCH_HEADER_SIZE;
+  private count = 0;
+
+  constructor(initialBytes = 4096) {
+    this.buf = Buffer.allocUnsafe(Math.max(initialBytes, KV_BATCH_HEADER_SIZE));
   }
-  const buf = Buffer.allocUnsafe(size);
-  buf.writeInt32LE(size - LENGTH_SIZE, O_LENGTH);
-  buf.writeInt8(KV_MAGIC, O_MAGIC);
-  buf.writeInt16LE(b.schemaId, O_SCHEMA_ID);
-  buf.writeInt8(0, O_ATTRIBUTES);
-  buf.writeBigInt64LE(b.writerId ?? NO_WRITER_ID, O_WRITER_ID);
-  buf.writeInt32LE(b.batchSequence ?? NO_BATCH_SEQUENCE, O_BATCH_SEQUENCE);
-  buf.writeInt32LE(b.records.length, O_RECORD_COUNT);
-  let pos = KV_BATCH_HEADER_SIZE;
-  for (const { key, row } of b.records) {
-    pos = buf.writeInt32LE(kvRecordSize(key, row) - LENGTH_SIZE, pos);
+
+  get recordCount(): number {
+    return this.count;
+  }
+
+  /** The size of the batch so far, header included. */
+  get sizeInBytes(): number {
+    return this.pos;
+  }
+
+  /** Adds an upsert of `row`, or with null a delete, of the encoded primary key `key`. */
+  add(key: Uint8Array, row: Uint8Array | null): void {
+    // Either would read back as something else: no key at all, or a delete.
+    if (key.length === 0) throw new TributaryError('INVALID_ARGUMENT', 'a KV record needs a non-empty key');
+    if (row?.length === 0) throw new TributaryError('INVALID_ARGUMENT', 'a KV record row cannot be empty (null deletes)');
+    const size = kvRecordSize(key, row);
+    if (this.pos + size > this.buf.length) {
+      const grown = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.pos + size));
+      this.buf.copy(grown, 0, 0, this.pos);
+      this.buf = grown;
+    }
+    const buf = this.buf;
+    let pos = buf.writeInt32LE(size - LENGTH_SIZE, this.pos);
     for (let u = key.length; ; ) {
       if (u <= 0x7f) {
         buf[pos++] = u;
@@ -105,9 +129,23 @@ export function buildKvBatch(b: NewKvBatch): Buffer {
       buf.set(row, pos);
       pos += row.length;
     }
+    this.pos = pos;
+    this.count++;
   }
-  buf.writeUInt32LE(crc32c(buf.subarray(CRC_START)), O_CRC);
-  return buf;
+
+  /** The finished batch, a view of the builder's buffer; without writer id and batch sequence they are -1. */
+  finish(schemaId: number, writerId?: bigint, batchSequence?: number): Buffer {
+    const buf = this.buf.subarray(0, this.pos);
+    buf.writeInt32LE(this.pos - LENGTH_SIZE, O_LENGTH);
+    buf.writeInt8(KV_MAGIC, O_MAGIC);
+    buf.writeInt16LE(schemaId, O_SCHEMA_ID);
+    buf.writeInt8(0, O_ATTRIBUTES);
+    buf.writeBigInt64LE(writerId ?? NO_WRITER_ID, O_WRITER_ID);
+    buf.writeInt32LE(batchSequence ?? NO_BATCH_SEQUENCE, O_BATCH_SEQUENCE);
+    buf.writeInt32LE(this.count, O_RECORD_COUNT);
+    buf.writeUInt32LE(crc32c(buf.subarray(CRC_START)), O_CRC);
+    return buf;
+  }
 }
 
 function corrupt(why: string): TributaryError {
@@ -130,14 +168,57 @@ function checkFraming(buf: Buffer): void {
  * (CORRUPT_RECORD_EXCEPTION) before anything else.
  */
 export function readKvBatch(buf: Buffer): KvBatch {
+  const { records: reader, ...header } = openKvBatch(buf);
+  const records: KvRecord[] = new Array(header.recordCount);
+  for (let i = 0; reader.next(); i++) records[i] = { key: reader.key, row: reader.row };
+  return { schemaId: header.schemaId, writerId: header.writerId, batchSequence: header.batchSequence, records };
+}
+
+/**
+ * Opens one whole batch as `readKvBatch` does, checking framing and CRC, but hands its records out
+ * one at a time: nothing is kept of a record the caller drops. A record that is not well formed
+ * throws when it is reached.
+ */
+export function openKvBatch(buf: Buffer): { schemaId: number; writerId: bigint; batchSequence: number; recordCount: number; records: KvRecordReader } {
   checkFraming(buf);
   if (crc32c(buf.subarray(CRC_START)) !== buf.readUInt32LE(O_CRC)) throw new TributaryError('CORRUPT_RECORD_EXCEPTION', 'KV batch fails its CRC-32C check');
   const count = buf.readInt32LE(O_RECORD_COUNT);
   // Every record takes at least 6 bytes (Length, KeyLength, one key byte): bounds the allocation.
   if (count < 0 || count > (buf.length - KV_BATCH_HEADER_SIZE) / 6) throw corrupt(`record count ${count} in ${buf.length} bytes`);
-  const records: KvRecord[] = new Array(count);
-  let pos = KV_BATCH_HEADER_SIZE;
-  for (let i = 0; i < count; i++) {
+  return {
+    schemaId: buf.readInt16LE(O_SCHEMA_ID),
+    writerId: buf.readBigInt64LE(O_WRITER_ID),
+    batchSequence: buf.readInt32LE(O_BATCH_SEQUENCE),
+    recordCount: count,
+    records: new KvRecordReader(buf, count),
+  };
+}
+
+const NO_KEY = Buffer.alloc(0);
+
+/** The records of a batch, one at a time: `next()` moves to the next record and sets `key` and `row`. */
+export class KvRecordReader {
+  /** The encoded primary key of the current record, a view of the batch. */
+  key: Uint8Array = NO_KEY;
+  /** Its CompactedRow, a view of the batch, or null for a delete. */
+  row: Uint8Array | null = null;
+  private pos = KV_BATCH_HEADER_SIZE;
+  private index = 0;
+
+  constructor(
+    private readonly buf: Buffer,
+    private readonly count: number,
+  ) {}
+
+  /** Moves to the next record; false after the last, once the batch has been checked to end there. */
+  next(): boolean {
+    const { buf, count } = this;
+    const i = this.index;
+    let pos = this.pos;
+    if (i === count) {
+      if (pos !== buf.length) throw corrupt(`${buf.length - pos} bytes after the last of ${count} records`);
+      return false;
+    }
     if (buf.length - pos < LENGTH_SIZE) throw corrupt(`record ${i} of ${count} starts past the end`);
     const length = buf.readInt32LE(pos);
     const end = pos + LENGTH_SIZE + length;
@@ -151,18 +232,13 @@ export function readKvBatch(buf: Buffer): KvBatch {
       if (b < 0x80) break;
     }
     if (keyLength <= 0 || pos + keyLength > end) throw corrupt(`record ${i} has a key of ${keyLength} bytes in a record of ${length}`);
-    const key = buf.subarray(pos, pos + keyLength);
+    this.key = buf.subarray(pos, pos + keyLength);
     pos += keyLength;
-    records[i] = { key, row: pos < end ? buf.subarray(pos, end) : null };
-    pos = end;
+    this.row = pos < end ? buf.subarray(pos, end) : null;
+    this.pos = end;
+    this.index = i + 1;
+    return true;
   }
-  if (pos !== buf.length) throw corrupt(`${buf.length - pos} bytes after the last of ${count} records`);
-  return {
-    schemaId: buf.readInt16LE(O_SCHEMA_ID),
-    writerId: buf.readBigInt64LE(O_WRITER_ID),
-    batchSequence: buf.readInt32LE(O_BATCH_SEQUENCE),
-    records,
-  };
 }
 
 /** Splits whole batches laid one after another, checking their Length only; `readKvBatch` checks the rest. */

@@ -1,7 +1,7 @@
 /**
- * One tiering round of a chosen table, run in the test's process as a worker runs it: the test
- * decides when the lake moves. Other tables the coordinator hands out meanwhile are handed back
- * (reported failed, which queues them again).
+ * One tiering round of a chosen table, run in the test's process as a worker runs it (and reported
+ * finished, as a worker does): the test decides when the lake moves. Other tables the coordinator
+ * hands out meanwhile are handed back (reported failed, which queues them again).
  */
 import pino from 'pino';
 import type { Connection } from '../../src/client/index.js';
@@ -21,7 +21,6 @@ export async function tierOnce(conn: Connection, path: TablePath, pool: DataFile
     const resp = await rpc.request(ApiKeys.LakeTieringHeartbeat, { requestTable: true, failedTables: handBack ? [{ ...handBack, errorMessage: 'handed back' }] : [] });
     handBack = undefined;
     const a = resp.tieringTable;
-    if (process.env.DEBUG_TIER) console.error("hb", path.table, a?.tableId, a?.tieringEpoch, JSON.stringify(resp.errors));
     if (!a) {
       await new Promise((r) => setTimeout(r, 100));
       continue;
@@ -30,7 +29,11 @@ export async function tierOnce(conn: Connection, path: TablePath, pool: DataFile
       handBack = { tableId: a.tableId, tieringEpoch: a.tieringEpoch };
       continue;
     }
-    return runTieringRound({ conn, tableId, path, epoch: a.tieringEpoch, warehouse: a.warehouse, pool, signal: new AbortController().signal, log: silent });
+    const result = await runTieringRound({ conn, tableId, path, epoch: a.tieringEpoch, warehouse: a.warehouse, pool, signal: new AbortController().signal, log: silent });
+    // The round is over: the table waits for its freshness again.
+    const done = [{ tableId: a.tableId, tieringEpoch: a.tieringEpoch }];
+    await rpc.request(ApiKeys.LakeTieringHeartbeat, { requestTable: false, ...(result.forceFinished ? { forceFinishedTables: done } : { finishedTables: done }) });
+    return result;
   }
   throw new Error(`table ${path.database}.${path.table} was not handed out for tiering within ${timeoutMs} ms`);
 }

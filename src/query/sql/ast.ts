@@ -44,7 +44,10 @@ export type Statement =
   /** Expressions and the condition are raw DuckDB text; no condition means every row. */
   | { kind: 'update'; table: TableName; assignments: { column: string; expression: string }[]; where?: string }
   | { kind: 'delete'; table: TableName; where?: string }
-  /** SELECT, WITH, VALUES, FROM, EXPLAIN or a parenthesised query, as raw text for DuckDB. */
-  | { kind: 'query'; sql: string };
+  /**
+   * SELECT, WITH, VALUES, FROM, EXPLAIN or a parenthesised query, as raw text for DuckDB;
+   * `emitChanges` when it ends in EMIT CHANGES (a streaming query; not part of `sql`).
+   */
+  | { kind: 'query'; sql: string; emitChanges?: true };
 
 export type StatementKind = Statement['kind'];

@@ -31,7 +31,7 @@
  *   delete      = DELETE FROM table [WHERE condition]
  *   expression  = tokens up to a ',' or WHERE outside parentheses and brackets, or the end
  *   condition   = <anything, kept as text>
- *   query       = (SELECT | WITH | VALUES | FROM | EXPLAIN | '(') <anything, kept as text>
+ *   query       = (SELECT | WITH | VALUES | FROM | EXPLAIN | '(') <anything, kept as text> [EMIT CHANGES]
  *   table       = name ['.' name]
  *   names       = '(' name {',' name} ')'
  *   options     = '(' text '=' text {',' text '=' text} ')'
@@ -80,7 +80,7 @@ class Parser {
     const t = this.lx.peek();
     if (t.kind === 'eof') throw this.error(t, 'empty statement');
     if ((t.kind === 'symbol' && t.text === '(') || QUERY_START.has(t.upper) || t.upper === 'EXPLAIN') {
-      return { kind: 'query', sql: this.restOfStatement(t) };
+      return this.query(t);
     }
     if (t.kind === 'word') {
       let s: Statement | undefined;
@@ -448,6 +448,13 @@ class Parser {
     return this.restOfStatement(t);
   }
 
+
+  /** A query; a trailing EMIT CHANGES (not tokenised: the query stays DuckDB's text) makes it a streaming one. */
+  private query(from: Token): Statement {
+    const sql = this.restOfStatement(from);
+    const emit = /\s+EMIT\s+CHANGES$/i.exec(sql);
+    return emit ? { kind: 'query', sql: sql.slice(0, emit.index), emitChanges: true } : { kind: 'query', sql };
+  }
 
   private startsQuery(t: Token): boolean {
     return QUERY_START.has(t.upper) || this.isSymbol(t, '(');

@@ -79,15 +79,17 @@ export class KvService {
 
   async prefixLookup(req: pb.PrefixLookupRequest): Promise<MessageInitShape<typeof pb.PrefixLookupResponseSchema>> {
     return {
-      bucketsResp: req.bucketsReq.map((b) => {
-        const head = { ...(b.partitionId !== undefined ? { partitionId: b.partitionId } : {}), bucketId: b.bucketId };
-        try {
-          const r = this.kvReplica(Number(req.tableId), optionalId(b.partitionId), b.bucketId);
-          return { ...head, valueLists: r.kv.prefixLookup(b.keys).map((values) => ({ values })) };
-        } catch (err) {
-          return { ...head, ...bucketError(err) };
-        }
-      }),
+      bucketsResp: await Promise.all(
+        req.bucketsReq.map(async (b) => {
+          const head = { ...(b.partitionId !== undefined ? { partitionId: b.partitionId } : {}), bucketId: b.bucketId };
+          try {
+            const r = this.kvReplica(Number(req.tableId), optionalId(b.partitionId), b.bucketId);
+            return { ...head, valueLists: (await r.kv.prefixLookup(b.keys)).map((values) => ({ values })) };
+          } catch (err) {
+            return { ...head, ...bucketError(err) };
+          }
+        }),
+      ),
     };
   }
 

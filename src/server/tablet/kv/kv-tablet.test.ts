@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { before, describe, test } from 'node:test';
+import { isDeepStrictEqual } from 'node:util';
 import { pino } from 'pino';
 import { CompactedKeyEncoder } from '../../../common/key-encoder.js';
 import { TributaryError } from '../../../common/errors.js';
@@ -111,6 +112,61 @@ test('a state ahead of its log (the log lost its tail) is rebuilt from the snaps
   for (const f of fs.readdirSync(path.join(dir, 'log-0'))) if (!f.endsWith('.log')) fs.rmSync(path.join(dir, 'log-0', f));
   ({ logTablet, kv } = await openAt(dir, 1));
   assert.deepEqual([1n, 2n, 4n].map((k) => valueOf(kv, k)), ['a', 'b', undefined]);
+  await kv.close();
+  await logTablet.close();
+});
+
+test('every committed change is visible at once to lookups, scans and prefix lookups, while lmdb catches up; snapshots taken meanwhile restore exactly', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kv-tablet-'));
+  let { logTablet, kv } = await openAt(dir, 1);
+  const bucketKey = (k: bigint): Uint8Array => CompactedKeyEncoder.forColumns(schema, ['k']).encode([k, null]);
+  const allKeys = Array.from({ length: 120 }, (_, k) => BigInt(k));
+  // 40 batches over 120 keys with deletes, and the state after each.
+  const batches: [bigint, string | null][][] = [];
+  const stateAfter: Map<bigint, string>[] = [];
+  const model = new Map<bigint, string>();
+  for (let seq = 0; seq < 40; seq++) {
+    const records: [bigint, string | null][] = [];
+    for (let i = 0; i < 50; i++) records.push([BigInt((seq * 37 + i * 11) % 120), (seq + i) % 7 === 0 ? null : `v${seq}.${i}`]);
+    for (const [k, v] of records) {
+      if (v === null) model.delete(k);
+      else model.set(k, v);
+    }
+    batches.push(records);
+    stateAfter.push(new Map(model));
+  }
+  const snapshots: bigint[] = [];
+  // Batches go out without waiting for each other, so appends, high watermark moves and lmdb
+  // transactions overlap. When batch `seq` is acknowledged, what reads see is the state after it
+  // or after a later batch committed with it, and lookups and a scan agree on which.
+  const writes = batches.map((records, seq) =>
+    kv.putKv([batch(seq, records)], undefined, 'high-watermark').then(async () => {
+      const scan = kv.scanAll();
+      const scanned = [...scan.values].map((v) => decoder.decode(readKvValue(v).row) as [bigint, string]);
+      scan.done();
+      assert.equal(scan.offset, logTablet.highWatermark);
+      const seen = stateAfter.findIndex((state, j) => j >= seq && isDeepStrictEqual(new Map(scanned), state));
+      assert.ok(seen >= 0, `the scan after batch ${seq} matches no state from it on`);
+      assert.deepEqual(allKeys.map((k) => valueOf(kv, k)), allKeys.map((k) => stateAfter[seen].get(k)));
+      // Key order: by the encoded key bytes.
+      const encoded = scanned.map(([k]) => Buffer.from(keys.encode([k, null])));
+      assert.deepEqual(encoded, [...encoded].sort(Buffer.compare));
+      if (seq % 10 === 5) snapshots.push((await kv.snapshot()).logOffset);
+    }),
+  );
+  await Promise.all(writes);
+  // Prefix lookups read lmdb alone, once it holds what was committed when they were asked.
+  const prefixed = await kv.prefixLookup(allKeys.map(bucketKey));
+  assert.deepEqual(prefixed.map((values) => (values.length === 0 ? undefined : decoder.decode(readKvValue(values[0]).row)[1])), allKeys.map((k) => model.get(k)));
+  assert.equal(kv.rowCount, model.size);
+  assert.equal(snapshots.length, 4);
+  await kv.close();
+  await logTablet.close();
+  // The latest snapshot plus the changelog after it give the same state.
+  fs.rmSync(path.join(dir, 'kv-0'), { recursive: true });
+  ({ logTablet, kv } = await openAt(dir, 1));
+  assert.deepEqual(allKeys.map((k) => valueOf(kv, k)), allKeys.map((k) => model.get(k)));
+  assert.equal(kv.rowCount, model.size);
   await kv.close();
   await logTablet.close();
 });

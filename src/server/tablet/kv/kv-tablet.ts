@@ -1,13 +1,20 @@
 /**
  * KvTablet: the current state of one primary-key bucket, on lmdb, with the bucket's log as its WAL.
  *
- * Write path (DESIGN.md §3): for each record of a KV batch, read the old value (pre-write buffer,
+ * Write path (DESIGN.md §3): for each record of a KV batch, read the old value (buffered versions,
  * then the store), merge it with the merge engine, collect the changelog (+I, -U, +U, -D); append the
  * changelog as one log batch (carrying the KV batch's writer id and sequence, so the log's
- * idempotence also dedupes KV writes); then put the new values into the pre-write buffer. When the
- * log's high watermark passes a buffered change it is written to lmdb, in the same synchronous step
- * that moves the high watermark, so lookups (which read lmdb only) and log readers (which read below
- * the high watermark) see exactly the same committed changes.
+ * idempotence also dedupes KV writes). Each new value becomes a buffered version of its key,
+ * tagged with the batch's last offset (pending while the append runs; a failed or duplicate append
+ * takes its versions back). A version is committed once the log's high watermark passes it:
+ * lookups and state scans see exactly the committed versions, as log readers see exactly the
+ * batches below the high watermark.
+ *
+ * Committed versions go to lmdb with its asynchronous writes, which run on lmdb's own write
+ * thread: one transaction at a time, holding every version committed since the last one, the row
+ * count and the offset the state now reaches. A version stays buffered (and is what reads see)
+ * until its transaction is visible in lmdb. lmdb need not be durable at once: the changelog is
+ * the WAL, and recovery replays it from the offset recorded with the state.
  *
  * lmdb layout (one environment per bucket, `kv-<bucket>/`):
  *   db "state": encoded primary key → KV value (schema id i16 + compacted row)
@@ -17,6 +24,8 @@
  * Recovery: the state is what lmdb holds up to "flushed-offset"; the changelog from there to the end
  * of the log is replayed literally (+I/+U put, -D delete, -U skipped). When there is no local state, or
  * the log no longer holds the changelog after it (retention), the latest KV snapshot is restored first.
+ * Replaying changes the state already holds is harmless: each replayed change sets the value the
+ * key had after it.
  *
  * Schema evolution (ADD COLUMN): KV batches, stored values and changelog batches each name the
  * schema id they were written with. A write is read in the table's current schema (columns its
@@ -33,7 +42,7 @@ import { tableOption } from '../../../common/config.js';
 import { TributaryError } from '../../../common/errors.js';
 import { CompactedKeyEncoder } from '../../../common/key-encoder.js';
 import { type PrimaryKeyTableOptions, primaryKeyTableOptions, validatePartialUpdate } from '../../../common/pk-table.js';
-import { CompactedRowEncoder, encodeKvValue, KvValueDecoder, primaryKeyLayout } from '../../../common/row-encoder.js';
+import { CompactedRowEncoder, encodeKvValue, KvValueDecoder, KvValuePacker, primaryKeyLayout } from '../../../common/row-encoder.js';
 import type { Schema, TableInfo } from '../../../common/schema.js';
 import { decodeArrowPayload, internalRowReader } from '../../../record/arrow-payload.js';
 import { toArrowSchema } from '../../../record/arrow-schema.js';
@@ -41,22 +50,40 @@ import { encodeChangelogPayload, splitChangelogPayload } from '../../../record/c
 import { ColumnBatchBuilder } from '../../../record/column-batch-builder.js';
 import type { ArrowCompression } from '../../../record/compression.js';
 import { buildLogBatch, logBatchesOf, logBatchPayload, readLogBatchHeader } from '../../../record/log-batch.js';
-import { readKvBatch } from '../../../record/kv-batch.js';
+import { openKvBatch } from '../../../record/kv-batch.js';
 import type { Logger } from '../../logger.js';
 import type { LogTablet } from '../log/log-tablet.js';
 import { createMergeEngine, type MergeEngine } from './merge-engine.js';
+import { KeyMap } from './key-map.js';
 import { KvSnapshotStore, type KvSnapshotInfo } from './kv-snapshot-store.js';
 
 const FLUSHED_OFFSET = 'flushed-offset';
 const ROW_COUNT = 'row-count';
 /** Rows per lmdb transaction while replaying the changelog. */
 const REPLAY_TXN_ROWS = 50_000;
+/** Lookup answers are copied into buffers of this size, shared by several values. */
+const LOOKUP_SLAB_BYTES = 64 * 1024;
+const EMPTY = Buffer.alloc(0);
+/** The offset of a version whose batch is being appended: above every high watermark. */
+const PENDING = Number.POSITIVE_INFINITY;
 
-interface Buffered {
-  /** New value, or null for a deleted key. */
+/** A change of one key not yet visible in lmdb. */
+interface Version {
+  key: Uint8Array;
+  /** The new KV value, or null for a deleted key. */
   value: Uint8Array | null;
-  /** Last changelog offset of the batch that made this value; committed once below the high watermark. */
-  offset: bigint;
+  /** Last changelog offset of the batch that made it (PENDING during its append); committed once below the high watermark. */
+  offset: number;
+  /** The key's previous version while that one is not in lmdb either. */
+  older: Version | undefined;
+}
+
+/** The versions of one appended changelog batch, waiting for the high watermark. */
+interface AppendedBatch {
+  lastOffset: number;
+  versions: Version[];
+  /** How the batch changed the row count; undefined when the writes did not read the stored rows (counted when written). */
+  rowDelta: number | undefined;
 }
 
 export interface PutKvResult {
@@ -93,18 +120,28 @@ export class KvTablet {
   private readonly env: RootDatabase<Uint8Array, Uint8Array>;
   private readonly state: Database<Uint8Array, Uint8Array>;
   private readonly meta: Database<string, string>;
-  private readonly preWrite = new Map<string, Buffered & { key: Uint8Array }>();
-  /** Row-count change of each appended batch not yet in lmdb, in offset order. */
-  private readonly pendingCounts: { offset: bigint; delta: number }[] = [];
+  /** The newest version of every key with a change not yet visible in lmdb. */
+  private readonly versions = new KeyMap<Version>();
+  /** Appended batches whose versions are not yet written to lmdb, in offset order. */
+  private readonly unwritten: AppendedBatch[] = [];
   /** Primary-key columns never change, nor their places: the key encoding outlives schema changes. */
   private readonly keyEncoder: CompactedKeyEncoder;
   private current: WriteSchema;
   private readonly compression: ArrowCompression;
   private readonly zstdLevel: number;
   private writing: Promise<unknown> = Promise.resolve();
+  /** The offset the state in lmdb reaches (its "flushed-offset"). */
   private flushedOffset: bigint;
+  /** The offset the state reaches once the lmdb transaction in flight is visible. */
+  private flushingOffset: bigint;
+  /** The lmdb transaction in flight: resolves (never rejects) once it is visible or has failed. */
+  private storeWrite: Promise<void> | undefined;
+  private storeFailure: TributaryError | undefined;
+  /** Committed live keys: lmdb's row count plus the versions written since. */
   private rowCountValue: number;
   private flushPaused = 0;
+  /** Resolves when the latest snapshot asked for has been taken (or has failed). */
+  private snapshotTaken: Promise<void> = Promise.resolve();
   /** First changelog offset of the batch being appended, while its append runs. */
   private inflightFrom?: bigint;
   private readonly unsubscribe: () => void;
@@ -127,6 +164,7 @@ export class KvTablet {
     this.compression = tableOption(table.properties, 'table.log.arrow.compression.type')!.toUpperCase() as ArrowCompression;
     this.zstdLevel = Number(tableOption(table.properties, 'table.log.arrow.compression.zstd.level'));
     this.flushedOffset = BigInt(this.meta.get(FLUSHED_OFFSET) ?? '0');
+    this.flushingOffset = this.flushedOffset;
     this.rowCountValue = Number(this.meta.get(ROW_COUNT) ?? '0');
     this.unsubscribe = log.onHighWatermark((hw) => this.flushBelow(hw));
   }
@@ -196,74 +234,94 @@ export class KvTablet {
 
   private async applyBatch(bytes: Buffer, targetColumns: number[] | undefined): Promise<bigint> {
     this.checkOpen();
-    const batch = readKvBatch(bytes);
+    if (this.storeFailure) throw this.storeFailure;
+    const batch = openKvBatch(bytes);
     // The schema this batch is merged and logged in, even if the table changes while it is appended.
     const current = this.current;
     if (batch.schemaId > current.schemaId) {
       throw new TributaryError('SCHEMA_NOT_EXIST', `KV batch written with schema ${batch.schemaId}, newer than the table's schema ${current.schemaId} on this server`);
     }
-    const columns = current.schema.columns;
-    const staged = new Map<string, { key: Uint8Array; value: Uint8Array | null; row: unknown[] | null; existedBefore: boolean }>();
+    const partial = targetColumns && targetColumns.length > 0 ? targetColumns : undefined;
+    // Full-row upserts under last_row with a WAL changelog never look at the stored row; their
+    // row count is found when they are written.
+    const counted = current.engine.needsOldValue;
     const builder = new ColumnBatchBuilder(current.schema);
     const changeTypes: number[] = [];
-    for (const record of batch.records) {
-      const k = keyString(record.key);
-      // Full-row upserts under last_row with a WAL changelog never look at the stored row.
-      const needsOld = current.engine.needsOldValue || record.row === null || targetColumns !== undefined;
-      const old = this.currentRow(current, k, record.key, staged, needsOld);
-      const upsert = record.row === null ? undefined : current.rows.decodeRow(batch.schemaId, record.row);
-      const input = upsert === undefined ? { old, delete: old ?? new Array(columns.length).fill(null) } : { old, upsert };
-      const result = current.engine.merge(targetColumns && targetColumns.length > 0 ? { ...input, targetColumns } : input);
-      for (const change of result.changes) {
-        builder.appendInternalRow(change.row);
-        changeTypes.push(CHANGE_TYPE_BYTE[change.type]);
-      }
-      if (result.value === undefined) continue;
-      // A row kept as written (last_row, same schema) is stored with the bytes it came in, without re-encoding.
-      const asWritten = result.value === upsert && record.row !== null && batch.schemaId === current.schemaId;
-      const rowBytes = asWritten ? record.row : result.value && current.rowEncoder.encode(result.value);
-      const value = result.value === null || !rowBytes ? null : encodeKvValue(current.schemaId, rowBytes);
-      const existedBefore = staged.get(k)?.existedBefore ?? old !== undefined;
-      staged.set(k, { key: record.key, value, row: result.value, existedBefore });
-    }
-    const payload = encodeChangelogPayload(Uint8Array.from(changeTypes), builder.build(), this.compression, this.zstdLevel);
-    const logBatch = buildLogBatch({
-      schemaId: current.schemaId,
-      appendOnly: false,
-      recordCount: changeTypes.length,
-      payload,
-      writerId: batch.writerId,
-      batchSequence: batch.batchSequence,
-    });
-    // Until the append returns, this batch's offsets are unknown: no flush may record the state as
-    // complete past its first offset (a lazy flush policy moves the high watermark during the append).
-    this.inflightFrom = this.log.logEndOffset;
+    const appended: Version[] = [];
+    // The new values of the batch share buffers, roughly the size of the rows that came in.
+    const values = new KvValuePacker(current.schemaId, bytes.length + KvValuePacker.OVERHEAD * batch.recordCount);
+    let rowDelta = 0;
     let result;
     try {
-      [result] = await this.log.append([logBatch], 0, 'written');
-    } finally {
-      this.inflightFrom = undefined;
-    }
-    if (!result.duplicate) {
-      let delta = 0;
-      for (const [k, s] of staged) {
-        this.preWrite.set(k, { key: s.key, value: s.value, offset: result.lastOffset });
-        delta += (s.value === null ? 0 : 1) - (s.existedBefore ? 1 : 0);
+      // Records are read one at a time: none is kept beyond its turn but its key and new value.
+      for (const record = batch.records; record.next(); ) {
+        const newest = this.versions.get(record.key);
+        let old: unknown[] | undefined;
+        if (counted || record.row === null || partial !== undefined) {
+          const stored = newest ? newest.value : this.storedValue(record.key);
+          old = stored ? current.rows.decode(stored) : undefined;
+        }
+        const upsert = record.row === null ? undefined : current.rows.decodeRow(batch.schemaId, record.row);
+        const input = upsert === undefined ? { old, delete: old ?? new Array(current.schema.columns.length).fill(null) } : { old, upsert };
+        const merged = current.engine.merge(partial ? { ...input, targetColumns: partial } : input);
+        for (const change of merged.changes) {
+          builder.appendInternalRow(change.row);
+          changeTypes.push(CHANGE_TYPE_BYTE[change.type]);
+        }
+        if (merged.value === undefined) continue;
+        // A row kept as written (last_row, same schema) is stored with the bytes it came in, without re-encoding.
+        const asWritten = merged.value === upsert && record.row !== null && batch.schemaId === current.schemaId;
+        const value = merged.value === null ? null : values.pack(asWritten ? record.row! : current.rowEncoder.encodeView(merged.value));
+        if (counted) rowDelta += (value === null ? 0 : 1) - (old === undefined ? 0 : 1);
+        const version: Version = { key: record.key, value, offset: PENDING, older: newest };
+        this.versions.set(record.key, version);
+        appended.push(version);
       }
-      if (current.engine.needsOldValue) this.pendingCounts.push({ offset: result.lastOffset, delta });
+      const payload = encodeChangelogPayload(Uint8Array.from(changeTypes), builder.build(), this.compression, this.zstdLevel);
+      const logBatch = buildLogBatch({
+        schemaId: current.schemaId,
+        appendOnly: false,
+        recordCount: changeTypes.length,
+        payload,
+        writerId: batch.writerId,
+        batchSequence: batch.batchSequence,
+      });
+      // Until the append returns, this batch's offsets are unknown: no flush may record the state as
+      // complete past its first offset (a lazy flush policy moves the high watermark during the append).
+      this.inflightFrom = this.log.logEndOffset;
+      try {
+        [result] = await this.log.append([logBatch], 0, 'written');
+      } finally {
+        this.inflightFrom = undefined;
+      }
+    } catch (err) {
+      this.takeBack(appended);
+      throw err;
+    }
+    if (result.duplicate) this.takeBack(appended);
+    else if (appended.length > 0) {
+      const lastOffset = Number(result.lastOffset);
+      for (const v of appended) v.offset = lastOffset;
+      this.unwritten.push({ lastOffset, versions: appended, rowDelta: counted ? rowDelta : undefined });
     }
     this.flushBelow(this.log.highWatermark);
     return result.lastOffset;
   }
 
-  /** The row a write merges with, in the current schema: staged in this batch, else buffered, else stored. */
-  private currentRow(current: WriteSchema, k: string, key: Uint8Array, staged: Map<string, { row: unknown[] | null }>, needed: boolean): unknown[] | undefined {
-    const s = staged.get(k);
-    if (s) return s.row ?? undefined;
-    if (!needed) return undefined;
-    const buffered = this.preWrite.get(k);
-    const value = buffered ? buffered.value : this.state.getBinary(key);
-    return value ? current.rows.decode(value) : undefined;
+  /** The stored value of a key as a view valid until the next lmdb read, or undefined. */
+  private storedValue(key: Uint8Array): Uint8Array | undefined {
+    const fast = this.state.getBinaryFast(key);
+    // lmdb's shared read buffer says how much of it this value is through its length property only.
+    return fast && fast.subarray(0, fast.length);
+  }
+
+  /** Removes the versions of a batch that was not appended, newest first. */
+  private takeBack(appended: Version[]): void {
+    for (let i = appended.length - 1; i >= 0; i--) {
+      const v = appended[i];
+      if (v.older) this.versions.set(v.key, v.older);
+      else this.versions.delete(v.key);
+    }
   }
 
   private waitForHighWatermark(offset: bigint): Promise<void> {
@@ -278,62 +336,133 @@ export class KvTablet {
     });
   }
 
-  /** Writes every buffered change below the high watermark into lmdb, in one transaction. */
-  private flushBelow(highWatermark: bigint): void {
-    const hw = this.inflightFrom !== undefined && this.inflightFrom < highWatermark ? this.inflightFrom : highWatermark;
-    if (this.closed || this.flushPaused > 0 || this.preWrite.size === 0) {
-      if (!this.closed && this.flushPaused === 0 && hw > this.flushedOffset) this.setFlushed(hw);
-      return;
-    }
-    // Row counts: when every write saw the stored row, each batch knows how it changed the count;
-    // otherwise (last_row with a WAL changelog) the store is asked whether each key existed.
-    const counted = this.current.engine.needsOldValue;
-    let delta = 0;
-    while (counted && this.pendingCounts.length > 0 && this.pendingCounts[0].offset < hw) delta += this.pendingCounts.shift()!.delta;
-    const due: { key: Uint8Array; value: Uint8Array | null }[] = [];
-    for (const [k, b] of this.preWrite) {
-      if (b.offset >= hw) continue;
-      due.push(b);
-      this.preWrite.delete(k);
-    }
-    this.commit(due, hw, counted ? delta : undefined);
+  /** Where committed changes end: the high watermark, or the start of a batch being appended if lower. */
+  private committedEnd(highWatermark = this.log.highWatermark): bigint {
+    return this.inflightFrom !== undefined && this.inflightFrom < highWatermark ? this.inflightFrom : highWatermark;
   }
 
   /**
-   * Writes changes into lmdb with the offset they bring the state to, in one transaction. Without
-   * a known `rowDelta`, each key is checked for existence to keep the row count.
+   * Starts one lmdb transaction with every version committed below the high watermark, the row
+   * count and the offset the state then reaches, unless one is already in flight (its completion
+   * starts the next). lmdb runs it on its write thread; its versions stay readable here until it is
+   * visible.
    */
-  private commit(changes: { key: Uint8Array; value: Uint8Array | null }[], upTo: bigint, rowDelta?: number): void {
-    let delta = rowDelta ?? 0;
-    this.env.transactionSync(() => {
-      for (const c of changes) {
-        if (rowDelta === undefined) delta += (c.value === null ? 0 : 1) - (this.state.doesExist(c.key) ? 1 : 0);
-        if (c.value === null) this.state.removeSync(c.key);
-        else this.state.putSync(c.key, c.value);
+  private flushBelow(highWatermark: bigint): void {
+    if (this.closed || this.flushPaused > 0 || this.storeWrite || this.storeFailure) return;
+    const upTo = this.committedEnd(highWatermark);
+    if (upTo <= this.flushingOffset) return;
+    const end = Number(upTo);
+    const written: AppendedBatch[] = [];
+    let delta = 0;
+    // Every async write of one synchronous stretch goes into the same lmdb transaction.
+    while (this.unwritten.length > 0 && this.unwritten[0].lastOffset < end) {
+      const batch = this.unwritten.shift()!;
+      for (const v of batch.versions) {
+        if (batch.rowDelta === undefined) delta += (v.value === null ? 0 : 1) - (this.existedBefore(v) ? 1 : 0);
+        if (v.value === null) void this.state.remove(v.key);
+        else void this.state.put(v.key, v.value);
       }
-      this.rowCountValue += delta;
-      this.meta.putSync(ROW_COUNT, String(this.rowCountValue));
-      if (upTo > this.flushedOffset) this.meta.putSync(FLUSHED_OFFSET, upTo.toString());
-    });
-    if (upTo > this.flushedOffset) this.flushedOffset = upTo;
+      delta += batch.rowDelta ?? 0;
+      written.push(batch);
+    }
+    this.rowCountValue += delta;
+    void this.meta.put(ROW_COUNT, String(this.rowCountValue));
+    const done = this.meta.put(FLUSHED_OFFSET, upTo.toString());
+    this.flushingOffset = upTo;
+    this.storeWrite = done.then(
+      () => {
+        // lmdb renewed its read transaction before resolving: reads now find these versions there.
+        for (const batch of written) for (const v of batch.versions) this.forget(v);
+        this.flushedOffset = upTo;
+        this.storeWrite = undefined;
+        this.flushBelow(this.log.highWatermark);
+      },
+      (err: unknown) => {
+        // The versions stay readable here; nothing more goes to lmdb, whose state stays at its
+        // last good offset, from which a restart replays the changelog.
+        this.storeFailure = new TributaryError('KV_STORAGE_EXCEPTION', `cannot write the KV state of ${this.dir}: ${(err as Error).message}`, { cause: err });
+        this.logger.error({ err, dir: this.dir }, 'kv state write failed');
+        this.storeWrite = undefined;
+      },
+    );
   }
 
-  private setFlushed(hw: bigint): void {
-    if (hw <= this.flushedOffset) return;
-    this.env.transactionSync(() => this.meta.putSync(FLUSHED_OFFSET, hw.toString()));
-    this.flushedOffset = hw;
+  /** Whether the key of `v` held a value before it, for row counts of writes that did not read it. */
+  private existedBefore(v: Version): boolean {
+    return v.older ? v.older.value !== null : this.state.doesExist(v.key);
+  }
+
+  /** Drops a version now visible in lmdb: always the oldest of its key. */
+  private forget(v: Version): void {
+    const newest = this.versions.get(v.key);
+    if (newest === v) {
+      this.versions.delete(v.key);
+      return;
+    }
+    for (let x = newest; x !== undefined; x = x.older) {
+      if (x.older === v) {
+        x.older = undefined;
+        return;
+      }
+    }
+  }
+
+  /** Resolves once lmdb holds every change committed now; throws if writing to it has failed. */
+  private async written(): Promise<void> {
+    const target = this.committedEnd();
+    while (this.flushedOffset < target && !this.closed) {
+      if (this.storeFailure) throw this.storeFailure;
+      if (!this.storeWrite && this.flushPaused === 0) this.flushBelow(this.log.highWatermark);
+      if (this.storeWrite) await this.storeWrite;
+      else if (this.flushPaused > 0) await this.snapshotTaken; // it flushes when it ends
+      else return; // nothing left to write: the state is complete
+    }
+  }
+
+  /** Waits until no lmdb transaction is in flight. */
+  private async storeIdle(): Promise<void> {
+    while (this.storeWrite) await this.storeWrite;
   }
 
   // ------------------------------------------------------------------ reads
 
-  /** Committed values of `keys` (encoded primary keys), undefined when absent. */
-  lookup(keys: Uint8Array[]): (Uint8Array | undefined)[] {
+  /**
+   * Committed values of `keys` (encoded primary keys), undefined when absent. The values are
+   * copies, packed into a few shared buffers.
+   */
+  lookup(keys: readonly Uint8Array[]): (Uint8Array | undefined)[] {
     this.checkOpen();
-    return keys.map((k) => this.state.getBinary(k) ?? undefined);
+    const end = Number(this.log.highWatermark);
+    const out = new Array<Uint8Array | undefined>(keys.length);
+    let slab = EMPTY;
+    let used = 0;
+    for (let i = 0; i < keys.length; i++) {
+      const value = this.committedValue(keys[i], end);
+      if (value === undefined) continue;
+      if (used + value.length > slab.length) {
+        slab = Buffer.allocUnsafeSlow(Math.max(LOOKUP_SLAB_BYTES, value.length));
+        used = 0;
+      }
+      slab.set(value, used);
+      out[i] = slab.subarray(used, used + value.length);
+      used += value.length;
+    }
+    return out;
+  }
+
+  /** The committed value of a key below `end`, or undefined; a view valid until the next lmdb read. */
+  private committedValue(key: Uint8Array, end: number): Uint8Array | undefined {
+    for (let v = this.versions.get(key); v !== undefined; v = v.older) {
+      if (v.offset < end) return v.value ?? undefined;
+    }
+    return this.storedValue(key);
   }
 
   /** Committed values whose key starts with each prefix (an encoded bucket key). */
-  prefixLookup(prefixes: Uint8Array[]): Uint8Array[][] {
+  async prefixLookup(prefixes: Uint8Array[]): Promise<Uint8Array[][]> {
+    this.checkOpen();
+    // Ranges are read from lmdb alone, once it holds every change committed at the call.
+    await this.written();
     this.checkOpen();
     return prefixes.map((prefix) => {
       const out: Uint8Array[] = [];
@@ -345,16 +474,43 @@ export class KvTablet {
     });
   }
 
-  /** A consistent read of the whole state: the values and the changelog offset they correspond to. */
+  /**
+   * A consistent read of the whole state: the values, in key order, and the changelog offset they
+   * correspond to. lmdb's state at one read transaction, with the committed versions not yet
+   * visible there laid over it.
+   */
   scanAll(): { offset: bigint; values: Iterable<Uint8Array>; done: () => void } {
     this.checkOpen();
+    const offset = this.committedEnd();
+    const end = Number(offset);
     const txn = this.env.useReadTransaction();
-    const offset = BigInt((this.meta.get(FLUSHED_OFFSET, { transaction: txn } as never) as string | undefined) ?? '0');
+    const newer: Version[] = [];
+    for (const newest of this.versions.values()) {
+      for (let v: Version | undefined = newest; v !== undefined; v = v.older) {
+        if (v.offset < end) {
+          newer.push(v);
+          break;
+        }
+      }
+    }
+    newer.sort((a, b) => Buffer.compare(a.key, b.key));
     const range = this.state.getRange({ transaction: txn });
     return {
       offset,
       values: (function* () {
-        for (const { value } of range) yield value as Uint8Array;
+        let next = 0;
+        for (const { key, value } of range) {
+          let order = -1;
+          while (next < newer.length && (order = Buffer.compare(newer[next].key, key as Uint8Array)) < 0) {
+            const v = newer[next++];
+            if (v.value !== null) yield v.value;
+          }
+          if (order === 0) {
+            const v = newer[next++];
+            if (v.value !== null) yield v.value;
+          } else yield value as Uint8Array;
+        }
+        for (; next < newer.length; next++) if (newer[next].value !== null) yield newer[next].value!;
       })(),
       done: () => txn.done(),
     };
@@ -362,15 +518,26 @@ export class KvTablet {
 
   // ------------------------------------------------------------------ snapshots and recovery
 
-  /** Copies the committed state to the snapshot store; the log offset it holds is recorded with it. */
+  /**
+   * Copies the committed state to the snapshot store; the log offset it holds is recorded with it.
+   * Snapshots of the tablet are taken one at a time.
+   */
   async snapshot(): Promise<KvSnapshotInfo> {
     this.checkOpen();
-    // No flush may change the state while it is copied, so that the recorded offset is exact.
+    const previous = this.snapshotTaken;
+    let taken!: () => void;
+    this.snapshotTaken = new Promise((resolve) => (taken = resolve));
+    await previous;
+    // No lmdb write may run while the state is copied, so that the recorded offset is exact.
     this.flushPaused++;
     try {
+      this.checkOpen();
+      await this.storeIdle();
+      if (this.storeFailure) throw this.storeFailure;
       return await this.snapshots.take(this.env, { logOffset: this.flushedOffset, rowCount: this.rowCountValue });
     } finally {
       this.flushPaused--;
+      taken();
       this.flushBelow(this.log.highWatermark);
     }
   }
@@ -384,7 +551,7 @@ export class KvTablet {
     let applied = 0;
     let pending: { key: Uint8Array; value: Uint8Array | null }[] = [];
     const writePending = (upTo: bigint): void => {
-      this.commit(pending, upTo);
+      this.writeReplayed(pending, upTo);
       pending = [];
     };
     while (offset < end) {
@@ -419,10 +586,32 @@ export class KvTablet {
     return applied;
   }
 
+  /**
+   * Writes replayed changes and the offset they bring the state to in one synchronous
+   * transaction, before the tablet serves (no asynchronous write is in flight then). Each key is
+   * checked for existence to keep the row count.
+   */
+  private writeReplayed(changes: { key: Uint8Array; value: Uint8Array | null }[], upTo: bigint): void {
+    let delta = 0;
+    this.env.transactionSync(() => {
+      for (const c of changes) {
+        delta += (c.value === null ? 0 : 1) - (this.state.doesExist(c.key) ? 1 : 0);
+        if (c.value === null) this.state.removeSync(c.key);
+        else this.state.putSync(c.key, c.value);
+      }
+      this.rowCountValue += delta;
+      this.meta.putSync(ROW_COUNT, String(this.rowCountValue));
+      this.meta.putSync(FLUSHED_OFFSET, upTo.toString());
+    });
+    this.flushedOffset = upTo;
+    this.flushingOffset = upTo;
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     await this.writing;
-    this.flushBelow(this.log.highWatermark);
+    await this.written().catch(() => undefined); // a failed store keeps its last good state
+    await this.storeIdle();
     this.closed = true;
     await this.closeStore();
   }
@@ -435,10 +624,6 @@ export class KvTablet {
   private checkOpen(): void {
     if (this.closed) throw new TributaryError('NOT_LEADER_OR_FOLLOWER', `the KV state of ${this.dir} is closed`);
   }
-}
-
-function keyString(key: Uint8Array): string {
-  return Buffer.from(key.buffer, key.byteOffset, key.byteLength).toString('latin1');
 }
 
 function startsWith(key: Uint8Array, prefix: Uint8Array): boolean {

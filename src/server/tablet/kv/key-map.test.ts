@@ -1,0 +1,50 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { KeyMap } from './key-map.js';
+
+/** Deterministic uniform numbers in [0, 1) (mulberry32). */
+function random(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+test('sets, gets and deletes agree with a Map keyed by the bytes, through growth and wrapped runs', () => {
+  const next = random(7);
+  const map = new KeyMap<number>(4);
+  const model = new Map<string, number>();
+  // Few distinct keys of a few lengths, so that sets overwrite, deletes hit, and runs collide.
+  const keyOf = (): Uint8Array => Uint8Array.from({ length: 1 + Math.floor(next() * 3) }, () => Math.floor(next() * 12));
+  for (let op = 0; op < 50_000; op++) {
+    const key = keyOf();
+    const name = Buffer.from(key).toString('hex');
+    const r = next();
+    if (r < 0.5) {
+      map.set(key, op);
+      model.set(name, op);
+    } else if (r < 0.8) {
+      assert.equal(map.delete(key), model.delete(name));
+    } else {
+      assert.equal(map.get(Uint8Array.from(key)), model.get(name));
+    }
+    assert.equal(map.size, model.size);
+  }
+  assert.deepEqual([...map.values()].sort((a, b) => a - b), [...model.values()].sort((a, b) => a - b));
+  for (const [name, value] of model) assert.equal(map.get(Buffer.from(name, 'hex')), value);
+});
+
+test('keys are compared by content: equal bytes in other arrays find the entry, a prefix does not', () => {
+  const map = new KeyMap<string>();
+  map.set(Uint8Array.of(1, 2, 3), 'a');
+  assert.equal(map.get(Buffer.from([1, 2, 3])), 'a');
+  assert.equal(map.get(Uint8Array.of(1, 2)), undefined);
+  assert.equal(map.get(Uint8Array.of(1, 2, 3, 0)), undefined);
+  map.set(Buffer.from([1, 2, 3]), 'b');
+  assert.equal(map.size, 1);
+  assert.equal(map.get(Uint8Array.of(1, 2, 3)), 'b');
+});
