@@ -2,7 +2,7 @@
  * Shared parts of the benchmarks in this folder: the workload, a server in a child process, the
  * raw-disk baseline, sizes on disk, CPU accounting, statistics and printing.
  *
- * Also a lake tiering worker in a child process (TieringWorkerProcess).
+ * Also a lake tiering worker in a child process (TieringWorkerProcess, over the tests' TieringProcess).
  *
  * The workload is the record shape of the peer measurements (docs/benchmarks.md):
  * `(id BIGINT, user_id BIGINT, item STRING, price DOUBLE, ts TIMESTAMP(6))`, 48 bytes of payload
@@ -14,16 +14,14 @@
  *   price    uniform in [0.00, 1000.00], whole cents
  *   ts       2023-11-14T22:13:20Z + 50 µs per record (20 000 records per second of event time)
  */
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Connection } from '../src/client/index.js';
 import type { ColumnSpec, Row, Table } from '../src/client/index.js';
-import { CLI, ServerProcess } from '../test/support/server-process.js';
+import { CLI, ServerProcess, TieringProcess } from '../test/support/server-process.js';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 /** Bytes per record of the peers' packed binary form. */
 export const PAYLOAD_BYTES_PER_RECORD = 48;
@@ -208,38 +206,20 @@ export interface LogLine {
  * that its rounds can be timed from its own log lines. `nodeArgs` go to Node (e.g. `--cpu-prof`).
  */
 export class TieringWorkerProcess {
-  private stderr = '';
-  private readonly exited: Promise<number | null>;
-
-  private constructor(readonly child: ChildProcess) {
-    this.exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
-  }
+  private constructor(private readonly worker: TieringProcess) {}
 
   static async start(bootstrap: string, options: { threads?: number; pollIntervalMs?: number; nodeArgs?: string[] } = {}): Promise<TieringWorkerProcess> {
-    const args = [...(options.nodeArgs ?? []), '--import', 'tsx', CLI, 'tiering', '--bootstrap', bootstrap, '--threads', String(options.threads ?? 1)];
-    if (options.pollIntervalMs !== undefined) args.push('--poll-interval', String(options.pollIntervalMs));
-    const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, TRIBUTARY_LOG_LEVEL: 'info' } });
-    const worker = new TieringWorkerProcess(child);
-    child.stderr!.on('data', (d: Buffer) => (worker.stderr += d.toString()));
-    await new Promise<void>((resolve, reject) => {
-      let out = '';
-      child.stdout!.on('data', (d: Buffer) => {
-        out += d.toString();
-        if (out.includes('ready tiering')) resolve();
-      });
-      child.once('close', (code) => reject(new Error(`tiering worker exited with ${code} before ready: ${worker.stderr}`)));
-    });
-    return worker;
+    return new TieringWorkerProcess(await TieringProcess.start(bootstrap, { logLevel: 'info', threads: options.threads ?? 1, pollIntervalMs: options.pollIntervalMs ?? 1000, ...(options.nodeArgs ? { nodeArgs: options.nodeArgs } : {}) }));
   }
 
   get pid(): number | undefined {
-    return this.child.pid;
+    return this.worker.child.pid;
   }
 
   /** Its complete log lines so far whose message is `msg`. */
   lines(msg: string): LogLine[] {
     const out: LogLine[] = [];
-    for (const text of this.stderr.split('\n')) {
+    for (const text of this.worker.stderr.split('\n')) {
       if (!text.includes(msg)) continue;
       try {
         const line = JSON.parse(text) as LogLine;
@@ -251,11 +231,15 @@ export class TieringWorkerProcess {
     return out;
   }
 
+  /** SIGKILL, for clean-up after a failure. */
+  kill(): Promise<void> {
+    return this.worker.kill();
+  }
+
   /** SIGTERM: it stops after its current round; throws when it does not exit cleanly. */
   async stop(): Promise<void> {
-    if (this.child.exitCode === null) this.child.kill('SIGTERM');
-    const code = await this.exited;
-    if (code !== 0) throw new Error(`tiering worker exited with ${code}: ${this.stderr.slice(-2000)}`);
+    const code = await this.worker.stop();
+    if (code !== 0) throw new Error(`tiering worker exited with ${code}: ${this.worker.stderr.slice(-2000)}`);
   }
 }
 

@@ -160,7 +160,7 @@ try {
   if (kind === 'log') await logTables();
   else await pkTable();
 } finally {
-  for (const w of workers) w.child.kill('SIGKILL');
+  await Promise.all([...workers].map((w) => w.kill()));
   await bench.dispose();
   fs.rmSync(scratch, { recursive: true, force: true });
 }

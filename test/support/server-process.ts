@@ -72,7 +72,7 @@ export class ServerProcess {
   }
 }
 
-/** A `tributary tiering` worker process. */
+/** A `tributary tiering` worker process; `nodeArgs` go to Node (e.g. `--cpu-prof`). */
 export class TieringProcess {
   stderr = '';
   private readonly exited: Promise<number | null>;
@@ -81,11 +81,16 @@ export class TieringProcess {
     this.exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
   }
 
-  static async start(bootstrap: string, logLevel = 'warn'): Promise<TieringProcess> {
-    const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'tiering', '--bootstrap', bootstrap, '--poll-interval', '100'], {
+  static async start(
+    bootstrap: string,
+    options: { logLevel?: string; threads?: number; pollIntervalMs?: number; nodeArgs?: string[] } = {},
+  ): Promise<TieringProcess> {
+    const args = [...(options.nodeArgs ?? []), '--import', 'tsx', CLI, 'tiering', '--bootstrap', bootstrap, '--poll-interval', String(options.pollIntervalMs ?? 100)];
+    if (options.threads !== undefined) args.push('--threads', String(options.threads));
+    const child = spawn(process.execPath, args, {
       cwd: ROOT,
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, TRIBUTARY_LOG_LEVEL: logLevel },
+      env: { ...process.env, TRIBUTARY_LOG_LEVEL: options.logLevel ?? 'warn' },
     });
     const worker = new TieringProcess(child);
     child.stderr!.on('data', (d: Buffer) => (worker.stderr += d.toString()));
@@ -101,7 +106,7 @@ export class TieringProcess {
   }
 
   async stop(): Promise<number | null> {
-    this.child.kill('SIGTERM');
+    if (this.child.exitCode === null) this.child.kill('SIGTERM');
     return this.exited;
   }
 
