@@ -217,7 +217,9 @@ function lakeProperties(freshness: string): Record<string, string> {
   return { 'bucket.num': String(buckets), 'table.datalake.enabled': 'true', 'table.datalake.freshness': freshness };
 }
 
-const microsPerRow = (cpuSeconds: number, rowCount: number): string => ((cpuSeconds / rowCount) * 1e6).toFixed(2);
+function microsPerRow(cpuSeconds: number, rowCount: number): string {
+  return ((cpuSeconds / rowCount) * 1e6).toFixed(2);
+}
 
 function cores(t: Tiering): string {
   return `worker ${(t.workerCpu / t.m.seconds).toFixed(2)}, server ${((t.m.serverCpu ?? NaN) / t.m.seconds).toFixed(2)}, other ${otherCores(t.m).toFixed(2)}`;

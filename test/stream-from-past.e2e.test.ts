@@ -2,7 +2,9 @@
  * Streaming from the past, end to end with a real server and its embedded tiering worker: once
  * retention has dropped the log segments the lake holds, a LogScanner from `earliest` (or from an
  * offset inside the lake part) yields every row exactly once, in offset order per bucket, reading
- * the lake and then the log; `tributary tail --from earliest` prints the same records.
+ * the lake and then the log; `tributary tail --from earliest` prints the same records, and a
+ * streaming query's first result holds them too. A primary-key table reads as the lake's state
+ * (+I, equality deletes applied) followed by the changelog, which folded is the current state.
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -12,6 +14,8 @@ import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 import { Connection } from '../src/client/index.js';
 import type { BucketRef, ScanRecord, TablePath } from '../src/client/index.js';
+import { DuckSession } from '../src/query/duckdb/session.js';
+import { SqlExecutor } from '../src/query/executor.js';
 import { CLI, ServerProcess } from './support/server-process.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -162,6 +166,92 @@ test('a scanner from earliest reads the lake, then the log: every row once, in o
       assert.deepEqual(printed.map((l) => BigInt(l.row.id)), got.get(String(b))!.map((r) => r.row.id));
       assert.ok(printed.every((l) => l.op === '+A' && !Number.isNaN(Date.parse(l.timestamp))));
     }
+
+    // --- a streaming query's first result reads the lake too --------------------------------
+    const duck = await DuckSession.create();
+    try {
+      const out = await new SqlExecutor(conn, duck, 'tributary').execute('SELECT id FROM events WHERE id % 2 = 0 EMIT CHANGES');
+      const evens = out.result!.rows.map((r) => r[0] as bigint).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+      assert.deepEqual(evens, Array.from({ length: Number(total) }, (_, i) => BigInt(i)).filter((i) => i % 2n === 0n));
+      await out.changes![Symbol.asyncIterator]().return?.();
+    } finally {
+      duck.close();
+    }
+  } finally {
+    await conn.close();
+    await server.stop();
+  }
+});
+
+test('primary-key table: the lake’s state as +I, then the changelog: folded, the current state', { timeout: 300_000 }, async () => {
+  const server = await ServerProcess.start({ settings: { 'log.segment.file-size': '2kb', 'log.retention.check-interval': '200ms', 'kv.snapshot.interval': '500ms' } });
+  const conn = await Connection.create({ 'bootstrap.servers': server.bootstrap });
+  const admin = conn.getAdmin();
+  const ACCOUNTS: TablePath = { database: 'tributary', table: 'accounts' };
+  try {
+    await admin.createTable(ACCOUNTS, { columns: [{ name: 'k', type: 'INT' }, { name: 'v', type: 'STRING' }], primaryKey: ['k'], bucketCount: 2, properties: { ...LAKE_OPTIONS, 'table.datalake.freshness': '2s' } });
+    const writer = await (await conn.getTable(ACCOUNTS)).newUpsert().createWriter();
+    const state = new Map<number, string>();
+    let step = 0;
+    const write = async (rounds: number): Promise<void> => {
+      // Keys 0..149, upserted and deleted in turn.
+      for (let round = 0; round < rounds; round++) {
+        for (let i = 0; i < 40; i++, step++) {
+          const k = (step * 37) % 150;
+          if (step % 7 === 6) {
+            await writer.delete({ k });
+            state.delete(k);
+          } else {
+            await writer.upsert({ k, v: `v${step}-${'x'.repeat(20)}` });
+            state.set(k, `v${step}-${'x'.repeat(20)}`);
+          }
+        }
+        await writer.flush();
+      }
+    };
+    await write(15);
+    const deadline = Date.now() + 120_000;
+    const caughtUp = async () => (await admin.getLakeTieringStatus(ACCOUNTS)).buckets.every((b) => b.recordsBehind === 0n);
+    while (!(await caughtUp())) {
+      assert.ok(Date.now() < deadline, `tiering catches up: ${server.stderr}`);
+      await sleep(200);
+    }
+    // In a later round: keys whose last change is a delete, and updates (equality deletes in the lake).
+    for (let k = 0; k < 30; k++) {
+      await writer.delete({ k });
+      state.delete(k);
+      await writer.upsert({ k: k + 30, v: `last${k}` });
+      state.set(k + 30, `last${k}`);
+    }
+    await writer.flush();
+    while (![...(await admin.listOffsets(ACCOUNTS, BUCKETS, 'earliest')).values()].every((o) => o > 0n) || !(await caughtUp())) {
+      assert.ok(Date.now() < deadline, `retention drops tiered changelog segments: ${server.stderr}`);
+      await sleep(200);
+    }
+    // Then changes only in the log, of other keys.
+    for (let k = 100; k < 150; k++) {
+      await writer.upsert({ k, v: `log${k}` });
+      state.set(k, `log${k}`);
+    }
+    await writer.flush();
+    const logStarts = await admin.listOffsets(ACCOUNTS, BUCKETS, 'earliest');
+    const ends = await admin.listOffsets(ACCOUNTS, BUCKETS, 'latest');
+    const scanner = (await conn.getTable(ACCOUNTS)).newScan().createLogScanner();
+    for (const b of BUCKETS) await scanner.subscribe(b, 'earliest');
+    const got = await readUntil(scanner, new Map(BUCKETS.map((b) => [String(b), ends.get(b)!])));
+    scanner.close();
+    const folded = new Map<number, string>();
+    for (const b of BUCKETS) {
+      const records = got.get(String(b))!;
+      assert.ok(records.every((r, i) => i === 0 || r.offset > records[i - 1].offset), `bucket ${b}: offsets increase`);
+      const fromLake = records.filter((r) => r.offset < logStarts.get(b)!);
+      assert.ok(fromLake.length > 0 && fromLake.every((r) => r.changeType === '+I'), `bucket ${b}: the lake part is state, as +I`);
+      for (const r of records) {
+        if (r.changeType === '+I' || r.changeType === '+U') folded.set(r.row.k as number, r.row.v as string);
+        else if (r.changeType === '-D') folded.delete(r.row.k as number);
+      }
+    }
+    assert.deepEqual(new Map([...folded].sort((a, b) => a[0] - b[0])), new Map([...state].sort((a, b) => a[0] - b[0])));
   } finally {
     await conn.close();
     await server.stop();

@@ -6,8 +6,9 @@
  * `latest` (default), an offset, or a timestamp (ISO-8601). Lines:
  *
  *   json   {"op":"+A","partition":"eu","bucket":0,"offset":12,"timestamp":"…Z","row":{…}}
- *          (no "partition" for tables without partitions; integers beyond ±(2^53 - 1) and
- *          decimals as strings, timestamps as ISO-8601, bytes in base64)
+ *          (no "partition" for tables without partitions; row values as `tributary sql
+ *          --format json` shows them: integers beyond ±(2^53 - 1) and decimals as strings,
+ *          timestamps as ISO-8601 (TIMESTAMP_LTZ with a Z), bytes in base64)
  *   table  a header line, then `op | bucket | offset | timestamp | <column> | …`, the bucket as
  *          `<partition>/<bucket>` for partitioned tables, NULL for nulls
  */
@@ -76,8 +77,14 @@ export async function tail(tableName: string, flags: TailFlags): Promise<void> {
 }
 
 /** The header and the line of a record, in `format` (see the header comment). */
-function lineFormat(info: TableInfo, format: 'json' | 'table'): { header: string; of: (r: ScanRecord) => string } {
+export function lineFormat(info: TableInfo, format: 'json' | 'table'): { header: string; of: (r: ScanRecord) => string } {
   const columns = info.schema.columns.map((c) => c.name);
+  // TIMESTAMP is a wall-clock time: ISO-8601 without a zone, as SQL results show it.
+  const wallClock = new Set(info.schema.columns.filter((c) => c.type.kind === 'TIMESTAMP').map((c) => c.name));
+  const value = (r: ScanRecord, c: string): unknown => {
+    const v = r.row[c];
+    return v instanceof Timestamp && wallClock.has(c) ? v.toISOString().slice(0, -1) : v;
+  };
   const partitioned = info.partitionKeys.length > 0;
   if (format === 'json') {
     return {
@@ -89,14 +96,14 @@ function lineFormat(info: TableInfo, format: 'json' | 'table'): { header: string
           bucket: r.bucket,
           offset: jsonValue(r.offset),
           timestamp: new Date(r.timestamp).toISOString(),
-          row: Object.fromEntries(columns.map((c) => [c, jsonValue(r.row[c])])),
+          row: Object.fromEntries(columns.map((c) => [c, jsonValue(value(r, c))])),
         }),
     };
   }
   return {
     header: ['op', 'bucket', 'offset', 'timestamp', ...columns].join(' | '),
     of: (r) =>
-      [r.changeType, partitioned ? `${r.partition}/${r.bucket}` : String(r.bucket), String(r.offset), new Date(r.timestamp).toISOString(), ...columns.map((c) => textValue(r.row[c]))].join(' | '),
+      [r.changeType, partitioned ? `${r.partition}/${r.bucket}` : String(r.bucket), String(r.offset), new Date(r.timestamp).toISOString(), ...columns.map((c) => textValue(value(r, c)))].join(' | '),
   };
 }
 

@@ -241,9 +241,13 @@ export class LogScanner implements AsyncIterable<ScanRecord> {
     return offsets.get(bucket)!;
   }
 
-  /** Buffers the next lake rows of each subscription reading the lake; one that reaches its end goes on in the log. */
+  /**
+   * Buffers the next lake rows of a subscription reading the lake (one file group, so that memory
+   * holds one at a time); one that reaches its end goes on in the log.
+   */
   private async readLake(): Promise<void> {
     for (const sub of [...this.subscriptions.values()]) {
+      if (this.buffered.length > 0) return;
       if (!sub.lake) continue;
       const part = sub.lake;
       const batches = await part.next();

@@ -251,7 +251,8 @@ async function planSplits(ctx: RoundContext, admin: Admin, info: TableInfo, tier
 /** Reads every split up to its stop offset, or until the deadline; true when the deadline cut it short. */
 async function readSplits(ctx: RoundContext, info: TableInfo, splits: Split[], writer: RoundWriter, deadline: number): Promise<boolean> {
   const table = await ctx.conn.getTable(info.path);
-  const scanner = table.newScan().createLogScanner();
+  // The log alone: a split starts at or above the log start, and the lake is what is being written.
+  const scanner = table.newScan().logOnly().createLogScanner();
   const byRef = new Map<string, Split>();
   const refKey = (partition: string | undefined, bucket: number) => (partition === undefined ? String(bucket) : `${partition}/${bucket}`);
   for (const s of splits) {

@@ -36,6 +36,13 @@ test('sets, gets and deletes agree with a Map keyed by the bytes, through growth
   }
   assert.deepEqual([...map.values()].sort((a, b) => a - b), [...model.values()].sort((a, b) => a - b));
   for (const [name, value] of model) assert.equal(map.get(Buffer.from(name, 'hex')), value);
+  // Emptied, it shrinks back and works as before.
+  for (const name of model.keys()) assert.equal(map.delete(Buffer.from(name, 'hex')), true);
+  assert.equal(map.size, 0);
+  assert.deepEqual([...map.values()], []);
+  for (let i = 0; i < 100; i++) map.set(Uint8Array.of(i, 1), i);
+  for (let i = 0; i < 100; i++) assert.equal(map.get(Uint8Array.of(i, 1)), i);
+  assert.equal(map.size, 100);
 });
 
 test('keys are compared by content: equal bytes in other arrays find the entry, a prefix does not', () => {

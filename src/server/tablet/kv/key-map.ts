@@ -13,9 +13,9 @@ export class KeyMap<V> {
   private mask: number;
   private count = 0;
 
-  constructor(capacity = 64) {
-    let slots = 16;
-    while (slots < capacity * 2) slots *= 2;
+  /** `capacity`: the entries held without growing, and what an emptied map shrinks back to. */
+  constructor(private readonly capacity = 64) {
+    const slots = slotsFor(capacity);
     this.slotKeys = new Array<Uint8Array | undefined>(slots).fill(undefined);
     this.slotValues = new Array<V | undefined>(slots).fill(undefined);
     this.slotHashes = new Int32Array(slots);
@@ -64,7 +64,8 @@ export class KeyMap<V> {
     }
     this.slotKeys[gap] = undefined;
     this.slotValues[gap] = undefined;
-    this.count--;
+    // Emptied after a burst: give back the table it grew to.
+    if (--this.count === 0 && this.slotKeys.length > slotsFor(this.capacity)) this.resize(slotsFor(this.capacity));
     return true;
   }
 
@@ -98,6 +99,13 @@ export class KeyMap<V> {
       this.slotHashes[slot] = hashes[i];
     }
   }
+}
+
+/** The power-of-two table size that keeps `capacity` entries at most half full. */
+function slotsFor(capacity: number): number {
+  let slots = 16;
+  while (slots < capacity * 2) slots *= 2;
+  return slots;
 }
 
 /** FNV-1a over the bytes, then murmur3's finalizer, so that the low bits (the slot) are well mixed. */

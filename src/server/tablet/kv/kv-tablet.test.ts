@@ -37,9 +37,9 @@ function batch(seq: number, records: [bigint, string | null][]): Buffer {
   });
 }
 
-async function openAt(dir: string, flush: number): Promise<{ logTablet: LogTablet; kv: KvTablet }> {
+async function openAt(dir: string, flush: number, info: TableInfo = table): Promise<{ logTablet: LogTablet; kv: KvTablet }> {
   const logTablet = await LogTablet.open(path.join(dir, 'log-0'), config(flush));
-  const kv = await KvTablet.open(path.join(dir, 'kv-0'), logTablet, table, (id) => (id === 0 ? schema : undefined), new KvSnapshotStore(path.join(dir, 'snapshots'), 2), log);
+  const kv = await KvTablet.open(path.join(dir, 'kv-0'), logTablet, info, (id) => (id === 0 ? schema : undefined), new KvSnapshotStore(path.join(dir, 'snapshots'), 2), log);
   return { logTablet, kv };
 }
 
@@ -116,9 +116,10 @@ test('a state ahead of its log (the log lost its tail) is rebuilt from the snaps
   await logTablet.close();
 });
 
-test('every committed change is visible at once to lookups, scans and prefix lookups, while lmdb catches up; snapshots taken meanwhile restore exactly', async () => {
+for (const image of ['FULL', 'WAL']) test(`every committed change is visible at once to lookups, scans, prefix lookups and the row count, while lmdb catches up; snapshots taken meanwhile restore exactly (changelog ${image})`, async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kv-tablet-'));
-  let { logTablet, kv } = await openAt(dir, 1);
+  const info: TableInfo = { ...table, properties: { 'table.changelog.image': image } };
+  let { logTablet, kv } = await openAt(dir, 1, info);
   const bucketKey = (k: bigint): Uint8Array => CompactedKeyEncoder.forColumns(schema, ['k']).encode([k, null]);
   const allKeys = Array.from({ length: 120 }, (_, k) => BigInt(k));
   // 40 batches over 120 keys with deletes, and the state after each.
@@ -148,6 +149,7 @@ test('every committed change is visible at once to lookups, scans and prefix loo
       const seen = stateAfter.findIndex((state, j) => j >= seq && isDeepStrictEqual(new Map(scanned), state));
       assert.ok(seen >= 0, `the scan after batch ${seq} matches no state from it on`);
       assert.deepEqual(allKeys.map((k) => valueOf(kv, k)), allKeys.map((k) => stateAfter[seen].get(k)));
+      assert.equal(kv.rowCount, stateAfter[seen].size);
       // Key order: by the encoded key bytes.
       const encoded = scanned.map(([k]) => Buffer.from(keys.encode([k, null])));
       assert.deepEqual(encoded, [...encoded].sort(Buffer.compare));
@@ -164,7 +166,7 @@ test('every committed change is visible at once to lookups, scans and prefix loo
   await logTablet.close();
   // The latest snapshot plus the changelog after it give the same state.
   fs.rmSync(path.join(dir, 'kv-0'), { recursive: true });
-  ({ logTablet, kv } = await openAt(dir, 1));
+  ({ logTablet, kv } = await openAt(dir, 1, info));
   assert.deepEqual(allKeys.map((k) => valueOf(kv, k)), allKeys.map((k) => model.get(k)));
   assert.equal(kv.rowCount, model.size);
   await kv.close();

@@ -61,7 +61,7 @@ const FLUSHED_OFFSET = 'flushed-offset';
 const ROW_COUNT = 'row-count';
 /** Rows per lmdb transaction while replaying the changelog. */
 const REPLAY_TXN_ROWS = 50_000;
-/** Lookup answers are copied into buffers of this size, shared by several values. */
+/** Lookup answers are copied into buffers shared by several values, of at most this size (unless one value is larger). */
 const LOOKUP_SLAB_BYTES = 64 * 1024;
 const EMPTY = Buffer.alloc(0);
 /** The offset of a version whose batch is being appended: above every high watermark. */
@@ -82,7 +82,7 @@ interface Version {
 interface AppendedBatch {
   lastOffset: number;
   versions: Version[];
-  /** How the batch changed the row count; undefined when the writes did not read the stored rows (counted when written). */
+  /** How the batch changes the row count; undefined until counted when the writes did not read the stored rows (rowDeltaOf). */
   rowDelta: number | undefined;
 }
 
@@ -137,7 +137,7 @@ export class KvTablet {
   /** The lmdb transaction in flight: resolves (never rejects) once it is visible or has failed. */
   private storeWrite: Promise<void> | undefined;
   private storeFailure: TributaryError | undefined;
-  /** Committed live keys: lmdb's row count plus the versions written since. */
+  /** Live keys in lmdb once the transaction in flight is visible. */
   private rowCountValue: number;
   private flushPaused = 0;
   /** Resolves when the latest snapshot asked for has been taken (or has failed). */
@@ -198,8 +198,15 @@ export class KvTablet {
     return tablet;
   }
 
+  /** Live keys of the committed state: lmdb's count and the changes committed since. */
   get rowCount(): number {
-    return this.rowCountValue;
+    const end = Number(this.log.highWatermark);
+    let count = this.rowCountValue;
+    for (const batch of this.unwritten) {
+      if (batch.lastOffset >= end) break;
+      count += this.rowDeltaOf(batch);
+    }
+    return count;
   }
 
   /** The changelog offset the lmdb state corresponds to. */
@@ -357,12 +364,11 @@ export class KvTablet {
     // Every async write of one synchronous stretch goes into the same lmdb transaction.
     while (this.unwritten.length > 0 && this.unwritten[0].lastOffset < end) {
       const batch = this.unwritten.shift()!;
+      delta += this.rowDeltaOf(batch);
       for (const v of batch.versions) {
-        if (batch.rowDelta === undefined) delta += (v.value === null ? 0 : 1) - (this.existedBefore(v) ? 1 : 0);
         if (v.value === null) void this.state.remove(v.key);
         else void this.state.put(v.key, v.value);
       }
-      delta += batch.rowDelta ?? 0;
       written.push(batch);
     }
     this.rowCountValue += delta;
@@ -387,9 +393,21 @@ export class KvTablet {
     );
   }
 
-  /** Whether the key of `v` held a value before it, for row counts of writes that did not read it. */
-  private existedBefore(v: Version): boolean {
-    return v.older ? v.older.value !== null : this.state.doesExist(v.key);
+  /**
+   * How a batch changes the row count. Writes that did not read the stored rows are counted the
+   * first time this is asked: whether each key held a value before is then its older version, or
+   * else lmdb, which holds no newer change of the key until this batch is written.
+   */
+  private rowDeltaOf(batch: AppendedBatch): number {
+    if (batch.rowDelta === undefined) {
+      let delta = 0;
+      for (const v of batch.versions) {
+        const existed = v.older ? v.older.value !== null : this.state.doesExist(v.key);
+        delta += (v.value === null ? 0 : 1) - (existed ? 1 : 0);
+      }
+      batch.rowDelta = delta;
+    }
+    return batch.rowDelta;
   }
 
   /** Drops a version now visible in lmdb: always the oldest of its key. */
@@ -440,7 +458,8 @@ export class KvTablet {
       const value = this.committedValue(keys[i], end);
       if (value === undefined) continue;
       if (used + value.length > slab.length) {
-        slab = Buffer.allocUnsafeSlow(Math.max(LOOKUP_SLAB_BYTES, value.length));
+        // Room for the rest of the keys if their values are as large as this one, up to a bound.
+        slab = Buffer.allocUnsafeSlow(Math.max(value.length, Math.min(LOOKUP_SLAB_BYTES, value.length * (keys.length - i))));
         used = 0;
       }
       slab.set(value, used);
