@@ -516,6 +516,8 @@ async function lagUnderLoad(): Promise<LagResult> {
     return lag;
   };
   const sampledMs = Float64Array.from(samples.filter((s) => s.t >= writeStart && s.t <= writeEnd).map((s) => lagAt(s.t, s.ends))).sort();
+  // A commit's peak counts from the lake end of the sample before it: exact while commits are further
+  // apart than the sample interval, as they are when the freshness is longer than it.
   const peaksMs: number[] = [];
   for (let i = 1; i < samples.length; i++) {
     const s = samples[i];
