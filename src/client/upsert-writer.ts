@@ -23,6 +23,9 @@ import type { Connection } from './connection.js';
 import { KvEncoding } from './kv-encoding.js';
 import type { WriteBatch } from './write-batch.js';
 
+/** Where a bucket's batch starts; it doubles as it fills, up to client.writer.batch-size. */
+const INITIAL_BATCH_BYTES = 16 * 1024;
+
 /** KV records of one bucket, laid out as the wire bytes of its KV batch as they come. */
 class KvRecords {
   readonly batch = new KvBatchBuilder(INITIAL_BATCH_BYTES);
@@ -36,22 +39,12 @@ class KvRecords {
   }
 }
 
-/** Where a bucket's batch starts; it doubles as it fills, up to client.writer.batch-size. */
-const INITIAL_BATCH_BYTES = 16 * 1024;
-/** Bytes of records written between two turns of the event loop. */
-const YIELD_BYTES = 256 * 1024;
-
-function yieldToEventLoop(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
-}
-
 export class UpsertWriter extends BucketWriter<KvRecords> {
   private readonly encoding: KvEncoding;
   /** Non-target columns of a partial update, which are sent as null. */
   private readonly othersOfPartial?: number[];
   /** The open batch of each bucket of an unpartitioned table, so that rows find theirs without a lookup. */
   private readonly openByBucket: (WriteBatch<KvRecords> | undefined)[] = [];
-  private sinceYield = 0;
 
   private constructor(conn: Connection, table: TableInfo, writerId: bigint | undefined, targetColumns: number[] | undefined) {
     super(conn, table, writerId, 'PutKv', targetColumns);
@@ -130,12 +123,6 @@ export class UpsertWriter extends BucketWriter<KvRecords> {
   private add(batch: WriteBatch<KvRecords>, key: Uint8Array, row: Uint8Array | null): Promise<void> {
     const before = batch.content.estimatedSizeInBytes;
     batch.content.batch.add(key, row);
-    const grown = this.grown(batch, before);
-    this.sinceYield += batch.content.estimatedSizeInBytes - before;
-    if (this.sinceYield < YIELD_BYTES) return grown;
-    // A loop that awaits each upsert runs on microtasks alone: let the event loop turn now and
-    // then, so that requests reach the socket and acknowledgements come back while it goes on.
-    this.sinceYield = 0;
-    return grown.then(yieldToEventLoop);
+    return this.grown(batch, before);
   }
 }
