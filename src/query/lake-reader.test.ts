@@ -16,21 +16,13 @@ import type { IcebergSchema } from '../lake/iceberg/types.js';
 import { lakeArrowSchema } from '../lake/lake-batch.js';
 import { SUMMARY_BUCKET_OFFSETS, SUMMARY_TIERING_EPOCH } from '../lake/tiering/tiered-offsets.js';
 import { DuckSession } from './duckdb/session.js';
-import { duckTypeOfIceberg, LAKE_SNAPSHOT_COLUMNS, lakeRowsSql, loadLakeSnapshots, loadLakeTable } from './lake-reader.js';
+import { TEST_SCHEMA } from '../lake/iceberg/fixtures/catalog-table.js';
+import { duckTypeOfIceberg, LAKE_SNAPSHOT_COLUMNS, lakeRowsSql, type LakeReadOptions, loadLakeSnapshots } from './lake-reader.js';
 
 const DB = 'db';
 const TABLE = 't';
 
-const schema0: IcebergSchema = {
-  type: 'struct',
-  'schema-id': 0,
-  'identifier-field-ids': [1],
-  fields: [
-    { id: 1, name: 'id', required: true, type: 'long' },
-    { id: 2, name: 'name', required: false, type: 'string' },
-    { id: 3, name: '__bucket', required: true, type: 'int' },
-  ],
-};
+const schema0 = TEST_SCHEMA;
 const idOnly: IcebergSchema = { type: 'struct', 'schema-id': 0, fields: [schema0.fields[0]] };
 const nameOnly: IcebergSchema = { type: 'struct', 'schema-id': 0, fields: [schema0.fields[1]] };
 const positionDeleteSchema: IcebergSchema = {
@@ -97,9 +89,14 @@ describe('lake reader', () => {
   const data = (name: string, bucket: number, ids: bigint[], names: (string | null)[], filePath?: (p: string) => string) =>
     write(name, FileContent.DATA, bucket, schema0, [ids, names, ids.map(() => bucket)], filePath);
 
+  /** Loads the current snapshot's rows into DuckDB as lake.t. */
+  async function loadLake(options: LakeReadOptions = {}): Promise<void> {
+    await duck.run(`CREATE SCHEMA IF NOT EXISTS lake; CREATE OR REPLACE TABLE lake.t AS ${await lakeRowsSql(catalog, DB, TABLE, options)}`);
+  }
+
   /** The rows read, sorted, as [id, name, bucket] (or the chosen columns). */
-  async function rows(options: Parameters<typeof loadLakeTable>[5] = {}): Promise<unknown[][]> {
-    await loadLakeTable(duck, 'lake.t', catalog, DB, TABLE, options);
+  async function rows(options: LakeReadOptions = {}): Promise<unknown[][]> {
+    await loadLake(options);
     return (await duck.run('SELECT * FROM lake.t ORDER BY ALL')).rows;
   }
 
@@ -168,7 +165,7 @@ describe('lake reader', () => {
     };
     await catalog.commit(DB, TABLE, base.version, { ...base.metadata, schemas: [...base.metadata.schemas, schema1], currentSchemaId: 1, lastColumnId: 4 });
     await commitAppend(catalog, DB, TABLE, { dataFiles: [write('new', FileContent.DATA, 0, schema1, [[2n], ['b'], [7], [0]])] });
-    await loadLakeTable(duck, 'lake.t', catalog, DB, TABLE);
+    await loadLake();
     const result = await duck.run('SELECT * FROM lake.t ORDER BY id');
     assert.deepEqual(result.columns, [
       { name: 'id', type: 'BIGINT' },
@@ -187,12 +184,12 @@ describe('lake reader', () => {
   it('reads only the chosen columns, at least one', async () => {
     await commitAppend(catalog, DB, TABLE, { dataFiles: [data('a', 0, [1n, 2n], ['a', 'b'])] });
     assert.deepEqual(await rows({ columns: ['NAME', 'nope'] }), [['a'], ['b']]);
-    await loadLakeTable(duck, 'lake.t', catalog, DB, TABLE, { columns: [] });
+    await loadLake({ columns: [] });
     assert.deepEqual((await duck.run('SELECT count(*) AS n FROM lake.t')).rows, [[2n]]);
   });
 
   it('gives an empty table of the schema without data files', async () => {
-    await loadLakeTable(duck, 'lake.t', catalog, DB, TABLE);
+    await loadLake();
     const result = await duck.run('SELECT * FROM lake.t');
     assert.deepEqual(result, {
       columns: [

@@ -124,11 +124,6 @@ export function scanTasksSql(metadata: TableMetadata, tasks: readonly ScanTask[]
   return new ScanSql(metadata, schema, fields, tasks).sql();
 }
 
-/** Loads the rows of a lake table's snapshot into DuckDB as table `name` (`table` or `schema.table`). */
-export async function loadLakeTable(duck: DuckSession, name: string, catalog: FileSystemCatalog, db: string, table: string, options: LakeReadOptions = {}): Promise<void> {
-  await createTableAs(duck, name, await lakeRowsSql(catalog, db, table, options));
-}
-
 /** The SQL whose result is one row per snapshot of a lake table (LAKE_SNAPSHOT_COLUMNS), oldest first. */
 export async function lakeSnapshotsSql(catalog: FileSystemCatalog, db: string, table: string): Promise<string> {
   const { metadata } = await catalog.loadTable(db, table);

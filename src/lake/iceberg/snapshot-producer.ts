@@ -123,22 +123,11 @@ interface Change {
   addedSequenceNumber: bigint | null;
 }
 
-/** What a manifest holds, for its manifest-list entry. */
-interface WrittenManifest {
-  path: string;
-  length: number;
-  specId: number;
-  content: ManifestContent;
-  addedFilesCount: number;
-  existingFilesCount: number;
-  deletedFilesCount: number;
-  addedRowsCount: bigint;
-  existingRowsCount: bigint;
-  deletedRowsCount: bigint;
-  partitions: NonNullable<ManifestFile['partitions']>;
+/** A manifest this commit wrote: its manifest-list entry but for what the snapshot decides. */
+type WrittenManifest = Omit<ManifestFile, 'sequenceNumber' | 'minSequenceNumber' | 'addedSnapshotId'> & {
   /** Smallest explicit data sequence number of a live entry; entries that inherit are left out. */
   minLiveSequenceNumber?: bigint;
-}
+};
 
 class SnapshotProducer {
   private readonly commitId = crypto.randomUUID();
@@ -178,7 +167,7 @@ class SnapshotProducer {
         if (committing && !lost) throw err;
         await deleteQuietly(attemptFiles);
         if (lost && latest && (await backOffBeforeRetry(latest, attempt))) continue;
-        await deleteQuietly((this.addedManifests ?? []).map((m) => m.path));
+        await deleteQuietly((this.addedManifests ?? []).map((m) => m.manifestPath));
         throw err;
       }
     }
@@ -216,7 +205,7 @@ class SnapshotProducer {
             };
           });
           const written = await this.writeManifest(metadata, schema, spec, partitionType, manifest.content, kept);
-          attemptFiles.push(written.path);
+          attemptFiles.push(written.manifestPath);
           rewritten.push(written);
           continue;
         }
@@ -237,7 +226,7 @@ class SnapshotProducer {
     await writeNewFile(manifestList, listBytes);
     attemptFiles.push(manifestList);
 
-    const addedSpecId = this.addedManifests[0]?.specId ?? metadata.defaultSpecId;
+    const addedSpecId = this.addedManifests[0]?.partitionSpecId ?? metadata.defaultSpecId;
     return withSnapshot(metadata, {
       snapshotId,
       parentSnapshotId: parent?.snapshotId ?? null,
@@ -274,7 +263,7 @@ class SnapshotProducer {
       try {
         out.push(await this.writeManifest(metadata, schema, spec, partitionType, content, entries));
       } catch (err) {
-        await deleteQuietly(out.map((m) => m.path));
+        await deleteQuietly(out.map((m) => m.manifestPath));
         throw err;
       }
     }
@@ -293,9 +282,9 @@ class SnapshotProducer {
     const file = path.join(metadata.location, 'metadata', `${this.commitId}-m${this.manifestCount++}.avro`);
     await writeNewFile(file, bytes);
     const written: WrittenManifest = {
-      path: file,
-      length: bytes.length,
-      specId: spec['spec-id'],
+      manifestPath: file,
+      manifestLength: bytes.length,
+      partitionSpecId: spec['spec-id'],
       content,
       addedFilesCount: 0,
       existingFilesCount: 0,
@@ -329,23 +318,8 @@ class SnapshotProducer {
 }
 
 /** The manifest-list entry of a manifest this commit wrote. */
-function manifestFileOf(w: WrittenManifest, snapshotId: bigint, sequenceNumber: bigint): ManifestFile {
-  return {
-    manifestPath: w.path,
-    manifestLength: w.length,
-    partitionSpecId: w.specId,
-    content: w.content,
-    sequenceNumber,
-    minSequenceNumber: w.minLiveSequenceNumber ?? sequenceNumber,
-    addedSnapshotId: snapshotId,
-    addedFilesCount: w.addedFilesCount,
-    existingFilesCount: w.existingFilesCount,
-    deletedFilesCount: w.deletedFilesCount,
-    addedRowsCount: w.addedRowsCount,
-    existingRowsCount: w.existingRowsCount,
-    deletedRowsCount: w.deletedRowsCount,
-    partitions: w.partitions,
-  };
+function manifestFileOf({ minLiveSequenceNumber, ...w }: WrittenManifest, snapshotId: bigint, sequenceNumber: bigint): ManifestFile {
+  return { ...w, sequenceNumber, minSequenceNumber: minLiveSequenceNumber ?? sequenceNumber, addedSnapshotId: snapshotId };
 }
 
 /** The partition tuple type of a spec: one field per partition field, typed by its transform. */

@@ -14,18 +14,9 @@ import {
   withSnapshot,
   withoutSnapshots,
 } from './table-metadata.js';
-import type { IcebergSchema } from './types.js';
+import { TEST_SCHEMA } from './fixtures/catalog-table.js';
 
-const schema: IcebergSchema = {
-  type: 'struct',
-  'schema-id': 0,
-  'identifier-field-ids': [1],
-  fields: [
-    { id: 1, name: 'id', required: true, type: 'long' },
-    { id: 2, name: 'name', required: false, type: 'string' },
-    { id: 3, name: '__bucket', required: true, type: 'int' },
-  ],
-};
+const schema = TEST_SCHEMA;
 const spec: PartitionSpec = { 'spec-id': 0, fields: [{ 'source-id': 1, 'field-id': 1000, name: 'id_bucket', transform: 'bucket[4]' }] };
 const sortOrder: SortOrder = { 'order-id': 1, fields: [{ transform: 'identity', 'source-id': 3, direction: 'asc', 'null-order': 'nulls-first' }] };
 

@@ -33,6 +33,8 @@ interface Outcome {
 
 export class TieringWorker {
   private running = true;
+  /** Aborted by `stop`: the current round gives up at its next read instead of retrying on. */
+  private readonly stopping = new AbortController();
   private readonly loop: Promise<void>;
   private wake?: () => void;
   private readonly pool: DataFileWriterPool;
@@ -51,9 +53,10 @@ export class TieringWorker {
     return new TieringWorker(conn, { pollIntervalMs: 1000, heartbeatIntervalMs: 5000, writerThreads: 1, ...options });
   }
 
-  /** Stops after the current round (which is not reported: its lease simply runs out). */
+  /** Stops, abandoning the current round at its next read (it is not reported: its lease simply runs out). */
   async stop(): Promise<void> {
     this.running = false;
+    this.stopping.abort(new TributaryError('CONNECTION_CLOSED', 'the tiering worker is stopping'));
     this.wake?.();
     await this.loop;
     await this.pool.close();
@@ -96,12 +99,13 @@ export class TieringWorker {
           epoch: assigned.tieringEpoch,
           warehouse: assigned.warehouse,
           pool: this.pool,
-          signal: fenced.signal,
+          signal: AbortSignal.any([fenced.signal, this.stopping.signal]),
           log: log.child({ table: tablePathString(path), epoch: assigned.tieringEpoch.toString() }),
         });
         reports.push({ tableId: lease.tableId, epoch: lease.tieringEpoch, kind: result.forceFinished ? 'force-finished' : 'finished' });
       } catch (err) {
         const e = asTributaryError(err);
+        if (!this.running) break; // stopped mid-round: the lease runs out and another worker takes the table
         if (e.errorName === 'FENCED_TIERING_EPOCH_EXCEPTION') log.warn({ table: tablePathString(path), reason: e.message }, 'tiering round fenced; dropped');
         else {
           log.error({ table: tablePathString(path), err: e.toString() }, 'tiering round failed');
