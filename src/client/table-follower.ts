@@ -17,15 +17,11 @@ import type { BucketRef, LogScanner, ScanBatch, ScanRecord } from './log-scanner
 export type FollowFrom = bigint | OffsetSpec | ((bucket: number, partition: string | undefined) => bigint | OffsetSpec);
 
 const DEFAULT_REFRESH_MS = 2000;
-/** How long the buckets of a partition may take to appear on the server after the partition is listed. */
-const BUCKETS_CREATED_MS = 5000;
 
 export class TableFollower {
   private readonly partitioned: boolean;
   private readonly subscribed = new Set<string>();
   private refreshed = 0;
-  /** When a partition was last subscribed. */
-  private lastNewPartition = 0;
 
   /** `from`: where the buckets there are at `start()` begin; partitions created after begin at their start. */
   constructor(
@@ -63,11 +59,6 @@ export class TableFollower {
       if (!(err instanceof TributaryError) || !this.partitioned) throw err;
       // A partition dropped meanwhile: let it go and carry on with the others.
       if (await this.refresh(false)) return [];
-      // One listed just now whose buckets are not on the server yet: they will be.
-      if (err.errorName === 'UNKNOWN_TABLE_OR_BUCKET_EXCEPTION' && Date.now() - this.lastNewPartition < BUCKETS_CREATED_MS) {
-        await new Promise((r) => setTimeout(r, 20));
-        return [];
-      }
       throw err;
     }
     if (this.partitioned && Date.now() - this.refreshed >= this.refreshMs) await this.refresh(false);
@@ -100,13 +91,12 @@ export class TableFollower {
       try {
         for (const bucket of buckets) await this.scanner.subscribe({ partition: name, bucket } satisfies BucketRef, start(bucket, name));
       } catch (err) {
-        // Dropped since listed, or created so recently that its buckets are not on the server yet: next time.
-        if (!(err instanceof TributaryError) || (err.errorName !== 'PARTITION_NOT_EXISTS' && err.errorName !== 'UNKNOWN_TABLE_OR_BUCKET_EXCEPTION')) throw err;
+        // Dropped since listed.
+        if (!(err instanceof TributaryError) || err.errorName !== 'PARTITION_NOT_EXISTS') throw err;
         for (const bucket of buckets) this.scanner.unsubscribe({ partition: name, bucket });
         continue;
       }
       this.subscribed.add(name);
-      this.lastNewPartition = Date.now();
       changed = true;
     }
     return changed;

@@ -62,13 +62,11 @@ export async function bucketRanges(conn: Connection, table: Table, options: { pa
       const name = partition?.partitionName;
       let offsets;
       try {
-        offsets = await whileBucketsCreated(() =>
-          Promise.all([
-            admin.listOffsets(info.path, buckets, 'earliest', name),
-            admin.listOffsets(info.path, buckets, 'latest', name),
-            typeof from === 'object' ? admin.listOffsets(info.path, buckets, from, name) : undefined,
-          ]),
-        );
+        offsets = await Promise.all([
+          admin.listOffsets(info.path, buckets, 'earliest', name),
+          admin.listOffsets(info.path, buckets, 'latest', name),
+          typeof from === 'object' ? admin.listOffsets(info.path, buckets, from, name) : undefined,
+        ]);
       } catch (err) {
         // Dropped since it was listed: its log is gone.
         if (err instanceof TributaryError && err.errorName === 'PARTITION_NOT_EXISTS') return [];
@@ -84,26 +82,6 @@ export async function bucketRanges(conn: Connection, table: Table, options: { pa
     }),
   );
   return perPartition.flat();
-}
-
-/** How long a partition's buckets may take to appear on the server after the partition is listed. */
-const BUCKETS_CREATED_MS = 5000;
-
-/**
- * Runs `read` again while it fails because the buckets of a partition created just now are not on
- * the server yet (the partition is listed before its buckets exist; no write to them can have been
- * acknowledged, but a read must not fail on them).
- */
-export async function whileBucketsCreated<T>(read: () => Promise<T>): Promise<T> {
-  const deadline = Date.now() + BUCKETS_CREATED_MS;
-  for (;;) {
-    try {
-      return await read();
-    } catch (err) {
-      if (!(err instanceof TributaryError) || err.errorName !== 'UNKNOWN_TABLE_OR_BUCKET_EXCEPTION' || Date.now() > deadline) throw err;
-      await new Promise((r) => setTimeout(r, 20));
-    }
-  }
 }
 
 /** The rows of `ranges` of a table's log (every bucket's whole log by default), batch by batch; `columns` are projected. */

@@ -9,7 +9,6 @@ import type { Schema } from '../common/schema.js';
 import type { Row } from '../common/values.js';
 import type { Table } from '../client/table.js';
 import { ColumnBatchBuilder } from '../record/column-batch-builder.js';
-import { whileBucketsCreated } from './log-reader.js';
 
 /** Builds batches of the projected columns from rows that hold (at least) those columns. */
 class ProjectedBatches {
@@ -36,12 +35,10 @@ class ProjectedBatches {
 
 /** The whole current state, the server projecting `columns`. */
 export async function readState(table: Table, columns: string[]): Promise<{ schema: arrow.Schema; batches: arrow.RecordBatch[] }> {
-  return whileBucketsCreated(async () => {
-    const out = new ProjectedBatches(table.info.schema, columns);
-    const scanner = table.newScan().project(columns).createBatchScanner();
-    for (let rows = await scanner.pollBatch(); rows; rows = await scanner.pollBatch()) out.add(rows);
-    return { schema: out.builder.arrowSchema, batches: out.batches };
-  });
+  const out = new ProjectedBatches(table.info.schema, columns);
+  const scanner = table.newScan().project(columns).createBatchScanner();
+  for (let rows = await scanner.pollBatch(); rows; rows = await scanner.pollBatch()) out.add(rows);
+  return { schema: out.builder.arrowSchema, batches: out.batches };
 }
 
 /**

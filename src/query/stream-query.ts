@@ -35,7 +35,6 @@ import { referencesOf } from './duckdb/references.js';
 import type { QueryResult } from './duckdb/result.js';
 import type { DuckSession } from './duckdb/session.js';
 import { isObject, type Json, type SyntaxTree } from './duckdb/syntax-tree.js';
-import { whileBucketsCreated } from './log-reader.js';
 import { extractTableHints, scanOptionsOf } from './scan-options.js';
 import { Lexer } from './sql/lexer.js';
 import { quoteIdentifier as quote, TableLoader } from './table-loader.js';
@@ -197,7 +196,7 @@ async function latestOffsets(conn: Connection, info: TableInfo): Promise<Map<str
   const partitions = info.partitionKeys.length > 0 ? (await admin.listPartitionInfos(info.path)).map((p) => p.partitionName) : [undefined];
   const ends = new Map<string, { ref: BucketRef; end: bigint }>();
   for (const partition of partitions) {
-    for (const [bucket, end] of await whileBucketsCreated(() => admin.listOffsets(info.path, buckets, 'latest', partition))) {
+    for (const [bucket, end] of await admin.listOffsets(info.path, buckets, 'latest', partition)) {
       ends.set(bucketLabel(partition, bucket), { ref: partition === undefined ? bucket : { partition, bucket }, end });
     }
   }

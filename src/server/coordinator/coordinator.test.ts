@@ -19,7 +19,12 @@ after(() => dirs.forEach((d) => fs.rmSync(d, { recursive: true, force: true })))
 /** The tablet side as the coordinator sees it: what it was told about altered tables. */
 class RecordingTablets implements BucketLifecycle {
   readonly altered: TableInfo[] = [];
-  async createBuckets(): Promise<void> {}
+  /** Runs while buckets are being created, before they exist. */
+  whileCreatingBuckets?: () => void;
+  async createBuckets(): Promise<void> {
+    await new Promise((r) => setImmediate(r));
+    this.whileCreatingBuckets?.();
+  }
   async dropBuckets(): Promise<void> {}
   tableAltered(table: TableInfo): void {
     this.altered.push(table);
@@ -101,5 +106,38 @@ describe('Coordinator.alterTable: ADD COLUMN', () => {
     await assert.rejects(coordinator.alterTable(p, { addColumns: [{ name: 'more', type: 'INT' }] }, false), rejects('COMMIT_FAILED', 'lake unavailable'));
     assert.equal(coordinator.getTableInfo(p).schemaId, 1);
     assert.throws(() => coordinator.getSchema(p, 2), rejects('SCHEMA_NOT_EXIST', 'schema 2'));
+  });
+});
+
+describe('Coordinator: tables and partitions are seen only once their buckets exist', () => {
+  it('hides a table and a partition while their buckets are being created', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'coordinator-'));
+    dirs.push(dir);
+    const { coordinator, tablets } = await start(dir);
+    const plain = { database: 'tributary', table: 'plain' };
+    const parted = { database: 'tributary', table: 'parted' };
+    const seen: unknown[] = [];
+    const plainInfo = (): string => {
+      try {
+        return String(coordinator.getTableInfo(plain).tableId);
+      } catch (err) {
+        return err instanceof TributaryError ? err.errorName : String(err);
+      }
+    };
+    tablets.whileCreatingBuckets = () =>
+      seen.push({
+        tables: coordinator.listTables('tributary'),
+        plain: [coordinator.tableExists(plain), plainInfo()],
+        partitions: coordinator.tableExists(parted) ? coordinator.listPartitions(parted).map((p) => p.partitionName) : null,
+      });
+    const plainId = await coordinator.createTable(plain, { columns: [{ name: 'id', type: 'BIGINT' }] }, false);
+    await coordinator.createTable(parted, { columns: [{ name: 'id', type: 'BIGINT' }, { name: 'day', type: 'STRING' }], partitionKeys: ['day'] }, false);
+    const partitionId = await coordinator.createPartition(parted, { day: '2026-11-29' }, false);
+    assert.deepEqual(seen, [
+      { tables: [], plain: [false, 'TABLE_NOT_EXIST'], partitions: null },
+      { tables: ['parted', 'plain'], plain: [true, String(plainId)], partitions: [] },
+    ]);
+    assert.deepEqual(coordinator.listPartitions(parted).map((p) => p.partitionName), ['2026-11-29']);
+    assert.equal(coordinator.partitionById(partitionId)?.partitionName, '2026-11-29');
   });
 });

@@ -97,6 +97,8 @@ export class Coordinator {
   private queue: Promise<unknown> = Promise.resolve();
   private readonly pathsById = new Map<number, TablePath>();
   private readonly partitionsById = new Map<number, PartitionEntry>();
+  /** Tables registered whose buckets are being created: nobody sees them before their buckets exist. */
+  private readonly tablesWithoutBuckets = new Set<number>();
   private readonly schemaCache = new Map<string, Schema>();
   private autoPartitionTimer?: NodeJS.Timeout;
   private lifecycle?: BucketLifecycle;
@@ -165,16 +167,17 @@ export class Coordinator {
 
   listTables(db: string): string[] {
     this.requireDatabase(db);
-    return this.store.children(`${dbPath(db)}/tables`);
+    return this.store.children(`${dbPath(db)}/tables`).filter((table) => this.tableExists({ database: db, table }));
   }
 
   tableExists(path: TablePath): boolean {
-    return this.store.get(tablePath(path)) !== undefined;
+    const reg = this.store.get<TableRegistration>(tablePath(path));
+    return reg !== undefined && !this.tablesWithoutBuckets.has(reg.table_id);
   }
 
   getTableInfo(path: TablePath): TableInfo {
     const reg = this.store.get<TableRegistration>(tablePath(path));
-    if (!reg) {
+    if (!reg || this.tablesWithoutBuckets.has(reg.table_id)) {
       this.requireDatabase(path.database);
       throw new TributaryError('TABLE_NOT_EXIST', `table '${tablePathString(path)}' does not exist`);
     }
@@ -228,7 +231,8 @@ export class Coordinator {
         const p = this.store.get<PartitionRegistration>(`${tablePath(path)}/partitions/${name}`)!;
         return { partitionId: p.partition_id, partitionName: name, spec: p.spec };
       })
-      .filter((p) => Object.entries(partialSpec).every(([k, v]) => p.spec[k] === v));
+      // A partition is known once its buckets exist (addPartition), so no reader sees it before.
+      .filter((p) => this.partitionsById.has(p.partitionId) && Object.entries(partialSpec).every(([k, v]) => p.spec[k] === v));
   }
 
   partitionById(partitionId: number): PartitionEntry | undefined {
@@ -282,14 +286,19 @@ export class Coordinator {
       const tableId = await this.store.nextId('table_id');
       const now = Date.now();
       const reg: TableRegistration = { ...registration, table_id: tableId, schema_id: 0, created_time: now, modified_time: now };
-      await this.syncLakeTable(this.toTableInfo(path, reg, schema));
-      await this.store.commit([
-        { op: 'put', path: tablePath(path), value: reg },
-        { op: 'put', path: `${tablePath(path)}/schemas/0`, value: schemaToJson(schema) },
-      ]);
-      this.pathsById.set(tableId, path);
-      const info = this.toTableInfo(path, reg);
-      if (info.partitionKeys.length === 0) await this.lifecycle?.createBuckets(info);
+      const info = this.toTableInfo(path, reg, schema);
+      await this.syncLakeTable(info);
+      this.tablesWithoutBuckets.add(tableId);
+      try {
+        await this.store.commit([
+          { op: 'put', path: tablePath(path), value: reg },
+          { op: 'put', path: `${tablePath(path)}/schemas/0`, value: schemaToJson(schema) },
+        ]);
+        this.pathsById.set(tableId, path);
+        if (info.partitionKeys.length === 0) await this.lifecycle?.createBuckets(info);
+      } finally {
+        this.tablesWithoutBuckets.delete(tableId);
+      }
       this.tiering.tableChanged(info);
       this.log.info({ table: tablePathString(path), tableId, buckets: info.bucketCount, partitionKeys: info.partitionKeys }, 'table created');
       await this.autoPartition(info);
@@ -472,8 +481,8 @@ export class Coordinator {
     const normalized = Object.fromEntries(info.partitionKeys.map((k, i) => [k, values[i]]));
     await this.store.commit([{ op: 'put', path: regPath, value: { partition_id: partitionId, spec: normalized, created_time: Date.now() } satisfies PartitionRegistration }]);
     const partition = { partitionId, partitionName: name, spec: normalized };
-    this.partitionsById.set(partitionId, { ...partition, tableId: info.tableId });
     await this.lifecycle?.createBuckets(info, partition);
+    this.partitionsById.set(partitionId, { ...partition, tableId: info.tableId });
     this.log.info({ table: tablePathString(info.path), partition: name, partitionId }, 'partition created');
     return partitionId;
   }
