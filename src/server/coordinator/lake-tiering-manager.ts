@@ -4,7 +4,7 @@
  *
  * Per table, a state machine:
  *
- *   SCHEDULED --(freshness elapsed since the last round ended)--> PENDING (FIFO queue)
+ *   SCHEDULED --(freshness elapsed since the last round started)--> PENDING (FIFO queue)
  *   PENDING   --(a worker asks for work)--> TIERING (new tiering epoch, lease renewed by heartbeats)
  *   TIERING   --(finished)--> SCHEDULED          --(force-finished: overran freshness)--> PENDING
  *   TIERING   --(failed, or no heartbeat for datalake.tiering.timeout)--> PENDING, epoch fenced
@@ -56,6 +56,12 @@ interface TableTiering {
   leaseDeadline?: number;
   /** When a SCHEDULED table becomes PENDING. */
   dueAt?: number;
+  /**
+   * When the current round was assigned. The next one is due a freshness after it, not after its
+   * end: rows that arrive just after a round planned its offsets then wait for the lake at most
+   * freshness + the next round's time, instead of twice the round's time more.
+   */
+  roundStartedAt?: number;
   lastTieredTime?: number;
   failures: number;
 }
@@ -122,7 +128,8 @@ export class LakeTieringManager {
       if (!t || !path || t.state !== 'PENDING') continue;
       t.epoch = BigInt(await this.ctx.store.nextId('tiering_epoch'));
       t.state = 'TIERING';
-      t.leaseDeadline = this.now() + this.leaseTimeoutMs;
+      t.roundStartedAt = this.now();
+      t.leaseDeadline = t.roundStartedAt + this.leaseTimeoutMs;
       this.ctx.log.info({ table: tablePathString(path), epoch: t.epoch.toString() }, 'tiering round assigned');
       return { tableId, path, epoch: t.epoch };
     }
@@ -140,7 +147,7 @@ export class LakeTieringManager {
     t.lastTieredTime = this.now();
     t.failures = 0;
     if (forceFinished) this.enqueue(t);
-    else this.schedule(t);
+    else this.schedule(t, t.roundStartedAt);
   }
 
   failed(tableId: number, epoch: bigint, reason: string): void {
