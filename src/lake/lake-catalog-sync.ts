@@ -8,6 +8,7 @@ import { TributaryError } from '../common/errors.js';
 import { type TableInfo, tablePathString } from '../common/schema.js';
 import type { LakeCatalogSync } from '../server/coordinator/coordinator.js';
 import { FileSystemCatalog } from './iceberg/catalog.js';
+import { manifestMergePolicy } from './iceberg/manifest-merge.js';
 import { currentSchema, newTableMetadata } from './iceberg/table-metadata.js';
 import { evolveLakeSchema, lakePartitionSpec, lakeSortOrder, newLakeSchema } from './lake-schema.js';
 
@@ -31,6 +32,9 @@ export class IcebergLakeCatalog implements LakeCatalogSync {
 
   async syncTable(info: TableInfo): Promise<void> {
     const { database, table } = info.path;
+    const wanted = lakeProperties(info);
+    // Checked here, not at the first tiering round, so a bad option never reaches the lake table.
+    manifestMergePolicy(wanted, tablePathString(info.path));
     if (!(await this.catalog.tableExists(database, table))) {
       const schema = newLakeSchema(info);
       const metadata = newTableMetadata({
@@ -38,7 +42,7 @@ export class IcebergLakeCatalog implements LakeCatalogSync {
         schema,
         spec: lakePartitionSpec(info, schema),
         sortOrder: lakeSortOrder(schema),
-        properties: lakeProperties(info),
+        properties: wanted,
       });
       try {
         await this.catalog.createTable(database, table, metadata);
@@ -57,7 +61,6 @@ export class IcebergLakeCatalog implements LakeCatalogSync {
       );
     }
     const evolved = evolveLakeSchema(currentSchema(loaded.metadata), info);
-    const wanted = lakeProperties(info);
     const propertiesChanged = Object.entries(wanted).some(([k, v]) => loaded.metadata.properties[k] !== v);
     if (!evolved && !propertiesChanged) return;
     await this.catalog.commit(database, table, loaded.version, {

@@ -5,10 +5,11 @@ import { afterEach, beforeEach, describe, it } from 'node:test';
 import { TributaryError } from '../../common/errors.js';
 import { ManifestContent, ManifestEntryStatus } from './data-file.js';
 import { createTestTable, DB, TABLE, type TestTable } from './fixtures/catalog-table.js';
+import { decodeManifest } from './manifest.js';
 import { planScan, readManifest, readManifestList, type ScanPlan } from './scan.js';
 import { commitAppend, commitRewrite, commitRowDelta } from './snapshot-producer.js';
 import { fromSingleValue } from './single-value.js';
-import { currentSnapshot, snapshotById } from './table-metadata.js';
+import { currentSnapshot, snapshotById, type TableMetadata } from './table-metadata.js';
 
 /** Each planned data file as "name@sequence delete…", sorted. */
 function describePlan(plan: ScanPlan): string[] {
@@ -28,6 +29,17 @@ async function assertRejects(promise: Promise<unknown>, name: string, pattern?: 
 
 function metadataFiles(t: TestTable): string[] {
   return fs.readdirSync(path.join(t.location, 'metadata')).filter((n) => n.endsWith('.avro'));
+}
+
+/** Avro files under metadata/ that are neither a snapshot's manifest list nor listed in one. */
+async function unreferencedMetadataFiles(t: TestTable): Promise<string[]> {
+  const { metadata } = await t.catalog.loadTable(DB, TABLE);
+  const referenced = new Set<string>();
+  for (const s of metadata.snapshots) {
+    referenced.add(path.basename(s.manifestList));
+    for (const m of await readManifestList(s.manifestList)) referenced.add(path.basename(m.manifestPath));
+  }
+  return metadataFiles(t).filter((n) => !referenced.has(n));
 }
 
 describe('snapshot operations', () => {
@@ -232,5 +244,208 @@ describe('snapshot operations', () => {
     await assert.rejects(commitRowDelta(t.catalog, DB, TABLE, { dataFiles: [], deleteFiles: [t.data('d.parquet', 0, 1)] }), /cannot be added as deletes/);
     await assert.rejects(commitRowDelta(t.catalog, DB, TABLE, { dataFiles: [], deleteFiles: [{ ...del, equalityIds: [] }] }), /no equality field ids/);
     await assert.rejects(commitRewrite(t.catalog, DB, TABLE, { removed: [], added: [], startingSequenceNumber: 0n }), /must remove/);
+  });
+});
+
+describe('manifest merging on commit', () => {
+  let merging: TestTable;
+  let plain: TestTable;
+  beforeEach(async () => {
+    merging = await createTestTable({ properties: { 'commit.manifest.min-count-to-merge': '3' } });
+    plain = await createTestTable({ properties: { 'commit.manifest-merge.enabled': 'false' } });
+  });
+  afterEach(() => {
+    merging.remove();
+    plain.remove();
+  });
+
+  const loadOf = (t: TestTable) => t.catalog.loadTable(DB, TABLE);
+  const scan = async (t: TestTable, snapshotId?: bigint) => planScan(await loadOf(t), { snapshotId });
+  const currentList = async (t: TestTable) => readManifestList(currentSnapshot((await loadOf(t)).metadata)!.manifestList);
+  /** Snapshot id → place in the table's history from 1: what compares across tables, whose ids differ. */
+  const placesOf = (metadata: TableMetadata) => new Map(metadata.snapshots.map((s, i) => [s.snapshotId, i + 1]));
+
+  /**
+   * Each live entry of a snapshot as "name content seq/file-seq by s<place>", sorted.
+   */
+  async function liveEntries(t: TestTable, snapshotId: bigint): Promise<string[]> {
+    const { metadata } = await loadOf(t);
+    const place = placesOf(metadata);
+    const out: string[] = [];
+    for (const m of await readManifestList(snapshotById(metadata, snapshotId)!.manifestList)) {
+      for (const e of (await readManifest(m)).entries) {
+        if (e.status !== ManifestEntryStatus.DELETED) out.push(`${path.basename(e.dataFile.filePath)} ${e.dataFile.content} ${e.sequenceNumber}/${e.fileSequenceNumber} by s${place.get(e.snapshotId)}`);
+      }
+    }
+    return out.sort();
+  }
+
+  /** The merged manifest of the current snapshot: written by it, listing entries of earlier ones. */
+  async function mergedManifest(t: TestTable, content: ManifestContent) {
+    const { metadata } = await loadOf(t);
+    const current = metadata.currentSnapshotId!;
+    const merged = (await currentList(t)).filter((m) => m.content === content && m.addedSnapshotId === current && m.existingFilesCount > 0);
+    assert.equal(merged.length, 1);
+    const place = placesOf(metadata);
+    const { entries } = await decodeManifest(fs.readFileSync(merged[0].manifestPath));
+    return {
+      listed: merged[0],
+      entries: entries.map((e) => [path.basename(e.dataFile.filePath), e.status, e.snapshotId === null ? null : `s${place.get(e.snapshotId)}`, e.sequenceNumber, e.fileSequenceNumber]),
+    };
+  }
+
+  it('bounds the manifest list without changing what any snapshot holds', async () => {
+    const steps: ((t: TestTable) => Promise<bigint>)[] = [
+      (t) => commitAppend(t.catalog, DB, TABLE, { dataFiles: [t.data('d1', 0, 5), t.data('d2', 1, 5)] }),
+      (t) => commitAppend(t.catalog, DB, TABLE, { dataFiles: [t.data('d3', 0, 4)] }),
+      (t) => commitRowDelta(t.catalog, DB, TABLE, { dataFiles: [t.data('d4', 0, 3)], deleteFiles: [t.equalityDeletes('e1', 0, 1), t.positionDeletes('p1', 0, 1, t.data('d3', 0, 4))] }),
+      (t) => commitAppend(t.catalog, DB, TABLE, { dataFiles: [t.data('d5', 1, 2)] }),
+      (t) => commitRowDelta(t.catalog, DB, TABLE, { dataFiles: [], deleteFiles: [t.equalityDeletes('e2', 1, 1)] }),
+      (t) => commitRowDelta(t.catalog, DB, TABLE, { dataFiles: [t.data('d6', 1, 6)], deleteFiles: [t.equalityDeletes('e3', 0, 1)] }),
+      (t) => commitAppend(t.catalog, DB, TABLE, { dataFiles: [t.data('d7', 0, 7)] }),
+      // Compaction of bucket 0 as of snapshot 6; its result takes that sequence number.
+      (t) =>
+        commitRewrite(t.catalog, DB, TABLE, {
+          removed: [t.data('d1', 0, 5), t.data('d4', 0, 3), t.equalityDeletes('e1', 0, 1)],
+          added: [t.data('c1', 0, 7)],
+          startingSequenceNumber: 6n,
+        }),
+      (t) => commitAppend(t.catalog, DB, TABLE, { dataFiles: [t.data('d8', 1, 8)] }),
+      (t) => commitAppend(t.catalog, DB, TABLE, { dataFiles: [t.data('d9', 0, 9)] }),
+    ];
+    for (let i = 10; i < 20; i++) {
+      steps.push((t) => commitRowDelta(t.catalog, DB, TABLE, { dataFiles: [t.data(`d${i}`, i % 2, 1)], deleteFiles: [t.equalityDeletes(`e${i}`, (i + 1) % 2, 1)] }));
+    }
+    for (const [i, step] of steps.entries()) {
+      await step(merging);
+      await step(plain);
+      // Each group of (content, spec) is merged when it reaches 3: at most 2 of each stay.
+      assert.ok((await currentList(merging)).length <= 4, `manifest list of commit ${i + 1}`);
+      assert.deepEqual(await unreferencedMetadataFiles(merging), [], `files left by commit ${i + 1}`);
+
+      if (i + 1 === 3) {
+        // Data manifests of s1, s2 and s3 became one, s3's d4 still ADDED; equality delete e1 of s3 reaches older data only.
+        assert.deepEqual(describePlan(await scan(merging)), ['d1@1 e1', 'd2@1', 'd3@2 p1 e1', 'd4@3']);
+        const { listed, entries } = await mergedManifest(merging, ManifestContent.DATA);
+        assert.deepEqual(entries, [
+          ['d4', ManifestEntryStatus.ADDED, null, null, null],
+          ['d3', ManifestEntryStatus.EXISTING, 's2', 2n, 2n],
+          ['d1', ManifestEntryStatus.EXISTING, 's1', 1n, 1n],
+          ['d2', ManifestEntryStatus.EXISTING, 's1', 1n, 1n],
+        ]);
+        assert.deepEqual(
+          [listed.addedFilesCount, listed.addedRowsCount, listed.existingFilesCount, listed.existingRowsCount, listed.deletedFilesCount, listed.deletedRowsCount],
+          [1, 3n, 3, 14n, 0, 0n],
+        );
+        assert.deepEqual([listed.sequenceNumber, listed.minSequenceNumber], [3n, 1n]);
+        assert.deepEqual(listed.partitions?.map((p) => [p.containsNull, fromSingleValue('int', p.lowerBound!), fromSingleValue('int', p.upperBound!)]), [[false, 0, 1]]);
+      }
+      if (i + 1 === 8) {
+        // The rewrite's own list reached 3 data manifests: its DELETED entries stay in the merged manifest.
+        assert.deepEqual((await mergedManifest(merging, ManifestContent.DATA)).entries, [
+          ['c1', ManifestEntryStatus.ADDED, null, 6n, null],
+          ['d6', ManifestEntryStatus.EXISTING, 's6', 6n, 6n],
+          ['d5', ManifestEntryStatus.EXISTING, 's4', 4n, 4n],
+          ['d4', ManifestEntryStatus.DELETED, 's8', 3n, 3n],
+          ['d3', ManifestEntryStatus.EXISTING, 's2', 2n, 2n],
+          ['d1', ManifestEntryStatus.DELETED, 's8', 1n, 1n],
+          ['d2', ManifestEntryStatus.EXISTING, 's1', 1n, 1n],
+          ['d7', ManifestEntryStatus.EXISTING, 's7', 7n, 7n],
+        ]);
+        // e3 (sequence number 6) reaches d3 but not c1, which holds what the compaction read at 6.
+        assert.deepEqual(describePlan(await scan(merging)), ['c1@6', 'd2@1 e2', 'd3@2 p1 e3', 'd5@4 e2', 'd6@6', 'd7@7']);
+      }
+      if (i + 1 === 10) {
+        // Merged again: the rewrite's deletes are gone, its c1 is EXISTING with its data sequence number kept.
+        assert.deepEqual((await mergedManifest(merging, ManifestContent.DATA)).entries, [
+          ['d9', ManifestEntryStatus.ADDED, null, null, null],
+          ['d8', ManifestEntryStatus.EXISTING, 's9', 9n, 9n],
+          ['c1', ManifestEntryStatus.EXISTING, 's8', 6n, 8n],
+          ['d6', ManifestEntryStatus.EXISTING, 's6', 6n, 6n],
+          ['d5', ManifestEntryStatus.EXISTING, 's4', 4n, 4n],
+          ['d3', ManifestEntryStatus.EXISTING, 's2', 2n, 2n],
+          ['d2', ManifestEntryStatus.EXISTING, 's1', 1n, 1n],
+          ['d7', ManifestEntryStatus.EXISTING, 's7', 7n, 7n],
+        ]);
+      }
+    }
+    assert.ok((await currentList(plain)).length > 20, 'without merging the list grows by commit');
+
+    const [a, b] = [(await loadOf(merging)).metadata, (await loadOf(plain)).metadata];
+    assert.equal(a.snapshots.length, steps.length);
+    for (const [i, s] of a.snapshots.entries()) {
+      const other = b.snapshots[i];
+      assert.deepEqual(describePlan(await scan(merging, s.snapshotId)), describePlan(await scan(plain, other.snapshotId)), `plan of snapshot ${i + 1}`);
+      assert.deepEqual(await liveEntries(merging, s.snapshotId), await liveEntries(plain, other.snapshotId), `entries of snapshot ${i + 1}`);
+      assert.deepEqual(s.summary, other.summary, `summary of snapshot ${i + 1}`);
+    }
+  });
+
+  it('deletes the merged manifests of a lost attempt and merges again on the new parent', async () => {
+    merging.remove();
+    merging = await createTestTable({ properties: { 'commit.manifest.min-count-to-merge': '2' } });
+    await commitAppend(merging.catalog, DB, TABLE, { dataFiles: [merging.data('first', 0, 1)] });
+    // Both writers load the same version, and each attempt merges its manifest with the parent's.
+    let arrived = 0;
+    let release!: () => void;
+    const bothLoaded = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const validate = async () => {
+      if (++arrived === 2) release();
+      await bothLoaded;
+    };
+    await Promise.all([
+      commitAppend(merging.catalog, DB, TABLE, { dataFiles: [merging.data('a', 0, 1)], validate }),
+      commitAppend(merging.catalog, DB, TABLE, { dataFiles: [merging.data('b', 1, 1)], validate }),
+    ]);
+    assert.equal(arrived, 3, 'one writer retried');
+    const plan = describePlan(await scan(merging));
+    assert.deepEqual(plan.map((d) => d.split('@')[0]), ['a', 'b', 'first']);
+    assert.deepEqual(plan.map((d) => d.split('@')[1]).sort(), ['1', '2', '3']);
+    const list = await currentList(merging);
+    assert.equal(list.length, 1);
+    assert.equal(list[0].existingFilesCount, 2);
+    assert.deepEqual(await unreferencedMetadataFiles(merging), []);
+    // first's manifest and list, each winner's merged manifest and list.
+    assert.equal(metadataFiles(merging).length, 6);
+  });
+
+  it('leaves nothing behind when a merging commit gives up', async () => {
+    merging.remove();
+    merging = await createTestTable({ properties: { 'commit.manifest.min-count-to-merge': '2', 'commit.retry.num-retries': '0' } });
+    await commitAppend(merging.catalog, DB, TABLE, { dataFiles: [merging.data('first', 0, 1)] });
+    let arrived = 0;
+    let release!: () => void;
+    const bothLoaded = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const validate = async () => {
+      if (++arrived === 2) release();
+      await bothLoaded;
+    };
+    const results = await Promise.allSettled([
+      commitAppend(merging.catalog, DB, TABLE, { dataFiles: [merging.data('a', 0, 1)], validate }),
+      commitAppend(merging.catalog, DB, TABLE, { dataFiles: [merging.data('b', 1, 1)], validate }),
+    ]);
+    assert.deepEqual(results.map((r) => r.status).sort(), ['fulfilled', 'rejected']);
+    assert.deepEqual(await unreferencedMetadataFiles(merging), []);
+    assert.equal(metadataFiles(merging).length, 4);
+  });
+
+  it('names an invalid merge property and writes nothing', async () => {
+    for (const [key, value] of [
+      ['commit.manifest-merge.enabled', 'sometimes'],
+      ['commit.manifest.min-count-to-merge', 'many'],
+      ['commit.manifest.target-size-bytes', '-8'],
+    ]) {
+      const base = await loadOf(merging);
+      await merging.catalog.commit(DB, TABLE, base.version, { ...base.metadata, properties: { ...base.metadata.properties, [key]: value } });
+      await assertRejects(commitAppend(merging.catalog, DB, TABLE, { dataFiles: [merging.data('a', 0, 1)] }), 'INVALID_CONFIG_EXCEPTION', new RegExp(`${key}.*'${value}'`));
+      assert.deepEqual(metadataFiles(merging), []);
+      const fixed = await loadOf(merging);
+      const { [key]: _, ...properties } = fixed.metadata.properties;
+      await merging.catalog.commit(DB, TABLE, fixed.version, { ...fixed.metadata, properties });
+    }
   });
 });

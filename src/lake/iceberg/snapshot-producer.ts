@@ -13,8 +13,13 @@
  *       (inherited from the manifest list), so every retry reuses them. A rewrite also writes, per
  *       attempt, a new version of each parent manifest holding removed files: removed entries
  *       become DELETED, the others EXISTING, all with explicit snapshot id and sequence numbers.
+ *       An attempt may also write merged manifests (see manifest-merge.ts and its table
+ *       properties), each replacing a bin of the manifests it would list, worked out anew on each
+ *       attempt's parent; the added or rewritten manifests that the committed attempt merged away
+ *       are deleted after the commit.
  *   snap-<snapshot id>-<attempt>-<commit uuid>.avro  the manifest list of one attempt: the new
- *       manifests, then the parent's manifests that still list live files.
+ *       manifests, then the parent's manifests that still list live files, with each merged bin
+ *       in the place of its newest manifest.
  *
  * An attempt loads the latest table version, runs the caller's `validate` on it (whatever that
  * throws aborts the commit), gives the snapshot sequence number last-sequence-number + 1 and
@@ -43,9 +48,10 @@ import {
   type PartitionFieldType,
   type PartitionValue,
 } from './data-file.js';
-import { encodeManifest } from './manifest.js';
+import { decodeManifest, encodeManifest } from './manifest.js';
+import { binsToMerge, type ManifestMergePolicy, manifestMergePolicy, mergedEntries } from './manifest-merge.js';
 import { encodeManifestList } from './manifest-list.js';
-import { isLive, partitionKey, readManifest, readManifestList, type ResolvedEntry } from './scan.js';
+import { isLive, partitionKey, readManifest, readManifestList, readMetadataFile, type ResolvedEntry } from './scan.js';
 import { toSingleValue } from './single-value.js';
 import {
   currentSchema,
@@ -158,9 +164,10 @@ class SnapshotProducer {
         }
         tableUuid = base.metadata.tableUuid;
         await this.options.validate?.(base.metadata);
-        const next = await this.apply(base.metadata, attempt, attemptFiles);
+        const { next, mergedAway } = await this.apply(base.metadata, attempt, attemptFiles);
         committing = true;
         await this.catalog.commit(this.db, this.table, base.version, next);
+        await deleteQuietly(mergedAway);
         return next.currentSnapshotId!;
       } catch (err) {
         const lost = err instanceof TributaryError && err.errorName === 'COMMIT_FAILED';
@@ -173,8 +180,12 @@ class SnapshotProducer {
     }
   }
 
-  /** The metadata with the new snapshot; writes the attempt's manifests and manifest list. */
-  private async apply(metadata: TableMetadata, attempt: number, attemptFiles: string[]): Promise<TableMetadata> {
+  /**
+   * The metadata with the new snapshot, and the manifests of this commit its manifest list does not
+   * hold (merged into another); writes the attempt's manifests and manifest list.
+   */
+  private async apply(metadata: TableMetadata, attempt: number, attemptFiles: string[]): Promise<{ next: TableMetadata; mergedAway: string[] }> {
+    const mergePolicy = manifestMergePolicy(metadata.properties, `${this.db}.${this.table}`);
     if (this.snapshotId === undefined || snapshotById(metadata, this.snapshotId)) this.snapshotId = newSnapshotId(metadata);
     const snapshotId = this.snapshotId;
     const sequenceNumber = metadata.lastSequenceNumber + 1n;
@@ -219,15 +230,17 @@ class SnapshotProducer {
       throw new TributaryError('INVALID_ARGUMENT', `files to rewrite are not live in lake table ${this.db}.${this.table} (removed meanwhile?): ${missing.join(', ')}`);
     }
 
-    const manifests = [...this.addedManifests, ...rewritten].map((w) => manifestFileOf(w, snapshotId, sequenceNumber));
-    manifests.push(...carried);
+    const unmerged = [...this.addedManifests, ...rewritten].map((w) => manifestFileOf(w, snapshotId, sequenceNumber));
+    unmerged.push(...carried);
+    const manifests = await this.mergeManifests(metadata, schema, unmerged, mergePolicy, snapshotId, sequenceNumber, attemptFiles);
+    const listed = new Set(manifests.map((m) => m.manifestPath));
     const manifestList = path.join(metadata.location, 'metadata', `snap-${snapshotId}-${attempt}-${this.commitId}.avro`);
     const listBytes = await encodeManifestList({ snapshotId, parentSnapshotId: parent?.snapshotId ?? null, sequenceNumber, manifests });
     await writeNewFile(manifestList, listBytes);
     attemptFiles.push(manifestList);
 
     const addedSpecId = this.addedManifests[0]?.partitionSpecId ?? metadata.defaultSpecId;
-    return withSnapshot(metadata, {
+    const next = withSnapshot(metadata, {
       snapshotId,
       parentSnapshotId: parent?.snapshotId ?? null,
       sequenceNumber,
@@ -241,6 +254,32 @@ class SnapshotProducer {
         this.options.summary,
       ),
       schemaId: schema['schema-id'],
+    });
+    return { next, mergedAway: [...this.addedManifests, ...rewritten].map((m) => m.manifestPath).filter((p) => !listed.has(p)) };
+  }
+
+  /** `manifests` with each bin that `policy` merges replaced by one merged manifest, where its newest manifest was. */
+  private async mergeManifests(
+    metadata: TableMetadata,
+    schema: IcebergSchema,
+    manifests: ManifestFile[],
+    policy: ManifestMergePolicy,
+    snapshotId: bigint,
+    sequenceNumber: bigint,
+    attemptFiles: string[],
+  ): Promise<ManifestFile[]> {
+    const replaced = new Map<ManifestFile, ManifestFile | null>();
+    for (const bin of binsToMerge(manifests, policy)) {
+      const decoded = await Promise.all(bin.map(async (m) => decodeManifest(await readMetadataFile(m.manifestPath))));
+      const entries = bin.flatMap((m, i) => mergedEntries(m, decoded[i].entries, snapshotId));
+      const spec = partitionSpecById(metadata, bin[0].partitionSpecId);
+      const merged = await this.writeManifest(metadata, schema, spec, decoded[0].partitionType, bin[0].content, entries);
+      attemptFiles.push(merged.manifestPath);
+      bin.forEach((m, i) => replaced.set(m, i === 0 ? manifestFileOf(merged, snapshotId, sequenceNumber) : null));
+    }
+    return manifests.flatMap((m) => {
+      const r = replaced.get(m);
+      return r === undefined ? [m] : r === null ? [] : [r];
     });
   }
 

@@ -107,6 +107,21 @@ describe('Coordinator.alterTable: ADD COLUMN', () => {
     assert.equal(coordinator.getTableInfo(p).schemaId, 1);
     assert.throws(() => coordinator.getSchema(p, 2), rejects('SCHEMA_NOT_EXIST', 'schema 2'));
   });
+
+  it('refuses a lake option the lake table cannot take, at CREATE and at ALTER, committing nothing', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'coordinator-'));
+    dirs.push(dir);
+    const lake = new IcebergLakeCatalog(path.join(dir, 'lake'));
+    const { coordinator } = await start(dir, lake);
+    const p = { database: 'tributary', table: 'events' };
+    const columns = [{ name: 'id', type: 'BIGINT' }];
+    const bad = { 'table.datalake.enabled': 'true', 'iceberg.commit.manifest.min-count-to-merge': 'many' };
+    await assert.rejects(coordinator.createTable(p, { columns, properties: bad }, false), rejects('INVALID_CONFIG_EXCEPTION', 'commit.manifest.min-count-to-merge'));
+    assert.equal(coordinator.tableExists(p), false);
+    await coordinator.createTable(p, { columns, properties: { 'table.datalake.enabled': 'true' } }, false);
+    await assert.rejects(coordinator.alterTable(p, { options: [{ key: 'iceberg.commit.manifest-merge.enabled', value: 'maybe' }] }, false), rejects('INVALID_CONFIG_EXCEPTION', 'commit.manifest-merge.enabled'));
+    assert.equal(coordinator.getTableInfo(p).properties['iceberg.commit.manifest-merge.enabled'], undefined);
+  });
 });
 
 describe('Coordinator: tables and partitions are seen only once their buckets exist', () => {
