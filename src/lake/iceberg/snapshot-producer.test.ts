@@ -42,6 +42,23 @@ async function unreferencedMetadataFiles(t: TestTable): Promise<string[]> {
   return metadataFiles(t).filter((n) => !referenced.has(n));
 }
 
+
+/**
+ * A `validate` hook that holds each of two commits until both have loaded the table, so they race
+ * from one version; `arrivals` counts its calls (a retry calls it again).
+ */
+function bothLoadTheSameVersion(): { validate: () => Promise<void>; arrivals: () => number } {
+  let arrived = 0;
+  let release!: () => void;
+  const bothLoaded = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  const validate = async () => {
+    if (++arrived === 2) release();
+    await bothLoaded;
+  };
+  return { validate, arrivals: () => arrived };
+}
 describe('snapshot operations', () => {
   let t: TestTable;
   beforeEach(async () => {
@@ -156,16 +173,11 @@ describe('snapshot operations', () => {
 
   it('retries a commit that lost a race, on the new version, reusing its manifests', async () => {
     // Both writers load version 1 before either commits: the validate hook holds them until both have.
-    let arrived = 0;
-    let release!: () => void;
-    const bothLoaded = new Promise<void>((resolve) => {
-      release = resolve;
-    });
+    const race = bothLoadTheSameVersion();
     const attempts: number[] = [];
-    const validate = (writer: number) => async () => {
+    const validate = (writer: number) => () => {
       attempts.push(writer);
-      if (++arrived === 2) release();
-      await bothLoaded;
+      return race.validate();
     };
     const [a, b] = await Promise.all([
       commitAppend(t.catalog, DB, TABLE, { dataFiles: [t.data('a.parquet', 0, 1)], validate: validate(1) }),
@@ -188,15 +200,7 @@ describe('snapshot operations', () => {
   it('gives up after commit.retry.num-retries, leaving no files behind', async () => {
     t.remove();
     t = await createTestTable({ properties: { 'commit.retry.num-retries': '0' } });
-    let arrived = 0;
-    let release!: () => void;
-    const bothLoaded = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    const validate = async () => {
-      if (++arrived === 2) release();
-      await bothLoaded;
-    };
+    const { validate } = bothLoadTheSameVersion();
     const results = await Promise.allSettled([
       commitAppend(t.catalog, DB, TABLE, { dataFiles: [t.data('a.parquet', 0, 1)], validate }),
       commitAppend(t.catalog, DB, TABLE, { dataFiles: [t.data('b.parquet', 1, 2)], validate }),
@@ -386,20 +390,12 @@ describe('manifest merging on commit', () => {
     merging = await createTestTable({ properties: { 'commit.manifest.min-count-to-merge': '2' } });
     await commitAppend(merging.catalog, DB, TABLE, { dataFiles: [merging.data('first', 0, 1)] });
     // Both writers load the same version, and each attempt merges its manifest with the parent's.
-    let arrived = 0;
-    let release!: () => void;
-    const bothLoaded = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    const validate = async () => {
-      if (++arrived === 2) release();
-      await bothLoaded;
-    };
+    const { validate, arrivals } = bothLoadTheSameVersion();
     await Promise.all([
       commitAppend(merging.catalog, DB, TABLE, { dataFiles: [merging.data('a', 0, 1)], validate }),
       commitAppend(merging.catalog, DB, TABLE, { dataFiles: [merging.data('b', 1, 1)], validate }),
     ]);
-    assert.equal(arrived, 3, 'one writer retried');
+    assert.equal(arrivals(), 3, 'one writer retried');
     const plan = describePlan(await scan(merging));
     assert.deepEqual(plan.map((d) => d.split('@')[0]), ['a', 'b', 'first']);
     assert.deepEqual(plan.map((d) => d.split('@')[1]).sort(), ['1', '2', '3']);
@@ -415,15 +411,7 @@ describe('manifest merging on commit', () => {
     merging.remove();
     merging = await createTestTable({ properties: { 'commit.manifest.min-count-to-merge': '2', 'commit.retry.num-retries': '0' } });
     await commitAppend(merging.catalog, DB, TABLE, { dataFiles: [merging.data('first', 0, 1)] });
-    let arrived = 0;
-    let release!: () => void;
-    const bothLoaded = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    const validate = async () => {
-      if (++arrived === 2) release();
-      await bothLoaded;
-    };
+    const { validate } = bothLoadTheSameVersion();
     const results = await Promise.allSettled([
       commitAppend(merging.catalog, DB, TABLE, { dataFiles: [merging.data('a', 0, 1)], validate }),
       commitAppend(merging.catalog, DB, TABLE, { dataFiles: [merging.data('b', 1, 1)], validate }),
