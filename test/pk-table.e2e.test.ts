@@ -79,6 +79,16 @@ describe('primary-key tables', () => {
     assert.deepEqual(state, [{ id: 1n, name: 'ann', score: 11 }]);
     const projected = await table.newScan().project(['score']).createBatchScanner().readAll();
     assert.deepEqual(projected, [{ score: 11 }]);
+    // Bucket by bucket: together the whole state, each with its own changelog offset only.
+    const perBucket = await Promise.all(
+      Array.from({ length: info.bucketCount }, async (_, b) => {
+        const scanner = table.newScan().createBatchScanner([b]);
+        return { rows: await scanner.readAll(), offsets: [...scanner.offsets().keys()] };
+      }),
+    );
+    assert.deepEqual(perBucket.flatMap((p) => p.rows), state);
+    assert.deepEqual(perBucket.map((p) => p.offsets), Array.from({ length: info.bucketCount }, (_, b) => [String(b)]));
+    await assert.rejects(table.newScan().createBatchScanner([info.bucketCount]).readAll(), { errorName: 'UNKNOWN_TABLE_OR_BUCKET_EXCEPTION' });
 
     assert.equal((await admin.getTableStats(users)).rowCount, 1n);
     const rpc = await conn.server();

@@ -15,6 +15,7 @@ import type { Row } from '../common/values.js';
 import { ApiKeys } from '../rpc/api-keys.js';
 import type { Connection } from './connection.js';
 import { KvEncoding } from './kv-encoding.js';
+import type { BucketRef } from './log-scanner.js';
 import { throwIfError } from './responses.js';
 
 const PAGE_BYTES = 4 * 1024 * 1024;
@@ -34,6 +35,8 @@ export class BatchScanner {
     private readonly conn: Connection,
     private readonly table: TableInfo,
     private readonly projection: number[] | undefined,
+    /** Only these buckets (every bucket when absent), read in this order. */
+    private readonly buckets?: readonly BucketRef[],
   ) {
     if (!table.schema.primaryKey) {
       throw new TributaryError('NON_PRIMARY_KEY_TABLE_EXCEPTION', `table '${table.path.database}.${table.path.table}' has no primary key: read its log with a LogScanner`);
@@ -89,9 +92,26 @@ export class BatchScanner {
   }
 
   private async listTargets(): Promise<Target[]> {
+    const partitioned = this.table.partitionKeys.length > 0;
+    const partitions = partitioned ? await this.conn.metadata.listPartitions(this.table.path) : [];
+    const idOf = new Map(partitions.map((p) => [p.partitionName, p.partitionId]));
+    if (this.buckets) {
+      return this.buckets.map((ref) => {
+        const bucket = typeof ref === 'number' ? ref : ref.bucket;
+        if (!Number.isInteger(bucket) || bucket < 0 || bucket >= this.table.bucketCount) {
+          throw new TributaryError('UNKNOWN_TABLE_OR_BUCKET_EXCEPTION', `bucket ${bucket} does not exist: the table has ${this.table.bucketCount} bucket(s)`);
+        }
+        if (typeof ref === 'number') {
+          if (partitioned) throw new TributaryError('PARTITION_NOT_EXISTS', 'the table is partitioned: name buckets as { partition, bucket }');
+          return { bucket };
+        }
+        const id = idOf.get(ref.partition);
+        if (id === undefined) throw new TributaryError('PARTITION_NOT_EXISTS', `partition '${ref.partition}' does not exist`);
+        return { partition: { name: ref.partition, id }, bucket };
+      });
+    }
     const buckets = Array.from({ length: this.table.bucketCount }, (_, b) => b);
-    if (this.table.partitionKeys.length === 0) return buckets.map((bucket) => ({ bucket }));
-    const partitions = await this.conn.metadata.listPartitions(this.table.path);
+    if (!partitioned) return buckets.map((bucket) => ({ bucket }));
     return partitions.flatMap((p) => buckets.map((bucket) => ({ partition: { name: p.partitionName, id: p.partitionId }, bucket })));
   }
 }

@@ -11,7 +11,7 @@ import type { TableInfo } from '../common/schema.js';
 import { AppendWriter } from './append-writer.js';
 import { BatchScanner } from './batch-scanner.js';
 import type { Connection } from './connection.js';
-import { LogScanner } from './log-scanner.js';
+import { type BucketRef, LogScanner } from './log-scanner.js';
 import { Lookuper } from './lookuper.js';
 import { UpsertWriter } from './upsert-writer.js';
 
@@ -114,8 +114,8 @@ export class Scan {
     return new LogScanner(this.conn, this.info, this.projection, { logOnly: this.fromLogOnly });
   }
 
-  /** Reads the current state of a primary-key table (bounded). */
-  createBatchScanner(): BatchScanner {
-    return new BatchScanner(this.conn, this.info, this.projection);
+  /** Reads the current state of a primary-key table (bounded): of every bucket, or of `buckets` only. */
+  createBatchScanner(buckets?: readonly BucketRef[]): BatchScanner {
+    return new BatchScanner(this.conn, this.info, this.projection, buckets);
   }
 }
