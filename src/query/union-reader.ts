@@ -144,10 +144,20 @@ export async function loadUnionRead(read: TableRead, catalog: FileSystemCatalog)
 export async function loadLogFrom(read: TableRead, from: OffsetSpec): Promise<void> {
   const { table, name, duck } = read;
   const partitions = await partitionsToRead(read);
-  const ranges = await bucketRanges(read.conn, table, { ...(partitions ? { partitions } : {}), from });
   const key = table.info.schema.primaryKey;
   const columns = key ? withPrimaryKey(table.info, read.columns) : read.columns;
-  const tail = await readTail(read, columns, ranges);
+  let tail: Tail;
+  for (let attempt = 1; ; attempt++) {
+    const ranges = await bucketRanges(read.conn, table, { ...(partitions ? { partitions } : {}), from });
+    try {
+      tail = await readTail(read, columns, ranges);
+      break;
+    } catch (err) {
+      // Retention moved the log start past where the read began: begin again from where it is now.
+      const moved = err instanceof TributaryError && err.errorName === 'LOG_OFFSET_OUT_OF_RANGE_EXCEPTION';
+      if (!moved || attempt === MAX_ATTEMPTS) throw err;
+    }
+  }
   await dropView(duck, name);
   if (!key) {
     await loadTail(read, name, tail);
