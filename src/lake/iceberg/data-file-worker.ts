@@ -1,18 +1,17 @@
 /**
- * The worker thread of DataFileWriterPool (data-file-writer.ts, which states the messages): one
- * job at a time, it reads the lake batches of an Arrow IPC stream, computes their column metrics,
- * encodes them as Parquet and writes the file durably (temp file, fsync, rename, fsync of the
- * directory, and of the parents of any directory it had to create).
+ * The worker thread of DataFileWriterPool (data-file-writer.ts, which states the messages). Per
+ * open file it streams the appended Arrow IPC streams into a Parquet encoder (parquet.ts) whose
+ * output goes straight to `<path>.tmp`. Finishing writes the footer, checks that it holds every
+ * row, syncs the file, renames it to its path and syncs the directory (and the parents of any
+ * directory it had to create).
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { parentPort } from 'node:worker_threads';
 import * as arrow from 'apache-arrow';
 import { asTributaryError, TributaryError } from '../../common/errors.js';
-import { writeFileAtomic } from '../../common/files.js';
-import type { DataFileJob, DataFileResponse, WrittenDataFile } from './data-file-writer.js';
-import { computeMetrics } from './metrics.js';
-import { parquetOfIpcStream } from './parquet.js';
+import type { DataFileRequest, DataFileResponse } from './data-file-writer.js';
+import { ParquetStreamWriter, parquetRowCount } from './parquet.js';
 
 async function syncDir(dir: string): Promise<void> {
   const handle = await fs.promises.open(dir, 'r');
@@ -39,31 +38,141 @@ async function makeDirs(dir: string): Promise<void> {
   }
 }
 
-function lakeBatchesOf(ipc: Uint8Array): arrow.RecordBatch[] {
+function storageError(what: string, err: unknown): TributaryError {
+  return err instanceof TributaryError ? err : new TributaryError('STORAGE_EXCEPTION', `${what}: ${(err as Error).message}`, { cause: err });
+}
+
+/** The schema message of an Arrow IPC stream; the batches are left for the Parquet encoder. */
+function schemaOf(ipc: Uint8Array): arrow.Schema {
+  let schema: arrow.Schema | undefined;
   try {
-    return arrow.tableFromIPC(ipc).batches;
+    schema = arrow.RecordBatchReader.from(ipc).open().schema;
   } catch (err) {
     throw new TributaryError('INVALID_ARGUMENT', `not an Arrow IPC stream: ${(err as Error).message}`, { cause: err });
   }
+  if (!schema) throw new TributaryError('INVALID_ARGUMENT', 'not an Arrow IPC stream: no schema message');
+  return schema;
 }
 
-async function writeDataFile(job: DataFileJob): Promise<WrittenDataFile> {
-  const metrics = computeMetrics(lakeBatchesOf(job.ipc), job.schema);
-  const parquet = parquetOfIpcStream(job.ipc);
-  const dir = path.dirname(path.resolve(job.path));
-  await makeDirs(dir);
-  await writeFileAtomic(dir, path.basename(job.path), parquet);
-  return { filePath: job.path, fileFormat: 'PARQUET', fileSizeInBytes: parquet.length, ...metrics };
+/** One open data file. */
+class DataFileState {
+  private readonly tmp: string;
+  private handle?: fs.promises.FileHandle;
+  private readonly writer: ParquetStreamWriter;
+  private bytes = 0;
+
+  constructor(private readonly path: string) {
+    this.tmp = `${path}.tmp`;
+    this.writer = new ParquetStreamWriter(async (bytes) => {
+      await this.handle!.writeFile(bytes);
+      this.bytes += bytes.length;
+    });
+  }
+
+  async open(): Promise<void> {
+    await makeDirs(path.dirname(path.resolve(this.path)));
+    try {
+      this.handle = await fs.promises.open(this.tmp, 'w');
+    } catch (err) {
+      throw storageError(`cannot write ${this.path}`, err);
+    }
+  }
+
+  async append(ipc: Uint8Array): Promise<void> {
+    await this.writer.write(ipc, schemaOf(ipc));
+  }
+
+  async finish(): Promise<{ bytes: number; rows: number }> {
+    const rows = await this.writer.close();
+    const handle = this.handle!;
+    this.handle = undefined;
+    try {
+      await handle.datasync();
+    } finally {
+      await handle.close();
+    }
+    const inFooter = await parquetRowCount(this.tmp);
+    if (inFooter !== rows) throw new TributaryError('STORAGE_EXCEPTION', `Parquet file ${this.path} holds ${inFooter} rows, ${rows} went in`);
+    try {
+      await fs.promises.rename(this.tmp, this.path);
+      await syncDir(path.dirname(path.resolve(this.path)));
+    } catch (err) {
+      throw storageError(`cannot write ${this.path}`, err);
+    }
+    return { bytes: this.bytes, rows };
+  }
+
+  /** Stops writing and removes what was written. */
+  async discard(): Promise<void> {
+    this.writer.abort();
+    await this.handle?.close().catch(() => {});
+    this.handle = undefined;
+    await fs.promises.rm(this.tmp, { force: true }).catch(() => {});
+  }
+}
+
+interface FileEntry {
+  state: DataFileState;
+  /** The file's requests run one after another. */
+  queue: Promise<unknown>;
+  failure?: TributaryError;
+}
+
+const files = new Map<number, FileEntry>();
+
+/** Runs one request of an open file. */
+async function serve(req: DataFileRequest, entry: FileEntry): Promise<DataFileResponse & { ok: true }> {
+  if (req.op === 'abort') {
+    files.delete(req.file);
+    await entry.state.discard();
+    return { id: req.id, ok: true };
+  }
+  if (entry.failure) throw entry.failure;
+  try {
+    switch (req.op) {
+      case 'open':
+        await entry.state.open();
+        return { id: req.id, ok: true };
+      case 'append':
+        await entry.state.append(req.ipc);
+        // The stream's memory goes back to the reader for its next stream.
+        return { id: req.id, ok: true, ...(req.ipc.buffer instanceof ArrayBuffer ? { memory: req.ipc.buffer } : {}) };
+      case 'finish': {
+        const written = await entry.state.finish();
+        files.delete(req.file);
+        return { id: req.id, ok: true, written };
+      }
+    }
+  } catch (err) {
+    entry.failure = asTributaryError(err);
+    // Nothing follows a finish.
+    if (req.op === 'finish') files.delete(req.file);
+    await entry.state.discard();
+    throw entry.failure;
+  }
 }
 
 const port = parentPort;
 if (!port) throw new Error('data-file-worker runs as a worker thread of DataFileWriterPool');
-port.on('message', (job: DataFileJob) => {
-  writeDataFile(job).then(
-    (file) => port.postMessage({ ok: true, file } satisfies DataFileResponse),
-    (err: unknown) => {
-      const e = asTributaryError(err);
-      port.postMessage({ ok: false, errorName: e.errorName, message: e.message } satisfies DataFileResponse);
-    },
-  );
+port.on('message', (req: DataFileRequest) => {
+  let entry = files.get(req.file);
+  if (!entry && req.op === 'open') {
+    entry = { state: new DataFileState(req.path), queue: Promise.resolve() };
+    files.set(req.file, entry);
+  }
+  if (!entry) {
+    const response: DataFileResponse = req.op === 'abort' ? { id: req.id, ok: true } : { id: req.id, ok: false, errorName: 'STORAGE_EXCEPTION', message: `no open data file ${req.file}` };
+    port.postMessage(response);
+    return;
+  }
+  const current = entry;
+  current.queue = current.queue
+    .then(() => serve(req, current))
+    .then(
+      (response) => port.postMessage(response, response.memory ? [response.memory] : []),
+      (err: unknown) => {
+        const e = asTributaryError(err);
+        port.postMessage({ id: req.id, ok: false, errorName: e.errorName, message: e.message } satisfies DataFileResponse);
+      },
+    );
 });

@@ -1,39 +1,77 @@
 /**
- * A pool of worker threads that turn lake record batches into finished Parquet data files, so that
- * encoding (WASM) and column metrics stay off the event loop's thread.
+ * A pool of worker threads that encode lake record batches (lake-batch.ts) as Parquet data files,
+ * so that WASM encoding stays off the event loop's thread. A file is written by one worker from
+ * chunks of batches appended in turn: the caller reads the next rows while the worker encodes the
+ * last ones, and the worker holds a row group, not the file. Column metrics are computed on the
+ * caller's thread, from the batches it holds anyway, which keeps the two threads' work even.
  *
- * Each worker (data-file-worker.ts) takes one job at a time:
- *   request  := { ipc: Arrow IPC stream of lake batches, path, schema: IcebergSchema }
- *   response := { ok: true, file: WrittenDataFile } | { ok: false, errorName, message }
- * The IPC bytes are transferred, not copied, when they fill their own ArrayBuffer. A file is
- * complete and durable at `path` once its job resolves, and absent or left as `<path>.tmp` otherwise.
+ * Messages to a worker (data-file-worker.ts); each request gets one response with its id, and the
+ * requests of one file are handled in order:
+ *   request  := { id, op: 'open', file, path }
+ *             | { id, op: 'append', file, ipc: Arrow IPC stream of the chunk's batches }
+ *             | { id, op: 'finish', file } | { id, op: 'abort', file }
+ *   response := { id, ok: true, memory?: the appended stream's ArrayBuffer, handed back,
+ *                 written?: { bytes, rows } (finish) }
+ *             | { id, ok: false, errorName, message }
+ * `file` numbers the files of one worker. The IPC stream's memory moves to the worker and back
+ * (no copies), for the next chunk's stream. A file is complete and durable at its path once
+ * `finish` resolves; until then it is `<path>.tmp`, which a failure or `abort` removes. A failed
+ * request fails the file: every later one on it but `abort` gets the same error.
  * Workers start on demand, up to the pool size, and do not keep the process alive while idle.
+ *
+ * A file's metrics are those of its chunks, merged; they equal the whole file's: counts add up,
+ * and bounds are the least lower and greatest upper bound of the chunks, as Iceberg's truncation
+ * keeps their order (a truncated lower bound is a prefix of the value; a truncated upper bound is
+ * the least string of 16 code points, or bytes, above every value with the same prefix). A chunk
+ * whose values have no upper bound (16 leading code points U+10FFFF, or bytes 0xFF) holds the
+ * greatest value, so the file has none either.
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
+import type * as arrow from 'apache-arrow';
 import { type ErrorName, TributaryError } from '../../common/errors.js';
 import type { DataFile } from './data-file.js';
-import type { IcebergSchema } from './types.js';
+import { computeMetrics, type FileMetrics } from './metrics.js';
+import { ipcStreamOf } from './parquet.js';
+import { fromSingleValue } from './single-value.js';
+import type { IcebergPrimitive, IcebergSchema } from './types.js';
+
+export type WrittenDataFile = Omit<DataFile, 'partition' | 'content'>;
+
+export type DataFileRequest =
+  | { id: number; op: 'open'; file: number; path: string }
+  | { id: number; op: 'append'; file: number; ipc: Uint8Array }
+  | { id: number; op: 'finish' | 'abort'; file: number };
+
+export type DataFileResponse =
+  | { id: number; ok: true; memory?: ArrayBuffer; written?: { bytes: number; rows: number } }
+  | { id: number; ok: false; errorName: ErrorName; message: string };
+
+type Success = DataFileResponse & { ok: true };
 
 export interface DataFileJob {
-  /** An Arrow IPC stream of lake batches (lake-batch.ts); handed over to the worker. */
-  ipc: Uint8Array;
+  /** Lake batches of one schema. */
+  batches: readonly arrow.RecordBatch[];
   /** Where the Parquet file goes; parent directories are created. */
   path: string;
   /** The lake schema the batches follow, for the column metrics. */
   schema: IcebergSchema;
 }
 
-export type WrittenDataFile = Omit<DataFile, 'partition' | 'content'>;
-
-export type DataFileResponse = { ok: true; file: WrittenDataFile } | { ok: false; errorName: ErrorName; message: string };
-
-interface Pending {
-  job: DataFileJob;
-  resolve: (file: WrittenDataFile) => void;
-  reject: (err: Error) => void;
+/** A data file being written by a worker of the pool. */
+export interface OpenDataFile {
+  /** Appends lake batches of the file's schema; resolves once the worker has encoded them. */
+  append(batches: readonly arrow.RecordBatch[]): Promise<void>;
+  /** Completes the file: its footer is written and the file is durable at its path. */
+  finish(): Promise<WrittenDataFile>;
+  /** Gives the file up; what was written of it is removed. */
+  abort(): Promise<void>;
 }
+
+/** Handed-back stream memory kept for the next chunks: how many, and up to what size each. */
+const SPARE_MEMORY = 4;
+const SPARE_MEMORY_BYTES = 16 << 20;
 
 /** Compiled, this module and the worker's are .js files; under tsx (the tests) both are .ts. */
 const EXTENSION = path.extname(fileURLToPath(import.meta.url));
@@ -50,75 +88,207 @@ function closedError(): TributaryError {
   return new TributaryError('STORAGE_EXCEPTION', 'the data file writer pool is closed');
 }
 
+/** One worker thread, its open files and its requests awaiting a response. */
+class WriterThread {
+  readonly pending = new Map<number, { resolve: (response: Success) => void; reject: (err: Error) => void }>();
+  openFiles = 0;
+  private nextFile = 0;
+  /** Set once the thread is gone: requests fail with it. */
+  gone?: Error;
+
+  constructor(readonly worker: Worker) {}
+
+  newFileNumber(): number {
+    return this.nextFile++;
+  }
+
+  /** Keeps the process alive only while the thread has work. */
+  updateRef(): void {
+    if (this.openFiles > 0 || this.pending.size > 0) this.worker.ref();
+    else this.worker.unref();
+  }
+}
+
 export class DataFileWriterPool {
-  private readonly workers = new Set<Worker>();
-  private readonly idle: Worker[] = [];
-  private readonly running = new Map<Worker, Pending>();
-  private readonly queue: Pending[] = [];
+  private readonly threads = new Set<WriterThread>();
+  private readonly spareMemory: ArrayBuffer[] = [];
+  private nextRequest = 0;
   private closed = false;
 
   constructor(readonly size = 1) {
     if (!Number.isInteger(size) || size < 1) throw new TributaryError('INVALID_ARGUMENT', `a data file writer pool needs at least one worker, got ${size}`);
   }
 
-  write(job: DataFileJob): Promise<WrittenDataFile> {
-    if (this.closed) return Promise.reject(closedError());
-    return new Promise((resolve, reject) => {
-      this.queue.push({ job, resolve, reject });
-      this.dispatch();
-    });
-  }
-
-  /** Terminates the workers; writes not finished yet fail. */
-  async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    for (const pending of this.queue.splice(0)) pending.reject(closedError());
-    await Promise.all([...this.workers].map((w) => w.terminate()));
-  }
-
-  private dispatch(): void {
-    while (this.queue.length > 0) {
-      let worker = this.idle.pop();
-      if (!worker) {
-        if (this.workers.size >= this.size) return;
-        worker = this.spawn();
+  /** Starts a data file at `filePath` of lake batches of `schema`, on the least busy worker. */
+  open(filePath: string, schema: IcebergSchema): OpenDataFile {
+    const thread = this.closed ? undefined : this.pickThread();
+    const file = thread?.newFileNumber() ?? -1;
+    const metrics = new MergedMetrics(schema);
+    let failure: Error | undefined = thread ? undefined : closedError();
+    let ended = false;
+    const request = async (op: DataFileRequest['op'], fields: object = {}, transfer: ArrayBuffer[] = []): Promise<Success> => {
+      if (failure) throw failure;
+      try {
+        return await this.request(thread!, { op, file, ...fields }, transfer);
+      } catch (err) {
+        failure ??= err as Error;
+        throw err;
       }
-      const pending = this.queue.shift()!;
-      this.running.set(worker, pending);
-      worker.ref();
-      const { ipc } = pending.job;
-      const ownsBuffer = ipc.buffer instanceof ArrayBuffer && ipc.byteOffset === 0 && ipc.byteLength === ipc.buffer.byteLength;
-      worker.postMessage(pending.job, ownsBuffer ? [ipc.buffer as ArrayBuffer] : []);
+    };
+    const end = (): void => {
+      if (ended || !thread) return;
+      ended = true;
+      thread.openFiles--;
+      thread.updateRef();
+    };
+    if (thread) {
+      thread.openFiles++;
+      // A failure to open surfaces at the next request.
+      request('open', { path: filePath }).catch(() => {});
+    }
+    return {
+      append: async (batches) => {
+        if (failure) throw failure;
+        const ipc = ipcStreamOf(batches, this.spareMemory.pop());
+        const appended = request('append', { ipc }, [ipc.buffer as ArrayBuffer]);
+        // Computed while the worker encodes.
+        metrics.add(computeMetrics(batches, schema));
+        const { memory } = await appended;
+        if (memory && memory.byteLength <= SPARE_MEMORY_BYTES && this.spareMemory.length < SPARE_MEMORY) this.spareMemory.push(memory);
+      },
+      finish: async () => {
+        try {
+          const { written } = await request('finish');
+          const merged = metrics.result();
+          if (written!.rows !== merged.recordCount) {
+            throw new TributaryError('STORAGE_EXCEPTION', `data file ${filePath} holds ${written!.rows} rows, ${merged.recordCount} were appended`);
+          }
+          return { filePath, fileFormat: 'PARQUET', fileSizeInBytes: written!.bytes, ...merged };
+        } finally {
+          end();
+        }
+      },
+      abort: async () => {
+        if (ended) return;
+        try {
+          if (thread && !thread.gone && !this.closed) await this.request(thread, { op: 'abort', file }, []);
+        } finally {
+          end();
+        }
+      },
+    };
+  }
+
+  /** Writes one data file of `job.batches`. */
+  async write(job: DataFileJob): Promise<WrittenDataFile> {
+    const file = this.open(job.path, job.schema);
+    try {
+      await file.append(job.batches);
+      return await file.finish();
+    } catch (err) {
+      await file.abort().catch(() => {});
+      throw err;
     }
   }
 
-  private spawn(): Worker {
-    const worker = startWorker();
-    this.workers.add(worker);
-    worker.on('message', (response: DataFileResponse) => {
-      const pending = this.finish(worker);
-      this.idle.push(worker);
-      worker.unref();
-      if (response.ok) pending?.resolve(response.file);
-      else pending?.reject(new TributaryError(response.errorName, response.message));
-      this.dispatch();
-    });
-    // An uncaught failure ends the worker: its job fails and a later job starts a new worker.
-    worker.on('error', (err) => this.finish(worker)?.reject(new TributaryError('STORAGE_EXCEPTION', `data file worker failed: ${err.message}`, { cause: err })));
-    worker.on('exit', (code) => {
-      this.workers.delete(worker);
-      const at = this.idle.indexOf(worker);
-      if (at >= 0) this.idle.splice(at, 1);
-      this.finish(worker)?.reject(this.closed ? closedError() : new TributaryError('STORAGE_EXCEPTION', `data file worker exited with code ${code}`));
-      if (!this.closed) this.dispatch();
-    });
-    return worker;
+  /** Terminates the workers; files not finished yet fail. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await Promise.all([...this.threads].map((t) => t.worker.terminate()));
   }
 
-  private finish(worker: Worker): Pending | undefined {
-    const pending = this.running.get(worker);
-    this.running.delete(worker);
-    return pending;
+  private pickThread(): WriterThread {
+    let best: WriterThread | undefined;
+    for (const t of this.threads) if (!best || t.openFiles < best.openFiles) best = t;
+    if (best && (best.openFiles === 0 || this.threads.size >= this.size)) return best;
+    return this.spawn();
+  }
+
+  private request(thread: WriterThread, request: object, transfer: ArrayBuffer[]): Promise<Success> {
+    if (this.closed) return Promise.reject(closedError());
+    if (thread.gone) return Promise.reject(thread.gone);
+    const id = this.nextRequest++;
+    return new Promise((resolve, reject) => {
+      thread.pending.set(id, { resolve, reject });
+      thread.updateRef();
+      thread.worker.postMessage({ ...request, id }, transfer);
+    });
+  }
+
+  private spawn(): WriterThread {
+    const thread = new WriterThread(startWorker());
+    this.threads.add(thread);
+    const { worker } = thread;
+    worker.on('message', (response: DataFileResponse) => {
+      const pending = thread.pending.get(response.id);
+      thread.pending.delete(response.id);
+      thread.updateRef();
+      if (response.ok) pending?.resolve(response);
+      else pending?.reject(new TributaryError(response.errorName, response.message));
+    });
+    // An uncaught failure ends the worker: its files fail; new files go to other (or new) workers.
+    const fail = (err: Error): void => {
+      thread.gone ??= err;
+      this.threads.delete(thread);
+      for (const pending of thread.pending.values()) pending.reject(thread.gone);
+      thread.pending.clear();
+    };
+    worker.on('error', (err) => fail(new TributaryError('STORAGE_EXCEPTION', `data file worker failed: ${err.message}`, { cause: err })));
+    worker.on('exit', (code) => fail(this.closed ? closedError() : new TributaryError('STORAGE_EXCEPTION', `data file worker exited with code ${code}`)));
+    return thread;
+  }
+}
+
+function compareBytes(a: Uint8Array, b: Uint8Array): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) if (a[i] !== b[i]) return a[i] - b[i];
+  return a.length - b.length;
+}
+
+/** Sign of a − b, two bounds of Iceberg type `type` in single-value encoding. */
+function compareBounds(type: IcebergPrimitive, a: Uint8Array, b: Uint8Array): number {
+  const x = fromSingleValue(type, a);
+  const y = fromSingleValue(type, b);
+  // UTF-8 byte order is code point order.
+  if (typeof x === 'string' || x instanceof Uint8Array) return compareBytes(a, b);
+  if (x !== y) return x < y ? -1 : 1;
+  // -0.0 sorts before +0.0.
+  return typeof x === 'number' && x === 0 ? Number(!Object.is(x, -0)) - Number(!Object.is(y, -0)) : 0;
+}
+
+/** Column metrics of the chunks appended so far, merged (see the header). */
+class MergedMetrics {
+  private metrics?: FileMetrics;
+  /** Fields with values but no upper bound. */
+  private readonly unboundedAbove = new Set<number>();
+
+  constructor(private readonly schema: IcebergSchema) {}
+
+  add(m: FileMetrics): void {
+    for (const id of m.lowerBounds.keys()) if (!m.upperBounds.has(id)) this.unboundedAbove.add(id);
+    const into = this.metrics;
+    if (!into) {
+      this.metrics = m;
+      return;
+    }
+    into.recordCount += m.recordCount;
+    for (const key of ['valueCounts', 'nullValueCounts', 'nanValueCounts'] as const) {
+      for (const [id, n] of m[key]) into[key].set(id, (into[key].get(id) ?? 0) + n);
+    }
+    for (const { id, type } of this.schema.fields) {
+      const lower = m.lowerBounds.get(id);
+      const least = into.lowerBounds.get(id);
+      if (lower && (!least || compareBounds(type, lower, least) < 0)) into.lowerBounds.set(id, lower);
+      const upper = m.upperBounds.get(id);
+      const greatest = into.upperBounds.get(id);
+      if (upper && (!greatest || compareBounds(type, upper, greatest) > 0)) into.upperBounds.set(id, upper);
+    }
+  }
+
+  result(): FileMetrics {
+    const m = this.metrics ?? computeMetrics([], this.schema);
+    for (const id of this.unboundedAbove) m.upperBounds.delete(id);
+    return m;
   }
 }

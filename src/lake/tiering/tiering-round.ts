@@ -7,11 +7,13 @@
  *  2. Plan: one split per bucket (per partition), [lake end offset, high watermark), with the stop
  *     offsets frozen now.
  *  3. Read the splits with a LogScanner. Log tables: batches become lake batches (system columns
- *     added, columns shared) written as Parquet data files by the worker-thread pool, a file per
- *     bucket and `FILE_ROWS` rows. Primary-key tables: the changelog is folded per key — the last
- *     +I/+U of a key becomes a data row, and a key that existed before the round (its first change
- *     is not +I) gets an equality delete on the primary key, which removes its older lake rows
- *     (deletes apply to files of earlier sequence numbers only, so this round's rows survive).
+ *     added, columns shared), appended every `CHUNK_BYTES` to the split's Parquet data file, which
+ *     a thread of the writer pool encodes while the next chunk is read; after `FILE_ROWS` rows the
+ *     file ends and the split's next rows start another. Primary-key tables: the changelog is
+ *     folded per key — the last +I/+U of a key becomes a data row, and a key that existed before
+ *     the round (its first change is not +I) gets an equality delete on the primary key, which
+ *     removes its older lake rows (deletes apply to files of earlier sequence numbers only, so
+ *     this round's rows survive).
  *  4. Commit one Iceberg snapshot whose summary carries the offsets, checking at every attempt that
  *     the lake still ends where the round started (no other worker tiered these offsets meanwhile).
  *  5. Register the snapshot with the coordinator (CommitLakeTableSnapshot).
@@ -39,9 +41,8 @@ import { toPbLakeOffset } from '../../rpc/lake-offsets.js';
 import type { Logger } from '../../server/logger.js';
 import { FileSystemCatalog } from '../iceberg/catalog.js';
 import { type DataFile, FileContent, type PartitionValue } from '../iceberg/data-file.js';
-import type { DataFileWriterPool } from '../iceberg/data-file-writer.js';
+import type { DataFileWriterPool, OpenDataFile } from '../iceberg/data-file-writer.js';
 import { expireSnapshots } from '../iceberg/maintenance.js';
-import { ipcStreamOf } from '../iceberg/parquet.js';
 import { commitRowDelta } from '../iceberg/snapshot-producer.js';
 import { currentSchema, partitionSpecById, type TableMetadata } from '../iceberg/table-metadata.js';
 import { parseTransform } from '../iceberg/transforms.js';
@@ -51,8 +52,18 @@ import { BUCKET_COLUMN } from '../lake-schema.js';
 import { COMPACT_AT_DELETE_FILES, compactLakeTable } from './compaction.js';
 import { bucketOffsetsSummary, latestTieredSnapshot, SUMMARY_BUCKET_OFFSETS, SUMMARY_TABLE_ID, SUMMARY_TIERING_EPOCH, type TieredSnapshot } from './tiered-offsets.js';
 
-/** Rows per data file of a log table bucket; a bucket with more in one round gets several files. */
-export const FILE_ROWS = 1_000_000;
+/**
+ * Rows per data file of a log table bucket; a bucket with more in one round gets several files.
+ * A file's rows are encoded as they arrive (the writer holds a row group, not the file), so the
+ * bound is there for readers: files of tens to hundreds of MB, several row groups each.
+ */
+export const FILE_ROWS = 8_000_000;
+/**
+ * Lake batches of a split collected before they go to its data file as one Arrow IPC stream: large
+ * enough that messages to the writer thread cost nothing, small enough that reading and encoding
+ * overlap from the first rows on. While the writer encodes one chunk of a file, the next is read.
+ */
+const CHUNK_BYTES = 2 << 20;
 const PROGRESS_EVERY_MS = 10_000;
 
 export interface RoundContext {
@@ -89,11 +100,22 @@ interface Split {
   maxTimestamp?: number;
   /** Values of the partition keys (transform source form), from the first row read. */
   partitionSource?: Map<string, PartitionValue>;
-  /** Log tables: lake batches not yet written. */
+  /** Log tables: lake batches not sent to the data file yet, and their bytes. */
   pendingBatches: arrow.RecordBatch[];
-  pendingRows: number;
+  pendingBytes: number;
+  /** Log tables: the data file being written. */
+  file?: SplitFile;
   /** Primary-key tables: the changelog folded per key. */
   changes?: Map<string, FoldedChange>;
+}
+
+interface SplitFile {
+  sink: OpenDataFile;
+  partition: PartitionValue[];
+  /** Rows sent to it so far. */
+  rows: number;
+  /** The chunk the writer is encoding. */
+  appending?: Promise<void>;
 }
 
 interface FoldedChange {
@@ -124,9 +146,16 @@ export async function runTieringRound(ctx: RoundContext): Promise<RoundResult> {
   ctx.log.info({ splits: splits.length, records: splits.reduce((n, s) => n + Number(s.stop - s.start), 0) }, 'tiering round planned');
 
   const writer = new RoundWriter(ctx, info, loaded.metadata);
-  const forceFinished = await readSplits(ctx, info, splits, writer, deadline);
-  for (const split of splits) await writer.flushSplit(split);
-  const written = await writer.files();
+  let forceFinished: boolean;
+  let written: DataFile[];
+  try {
+    forceFinished = await readSplits(ctx, info, splits, writer, deadline);
+    for (const split of splits) await writer.flushSplit(split);
+    written = await writer.files();
+  } catch (err) {
+    await writer.abort(splits);
+    throw err;
+  }
 
   const advanced = splits.filter((s) => s.position > s.start);
   if (advanced.length === 0) return { forceFinished, rows: 0, dataFiles: 0, deleteFiles: 0 };
@@ -240,7 +269,7 @@ async function planSplits(ctx: RoundContext, admin: Admin, info: TableInfo, tier
         stop,
         position: start,
         pendingBatches: [],
-        pendingRows: 0,
+        pendingBytes: 0,
         ...(info.schema.primaryKey ? { changes: new Map() } : {}),
       });
     }
@@ -355,11 +384,42 @@ class RoundWriter {
       const offsets = new BigInt64Array(rows);
       for (let i = 0; i < rows; i++) offsets[i] = b.baseOffset + BigInt(i);
       const timestamps = new BigInt64Array(rows).fill(BigInt(b.timestamp) * 1000n);
-      split.pendingBatches.push(toLakeBatch(batch, this.info, this.lakeSchema, { bucket: split.bucket, offsets, timestamps }));
-      split.pendingRows += rows;
-      if (split.pendingRows >= FILE_ROWS) await this.flushSplit(split);
+      const lake = toLakeBatch(batch, this.info, this.lakeSchema, { bucket: split.bucket, offsets, timestamps });
+      split.pendingBatches.push(lake);
+      split.pendingBytes += lake.data.byteLength;
+      if (split.pendingBytes >= CHUNK_BYTES) await this.append(split);
     }
     return rows;
+  }
+
+  /**
+   * Sends the split's pending lake batches to its data file (opened on the first chunk), then
+   * waits for the writer to finish the chunk before: the writer always has the next chunk at hand,
+   * and reading runs at most two chunks ahead of it.
+   */
+  private async append(split: Split): Promise<void> {
+    const file = (split.file ??= { sink: this.ctx.pool.open(this.dataFilePath(split, FileContent.DATA), this.lakeSchema), partition: this.partitionOf(split), rows: 0 });
+    const batches = split.pendingBatches.splice(0);
+    split.pendingBytes = 0;
+    file.rows += batches.reduce((n, b) => n + b.numRows, 0);
+    const previous = file.appending;
+    file.appending = file.sink.append(batches);
+    // Its failure is seen by the next append or by finish.
+    file.appending.catch(() => {});
+    if (file.rows >= FILE_ROWS) this.finishFile(split);
+    await previous;
+  }
+
+  /** Completes the split's data file once the writer has its last chunk; the next chunk opens another. */
+  private finishFile(split: Split): void {
+    const file = split.file!;
+    split.file = undefined;
+    this.track(file.sink.finish().then((w) => ({ ...w, content: FileContent.DATA, partition: file.partition })));
+  }
+
+  /** Gives up the data files still being written: a failed round leaves no partial files. */
+  async abort(splits: readonly Split[]): Promise<void> {
+    await Promise.all(splits.map((s) => s.file?.sink.abort().catch(() => {})));
   }
 
   private fold(split: Split, b: ScanBatch, rows: number, read: (row: number) => unknown[]): void {
@@ -421,23 +481,32 @@ class RoundWriter {
       }
       return;
     }
-    if (split.pendingRows === 0) return;
-    this.write(split, split.pendingBatches.splice(0), FileContent.DATA, this.lakeSchema);
-    split.pendingRows = 0;
+    if (split.pendingBatches.length > 0) await this.append(split);
+    if (split.file) this.finishFile(split);
   }
 
+  /** Writes a primary-key table's data or delete file in one go. */
   private write(split: Split, batches: arrow.RecordBatch[], content: FileContent, schema: IcebergSchema): void {
     const partition = this.partitionOf(split);
-    const dir = path.join(this.location, 'data', ...this.partitionPath(split, partition));
-    const file = path.join(dir, `${crypto.randomUUID()}${content === FileContent.DATA ? '' : '-deletes'}.parquet`);
-    this.written.push(
-      this.ctx.pool.write({ ipc: ipcStreamOf(batches), path: file, schema }).then((w) => ({
+    this.track(
+      this.ctx.pool.write({ batches, path: this.dataFilePath(split, content), schema }).then((w) => ({
         ...w,
         content,
         partition,
         ...(content === FileContent.EQUALITY_DELETES ? { equalityIds: schema.fields.map((f) => f.id) } : {}),
       })),
     );
+  }
+
+  /** Keeps a file being written for `files()`; its failure surfaces there. */
+  private track(file: Promise<DataFile>): void {
+    file.catch(() => {});
+    this.written.push(file);
+  }
+
+  private dataFilePath(split: Split, content: FileContent): string {
+    const dir = path.join(this.location, 'data', ...this.partitionPath(split, this.partitionOf(split)));
+    return path.join(dir, `${crypto.randomUUID()}${content === FileContent.DATA ? '' : '-deletes'}.parquet`);
   }
 
   /** The partition tuple of a split's files: partition key values, then the bucket (bucket[N] of the key or __bucket). */
