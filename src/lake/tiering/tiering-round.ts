@@ -5,7 +5,10 @@
  *     summary (tiered-offsets.ts). If the coordinator has not registered it (the previous worker died
  *     between the lake commit and the report), it is registered now and the round starts after it.
  *  2. Plan: one split per bucket (per partition), [lake end offset, high watermark), with the stop
- *     offsets frozen now.
+ *     offsets frozen now. The first round of a primary-key bucket whose changelog no longer starts
+ *     at offset 0 (retention dropped what its KV snapshots hold, before the table was lake-enabled)
+ *     starts from the bucket's state instead: a consistent scan of it, as of offset S, folded like
+ *     changes at offset S - 1, then the changelog from S.
  *  3. Read the splits with a LogScanner. Log tables: batches become lake batches (system columns
  *     added, columns shared), appended every `CHUNK_BYTES` to the split's Parquet data file, which
  *     a thread of the writer pool encodes while the next chunk is read; after `FILE_ROWS` rows the
@@ -34,6 +37,7 @@ import { asTributaryError, TributaryError } from '../../common/errors.js';
 import { type LakeBucketOffset, lakeBucketKey } from '../../common/lake.js';
 import { buildSchema, type PartitionInfo, type Schema, type TableInfo, type TablePath, tablePathString } from '../../common/schema.js';
 import type { DataType } from '../../common/types.js';
+import { type Row, toInternal } from '../../common/values.js';
 import { internalRowReader } from '../../record/arrow-payload.js';
 import { ColumnBatchBuilder } from '../../record/column-batch-builder.js';
 import { ApiKeys } from '../../rpc/api-keys.js';
@@ -107,6 +111,8 @@ interface Split {
   file?: SplitFile;
   /** Primary-key tables: the changelog folded per key. */
   changes?: Map<string, FoldedChange>;
+  /** Primary-key tables: the bucket's state is read first (see the header, step 2). */
+  fromState?: boolean;
 }
 
 interface SplitFile {
@@ -149,6 +155,7 @@ export async function runTieringRound(ctx: RoundContext): Promise<RoundResult> {
   let forceFinished: boolean;
   let written: DataFile[];
   try {
+    await readStates(ctx, info, splits, writer);
     forceFinished = await readSplits(ctx, info, splits, writer, deadline);
     for (const split of splits) await writer.flushSplit(split);
     written = await writer.files();
@@ -157,7 +164,7 @@ export async function runTieringRound(ctx: RoundContext): Promise<RoundResult> {
     throw err;
   }
 
-  const advanced = splits.filter((s) => s.position > s.start);
+  const advanced = splits.filter((s) => s.position > s.start || s.fromState);
   if (advanced.length === 0) return { forceFinished, rows: 0, dataFiles: 0, deleteFiles: 0 };
   const offsets = mergeOffsets(tiered?.bucketOffsets ?? [], advanced);
   const snapshotId = await commitRowDelta(catalog, info.path.database, info.path.table, {
@@ -260,7 +267,8 @@ async function planSplits(ctx: RoundContext, admin: Admin, info: TableInfo, tier
       }
       const start = lakeEnd === undefined || lakeEnd < logStart ? logStart : lakeEnd;
       const stop = latest.get(bucket)!;
-      if (start >= stop) continue;
+      const fromState = info.schema.primaryKey !== undefined && lakeEnd === undefined && logStart > 0n;
+      if (start >= stop && !fromState) continue;
       splits.push({
         ...(partition ? { partition } : {}),
         bucket,
@@ -271,10 +279,30 @@ async function planSplits(ctx: RoundContext, admin: Admin, info: TableInfo, tier
         pendingBatches: [],
         pendingBytes: 0,
         ...(info.schema.primaryKey ? { changes: new Map() } : {}),
+        ...(fromState ? { fromState } : {}),
       });
     }
   }
   return splits;
+}
+
+/** Reads the state of the splits that start from it, bucket by bucket; their changelog then starts at the state's offset. */
+async function readStates(ctx: RoundContext, info: TableInfo, splits: readonly Split[], writer: RoundWriter): Promise<void> {
+  const fromState = splits.filter((s) => s.fromState);
+  if (fromState.length === 0) return;
+  const table = await ctx.conn.getTable(info.path);
+  for (const split of fromState) {
+    const scanner = table.newScan().createBatchScanner([split.ref]);
+    const readAt = Date.now();
+    let rows = 0;
+    for (let page = await scanner.pollBatch(); page; page = await scanner.pollBatch()) {
+      ctx.signal.throwIfAborted();
+      rows += writer.addState(split, page, readAt);
+    }
+    const [stateOffset] = scanner.offsets().values();
+    writer.stateRead(split, stateOffset);
+    ctx.log.info({ partition: split.partition?.partitionName, bucket: split.bucket, rows, stateOffset: stateOffset.toString() }, 'first round of a bucket whose changelog was trimmed: its state read');
+  }
 }
 
 /** Reads every split up to its stop offset, or until the deadline; true when the deadline cut it short. */
@@ -284,11 +312,13 @@ async function readSplits(ctx: RoundContext, info: TableInfo, splits: Split[], w
   const scanner = table.newScan().logOnly().createLogScanner();
   const byRef = new Map<string, Split>();
   const refKey = (partition: string | undefined, bucket: number) => (partition === undefined ? String(bucket) : `${partition}/${bucket}`);
+  let open = 0;
   for (const s of splits) {
-    await scanner.subscribe(s.ref, s.start);
+    if (s.position >= s.stop) continue;
+    await scanner.subscribe(s.ref, s.position);
     byRef.set(refKey(s.partition?.partitionName, s.bucket), s);
+    open++;
   }
-  let open = splits.length;
   let lastProgress = Date.now();
   let rowsRead = 0;
   try {
@@ -366,6 +396,27 @@ class RoundWriter {
     }
   }
 
+  /**
+   * Takes rows of a split's state (a page of a batch scan), folded as inserts whose offset is set
+   * by `stateRead`; returns how many.
+   */
+  addState(split: Split, page: readonly Row[], readAt: number): number {
+    const columns = this.info.schema.columns;
+    for (const row of page) {
+      const values = columns.map((c) => toInternal(c, row[c.name]));
+      split.partitionSource ??= this.partitionSourceOf(values);
+      split.changes!.set(this.keyOf(values), { existed: false, key: this.keyColumns.map((c) => values[c]), row: values, offset: -1n, timestampMs: readAt });
+    }
+    return page.length;
+  }
+
+  /** The state of a split has been read, as of changelog offset `stateOffset`: its changelog follows from there. */
+  stateRead(split: Split, stateOffset: bigint): void {
+    for (const change of split.changes!.values()) change.offset = stateOffset - 1n;
+    split.position = stateOffset;
+    if (split.stop < stateOffset) split.stop = stateOffset;
+  }
+
   /** Takes one read batch (cut at the split's stop); returns the rows it held. */
   async add(split: Split, b: ScanBatch): Promise<number> {
     const rows = Math.min(b.batch.numRows, Number(split.stop - b.baseOffset));
@@ -374,10 +425,7 @@ class RoundWriter {
     split.position = b.baseOffset + BigInt(rows);
     split.maxTimestamp = Math.max(split.maxTimestamp ?? b.timestamp, b.timestamp);
     const read = internalRowReader(batch, this.info.schema);
-    if (!split.partitionSource && this.partitionColumns.length > 0) {
-      const first = read(0);
-      split.partitionSource = new Map(this.partitionColumns.map((c) => [this.info.schema.columns[c].name, sourceValue(this.info.schema.columns[c].type, first[c])]));
-    }
+    split.partitionSource ??= this.partitionSourceOf(read(0));
     if (split.changes) {
       this.fold(split, b, rows, read);
     } else {
@@ -507,6 +555,12 @@ class RoundWriter {
   private dataFilePath(split: Split, content: FileContent): string {
     const dir = path.join(this.location, 'data', ...this.partitionPath(split, this.partitionOf(split)));
     return path.join(dir, `${crypto.randomUUID()}${content === FileContent.DATA ? '' : '-deletes'}.parquet`);
+  }
+
+  /** The values of the partition keys in a row of the split (internal values), which every row of it shares. */
+  private partitionSourceOf(values: readonly unknown[]): Map<string, PartitionValue> {
+    const columns = this.info.schema.columns;
+    return new Map(this.partitionColumns.map((c) => [columns[c].name, sourceValue(columns[c].type, values[c])]));
   }
 
   /** The partition tuple of a split's files: partition key values, then the bucket (bucket[N] of the key or __bucket). */
