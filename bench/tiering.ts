@@ -2,8 +2,8 @@
  * Lake tiering: how fast one tiering worker turns the log into Iceberg data files, and how far the
  * lake lags behind a steady write load. The server and each worker run in child processes; the
  * server is started with `--no-tiering`, so the workers of this program are the only ones. Each
- * worker first tiers a small table of 1,000 rows, so that starting its Parquet writer thread is not
- * part of the round measured.
+ * worker first tiers a table of 100,000 rows, so that the round measured finds its Parquet writer
+ * thread started and the WASM encoder optimized, as in a worker that has been tiering for a while.
  *
  *   throughput  `--rows` rows of the workload (support.ts) are appended as Arrow batches to a
  *               lake-enabled log table of `--buckets` buckets before any worker runs; the table's
@@ -86,7 +86,7 @@ const STATUS_POLL_MS = 20;
 const SAMPLE_MS = 1000;
 const PACE_MS = 10;
 const DUCKDB_RUNS = 3;
-const WARMUP_ROWS = 1000;
+const WARMUP_ROWS = 100_000;
 
 const { values: args } = parseArgs({
   options: {
@@ -237,8 +237,8 @@ function reportRatios(rowsPerSecond: number, cpuPerRow: number, copies: CopyBase
 // ---------------------------------------------------------------- timing a backlog
 
 /**
- * A small lake table for the next worker's first round, so that starting its Parquet writer thread
- * (and WebAssembly) is not part of the round measured. Create it before the measured table is due:
+ * A lake table for the next worker's first round, so that starting its Parquet writer thread (and
+ * compiling and optimizing WebAssembly) is not part of the round measured. Create it before the measured table is due:
  * the coordinator hands out due tables in order.
  */
 async function warmupTable(): Promise<void> {
