@@ -67,7 +67,7 @@ const TIMESTAMP_MILLIS = 12;
 const TIMESTAMP_NANOS = 13;
 
 /** Decimals up to this precision fit a long (Fluss's "compact" decimal). */
-const MAX_COMPACT_DECIMAL_PRECISION = 18;
+export const MAX_COMPACT_DECIMAL_PRECISION = 18;
 /** Timestamps up to this precision are whole milliseconds (Fluss's "compact" timestamp). */
 const MAX_COMPACT_TIMESTAMP_PRECISION = 3;
 
@@ -105,6 +105,9 @@ function kindOf(t: DataType): number {
 }
 
 const TWO_POW_32 = 4294967296;
+const TWO_POW_31 = 2147483648;
+/** Integers below this magnitude are exact as numbers. */
+const MAX_EXACT = 2 ** 53;
 const MILLIS_PER_DAY = 86_400_000;
 const NANOS_PER_MILLI = 1_000_000;
 const INT64_MIN = -(2n ** 63n);
@@ -299,8 +302,13 @@ export class CompactedReader {
   private readonly types: readonly DataType[];
   /** Per DECIMAL field, 10^precision: the unscaled value must stay below it in magnitude. */
   private readonly decimalBounds: (bigint | undefined)[];
+  /** The same bounds as numbers (exact: 10^p for p <= 22), to check compact decimals without a bigint. */
+  private readonly decimalLimits: Float64Array;
   private buf: Buffer = EMPTY;
   private pos = 0;
+  /** The 64-bit value read last (varLongHalves, timestamp): its two's-complement halves as int32. */
+  private lo = 0;
+  private hi = 0;
   private readonly scratch = new DataView(new ArrayBuffer(8));
 
   /** `types[i]` is the type of field i. */
@@ -308,6 +316,7 @@ export class CompactedReader {
     this.types = [...types];
     this.kinds = Uint8Array.from(types, kindOf);
     this.decimalBounds = types.map((t) => (t.kind === 'DECIMAL' ? 10n ** BigInt(t.precision) : undefined));
+    this.decimalLimits = Float64Array.from(types, (t) => (t.kind === 'DECIMAL' ? 10 ** t.precision : 0));
   }
 
   /** Starts reading `bytes` at `start`. */
@@ -347,20 +356,13 @@ export class CompactedReader {
       case DOUBLE:
         return this.buf.readDoubleLE(this.take(field, 8));
       case STRING: {
-        const len = this.length(field);
-        const start = this.take(field, len);
-        const s = this.buf.toString('utf8', start, start + len);
-        const t = this.types[field];
-        if (t.kind === 'CHAR' && len > t.length && codePoints(s) > t.length) throw this.invalid(field, `${codePoints(s)} characters`);
-        return s;
+        const start = this.span(field);
+        return this.buf.toString('utf8', start, this.pos);
       }
       case BYTES: {
-        const len = this.length(field);
-        const start = this.take(field, len);
-        const t = this.types[field];
-        if (t.kind === 'BINARY' && len !== t.length) throw this.invalid(field, `${len} bytes`);
-        const out = new Uint8Array(len);
-        out.set(this.buf.subarray(start, start + len));
+        const start = this.span(field);
+        const out = new Uint8Array(this.pos - start);
+        out.set(this.buf.subarray(start, this.pos));
         return out;
       }
       case BIG_DECIMAL: {
@@ -380,8 +382,61 @@ export class CompactedReader {
       }
       case TIMESTAMP_MILLIS:
       case TIMESTAMP_NANOS:
-        return this.timestamp(field, kind === TIMESTAMP_NANOS);
+        this.timestamp(field, kind === TIMESTAMP_NANOS);
+        return this.int64();
     }
+  }
+
+  /** The input being read, where `span` positions point. */
+  get input(): Buffer {
+    return this.buf;
+  }
+
+  /**
+   * Reads field `field`, a BIGINT, compact DECIMAL (p <= 18), TIME or TIMESTAMP, checked as `read`
+   * does, and writes its internal value (unscaled value, µs of day, epoch µs) as a 64-bit two's
+   * complement into `words[at]` (low 32 bits) and `words[at + 1]` (high): no bigint is made.
+   */
+  readInt64(field: number, words: Int32Array, at: number): void {
+    const kind = this.kinds[field];
+    switch (kind) {
+      case LONG:
+        this.varLongHalves(field);
+        if (this.decimalBounds[field] !== undefined) this.checkCompactDecimal(field);
+        break;
+      case TIME_MILLIS:
+      case TIME_NANOS: {
+        const micros = this.read(field) as number; // below 2^37
+        this.lo = micros | 0;
+        this.hi = Math.floor(micros / TWO_POW_32);
+        break;
+      }
+      case TIMESTAMP_MILLIS:
+      case TIMESTAMP_NANOS:
+        this.timestamp(field, kind === TIMESTAMP_NANOS);
+        break;
+      default:
+        throw new TributaryError('INVALID_ARGUMENT', `compacted field ${field} (${formatDataType(this.types[field])}) is not a 64-bit integer`);
+    }
+    words[at] = this.lo;
+    words[at + 1] = this.hi;
+  }
+
+  /**
+   * Reads field `field`, a CHAR, STRING, BINARY or BYTES, checked as `read` does, without copying
+   * it: returns where its bytes start in `input`; they end at `position`. String bytes are as
+   * written: `read` would replace what is not valid UTF-8 with U+FFFD.
+   */
+  span(field: number): number {
+    const len = this.length(field);
+    const start = this.take(field, len);
+    const t = this.types[field];
+    if (t.kind === 'BINARY' && len !== t.length) throw this.invalid(field, `${len} bytes`);
+    if (t.kind === 'CHAR' && len > t.length) {
+      const chars = codePoints(this.buf.toString('utf8', start, start + len));
+      if (chars > t.length) throw this.invalid(field, `${chars} characters`);
+    }
+    return start;
   }
 
   /** Claims `n` bytes and returns where they start. */
@@ -394,12 +449,17 @@ export class CompactedReader {
 
   /** A varint32 as a signed int32 (the inverse of writing `value >>> 0`). */
   private varInt(field: number): number {
+    const buf = this.buf;
+    let pos = this.pos;
     let result = 0;
     for (let shift = 0; shift < 35; shift += 7) {
-      if (this.pos >= this.buf.length) throw this.truncated(field);
-      const b = this.buf[this.pos++];
+      if (pos >= buf.length) throw this.truncated(field);
+      const b = buf[pos++];
       result |= (b & 0x7f) << shift;
-      if (b < 0x80) return result;
+      if (b < 0x80) {
+        this.pos = pos;
+        return result;
+      }
     }
     throw this.invalid(field, 'a varint32 longer than 5 bytes');
   }
@@ -411,13 +471,15 @@ export class CompactedReader {
     return len;
   }
 
-  /** A varint64 as its two's-complement halves in `scratch` (low word first). */
+  /** A varint64 as its two's-complement halves, into `lo` and `hi`. */
   private varLongHalves(field: number): void {
+    const buf = this.buf;
+    let pos = this.pos;
     let lo = 0;
     let hi = 0;
     for (let shift = 0; shift < 70; shift += 7) {
-      if (this.pos >= this.buf.length) throw this.truncated(field);
-      const b = this.buf[this.pos++];
+      if (pos >= buf.length) throw this.truncated(field);
+      const b = buf[pos++];
       const bits = b & 0x7f;
       if (shift < 28) lo |= bits << shift;
       else if (shift === 28) {
@@ -425,34 +487,52 @@ export class CompactedReader {
         hi |= bits >>> 4;
       } else hi |= bits << (shift - 32);
       if (b < 0x80) {
-        this.scratch.setInt32(0, lo, true);
-        this.scratch.setInt32(4, hi, true);
+        this.pos = pos;
+        this.lo = lo;
+        this.hi = hi;
         return;
       }
     }
     throw this.invalid(field, 'a varint64 longer than 10 bytes');
   }
 
-  private varLong(field: number): bigint {
-    this.varLongHalves(field);
+  /** The 64-bit value in `lo` and `hi`. */
+  private int64(): bigint {
+    this.scratch.setInt32(0, this.lo, true);
+    this.scratch.setInt32(4, this.hi, true);
     return this.scratch.getBigInt64(0, true);
   }
 
-  /** Epoch milliseconds and, with `nanos`, nanoseconds of the millisecond, as epoch microseconds. */
-  private timestamp(field: number, nanos: boolean): bigint {
+  private varLong(field: number): bigint {
     this.varLongHalves(field);
-    const hi = this.scratch.getInt32(4, true);
+    return this.int64();
+  }
+
+  /**
+   * Epoch milliseconds and, with `nanos`, nanoseconds of the millisecond, as epoch microseconds
+   * in `lo` and `hi`.
+   */
+  private timestamp(field: number, nanos: boolean): void {
+    this.varLongHalves(field);
     const nanoOfMilli = nanos ? this.varInt(field) : 0;
     if (nanoOfMilli < 0 || nanoOfMilli >= NANOS_PER_MILLI) throw this.invalid(field, `${nanoOfMilli} nanoseconds of a millisecond`);
     const microOfMilli = Math.floor(nanoOfMilli / 1000);
-    // Below 2^52 ms the number path is exact; beyond it, BigInt.
-    if (hi >= -0x100000 && hi < 0x100000) {
-      const micros = (hi * TWO_POW_32 + this.scratch.getUint32(0, true)) * 1000 + microOfMilli;
-      if (Number.isSafeInteger(micros)) return BigInt(micros);
-    }
-    const micros = this.scratch.getBigInt64(0, true) * 1000n + BigInt(microOfMilli);
-    if (micros < INT64_MIN || micros > INT64_MAX) throw this.invalid(field, `timestamp of ${micros} µs, beyond 64 bits`);
-    return micros;
+    // ms * 1000 + µs on the 32-bit halves, exact in doubles: the low half's product carries into
+    // the high one, and the result leaves 64 bits exactly when the high half leaves 32.
+    const low = (this.lo >>> 0) * 1000 + microOfMilli;
+    const high = this.hi * 1000 + Math.floor(low / TWO_POW_32);
+    if (high < -TWO_POW_31 || high >= TWO_POW_31) throw this.invalid(field, `timestamp of ${this.int64() * 1000n + BigInt(microOfMilli)} µs, beyond 64 bits`);
+    this.lo = low | 0;
+    this.hi = high;
+  }
+
+  /** Checks the compact decimal in `lo` and `hi` against its bound, as a number while that is exact. */
+  private checkCompactDecimal(field: number): void {
+    const value = this.hi * TWO_POW_32 + (this.lo >>> 0);
+    const limit = this.decimalLimits[field];
+    if (value > -MAX_EXACT && value < MAX_EXACT) {
+      if (value >= limit || value <= -limit) throw this.invalid(field, `unscaled value ${this.int64()}`);
+    } else this.checkDecimal(field, this.int64(), this.decimalBounds[field]!);
   }
 
   private checkDecimal(field: number, unscaled: bigint, bound: bigint): void {

@@ -65,6 +65,17 @@ export class CompactedRowEncoder {
 }
 
 /**
+ * Receives the columns of a row that CompactedRowDecoder.visit walks, in column order: a reader
+ * of the row's fields in their stored form, for consumers that need no JS values.
+ */
+export interface CompactedRowVisitor {
+  /** Column `column` is null. */
+  nullColumn(column: number): void;
+  /** Column `column` is not null: read its field, exactly once, with `reader` (`read`, `readInt64` or `span`). */
+  column(column: number, reader: CompactedReader): void;
+}
+
+/**
  * Decodes rows of a fixed list of column types. Rows from clients go through it too, so anything
  * that is not exactly one row of these types (truncated, trailing bytes, values outside their
  * type) throws CORRUPT_MESSAGE. Nullability is not checked here: partial updates carry nulls in
@@ -88,17 +99,43 @@ export class CompactedRowDecoder {
    */
   decode(bytes: Uint8Array, out: unknown[] = new Array(this.columnCount), start = 0): unknown[] {
     const n = this.columnCount;
-    const nullBytes = this.nullBytes;
-    if (bytes.length - start < nullBytes) throw corrupt(`${bytes.length - start} bytes cannot hold the null bits of ${n} columns`);
-    if (n & 7 && bytes[start + nullBytes - 1] >> (n & 7) !== 0) throw corrupt(`null bits set beyond the ${n} columns`);
-    const reader = this.reader;
-    reader.begin(bytes, start + nullBytes);
+    const reader = this.open(bytes, start);
     out.length = n;
     for (let i = 0; i < n; i++) {
       out[i] = (bytes[start + (i >> 3)] & (1 << (i & 7))) !== 0 ? null : reader.read(i);
     }
-    if (reader.position !== bytes.length) throw corrupt(`${bytes.length - reader.position} bytes after the last of ${n} columns`);
+    this.close(bytes);
     return out;
+  }
+
+  /**
+   * Walks the row in `bytes` from `start` to the end, handing each column to `visitor`, and checks
+   * it as `decode` does; a visitor that has seen some columns may still see the walk throw.
+   */
+  visit(bytes: Uint8Array, visitor: CompactedRowVisitor, start = 0): void {
+    const n = this.columnCount;
+    const reader = this.open(bytes, start);
+    for (let i = 0; i < n; i++) {
+      if ((bytes[start + (i >> 3)] & (1 << (i & 7))) !== 0) visitor.nullColumn(i);
+      else visitor.column(i, reader);
+    }
+    this.close(bytes);
+  }
+
+  /** Checks the null bits of the row at `start` and starts the reader on its fields. */
+  private open(bytes: Uint8Array, start: number): CompactedReader {
+    const n = this.columnCount;
+    const nullBytes = this.nullBytes;
+    if (bytes.length - start < nullBytes) throw corrupt(`${bytes.length - start} bytes cannot hold the null bits of ${n} columns`);
+    if (n & 7 && bytes[start + nullBytes - 1] >> (n & 7) !== 0) throw corrupt(`null bits set beyond the ${n} columns`);
+    this.reader.begin(bytes, start + nullBytes);
+    return this.reader;
+  }
+
+  /** Checks that the fields read end the row. */
+  private close(bytes: Uint8Array): void {
+    const reader = this.reader;
+    if (reader.position !== bytes.length) throw corrupt(`${bytes.length - reader.position} bytes after the last of ${this.columnCount} columns`);
   }
 }
 
@@ -107,6 +144,8 @@ function corrupt(why: string): TributaryError {
 }
 
 const SCHEMA_ID_SIZE = 2;
+/** Where the CompactedRow of a KV value starts. */
+export const KV_VALUE_ROW_START = SCHEMA_ID_SIZE;
 
 /** The KV value of a row written with schema `schemaId`. */
 export function encodeKvValue(schemaId: number, row: Uint8Array): Uint8Array {

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import * as arrow from 'apache-arrow';
-import { buildSchema } from '../common/schema.js';
-import { type Row, Timestamp } from '../common/values.js';
+import { CompactedRowDecoder, CompactedRowEncoder } from '../common/row-encoder.js';
+import { addColumns, buildSchema } from '../common/schema.js';
+import { type Row, RowReader, Timestamp } from '../common/values.js';
 import { decodeArrowPayload, encodeArrowPayload, recordBatchRows } from './arrow-payload.js';
 import { toArrowSchema } from './arrow-schema.js';
 import { ColumnBatchBuilder } from './column-batch-builder.js';
@@ -341,5 +342,118 @@ describe('ColumnBatchBuilder.appendRecordBatch', () => {
     assert.equal(b.rowCount, 0);
     b.appendRecordBatch(new arrow.RecordBatch({ id, name }));
     assert.deepEqual(recordBatchRows(b.build(), schema), [{ id: 1n, name: 'a' }]);
+  });
+});
+
+describe('ColumnBatchBuilder.appendCompactedRow', () => {
+  // The sample types, and those whose compacted encoding differs from theirs: millisecond times
+  // and timestamps, timestamps with nanoseconds below 6 digits, compact decimals at their bound.
+  const schema = addColumns(sampleSchema, [
+    { name: 't0', type: 'TIME(0)' },
+    { name: 't3', type: 'TIME(3)' },
+    { name: 'ts3', type: 'TIMESTAMP(3)' },
+    { name: 'ltz4', type: 'TIMESTAMP_LTZ(4)' },
+    { name: 'dec18', type: 'DECIMAL(18, 4)' },
+  ]);
+  const types = schema.columns.map((c) => c.type);
+  const rowReader = new RowReader(schema.columns);
+  const encoder = new CompactedRowEncoder(types);
+  const decoder = new CompactedRowDecoder(types);
+  const extras: Row[] = [
+    { t0: '23:59:59', t3: '00:00:00.001', ts3: new Timestamp(-1_000n), ltz4: new Timestamp(1_700_000_000_123_400n), dec18: '-99999999999999.9999' },
+    { t0: '00:00:00', t3: '12:00:00.999', ts3: new Timestamp(1_000n), ltz4: new Timestamp(-100n), dec18: '99999999999999.9999' },
+    {},
+    { t0: '01:02:03', ltz4: new Timestamp(0n), dec18: '0.0001' },
+  ];
+  /** The sample rows and more, 41 of them (bitmaps over several bytes), as CompactedRows. */
+  const rows: Uint8Array[] = Array.from({ length: 41 }, (_, i) => {
+    const row: Row = { ...sampleRows[i % sampleRows.length], ...extras[i % extras.length], i64: BigInt(i) * 1_000_000_007n };
+    if (i % 5 === 1) row.f32 = Number.NaN;
+    if (i % 7 === 3) row.s = null;
+    return encoder.encode(rowReader.read(row));
+  });
+
+  /** The payload of a batch, uncompressed: equal bytes, equal Arrow data. */
+  const payloadOf = (batch: arrow.RecordBatch): Buffer => Buffer.from(encodeArrowPayload(batch, 'NONE'));
+
+  /** The batch of `rows` appended through their JS values. */
+  function throughValues(rows: readonly Uint8Array[], of = schema): arrow.RecordBatch {
+    const b = new ColumnBatchBuilder(of);
+    const rowDecoder = new CompactedRowDecoder(of.columns.map((c) => c.type));
+    for (const r of rows) b.appendInternalRow(rowDecoder.decode(r));
+    return b.build();
+  }
+
+  it('gives exactly the Arrow data appendInternalRow gives for the decoded row, for every type', () => {
+    const b = new ColumnBatchBuilder(schema);
+    for (const r of rows) b.appendCompactedRow(r);
+    const batch = b.build();
+    assert.deepEqual(payloadOf(batch), payloadOf(throughValues(rows)));
+    assert.deepEqual(recordBatchRows(batch, schema).slice(0, 4).map((r) => r.s), ['', 'héllo wörld, 漢字, 𝄞 😀', null, null]);
+  });
+
+  it('reads a row from where it starts in a larger buffer, such as a KV value', () => {
+    const b = new ColumnBatchBuilder(schema);
+    for (const r of rows) {
+      const value = new Uint8Array(3 + r.length);
+      value.set(r, 3);
+      b.appendCompactedRow(value, 3);
+    }
+    assert.deepEqual(payloadOf(b.build()), payloadOf(throughValues(rows)));
+  });
+
+  it('mixes with the other appends and reuses its buffers across transient batches', () => {
+    const b = new ColumnBatchBuilder(schema);
+    const reference = new ColumnBatchBuilder(schema);
+    for (const round of [rows, rows.slice(2, 5), rows.slice(0, 1), rows]) {
+      round.forEach((r, i) => {
+        if (i % 3 === 0) b.appendInternalRow(decoder.decode(r));
+        else b.appendCompactedRow(r);
+        reference.appendInternalRow(decoder.decode(r));
+      });
+      assert.deepEqual(payloadOf(b.buildTransient()), payloadOf(reference.build()));
+    }
+  });
+
+  it('writes strings that are not well-formed UTF-8 as their decoded JS strings do', () => {
+    const of = buildSchema([{ name: 's', type: 'STRING' }, { name: 'c', type: 'CHAR(2)' }]);
+    const texts = [
+      [0x61, 0xff, 0x62], // a byte that never starts a character
+      [0xc3, 0x28], // a lead byte without its continuation
+      [0xed, 0xa0, 0x80], // a UTF-16 surrogate
+      [0xc0, 0x80], // an overlong NUL
+      [0x61, 0xe2, 0x82], // cut short at the end
+      [0xf0, 0x9f, 0x98, 0x80], // well formed: 😀
+    ];
+    const bad = texts.map((bytes) => Uint8Array.from([0, bytes.length, ...bytes, 2, 0x78, 0xc3]));
+    const b = new ColumnBatchBuilder(of);
+    for (const r of bad) b.appendCompactedRow(r);
+    const batch = b.build();
+    assert.deepEqual(payloadOf(batch), payloadOf(throughValues(bad, of)));
+    assert.equal(batch.getChild('s')!.get(0), 'a\ufffdb');
+  });
+
+  it('refuses a row that does not decode as CompactedRowDecoder does, keeping what it had', () => {
+    const b = new ColumnBatchBuilder(schema);
+    for (const r of rows.slice(0, 9)) b.appendCompactedRow(r);
+    const size = b.estimatedSizeInBytes;
+    const broken: Uint8Array[] = [];
+    // Every truncation of rows with and without nulls (the null row starts a bitmap), and a trailing byte.
+    for (const r of [rows[1], rows[2]]) {
+      for (let len = 0; len < r.length; len++) broken.push(r.subarray(0, len));
+      broken.push(Uint8Array.from([...r, 0]));
+    }
+    // A value outside its type: 2 as the first column's boolean, right after the null bits.
+    const badBoolean = Uint8Array.from(rows[3]);
+    badBoolean[(schema.columns.length + 7) >> 3] = 2;
+    broken.push(badBoolean);
+    for (const r of broken) {
+      assert.throws(() => decoder.decode(r), { errorName: 'CORRUPT_MESSAGE' });
+      assert.throws(() => b.appendCompactedRow(r), { errorName: 'CORRUPT_MESSAGE' }, `${r.length} bytes`);
+    }
+    assert.equal(b.rowCount, 9);
+    assert.equal(b.estimatedSizeInBytes, size);
+    for (const r of rows.slice(9)) b.appendCompactedRow(r);
+    assert.deepEqual(payloadOf(b.build()), payloadOf(throughValues(rows)));
   });
 });

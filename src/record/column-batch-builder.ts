@@ -13,12 +13,17 @@
  *
  * Columns of JS strings are the costly input: a column given as an array of ASCII strings is
  * encoded with one native UTF-8 write of their concatenation, offsets following from the lengths.
+ * Rows already encoded as CompactedRows (a primary-key table's writes and stored values) skip JS
+ * values altogether: each field goes from the row's bytes into its column (`appendCompactedRow`).
  *
- * Appends are all-or-nothing: a value that does not fit its column throws INVALID_ROW and leaves
- * the builder as it was.
+ * Appends are all-or-nothing: a value that does not fit its column throws INVALID_ROW (a
+ * CompactedRow that does not decode, CORRUPT_MESSAGE) and leaves the builder as it was.
  */
+import { isUtf8 } from 'node:buffer';
 import * as arrow from 'apache-arrow';
 import { TributaryError } from '../common/errors.js';
+import { type CompactedReader, MAX_COMPACT_DECIMAL_PRECISION } from '../common/key-encoder.js';
+import { CompactedRowDecoder, type CompactedRowVisitor } from '../common/row-encoder.js';
 import type { Column, Schema } from '../common/schema.js';
 import { formatDataType } from '../common/types.js';
 import { type Row, RowReader, toInternal } from '../common/values.js';
@@ -48,9 +53,22 @@ function setBit(bits: Uint8Array, i: number): void {
   bits[i >> 3] |= 1 << (i & 7);
 }
 
+function clearBit(bits: Uint8Array, i: number): void {
+  bits[i >> 3] &= ~(1 << (i & 7));
+}
+
 function bitAt(bits: Uint8Array, i: number): boolean {
   return (bits[i >> 3] & (1 << (i & 7))) !== 0;
 }
+
+/** Whether `bytes[start, end)` is well-formed UTF-8: what a JS string decoded from it encodes back to. */
+function isWellFormedUtf8(bytes: Buffer, start: number, end: number): boolean {
+  for (let i = start; i < end; i++) if (bytes[i] >= 0x80) return isUtf8(bytes.subarray(i, end));
+  return true;
+}
+
+/** Strings this short are copied byte by byte: cheaper than a view and a native copy. */
+const SHORT_COPY = 64;
 
 /** The first `byteLength` bytes of a typed array. */
 function bytesOf(values: ArrayBufferView, byteLength: number): Uint8Array {
@@ -77,6 +95,27 @@ abstract class ColumnAppender {
     if (this.validity) setBit(this.validityFor(1), this.length);
     this.pushValue(value);
     this.length++;
+  }
+
+  /**
+   * Appends the field `field` of a CompactedRow that `reader` is reading (not null), checked as
+   * the reader checks it; a field that fails throws and leaves the column as it was.
+   */
+  appendCompacted(reader: CompactedReader, field: number): void {
+    this.pushCompacted(reader, field);
+    if (this.validity) setBit(this.validityFor(1), this.length);
+    this.length++;
+  }
+
+  /** Takes back the last value appended. */
+  dropLast(): void {
+    this.length--;
+    const validity = this.validity;
+    if (validity) {
+      if (bitAt(validity, this.length)) clearBit(validity, this.length);
+      else this.nullCount--;
+    }
+    this.popValue();
   }
 
   /** Appends the values of an Arrow column of this column's type (checked by the caller). */
@@ -150,6 +189,14 @@ abstract class ColumnAppender {
 
   protected abstract pushNull(): void;
   protected abstract pushValue(value: unknown): void;
+
+  /** Pushes a field of a CompactedRow; throws before changing anything when it does not read. */
+  protected pushCompacted(reader: CompactedReader, field: number): void {
+    this.pushValue(reader.read(field));
+  }
+
+  /** Undoes the last push, whose place is now `length`. */
+  protected abstract popValue(): void;
   protected abstract pushData(data: arrow.Data): void;
   protected abstract valuesByteSize(): number;
   /** With `reuse`, the value arrays may be kept (the bitmap never is: its bits are only ever set). */
@@ -166,6 +213,10 @@ class BoolColumn extends ColumnAppender {
   protected pushValue(value: unknown): void {
     this.bits = grown(this.bits, (this.length + 8) >> 3);
     if (value) setBit(this.bits, this.length);
+  }
+
+  protected popValue(): void {
+    clearBit(this.bits, this.length);
   }
 
   protected pushData(data: arrow.Data): void {
@@ -187,11 +238,16 @@ class BoolColumn extends ColumnAppender {
   }
 }
 
+/** Stores value `index` of a fixed-width column from a CompactedRow field: into `values`, or as int32 `words` of 64-bit elements. */
+type CompactedStore = (reader: CompactedReader, field: number, values: FixedArray, words: Int32Array, index: number) => void;
+
 /** Fixed-width values: `width` elements of `values` per value. */
 class FixedColumn extends ColumnAppender {
-  private values: FixedArray;
+  private values!: FixedArray;
   /** `values` as bytes. */
-  private bytes: Uint8Array;
+  private bytes!: Uint8Array;
+  /** `values` as int32 words when its elements are 64-bit (empty otherwise). */
+  private words!: Int32Array;
   private readonly valueBytes: number;
 
   constructor(
@@ -199,13 +255,19 @@ class FixedColumn extends ColumnAppender {
     private readonly ArrayType: FixedArrayConstructor,
     private readonly width: number,
     private readonly store: (values: FixedArray, index: number, value: unknown) => void,
+    private readonly storeCompacted: CompactedStore,
     /** The typed array whose elements are this column's internal values, if any (bulk copies). */
     private readonly NativeInput?: FixedArrayConstructor,
   ) {
     super(type);
-    this.values = new ArrayType(0);
-    this.bytes = bytesOf(this.values, 0);
+    this.setValues(new ArrayType(0));
     this.valueBytes = width * ArrayType.BYTES_PER_ELEMENT;
+  }
+
+  private setValues(values: FixedArray): void {
+    this.values = values;
+    this.bytes = bytesOf(values, values.byteLength);
+    this.words = values.BYTES_PER_ELEMENT === 8 ? new Int32Array(values.buffer, values.byteOffset, values.length * 2) : NO_WORDS;
   }
 
   /** Whether `values` is the typed array of this column's internal values, copied as they are. */
@@ -222,9 +284,7 @@ class FixedColumn extends ColumnAppender {
 
   private reserve(count: number): void {
     const values = grown(this.values, (this.length + count) * this.width);
-    if (values === this.values) return;
-    this.values = values;
-    this.bytes = bytesOf(values, values.byteLength);
+    if (values !== this.values) this.setValues(values);
   }
 
   protected pushNull(): void {
@@ -236,6 +296,15 @@ class FixedColumn extends ColumnAppender {
   protected pushValue(value: unknown): void {
     this.reserve(1);
     this.store(this.values, this.length, value);
+  }
+
+  protected override pushCompacted(reader: CompactedReader, field: number): void {
+    if ((this.length + 1) * this.width > this.values.length) this.reserve(1);
+    this.storeCompacted(reader, field, this.values, this.words, this.length);
+  }
+
+  protected popValue(): void {
+    // The place is overwritten by the next push, or zeroed when that is a null.
   }
 
   private pushBytes(bytes: Uint8Array): void {
@@ -253,10 +322,7 @@ class FixedColumn extends ColumnAppender {
 
   protected finishValues(length: number, nullCount: number, nullBitmap: Uint8Array | undefined, reuse: boolean): arrow.Data {
     const values = this.values.subarray(0, length * this.width);
-    if (!reuse) {
-      this.values = new this.ArrayType(0);
-      this.bytes = bytesOf(this.values, 0);
-    }
+    if (!reuse) this.setValues(new this.ArrayType(0));
     // makeData views the bytes with the type's own array (Uint32 words for decimals).
     return arrow.makeData({ type: this.type as arrow.Int, length, nullCount, nullBitmap, data: values as Int32Array });
   }
@@ -267,13 +333,20 @@ class VarBinaryColumn extends ColumnAppender {
   private offsets = new Int32Array(1);
   private bytes: Buffer = Buffer.alloc(0);
   private end = 0;
+  private readonly utf8: boolean;
+
+  constructor(type: arrow.DataType) {
+    super(type);
+    this.utf8 = arrow.DataType.isUtf8(type);
+  }
 
   private reserve(values: number, bytes: number): void {
     if (this.end + bytes > MAX_VAR_BYTES) throw new TributaryError('RECORD_TOO_LARGE_EXCEPTION', `column of type ${String(this.type)} would exceed ${MAX_VAR_BYTES} bytes in one batch`);
     this.offsets = grown(this.offsets, this.length + values + 1);
     if (this.end + bytes > this.bytes.length) {
       // Buffer.alloc, never the shared pool of allocUnsafe: the bytes must be this column's own.
-      const next = Buffer.alloc(Math.max(this.end + bytes, this.bytes.length * 2, 1024));
+      // Never past the limit, so that what fits `bytes` is within it.
+      const next = Buffer.alloc(Math.min(MAX_VAR_BYTES, Math.max(this.end + bytes, this.bytes.length * 2, 1024)));
       this.bytes.copy(next, 0, 0, this.end);
       this.bytes = next;
     }
@@ -295,6 +368,26 @@ class VarBinaryColumn extends ColumnAppender {
       this.end += bytes.length;
     }
     this.offsets[this.length + 1] = this.end;
+  }
+
+  /** Copies the field's bytes as they are, unless a string's are not well-formed UTF-8: those go as the JS string would. */
+  protected override pushCompacted(reader: CompactedReader, field: number): void {
+    const start = reader.span(field);
+    const end = reader.position;
+    const input = reader.input;
+    if (this.utf8 && !isWellFormedUtf8(input, start, end)) return this.pushValue(input.toString('utf8', start, end));
+    const size = end - start;
+    if (this.end + size > this.bytes.length || this.length + 2 > this.offsets.length) this.reserve(1, size);
+    const bytes = this.bytes;
+    let at = this.end;
+    if (size < SHORT_COPY) for (let i = start; i < end; i++) bytes[at++] = input[i];
+    else at += input.copy(bytes, at, start, end);
+    this.end = at;
+    this.offsets[this.length + 1] = at;
+  }
+
+  protected popValue(): void {
+    this.end = this.offsets[this.length];
   }
 
   /**
@@ -384,32 +477,49 @@ const storeDecimal128 = (values: FixedArray, i: number, v: unknown): void => {
   values[2 * i + 1] = (v as bigint) >> 64n;
 };
 
+const NO_WORDS = new Int32Array(0);
+
+const compactedNumber: CompactedStore = (reader, field, values, _words, i) => {
+  values[i] = reader.read(field) as number;
+};
+const compactedInt64: CompactedStore = (reader, field, _values, words, i) => {
+  reader.readInt64(field, words, 2 * i);
+};
+/** A compact decimal's 64-bit unscaled value, sign-extended to 128 bits. */
+const compactedDecimal64: CompactedStore = (reader, field, _values, words, i) => {
+  reader.readInt64(field, words, 4 * i);
+  words[4 * i + 2] = words[4 * i + 3] = words[4 * i + 1] >> 31;
+};
+const compactedDecimal128: CompactedStore = (reader, field, values, _words, i) => {
+  storeDecimal128(values, i, reader.read(field));
+};
+
 function columnAppender(column: Column, type: arrow.DataType): ColumnAppender {
   const t = column.type;
   switch (t.kind) {
     case 'BOOLEAN':
       return new BoolColumn(type);
     case 'TINYINT':
-      return new FixedColumn(type, Int8Array, 1, storeNumber, Int8Array);
+      return new FixedColumn(type, Int8Array, 1, storeNumber, compactedNumber, Int8Array);
     case 'SMALLINT':
-      return new FixedColumn(type, Int16Array, 1, storeNumber, Int16Array);
+      return new FixedColumn(type, Int16Array, 1, storeNumber, compactedNumber, Int16Array);
     case 'INT':
     case 'DATE':
-      return new FixedColumn(type, Int32Array, 1, storeNumber, Int32Array);
+      return new FixedColumn(type, Int32Array, 1, storeNumber, compactedNumber, Int32Array);
     case 'BIGINT':
-      return new FixedColumn(type, BigInt64Array, 1, storeBigInt, BigInt64Array);
+      return new FixedColumn(type, BigInt64Array, 1, storeBigInt, compactedInt64, BigInt64Array);
     case 'FLOAT':
-      return new FixedColumn(type, Float32Array, 1, storeNumber, Float32Array);
+      return new FixedColumn(type, Float32Array, 1, storeNumber, compactedNumber, Float32Array);
     case 'DOUBLE':
-      return new FixedColumn(type, Float64Array, 1, storeNumber, Float64Array);
+      return new FixedColumn(type, Float64Array, 1, storeNumber, compactedNumber, Float64Array);
     case 'DECIMAL':
-      return new FixedColumn(type, BigInt64Array, 2, storeDecimal128);
+      return new FixedColumn(type, BigInt64Array, 2, storeDecimal128, t.precision <= MAX_COMPACT_DECIMAL_PRECISION ? compactedDecimal64 : compactedDecimal128);
     case 'TIME':
-      return new FixedColumn(type, BigInt64Array, 1, storeMicrosOfDay);
+      return new FixedColumn(type, BigInt64Array, 1, storeMicrosOfDay, compactedInt64);
     case 'TIMESTAMP':
     case 'TIMESTAMP_LTZ':
       // Below microsecond precision values must be truncated one by one.
-      return new FixedColumn(type, BigInt64Array, 1, storeBigInt, t.precision === 6 ? BigInt64Array : undefined);
+      return new FixedColumn(type, BigInt64Array, 1, storeBigInt, compactedInt64, t.precision === 6 ? BigInt64Array : undefined);
     case 'CHAR':
     case 'STRING':
     case 'BINARY':
@@ -447,12 +557,28 @@ function invalidRow(message: string): TributaryError {
   return new TributaryError('INVALID_ROW', message);
 }
 
+/** Appends the columns of a CompactedRow to their appenders. */
+class CompactedAppend implements CompactedRowVisitor {
+  constructor(private readonly appenders: readonly ColumnAppender[]) {}
+
+  nullColumn(column: number): void {
+    this.appenders[column].appendNull();
+  }
+
+  column(column: number, reader: CompactedReader): void {
+    this.appenders[column].appendCompacted(reader, column);
+  }
+}
+
 export class ColumnBatchBuilder {
   readonly arrowSchema: arrow.Schema;
   private readonly appenders: ColumnAppender[];
   private readonly indexByName = new Map<string, number>();
   private readonly scratch: unknown[];
   private readonly reader: RowReader;
+  /** Made at the first CompactedRow appended. */
+  private compactedRows: CompactedRowDecoder | undefined;
+  private readonly compactedVisitor: CompactedRowVisitor;
   private rows = 0;
 
   constructor(readonly schema: Schema) {
@@ -461,6 +587,7 @@ export class ColumnBatchBuilder {
     schema.columns.forEach((c, i) => this.indexByName.set(c.name, i));
     this.scratch = new Array(schema.columns.length);
     this.reader = new RowReader(schema.columns);
+    this.compactedVisitor = new CompactedAppend(this.appenders);
   }
 
   get rowCount(): number {
@@ -489,6 +616,23 @@ export class ColumnBatchBuilder {
       const v = values[i];
       if (v === null || v === undefined) this.appenders[i].appendNull();
       else this.appenders[i].append(v);
+    }
+    this.rows++;
+  }
+
+  /**
+   * Appends a CompactedRow (row-encoder.ts) written with this builder's schema: `row` from `start`
+   * to its end. The same values as `appendInternalRow` of its decoded values, without making them:
+   * fields go from the bytes into the columns. A row that does not decode throws CORRUPT_MESSAGE
+   * and leaves the builder as it was.
+   */
+  appendCompactedRow(row: Uint8Array, start = 0): void {
+    this.compactedRows ??= new CompactedRowDecoder(this.schema.columns.map((c) => c.type));
+    try {
+      this.compactedRows.visit(row, this.compactedVisitor, start);
+    } catch (err) {
+      for (const appender of this.appenders) if (appender.length > this.rows) appender.dropLast();
+      throw err;
     }
     this.rows++;
   }

@@ -55,3 +55,29 @@ test('keys are compared by content: equal bytes in other arrays find the entry, 
   assert.equal(map.size, 1);
   assert.equal(map.get(Uint8Array.of(1, 2, 3)), 'b');
 });
+
+test('deleteIfValue deletes a key only while it maps to that very value', () => {
+  const map = new KeyMap<{ n: number }>(2);
+  const first = { n: 1 };
+  const second = { n: 1 };
+  // Enough keys for growth and collisions around the ones deleted.
+  for (let i = 0; i < 40; i++) map.set(Uint8Array.of(i), { n: i });
+  map.set(Uint8Array.of(7, 7), first);
+  assert.equal(map.deleteIfValue(Uint8Array.of(7, 7), second), false, 'an equal value is not the value');
+  map.set(Uint8Array.of(7, 7), second);
+  assert.equal(map.deleteIfValue(Uint8Array.of(7, 7), first), false);
+  assert.equal(map.deleteIfValue(Uint8Array.of(7), second), false);
+  assert.equal(map.deleteIfValue(Uint8Array.of(7, 7), second), true);
+  assert.equal(map.get(Uint8Array.of(7, 7)), undefined);
+  assert.equal(map.size, 40);
+  for (let i = 0; i < 40; i++) assert.equal(map.get(Uint8Array.of(i))!.n, i);
+  for (let i = 0; i < 40; i++) assert.equal(map.deleteIfValue(Uint8Array.of(i), map.get(Uint8Array.of(i))!), true);
+  assert.equal(map.size, 0);
+  // Emptied and refilled, it keeps working.
+  for (let round = 0; round < 3; round++) {
+    for (let i = 0; i < 100 * (3 - round); i++) map.set(Uint8Array.of(i & 0xff, i >> 8, round), { n: i });
+    for (let i = 0; i < 100 * (3 - round); i++) assert.equal(map.get(Uint8Array.of(i & 0xff, i >> 8, round))!.n, i);
+    for (let i = 0; i < 100 * (3 - round); i++) assert.equal(map.delete(Uint8Array.of(i & 0xff, i >> 8, round)), true);
+    assert.equal(map.size, 0);
+  }
+});

@@ -12,8 +12,10 @@ export class KeyMap<V> {
   private slotHashes: Int32Array;
   private mask: number;
   private count = 0;
+  /** The most entries held since the map was last empty. */
+  private peak = 0;
 
-  /** `capacity`: the entries held without growing, and what an emptied map shrinks back to. */
+  /** `capacity`: the entries held without growing, and the least an emptied map shrinks back to. */
   constructor(private readonly capacity = 64) {
     const slots = slotsFor(capacity);
     this.slotKeys = new Array<Uint8Array | undefined>(slots).fill(undefined);
@@ -44,29 +46,47 @@ export class KeyMap<V> {
     this.slotKeys[slot] = key;
     this.slotValues[slot] = value;
     this.slotHashes[slot] = hash;
-    this.count++;
+    if (++this.count > this.peak) this.peak = this.count;
   }
 
   delete(key: Uint8Array): boolean {
-    let gap = this.find(key, hashOf(key));
-    if (gap < 0) return false;
+    const slot = this.find(key, hashOf(key));
+    if (slot < 0) return false;
+    this.remove(slot);
+    return true;
+  }
+
+  /** Deletes `key` if it maps to `value` (the same value, not an equal one); whether it did. */
+  deleteIfValue(key: Uint8Array, value: V): boolean {
+    const slot = this.find(key, hashOf(key));
+    if (slot < 0 || this.slotValues[slot] !== value) return false;
+    this.remove(slot);
+    return true;
+  }
+
+  private remove(slot: number): void {
+    let gap = slot;
     const mask = this.mask;
     // Move back every entry of the run after the gap that may live there: one whose home slot
-    // is not cyclically within (gap, slot].
-    for (let slot = (gap + 1) & mask; this.slotKeys[slot] !== undefined; slot = (slot + 1) & mask) {
-      const home = this.slotHashes[slot] & mask;
-      const stays = gap < slot ? home > gap && home <= slot : home > gap || home <= slot;
+    // is not cyclically within (gap, next].
+    for (let next = (gap + 1) & mask; this.slotKeys[next] !== undefined; next = (next + 1) & mask) {
+      const home = this.slotHashes[next] & mask;
+      const stays = gap < next ? home > gap && home <= next : home > gap || home <= next;
       if (stays) continue;
-      this.slotKeys[gap] = this.slotKeys[slot];
-      this.slotValues[gap] = this.slotValues[slot];
-      this.slotHashes[gap] = this.slotHashes[slot];
-      gap = slot;
+      this.slotKeys[gap] = this.slotKeys[next];
+      this.slotValues[gap] = this.slotValues[next];
+      this.slotHashes[gap] = this.slotHashes[next];
+      gap = next;
     }
     this.slotKeys[gap] = undefined;
     this.slotValues[gap] = undefined;
-    // Emptied after a burst: give back the table it grew to.
-    if (--this.count === 0 && this.slotKeys.length > slotsFor(this.capacity)) this.resize(slotsFor(this.capacity));
-    return true;
+    if (--this.count === 0) {
+      // Emptied: keep the table the last run of use needed (a steady flow of writes empties and
+      // refills it over and over), give back what an earlier burst grew it to.
+      const slots = slotsFor(Math.max(this.capacity, this.peak));
+      if (this.slotKeys.length > slots) this.resize(slots);
+      this.peak = 0;
+    }
   }
 
   /** Every value, in no particular order; the map must not change during the walk. */

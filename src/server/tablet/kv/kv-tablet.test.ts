@@ -9,9 +9,11 @@ import { CompactedKeyEncoder } from '../../../common/key-encoder.js';
 import { TributaryError } from '../../../common/errors.js';
 import { CompactedRowDecoder, CompactedRowEncoder, KvValueDecoder, primaryKeyLayout, readKvValue } from '../../../common/row-encoder.js';
 import { addColumns, buildSchema, type Schema, type TableInfo } from '../../../common/schema.js';
+import { encodeChangelogPayload } from '../../../record/changelog.js';
+import { ColumnBatchBuilder } from '../../../record/column-batch-builder.js';
 import { initArrowCompression } from '../../../record/compression.js';
 import { buildKvBatch } from '../../../record/kv-batch.js';
-import { logBatchesOf, readLogBatchHeader } from '../../../record/log-batch.js';
+import { logBatchesOf, logBatchPayload, readLogBatchHeader } from '../../../record/log-batch.js';
 import { type LogConfig, LogTablet } from '../log/log-tablet.js';
 import { KvSnapshotStore } from './kv-snapshot-store.js';
 import { KvTablet } from './kv-tablet.js';
@@ -247,6 +249,102 @@ describe('after ADD COLUMN', () => {
     await kv.putKv([batch(1, [[1n, 'c']])], undefined, 'high-watermark');
     // listagg joins v; n takes the default last_value_ignore_nulls, so the old writer's null keeps 7.
     assert.deepEqual(state(kv).get(1n), [1, [1n, 'a,b,c', 7]]);
+    await kv.close();
+    await logTablet.close();
+  });
+});
+
+describe('the changelog', () => {
+  // Rows of the written schema go to the changelog from their bytes where the merge never looks
+  // into them; this checks the result against the changelog built from the rows' values.
+  const s0 = buildSchema([{ name: 'k', type: 'BIGINT' }, { name: 'v', type: 'STRING' }, { name: 'x', type: 'DECIMAL(30, 2)' }, { name: 'ts', type: 'TIMESTAMP(3)' }], ['k']);
+  const s1 = addColumns(s0, [{ name: 'n', type: 'INT' }]);
+  const schemas = (id: number): Schema | undefined => [s0, s1][id];
+  const encoders = [s0, s1].map((s) => new CompactedRowEncoder(s.columns.map((c) => c.type)));
+  const keyOf = (k: bigint): Uint8Array => keys.encode([k, null]);
+  type Write = [bigint, unknown[] | null];
+
+  const valuesOf = (schemaId: number, k: bigint, i: number): unknown[] => {
+    const values = [k, i % 4 === 0 ? null : ['', 'é', '漢字 😀', `row ${i}`][i % 3], i % 5 === 0 ? null : BigInt(i) * 10n ** 20n - 7n, BigInt(i) * 1_000_123_000n];
+    return schemaId === 0 ? values : [...values, i % 3 === 0 ? null : -i];
+  };
+
+  function kvBatch(schemaId: number, seq: number, writes: Write[]): Buffer {
+    return buildKvBatch({ schemaId, writerId: 3n, batchSequence: seq, records: writes.map(([k, v]) => ({ key: keyOf(k), row: v && encoders[schemaId].encode(v) })) });
+  }
+
+  const cases: Record<string, string>[] = [{}, { 'table.changelog.image': 'WAL' }, { 'table.delete.behavior': 'IGNORE' }];
+  for (const properties of cases) {
+    test(`is the Arrow data of the rows' values, through inserts, updates, deletes and an added column (${JSON.stringify(properties)})`, async () => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kv-tablet-'));
+      const wal = properties['table.changelog.image'] === 'WAL';
+      const ignoreDeletes = properties['table.delete.behavior'] === 'IGNORE';
+      const info: TableInfo = { ...table, schema: s0, properties: { ...properties, 'table.log.arrow.compression.type': 'NONE' } };
+      const logTablet = await LogTablet.open(path.join(dir, 'log-0'), config(1));
+      const kv = await KvTablet.open(path.join(dir, 'kv-0'), logTablet, info, schemas, new KvSnapshotStore(path.join(dir, 'snapshots'), 2), log);
+      const range = (from: number, to: number): bigint[] => Array.from({ length: to - from }, (_, i) => BigInt(from + i));
+      // [schema id of the writer, the writes]; the table takes schema 1 before the third batch.
+      const batches: [number, Write[]][] = [
+        [0, [...range(1, 31).map((k): Write => [k, valuesOf(0, k, Number(k))]), [99n, null], [5n, valuesOf(0, 5n, 100)]]],
+        [0, [...range(1, 11).map((k): Write => [k, valuesOf(0, k, Number(k) + 200)]), ...range(11, 16).map((k): Write => [k, null]), [12n, valuesOf(0, 12n, 300)]]],
+        [1, [...range(1, 6).map((k): Write => [k, valuesOf(1, k, Number(k) + 400)]), ...range(40, 46).map((k): Write => [k, valuesOf(1, k, Number(k))]), [20n, null]]],
+        [0, range(1, 4).map((k): Write => [k, valuesOf(0, k, Number(k) + 500)])], // an old writer, after the change
+        [1, [...range(1, 4).map((k): Write => [k, valuesOf(1, k, Number(k) + 600)]), [40n, null], [41n, null], [41n, valuesOf(1, 41n, 700)]]],
+      ];
+      // The expected changelog batches, from a model of the state in the table's current schema.
+      const state = new Map<bigint, unknown[]>();
+      const expected: Buffer[] = [];
+      for (const [seq, [schemaId, writes]] of batches.entries()) {
+        const current = seq < 2 ? s0 : s1;
+        if (seq === 2) {
+          kv.tableAltered({ ...info, schemaId: 1, schema: s1 });
+          for (const [k, values] of state) state.set(k, [...values, null]);
+        }
+        const builder = new ColumnBatchBuilder(current);
+        const changeTypes: number[] = [];
+        const change = (type: number, values: unknown[]): void => {
+          changeTypes.push(type);
+          builder.appendInternalRow(values);
+        };
+        for (const [k, written] of writes) {
+          const old = state.get(k);
+          if (written === null) {
+            if (ignoreDeletes || old === undefined) continue;
+            change(4, old); // -D
+            state.delete(k);
+            continue;
+          }
+          const row = current === s1 && schemaId === 0 ? [...written, null] : written;
+          if (wal) change(3, row);
+          else if (old === undefined) change(1, row);
+          else {
+            change(2, old);
+            change(3, row);
+          }
+          state.set(k, row);
+        }
+        expected.push(Buffer.from(encodeChangelogPayload(Uint8Array.from(changeTypes), builder.build(), 'NONE')));
+        await kv.putKv([kvBatch(schemaId, seq, writes)], undefined, 'high-watermark');
+      }
+      const { records } = await logTablet.read(0n, 1 << 24);
+      const logged = [...logBatchesOf(records)].map((b) => Buffer.from(logBatchPayload(b)));
+      assert.equal(logged.length, batches.length);
+      logged.forEach((payload, i) => assert.deepEqual(payload, expected[i], `changelog batch ${i}`));
+      await kv.close();
+      await logTablet.close();
+    });
+  }
+
+  test('refuses a batch with a delete when deletes are disabled, and logs nothing of it', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kv-tablet-'));
+    const { logTablet, kv } = await openAt(dir, 1, { ...table, properties: { 'table.delete.behavior': 'DISABLE' } });
+    await kv.putKv([batch(0, [[1n, 'a']])], undefined, 'high-watermark');
+    const end = logTablet.logEndOffset;
+    for (const records of [[[2n, 'b'], [1n, null]], [[3n, null]]] as [bigint, string | null][][]) {
+      await assert.rejects(kv.putKv([batch(1, records)], undefined, 'high-watermark'), { errorName: 'DELETION_DISABLED_EXCEPTION' });
+    }
+    assert.equal(logTablet.logEndOffset, end);
+    assert.deepEqual([1n, 2n].map((k) => valueOf(kv, k)), ['a', undefined]);
     await kv.close();
     await logTablet.close();
   });

@@ -10,6 +10,12 @@
  * lookups and state scans see exactly the committed versions, as log readers see exactly the
  * batches below the high watermark.
  *
+ * Rows stay bytes where the merge never looks into them: a full-row upsert under last_row written
+ * in the table's current schema, and any full-row delete, go to the changelog straight from their
+ * CompactedRows (the written row, and the stored one when it has the current schema id), and the
+ * written row is stored as it came. Other writes (other merge engines, partial updates, rows of
+ * older schemas) are merged as values.
+ *
  * Committed versions go to lmdb with its asynchronous writes, which run on lmdb's own write
  * thread: one transaction at a time, holding every version committed since the last one, the row
  * count and the offset the state now reaches. A version stays buffered (and is what reads see)
@@ -42,7 +48,7 @@ import { tableOption } from '../../../common/config.js';
 import { TributaryError } from '../../../common/errors.js';
 import { CompactedKeyEncoder } from '../../../common/key-encoder.js';
 import { type PrimaryKeyTableOptions, primaryKeyTableOptions, validatePartialUpdate } from '../../../common/pk-table.js';
-import { CompactedRowEncoder, encodeKvValue, KvValueDecoder, KvValuePacker, primaryKeyLayout } from '../../../common/row-encoder.js';
+import { CompactedRowEncoder, encodeKvValue, KV_VALUE_ROW_START, KvValueDecoder, KvValuePacker, kvValueSchemaId, primaryKeyLayout } from '../../../common/row-encoder.js';
 import type { Schema, TableInfo } from '../../../common/schema.js';
 import { decodeArrowPayload, internalRowReader } from '../../../record/arrow-payload.js';
 import { toArrowSchema } from '../../../record/arrow-schema.js';
@@ -53,7 +59,7 @@ import { buildLogBatch, logBatchesOf, logBatchPayload, readLogBatchHeader } from
 import { openKvBatch } from '../../../record/kv-batch.js';
 import type { Logger } from '../../logger.js';
 import type { LogTablet } from '../log/log-tablet.js';
-import { createMergeEngine, type MergeEngine } from './merge-engine.js';
+import { createMergeEngine, type MergeEngine, type MergeResult } from './merge-engine.js';
 import { KeyMap } from './key-map.js';
 import { KvSnapshotStore, type KvSnapshotInfo } from './kv-snapshot-store.js';
 
@@ -64,7 +70,7 @@ const REPLAY_TXN_ROWS = 50_000;
 /** Lookup answers are copied into buffers shared by several values, of at most this size (unless one value is larger). */
 const LOOKUP_SLAB_BYTES = 64 * 1024;
 const EMPTY = Buffer.alloc(0);
-/** The offset of a version whose batch is being appended: above every high watermark. */
+/** The last offset of a batch being appended: above every high watermark. */
 const PENDING = Number.POSITIVE_INFINITY;
 
 /** A change of one key not yet visible in lmdb. */
@@ -72,14 +78,15 @@ interface Version {
   key: Uint8Array;
   /** The new KV value, or null for a deleted key. */
   value: Uint8Array | null;
-  /** Last changelog offset of the batch that made it (PENDING during its append); committed once below the high watermark. */
-  offset: number;
+  /** The batch that made it: the version is committed once the batch's last offset is below the high watermark. */
+  batch: AppendedBatch;
   /** The key's previous version while that one is not in lmdb either. */
   older: Version | undefined;
 }
 
-/** The versions of one appended changelog batch, waiting for the high watermark. */
+/** The versions of one changelog batch, waiting for the high watermark. */
 interface AppendedBatch {
+  /** Last changelog offset of the batch; PENDING while it is appended (and for ever if that fails). */
   lastOffset: number;
   versions: Version[];
   /** How the batch changes the row count; undefined until counted when the writes did not read the stored rows (rowDeltaOf). */
@@ -101,17 +108,50 @@ interface WriteSchema {
   /** Incoming rows and stored values of any schema id, read in this schema. */
   rows: KvValueDecoder;
   engine: MergeEngine;
+  blind: BlindMerges;
   options: PrimaryKeyTableOptions;
+}
+
+/**
+ * What the merge engine makes of writes it never looks into: full-row deletes, and full-row
+ * upserts under last_row (merge-engine.ts). Its answer then depends only on whether the key holds
+ * a row, so it is asked once per case, with stand-in rows: each change it returns is the written
+ * row (`written`) or the stored one, and the caller takes that row's bytes.
+ */
+class BlindMerges {
+  /** Stands for the written row (for deletes, the row given to delete). */
+  readonly written: unknown[];
+  private readonly stored: unknown[];
+  /** By case: upsert or delete, of a key without or with a stored row. */
+  private readonly results: (MergeResult | undefined)[] = [undefined, undefined, undefined, undefined];
+
+  constructor(
+    private readonly engine: MergeEngine,
+    width: number,
+  ) {
+    // Full width, so that the engine takes them as they are.
+    this.written = new Array(width).fill(null);
+    this.stored = new Array(width).fill(null);
+  }
+
+  merge(isDelete: boolean, hasStored: boolean): MergeResult {
+    const i = (isDelete ? 2 : 0) + (hasStored ? 1 : 0);
+    const old = hasStored ? this.stored : undefined;
+    // An engine that refuses deletes throws each time, as it would for each real one.
+    return (this.results[i] ??= this.engine.merge(isDelete ? { old, delete: this.written } : { old, upsert: this.written }));
+  }
 }
 
 function writeSchemaOf(table: TableInfo, schemas: SchemaLookup): WriteSchema {
   const schema = table.schema;
+  const engine = createMergeEngine(table);
   return {
     schemaId: table.schemaId,
     schema,
     rowEncoder: new CompactedRowEncoder(schema.columns.map((c) => c.type)),
     rows: new KvValueDecoder(schema, table.schemaId, schemas),
-    engine: createMergeEngine(table),
+    engine,
+    blind: new BlindMerges(engine, schema.columns.length),
     options: primaryKeyTableOptions(schema, table.properties),
   };
 }
@@ -252,9 +292,13 @@ export class KvTablet {
     // Full-row upserts under last_row with a WAL changelog never look at the stored row; their
     // row count is found when they are written.
     const counted = current.engine.needsOldValue;
+    // Writes whose merge never looks into the rows go from their bytes to the changelog and the
+    // store: full-row deletes, and full-row upserts under last_row in the table's current schema.
+    const fullRow = partial === undefined;
+    const blindUpserts = fullRow && current.options.mergeEngine === 'last_row' && batch.schemaId === current.schemaId;
     const builder = new ColumnBatchBuilder(current.schema);
     const changeTypes: number[] = [];
-    const appended: Version[] = [];
+    const appended: AppendedBatch = { lastOffset: PENDING, versions: [], rowDelta: undefined };
     // The new values of the batch share buffers, roughly the size of the rows that came in.
     const values = new KvValuePacker(current.schemaId, bytes.length + KvValuePacker.OVERHEAD * batch.recordCount);
     let rowDelta = 0;
@@ -263,26 +307,37 @@ export class KvTablet {
       // Records are read one at a time: none is kept beyond its turn but its key and new value.
       for (const record = batch.records; record.next(); ) {
         const newest = this.versions.get(record.key);
-        let old: unknown[] | undefined;
-        if (counted || record.row === null || partial !== undefined) {
-          const stored = newest ? newest.value : this.storedValue(record.key);
-          old = stored ? current.rows.decode(stored) : undefined;
+        const row = record.row;
+        let stored: Uint8Array | undefined;
+        if (counted || row === null || partial !== undefined) stored = (newest ? newest.value : this.storedValue(record.key)) ?? undefined;
+        let value: Uint8Array | null;
+        if (row === null ? fullRow : blindUpserts) {
+          const merged = current.blind.merge(row === null, stored !== undefined);
+          for (const change of merged.changes) {
+            if (change.row === current.blind.written) builder.appendCompactedRow(row!);
+            else this.appendStored(builder, current, stored!);
+            changeTypes.push(CHANGE_TYPE_BYTE[change.type]);
+          }
+          if (merged.value === undefined) continue;
+          value = merged.value === null ? null : values.pack(row!);
+        } else {
+          const old = stored === undefined ? undefined : current.rows.decode(stored);
+          const upsert = row === null ? undefined : current.rows.decodeRow(batch.schemaId, row);
+          const input = upsert === undefined ? { old, delete: old ?? new Array(current.schema.columns.length).fill(null) } : { old, upsert };
+          const merged = current.engine.merge(partial ? { ...input, targetColumns: partial } : input);
+          for (const change of merged.changes) {
+            builder.appendInternalRow(change.row);
+            changeTypes.push(CHANGE_TYPE_BYTE[change.type]);
+          }
+          if (merged.value === undefined) continue;
+          // A row kept as written (same schema) is stored with the bytes it came in, without re-encoding.
+          const asWritten = merged.value === upsert && batch.schemaId === current.schemaId;
+          value = merged.value === null ? null : values.pack(asWritten ? row! : current.rowEncoder.encodeView(merged.value));
         }
-        const upsert = record.row === null ? undefined : current.rows.decodeRow(batch.schemaId, record.row);
-        const input = upsert === undefined ? { old, delete: old ?? new Array(current.schema.columns.length).fill(null) } : { old, upsert };
-        const merged = current.engine.merge(partial ? { ...input, targetColumns: partial } : input);
-        for (const change of merged.changes) {
-          builder.appendInternalRow(change.row);
-          changeTypes.push(CHANGE_TYPE_BYTE[change.type]);
-        }
-        if (merged.value === undefined) continue;
-        // A row kept as written (last_row, same schema) is stored with the bytes it came in, without re-encoding.
-        const asWritten = merged.value === upsert && record.row !== null && batch.schemaId === current.schemaId;
-        const value = merged.value === null ? null : values.pack(asWritten ? record.row! : current.rowEncoder.encodeView(merged.value));
-        if (counted) rowDelta += (value === null ? 0 : 1) - (old === undefined ? 0 : 1);
-        const version: Version = { key: record.key, value, offset: PENDING, older: newest };
+        if (counted) rowDelta += (value === null ? 0 : 1) - (stored === undefined ? 0 : 1);
+        const version: Version = { key: record.key, value, batch: appended, older: newest };
         this.versions.set(record.key, version);
-        appended.push(version);
+        appended.versions.push(version);
       }
       const payload = encodeChangelogPayload(Uint8Array.from(changeTypes), builder.build(), this.compression, this.zstdLevel);
       const logBatch = buildLogBatch({
@@ -302,17 +357,23 @@ export class KvTablet {
         this.inflightFrom = undefined;
       }
     } catch (err) {
-      this.takeBack(appended);
+      this.takeBack(appended.versions);
       throw err;
     }
-    if (result.duplicate) this.takeBack(appended);
-    else if (appended.length > 0) {
-      const lastOffset = Number(result.lastOffset);
-      for (const v of appended) v.offset = lastOffset;
-      this.unwritten.push({ lastOffset, versions: appended, rowDelta: counted ? rowDelta : undefined });
+    if (result.duplicate) this.takeBack(appended.versions);
+    else if (appended.versions.length > 0) {
+      appended.lastOffset = Number(result.lastOffset);
+      if (counted) appended.rowDelta = rowDelta;
+      this.unwritten.push(appended);
     }
     this.flushBelow(this.log.highWatermark);
     return result.lastOffset;
+  }
+
+  /** Appends a stored KV value to a changelog: from its bytes, or through its values when written with another schema. */
+  private appendStored(builder: ColumnBatchBuilder, current: WriteSchema, stored: Uint8Array): void {
+    if (kvValueSchemaId(stored) === current.schemaId) builder.appendCompactedRow(stored, KV_VALUE_ROW_START);
+    else builder.appendInternalRow(current.rows.decode(stored));
   }
 
   /** The stored value of a key as a view valid until the next lmdb read, or undefined. */
@@ -412,12 +473,8 @@ export class KvTablet {
 
   /** Drops a version now visible in lmdb: always the oldest of its key. */
   private forget(v: Version): void {
-    const newest = this.versions.get(v.key);
-    if (newest === v) {
-      this.versions.delete(v.key);
-      return;
-    }
-    for (let x = newest; x !== undefined; x = x.older) {
+    if (this.versions.deleteIfValue(v.key, v)) return;
+    for (let x = this.versions.get(v.key); x !== undefined; x = x.older) {
       if (x.older === v) {
         x.older = undefined;
         return;
@@ -472,7 +529,7 @@ export class KvTablet {
   /** The committed value of a key below `end`, or undefined; a view valid until the next lmdb read. */
   private committedValue(key: Uint8Array, end: number): Uint8Array | undefined {
     for (let v = this.versions.get(key); v !== undefined; v = v.older) {
-      if (v.offset < end) return v.value ?? undefined;
+      if (v.batch.lastOffset < end) return v.value ?? undefined;
     }
     return this.storedValue(key);
   }
@@ -506,7 +563,7 @@ export class KvTablet {
     const newer: Version[] = [];
     for (const newest of this.versions.values()) {
       for (let v: Version | undefined = newest; v !== undefined; v = v.older) {
-        if (v.offset < end) {
+        if (v.batch.lastOffset < end) {
           newer.push(v);
           break;
         }
