@@ -181,6 +181,29 @@ describe('lake reader', () => {
     assert.deepEqual(await rows({ snapshotId: first }), [[1n, 'a', 0]]);
   });
 
+  it('reads by name while no column was renamed: an added column is NULL in older files, one no file holds is NULL', async () => {
+    await commitAppend(catalog, DB, TABLE, { dataFiles: [data('old', 0, [1n], ['a'])] });
+    const base = await catalog.loadTable(DB, TABLE);
+    const schema1: IcebergSchema = { ...schema0, 'schema-id': 1, fields: [...schema0.fields, { id: 4, name: 'score', required: false, type: 'int' }] };
+    const schema2: IcebergSchema = { ...schema0, 'schema-id': 2, fields: [...schema1.fields, { id: 5, name: 'note', required: false, type: 'string' }] };
+    await catalog.commit(DB, TABLE, base.version, { ...base.metadata, schemas: [...base.metadata.schemas, schema1, schema2], currentSchemaId: 2, lastColumnId: 5 });
+    await commitAppend(catalog, DB, TABLE, { dataFiles: [write('new', FileContent.DATA, 0, schema1, [[2n], ['b'], [0], [7]])] });
+    assert.match(await lakeRowsSql(catalog, DB, TABLE), /union_by_name = true/);
+    await loadLake();
+    const result = await duck.run('SELECT * FROM lake.t ORDER BY id');
+    assert.deepEqual(result.columns, [
+      { name: 'id', type: 'BIGINT' },
+      { name: 'name', type: 'VARCHAR' },
+      { name: '__bucket', type: 'INTEGER' },
+      { name: 'score', type: 'INTEGER' },
+      { name: 'note', type: 'VARCHAR' },
+    ]);
+    assert.deepEqual(result.rows, [
+      [1n, 'a', 0, null, null],
+      [2n, 'b', 0, 7, null],
+    ]);
+  });
+
   it('reads only the chosen columns, at least one', async () => {
     await commitAppend(catalog, DB, TABLE, { dataFiles: [data('a', 0, [1n, 2n], ['a', 'b'])] });
     assert.deepEqual(await rows({ columns: ['NAME', 'nope'] }), [['a'], ['b']]);
@@ -208,7 +231,10 @@ describe('lake reader', () => {
     await commitAppend(catalog, DB, TABLE, { dataFiles: [data('a', 0, [1n], ['a'])] });
     const sql = await lakeRowsSql(catalog, DB, TABLE);
     assert.doesNotMatch(sql, /JOIN/);
-    assert.match(sql, /schema = map\{1: \{name: 'f1', type: 'BIGINT', default_value: NULL\}/);
+    // No column was ever renamed and the file's metrics list its columns: read by name, in parallel.
+    assert.match(sql, /CAST\("id" AS BIGINT\) AS f1/);
+    assert.match(sql, /union_by_name = true/);
+    assert.doesNotMatch(sql, /schema = map/);
     assert.ok(sql.includes("lake reader''s-"), 'the quote in the path is doubled');
   });
 

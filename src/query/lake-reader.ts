@@ -22,7 +22,13 @@
  * Every read_parquet resolves columns by Iceberg field id, `schema = map{<id>: {name: 'f<id>',
  * type: '<DuckDB type>', default_value: NULL}, ...}`, so renamed columns read right and a column
  * added after a file was written reads as NULL from it; `hive_partitioning = false` keeps the
- * partition directories (`__bucket=0/`) from adding columns. Equality deletes compare NULL-safely
+ * partition directories (`__bucket=0/`) from adding columns. DuckDB reads such a scan on one
+ * thread, though, so when names alone are as good as ids it reads by name instead:
+ *   (SELECT CAST("<column>" AS <type>) AS f<id>, ..., filename FROM read_parquet([...], union_by_name = true, ...))
+ * which is when every schema of the table gives each of its field ids one name and each name one
+ * id (no renames, no name reused: Tributary only adds columns), and every file's metrics say which
+ * field ids it holds (a field no file holds reads as a NULL constant; one that some files lack is
+ * NULL from those, by union_by_name). Equality deletes compare NULL-safely
  * (spec: NULL equals NULL). Without delete files the SELECT reads the data files alone; without
  * data files it is an empty table of the schema's columns.
  *
@@ -243,6 +249,8 @@ class ScanSql {
   /** Equality delete files by their sorted equality field ids. */
   private readonly equality = new Map<string, { ids: number[]; files: DataFile[] }>();
   private readonly positional: DataFile[] = [];
+  /** Every schema of the table names each field id alike and each name has one id: a name is as good as an id. */
+  private readonly namesAreIds: boolean;
 
   constructor(
     private readonly metadata: TableMetadata,
@@ -250,6 +258,7 @@ class ScanSql {
     private readonly fields: IcebergField[],
     private readonly tasks: readonly ScanTask[],
   ) {
+    this.namesAreIds = namesAreIds(metadata);
     // Older files first: their delete lists are the longer ones, which newer files of the same
     // partition share the tail of, so indices handed out in this order form few ranges.
     const ordered = [...tasks].sort((a, b) => (a.dataSequenceNumber < b.dataSequenceNumber ? -1 : a.dataSequenceNumber > b.dataSequenceNumber ? 1 : 0));
@@ -271,8 +280,8 @@ class ScanSql {
     for (const group of this.equality.values()) for (const id of group.ids) dataIds.add(id);
     const dataFields = [...dataIds].map((id) => this.field(id));
     const select = `SELECT ${this.fields.map((f) => `d.${inner(f.id)} AS ${identifier(f.name)}`).join(', ')}`;
-    const dataPaths = this.tasks.map((t) => t.file.filePath);
-    if (this.files.length === 0) return `${select} FROM ${readParquet(dataPaths, dataFields, '')} AS d`;
+    const dataFiles = this.tasks.map((t) => t.file);
+    if (this.files.length === 0) return `${select} FROM ${this.readParquet(dataFiles, dataFields, [])} AS d`;
 
     const ctes = [
       `files(file, path, location) AS (VALUES ${this.files.map((f, i) => `(${i}, ${literal(localPath(f.filePath))}, ${literal(f.filePath)})`).join(', ')})`,
@@ -287,7 +296,7 @@ class ScanSql {
       const keys = ids.map((id) => this.field(id));
       ctes.push(
         `${name} AS (SELECT a.data_path, ${keys.map((k) => `r.${inner(k.id)}`).join(', ')} ` +
-          `FROM ${readParquet(files.map((f) => f.filePath), keys, ', filename = true')} AS r JOIN applies AS a ON a.delete_path = r.filename)`,
+          `FROM ${this.readParquet(files, keys, ['filename'])} AS r JOIN applies AS a ON a.delete_path = r.filename)`,
       );
       antiJoins.push(`ANTI JOIN ${name} ON ${name}.data_path = d.filename${keys.map((k) => ` AND ${name}.${inner(k.id)} IS NOT DISTINCT FROM d.${inner(k.id)}`).join('')}`);
     });
@@ -298,12 +307,12 @@ class ScanSql {
       ];
       ctes.push(
         `pos AS (SELECT a.data_path, r.${inner(DELETE_POS_ID)} AS pos ` +
-          `FROM ${readParquet(this.positional.map((f) => f.filePath), positionFields, ', filename = true')} AS r ` +
+          `FROM ${this.readParquet(this.positional, positionFields, ['filename'])} AS r ` +
           `JOIN applies AS a ON a.delete_path = r.filename AND a.data_location = r.${inner(DELETE_FILE_PATH_ID)})`,
       );
       antiJoins.push('ANTI JOIN pos ON pos.data_path = d.filename AND pos.pos = d.file_row_number');
     }
-    const data = readParquet(dataPaths, dataFields, `, filename = true${this.positional.length > 0 ? ', file_row_number = true' : ''}`);
+    const data = this.readParquet(dataFiles, dataFields, this.positional.length > 0 ? ['filename', 'file_row_number'] : ['filename']);
     return `WITH ${ctes.join(',\n')}\n${select} FROM ${data} AS d\n${antiJoins.join('\n')}`;
   }
 
@@ -325,6 +334,16 @@ class ScanSql {
     return index;
   }
 
+  /** read_parquet of `files` as the fields `f<id>` (see the header), by name when that is as good as by id. */
+  private readParquet(files: readonly DataFile[], fields: readonly IcebergField[], extra: readonly FileColumn[]): string {
+    const held = files.every((f) => f.valueCounts && f.valueCounts.size > 0) ? new Set(files.flatMap((f) => [...f.valueCounts!.keys()])) : undefined;
+    const locations = files.map((f) => f.filePath);
+    if (!held || !this.namesAreIds) return readParquetById(locations, fields, extra);
+    const columns = fields.map((f) => `CAST(${held.has(f.id) ? identifier(f.name) : 'NULL'} AS ${duckTypeOfIceberg(f.type)}) AS ${inner(f.id)}`);
+    const options = extra.map((c) => `, ${c} = true`).join('');
+    return `(SELECT ${[...columns, ...extra].join(', ')} FROM read_parquet([${parquetPaths(locations).join(', ')}], union_by_name = true, hive_partitioning = false${options}))`;
+  }
+
   /** A field by id: from the read schema, else (a delete key column dropped since) the newest schema that has it. */
   private field(id: number): IcebergField {
     const found = this.schema.fields.find((f) => f.id === id) ?? [...this.metadata.schemas].reverse().flatMap((s) => s.fields).find((f) => f.id === id);
@@ -333,13 +352,37 @@ class ScanSql {
   }
 }
 
-/** read_parquet of the files, columns resolved by field id (see the header); `extra` adds options. */
-function readParquet(locations: readonly string[], fields: readonly IcebergField[], extra: string): string {
-  const paths = locations.map((location) => {
+/** read_parquet's columns that say where a row comes from. */
+type FileColumn = 'filename' | 'file_row_number';
+
+/** Paths as DuckDB literals; a path DuckDB would expand as a glob is refused. */
+function parquetPaths(locations: readonly string[]): string[] {
+  return locations.map((location) => {
     const path = localPath(location);
     if (/[*?[]/.test(path)) throw new TributaryError('STORAGE_EXCEPTION', `cannot read lake file ${path}: DuckDB would take its * ? or [ as a glob`);
     return literal(path);
   });
+}
+
+/** read_parquet of the files, columns resolved by field id (see the header). */
+function readParquetById(locations: readonly string[], fields: readonly IcebergField[], extra: readonly FileColumn[]): string {
   const schema = fields.map((f) => `${f.id}: {name: '${inner(f.id)}', type: ${literal(duckTypeOfIceberg(f.type))}, default_value: NULL}`).join(', ');
-  return `read_parquet([${paths.join(', ')}], schema = map{${schema}}, hive_partitioning = false${extra})`;
+  return `read_parquet([${parquetPaths(locations).join(', ')}], schema = map{${schema}}, hive_partitioning = false${extra.map((c) => `, ${c} = true`).join('')})`;
+}
+
+/** True when every schema gives each top-level field id one name and each name (in any case) one id, and no field is nested. */
+function namesAreIds(metadata: TableMetadata): boolean {
+  const nameOf = new Map<number, string>();
+  const idOf = new Map<string, number>();
+  for (const schema of metadata.schemas) {
+    for (const f of schema.fields) {
+      if (typeof f.type !== 'string') return false;
+      // DuckDB matches names case-insensitively.
+      const name = f.name.toLowerCase();
+      if ((nameOf.get(f.id) ?? name) !== name || (idOf.get(name) ?? f.id) !== f.id) return false;
+      nameOf.set(f.id, name);
+      idOf.set(name, f.id);
+    }
+  }
+  return true;
 }
