@@ -9,12 +9,11 @@ import { recordBatchRows } from '../record/arrow-payload.js';
 import { toArrowSchema } from '../record/arrow-schema.js';
 import { FileSystemCatalog } from '../lake/iceberg/catalog.js';
 import { type DataFile, FileContent, type PartitionValue } from '../lake/iceberg/data-file.js';
-import { computeMetrics } from '../lake/iceberg/metrics.js';
-import { writeParquet } from '../lake/iceberg/parquet.js';
 import { commitAppend, commitRowDelta } from '../lake/iceberg/snapshot-producer.js';
 import { currentSchema, newTableMetadata, partitionSpecById } from '../lake/iceberg/table-metadata.js';
 import type { IcebergSchema } from '../lake/iceberg/types.js';
-import { lakeArrowSchema, toLakeBatch } from '../lake/lake-batch.js';
+import { batchOf, POSITION_DELETE_SCHEMA, writeContentFile } from '../lake/fixtures/lake-files.js';
+import { toLakeBatch } from '../lake/lake-batch.js';
 import { lakePartitionSpec, lakeSortOrder, newLakeSchema } from '../lake/lake-schema.js';
 import { type LakePart, LakeReader } from './lake-backfill.js';
 import type { ScanBatch } from './log-scanner.js';
@@ -84,47 +83,17 @@ class TestLake {
     const lakeSchema = await this.lakeSchema();
     const keyFields = lakeSchema['identifier-field-ids']!.map((id) => lakeSchema.fields.find((f) => f.id === id)!);
     const schema: IcebergSchema = { type: 'struct', 'schema-id': 0, fields: keyFields };
-    const file = await this.write(FileContent.EQUALITY_DELETES, partition, schema, batchOf(schema, keyFields.map((f) => keys.map((k) => k[f.name]))));
-    return { ...file, equalityIds: keyFields.map((f) => f.id) };
+    return this.write(FileContent.EQUALITY_DELETES, partition, schema, batchOf(schema, keyFields.map((f) => keys.map((k) => k[f.name]))));
   }
 
   async positionDeletes(partition: PartitionValue[], deletes: { file: DataFile; pos: bigint }[]): Promise<DataFile> {
-    const schema: IcebergSchema = {
-      type: 'struct',
-      'schema-id': 0,
-      fields: [
-        { id: 2147483546, name: 'file_path', required: true, type: 'string' },
-        { id: 2147483545, name: 'pos', required: true, type: 'long' },
-      ],
-    };
-    return this.write(FileContent.POSITION_DELETES, partition, schema, batchOf(schema, [deletes.map((d) => d.file.filePath), deletes.map((d) => d.pos)]));
+    return this.write(FileContent.POSITION_DELETES, partition, POSITION_DELETE_SCHEMA, batchOf(POSITION_DELETE_SCHEMA, [deletes.map((d) => d.file.filePath), deletes.map((d) => d.pos)]));
   }
 
   private async write(content: FileContent, partition: PartitionValue[], schema: IcebergSchema, batch: arrow.RecordBatch): Promise<DataFile> {
-    const bytes = writeParquet([batch]);
     const file = path.join(this.catalog.tableLocation('db', 't'), 'data', `p${partition.join('-')}`, `f${this.fileNo++}.parquet`);
-    fs.mkdirSync(path.dirname(file), { recursive: true });
-    fs.writeFileSync(file, bytes);
-    const m = computeMetrics([batch], schema);
-    return {
-      content,
-      filePath: file,
-      fileFormat: 'PARQUET',
-      partition,
-      recordCount: m.recordCount,
-      fileSizeInBytes: bytes.length,
-      valueCounts: m.valueCounts,
-      nullValueCounts: m.nullValueCounts,
-      lowerBounds: m.lowerBounds,
-      upperBounds: m.upperBounds,
-    };
+    return writeContentFile(content, file, partition, schema, batch);
   }
-}
-
-function batchOf(schema: IcebergSchema, columns: unknown[][]): arrow.RecordBatch {
-  const arrowSchema = lakeArrowSchema(schema);
-  const children = arrowSchema.fields.map((f, i) => arrow.vectorFromArray(columns[i], f.type).data[0]);
-  return new arrow.RecordBatch(arrowSchema, arrow.makeData({ type: new arrow.Struct(arrowSchema.fields), length: children[0].length, nullCount: 0, children }));
 }
 
 /** Everything a part yields, batch by batch. */

@@ -4,16 +4,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterEach, beforeEach, describe, it } from 'node:test';
-import * as arrow from 'apache-arrow';
 import { TributaryError } from '../common/errors.js';
 import { FileSystemCatalog } from '../lake/iceberg/catalog.js';
 import { type DataFile, FileContent } from '../lake/iceberg/data-file.js';
-import { computeMetrics } from '../lake/iceberg/metrics.js';
-import { writeParquet } from '../lake/iceberg/parquet.js';
 import { commitAppend, commitRowDelta } from '../lake/iceberg/snapshot-producer.js';
 import { newTableMetadata } from '../lake/iceberg/table-metadata.js';
 import type { IcebergSchema } from '../lake/iceberg/types.js';
-import { lakeArrowSchema } from '../lake/lake-batch.js';
+import { batchOf, POSITION_DELETE_SCHEMA, writeContentFile } from '../lake/fixtures/lake-files.js';
 import { SUMMARY_BUCKET_OFFSETS, SUMMARY_TIERING_EPOCH } from '../lake/tiering/tiered-offsets.js';
 import { DuckSession } from './duckdb/session.js';
 import { TEST_SCHEMA } from '../lake/iceberg/fixtures/catalog-table.js';
@@ -25,22 +22,6 @@ const TABLE = 't';
 const schema0 = TEST_SCHEMA;
 const idOnly: IcebergSchema = { type: 'struct', 'schema-id': 0, fields: [schema0.fields[0]] };
 const nameOnly: IcebergSchema = { type: 'struct', 'schema-id': 0, fields: [schema0.fields[1]] };
-const positionDeleteSchema: IcebergSchema = {
-  type: 'struct',
-  'schema-id': 0,
-  fields: [
-    { id: 2147483546, name: 'file_path', required: true, type: 'string' },
-    { id: 2147483545, name: 'pos', required: true, type: 'long' },
-  ],
-};
-
-/** One Arrow batch of `schema`'s lake Arrow schema (field ids in the metadata), column by column. */
-function batchOf(schema: IcebergSchema, columns: unknown[][]): arrow.RecordBatch {
-  const arrowSchema = lakeArrowSchema(schema);
-  const children = arrowSchema.fields.map((f, i) => arrow.vectorFromArray(columns[i], f.type).data[0]);
-  return new arrow.RecordBatch(arrowSchema, arrow.makeData({ type: new arrow.Struct(arrowSchema.fields), length: children[0].length, nullCount: 0, children }));
-}
-
 describe('lake reader', () => {
   let warehouse: string;
   let catalog: FileSystemCatalog;
@@ -65,25 +46,8 @@ describe('lake reader', () => {
 
   /** Writes a Parquet content file of bucket partition `bucket`; `filePath` overrides the location the manifest records. */
   function write(name: string, content: FileContent, bucket: number, schema: IcebergSchema, columns: unknown[][], filePath?: (p: string) => string): DataFile {
-    const batch = batchOf(schema, columns);
-    const bytes = writeParquet([batch]);
-    const file = path.join(location, 'data', `__bucket=${bucket}`, `${name}.parquet`);
-    fs.mkdirSync(path.dirname(file), { recursive: true });
-    fs.writeFileSync(file, bytes);
-    const m = computeMetrics([batch], schema);
-    return {
-      content,
-      filePath: filePath ? filePath(file) : file,
-      fileFormat: 'PARQUET',
-      partition: [bucket],
-      recordCount: m.recordCount,
-      fileSizeInBytes: bytes.length,
-      valueCounts: m.valueCounts,
-      nullValueCounts: m.nullValueCounts,
-      lowerBounds: m.lowerBounds,
-      upperBounds: m.upperBounds,
-      ...(content === FileContent.EQUALITY_DELETES ? { equalityIds: schema.fields.map((f) => f.id) } : {}),
-    };
+    const file = writeContentFile(content, path.join(location, 'data', `__bucket=${bucket}`, `${name}.parquet`), [bucket], schema, batchOf(schema, columns));
+    return filePath ? { ...file, filePath: filePath(file.filePath) } : file;
   }
 
   const data = (name: string, bucket: number, ids: bigint[], names: (string | null)[], filePath?: (p: string) => string) =>
@@ -141,7 +105,7 @@ describe('lake reader', () => {
     assert.match(p0.filePath, /^file:\/\/\/.*%20/);
     await commitAppend(catalog, DB, TABLE, { dataFiles: [p0, p1] });
     // Row 0 of p1 is named too, but the delete file is of bucket 0: it does not apply to p1.
-    const deletes = write('pos0', FileContent.POSITION_DELETES, 0, positionDeleteSchema, [
+    const deletes = write('pos0', FileContent.POSITION_DELETES, 0, POSITION_DELETE_SCHEMA, [
       [p0.filePath, p0.filePath, p1.filePath],
       [1n, 3n, 0n],
     ]);

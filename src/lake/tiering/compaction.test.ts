@@ -3,19 +3,16 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
-import * as arrow from 'apache-arrow';
 import { DuckSession } from '../../query/duckdb/session.js';
 import { lakeRowsSql } from '../../query/lake-reader.js';
 import { FileSystemCatalog } from '../iceberg/catalog.js';
 import { type DataFile, FileContent } from '../iceberg/data-file.js';
-import { computeMetrics } from '../iceberg/metrics.js';
-import { writeParquet } from '../iceberg/parquet.js';
 import { planScan } from '../iceberg/scan.js';
 import { fromSingleValue } from '../iceberg/single-value.js';
 import { commitRowDelta } from '../iceberg/snapshot-producer.js';
 import { currentSnapshot, newTableMetadata } from '../iceberg/table-metadata.js';
 import type { IcebergSchema } from '../iceberg/types.js';
-import { lakeArrowSchema } from '../lake-batch.js';
+import { batchOf, POSITION_DELETE_SCHEMA, writeContentFile } from '../fixtures/lake-files.js';
 import { TABLE_ID_PROPERTY } from '../lake-catalog-sync.js';
 import { compactLakeTable, prepareCompaction } from './compaction.js';
 import { bucketOffsetsSummary, SUMMARY_BUCKET_OFFSETS, SUMMARY_TABLE_ID, SUMMARY_TIERING_EPOCH } from './tiered-offsets.js';
@@ -38,15 +35,6 @@ const schema: IcebergSchema = {
   ],
 };
 const keySchema: IcebergSchema = { type: 'struct', 'schema-id': 0, fields: [schema.fields[0]] };
-const positionDeleteSchema: IcebergSchema = {
-  type: 'struct',
-  'schema-id': 0,
-  fields: [
-    { id: 2147483546, name: 'file_path', required: true, type: 'string' },
-    { id: 2147483545, name: 'pos', required: true, type: 'long' },
-  ],
-};
-
 type Row = { k: bigint; v: string | null; offset: bigint };
 
 describe('lake compaction', () => {
@@ -82,27 +70,7 @@ describe('lake compaction', () => {
   });
 
   function write(content: FileContent, bucket: number, fileSchema: IcebergSchema, columns: unknown[][]): DataFile {
-    const arrowSchema = lakeArrowSchema(fileSchema);
-    const children = arrowSchema.fields.map((f, i) => arrow.vectorFromArray(columns[i], f.type).data[0]);
-    const batch = new arrow.RecordBatch(arrowSchema, arrow.makeData({ type: new arrow.Struct(arrowSchema.fields), length: children[0].length, nullCount: 0, children }));
-    const bytes = writeParquet([batch]);
-    const file = path.join(location, 'data', `__bucket=${bucket}`, `f${fileNo++}.parquet`);
-    fs.mkdirSync(path.dirname(file), { recursive: true });
-    fs.writeFileSync(file, bytes);
-    const m = computeMetrics([batch], fileSchema);
-    return {
-      content,
-      filePath: file,
-      fileFormat: 'PARQUET',
-      partition: [bucket],
-      recordCount: m.recordCount,
-      fileSizeInBytes: bytes.length,
-      valueCounts: m.valueCounts,
-      nullValueCounts: m.nullValueCounts,
-      lowerBounds: m.lowerBounds,
-      upperBounds: m.upperBounds,
-      ...(content === FileContent.EQUALITY_DELETES ? { equalityIds: [1] } : {}),
-    };
+    return writeContentFile(content, path.join(location, 'data', `__bucket=${bucket}`, `f${fileNo++}.parquet`), [bucket], fileSchema, batchOf(fileSchema, columns));
   }
 
   /** The summary tiering writes: the table id, an epoch and every bucket's end offset. */
@@ -143,7 +111,7 @@ describe('lake compaction', () => {
           rows.map((r) => Number(r.offset) * 1000),
         ]);
         dataFiles.push(data);
-        if (duplicate) deleteFiles.push(write(FileContent.POSITION_DELETES, bucket, positionDeleteSchema, [[data.filePath], [0n]]));
+        if (duplicate) deleteFiles.push(write(FileContent.POSITION_DELETES, bucket, POSITION_DELETE_SCHEMA, [[data.filePath], [0n]]));
       }
       if (existed.length > 0) deleteFiles.push(write(FileContent.EQUALITY_DELETES, bucket, keySchema, [existed]));
     }
@@ -280,7 +248,7 @@ describe('lake compaction', () => {
     const prepared = await prepareCompaction(catalog, DB, TABLE);
     assert.ok(prepared);
     const target = prepared.partitions.find((p) => p.name === '__bucket=1')!.removedDataFiles[0];
-    await commitRowDelta(catalog, DB, TABLE, { dataFiles: [], deleteFiles: [write(FileContent.POSITION_DELETES, 1, positionDeleteSchema, [[target.filePath], [0n]])] });
+    await commitRowDelta(catalog, DB, TABLE, { dataFiles: [], deleteFiles: [write(FileContent.POSITION_DELETES, 1, POSITION_DELETE_SCHEMA, [[target.filePath], [0n]])] });
     await assert.rejects(prepared.commit(), (err: { errorName?: string }) => err.errorName === 'COMMIT_FAILED');
     for (const p of prepared.partitions) assert.equal(fs.existsSync(p.added!.filePath), false);
   });
