@@ -114,7 +114,7 @@ interface WriteSchema {
 
 /**
  * What the merge engine makes of writes it never looks into: full-row deletes, and full-row
- * upserts under last_row (merge-engine.ts). Its answer then depends only on whether the key holds
+ * upserts of an engine that `upsertsBlind` (merge-engine.ts). Its answer then depends only on whether the key holds
  * a row, so it is asked once per case, with stand-in rows: each change it returns is the written
  * row (`written`) or the stored one, and the caller takes that row's bytes.
  */
@@ -295,7 +295,7 @@ export class KvTablet {
     // Writes whose merge never looks into the rows go from their bytes to the changelog and the
     // store: full-row deletes, and full-row upserts under last_row in the table's current schema.
     const fullRow = partial === undefined;
-    const blindUpserts = fullRow && current.options.mergeEngine === 'last_row' && batch.schemaId === current.schemaId;
+    const blindUpserts = fullRow && current.engine.upsertsBlind && batch.schemaId === current.schemaId;
     const builder = new ColumnBatchBuilder(current.schema);
     const changeTypes: number[] = [];
     const appended: AppendedBatch = { lastOffset: PENDING, versions: [], rowDelta: undefined };

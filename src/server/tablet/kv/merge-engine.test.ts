@@ -44,6 +44,7 @@ describe('last_row', () => {
     const k = key();
     assert.equal(k.engine.insertOnly, false);
     assert.equal(k.engine.needsOldValue, true);
+    assert.equal(k.engine.upsertsBlind, true);
     assert.deepEqual(k.upsert([1, 'a', 10n]), { value: [1, 'a', 10n], changes: [{ type: '+I', row: [1, 'a', 10n] }] });
     assert.deepEqual(k.upsert([1, 'b', null]), {
       value: [1, 'b', null],
@@ -186,6 +187,7 @@ describe('first_row', () => {
   it('writes +I with the WAL image too', () => {
     const k = key({ ...firstRow, 'table.changelog.image': 'WAL' });
     assert.equal(k.engine.needsOldValue, true);
+    assert.equal(k.engine.upsertsBlind, false, 'first_row keeps the stored row');
     assert.deepEqual(k.upsert([1, 'a', 1n]).changes, [{ type: '+I', row: [1, 'a', 1n] }]);
     assert.deepEqual(k.upsert([1, 'b', 1n]).changes, []);
   });
@@ -230,6 +232,7 @@ describe('versioned', () => {
   it('writes only +U for updates with the WAL image', () => {
     const k = key(versioned('score', { 'table.changelog.image': 'WAL' }));
     assert.equal(k.engine.needsOldValue, true);
+    assert.equal(k.engine.upsertsBlind, false, 'versioned compares the rows');
     k.upsert([1, 'a', 1n]);
     assert.deepEqual(k.upsert([1, 'b', 2n]).changes, [{ type: '+U', row: [1, 'b', 2n] }]);
   });

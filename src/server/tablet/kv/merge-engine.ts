@@ -68,6 +68,12 @@ export interface MergeEngine {
    * always need it; only last_row with table.changelog.image = WAL answers false.
    */
   readonly needsOldValue: boolean;
+  /**
+   * Whether a full-row upsert is merged without looking into the written or the stored row: what
+   * it returns then depends only on whether the key holds a row (last_row). Full-row deletes never
+   * look into the rows.
+   */
+  readonly upsertsBlind: boolean;
 }
 
 const NO_CHANGE: MergeResult = Object.freeze({ value: undefined, changes: Object.freeze([]) });
@@ -122,6 +128,7 @@ function overlay(old: unknown[], row: unknown[], targets: Uint8Array): unknown[]
 class RowMergeEngine implements MergeEngine {
   readonly insertOnly: boolean;
   readonly needsOldValue: boolean;
+  readonly upsertsBlind: boolean;
   private readonly width: number;
   private readonly keyColumn: Uint8Array;
   private readonly fullImage: boolean;
@@ -141,6 +148,7 @@ class RowMergeEngine implements MergeEngine {
     this.fullImage = options.changelogImage === 'FULL';
     this.insertOnly = options.mergeEngine === 'first_row';
     this.needsOldValue = !(options.mergeEngine === 'last_row' && !this.fullImage);
+    this.upsertsBlind = options.mergeEngine === 'last_row';
   }
 
   merge(input: MergeInput): MergeResult {
