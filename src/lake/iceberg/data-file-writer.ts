@@ -19,12 +19,7 @@
  * request fails the file: every later one on it but `abort` gets the same error.
  * Workers start on demand, up to the pool size, and do not keep the process alive while idle.
  *
- * A file's metrics are those of its chunks, merged; they equal the whole file's: counts add up,
- * and bounds are the least lower and greatest upper bound of the chunks, as Iceberg's truncation
- * keeps their order (a truncated lower bound is a prefix of the value; a truncated upper bound is
- * the least string of 16 code points, or bytes, above every value with the same prefix). A chunk
- * whose values have no upper bound (16 leading code points U+10FFFF, or bytes 0xFF) holds the
- * greatest value, so the file has none either.
+ * A file's metrics are those of its chunks, merged (MergedMetrics, metrics.ts).
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -32,10 +27,9 @@ import { Worker } from 'node:worker_threads';
 import type * as arrow from 'apache-arrow';
 import { type ErrorName, TributaryError } from '../../common/errors.js';
 import type { DataFile } from './data-file.js';
-import { computeMetrics, type FileMetrics } from './metrics.js';
+import { computeMetrics, MergedMetrics } from './metrics.js';
 import { ipcStreamOf } from './parquet.js';
-import { fromSingleValue } from './single-value.js';
-import type { IcebergPrimitive, IcebergSchema } from './types.js';
+import type { IcebergSchema } from './types.js';
 
 export type WrittenDataFile = Omit<DataFile, 'partition' | 'content'>;
 
@@ -237,58 +231,5 @@ export class DataFileWriterPool {
     worker.on('error', (err) => fail(new TributaryError('STORAGE_EXCEPTION', `data file worker failed: ${err.message}`, { cause: err })));
     worker.on('exit', (code) => fail(this.closed ? closedError() : new TributaryError('STORAGE_EXCEPTION', `data file worker exited with code ${code}`)));
     return thread;
-  }
-}
-
-function compareBytes(a: Uint8Array, b: Uint8Array): number {
-  const n = Math.min(a.length, b.length);
-  for (let i = 0; i < n; i++) if (a[i] !== b[i]) return a[i] - b[i];
-  return a.length - b.length;
-}
-
-/** Sign of a − b, two bounds of Iceberg type `type` in single-value encoding. */
-function compareBounds(type: IcebergPrimitive, a: Uint8Array, b: Uint8Array): number {
-  const x = fromSingleValue(type, a);
-  const y = fromSingleValue(type, b);
-  // UTF-8 byte order is code point order.
-  if (typeof x === 'string' || x instanceof Uint8Array) return compareBytes(a, b);
-  if (x !== y) return x < y ? -1 : 1;
-  // -0.0 sorts before +0.0.
-  return typeof x === 'number' && x === 0 ? Number(!Object.is(x, -0)) - Number(!Object.is(y, -0)) : 0;
-}
-
-/** Column metrics of the chunks appended so far, merged (see the header). */
-class MergedMetrics {
-  private metrics?: FileMetrics;
-  /** Fields with values but no upper bound. */
-  private readonly unboundedAbove = new Set<number>();
-
-  constructor(private readonly schema: IcebergSchema) {}
-
-  add(m: FileMetrics): void {
-    for (const id of m.lowerBounds.keys()) if (!m.upperBounds.has(id)) this.unboundedAbove.add(id);
-    const into = this.metrics;
-    if (!into) {
-      this.metrics = m;
-      return;
-    }
-    into.recordCount += m.recordCount;
-    for (const key of ['valueCounts', 'nullValueCounts', 'nanValueCounts'] as const) {
-      for (const [id, n] of m[key]) into[key].set(id, (into[key].get(id) ?? 0) + n);
-    }
-    for (const { id, type } of this.schema.fields) {
-      const lower = m.lowerBounds.get(id);
-      const least = into.lowerBounds.get(id);
-      if (lower && (!least || compareBounds(type, lower, least) < 0)) into.lowerBounds.set(id, lower);
-      const upper = m.upperBounds.get(id);
-      const greatest = into.upperBounds.get(id);
-      if (upper && (!greatest || compareBounds(type, upper, greatest) > 0)) into.upperBounds.set(id, upper);
-    }
-  }
-
-  result(): FileMetrics {
-    const m = this.metrics ?? computeMetrics([], this.schema);
-    for (const id of this.unboundedAbove) m.upperBounds.delete(id);
-    return m;
   }
 }

@@ -23,8 +23,8 @@
  */
 import * as arrow from 'apache-arrow';
 import { TributaryError } from '../../common/errors.js';
-import { toSingleValue } from './single-value.js';
-import type { IcebergField, IcebergSchema } from './types.js';
+import { fromSingleValue, toSingleValue } from './single-value.js';
+import type { IcebergField, IcebergPrimitive, IcebergSchema } from './types.js';
 
 export interface FileMetrics {
   recordCount: number;
@@ -434,4 +434,58 @@ function truncateStringMax(max: string): string | undefined {
     return String.fromCodePoint(...codePoints.slice(0, i), cp === 0xd7ff ? 0xe000 : cp + 1);
   }
   return undefined;
+}
+
+/** Sign of a − b, two bounds of Iceberg type `type` in single-value encoding. */
+function compareBounds(type: IcebergPrimitive, a: Uint8Array, b: Uint8Array): number {
+  const x = fromSingleValue(type, a);
+  const y = fromSingleValue(type, b);
+  // UTF-8 byte order is code point order.
+  if (typeof x === 'string' || x instanceof Uint8Array) return compareBytes(a, 0, a.length, b, 0, b.length);
+  if (x !== y) return x < y ? -1 : 1;
+  // -0.0 sorts before +0.0.
+  return typeof x === 'number' && x === 0 ? Number(!Object.is(x, -0)) - Number(!Object.is(y, -0)) : 0;
+}
+
+/**
+ * The metrics of a file written in chunks, from the metrics of each chunk; they equal the whole
+ * file's: counts add up, and bounds are the least lower and greatest upper bound of the chunks, as
+ * truncation keeps their order (a truncated lower bound is a prefix of the value; a truncated upper
+ * bound is the least string of 16 code points, or bytes, above every value with the same prefix).
+ * A chunk whose values have no upper bound (16 leading code points U+10FFFF, or bytes 0xFF) holds
+ * the greatest value, so the file has none either.
+ */
+export class MergedMetrics {
+  private metrics?: FileMetrics;
+  /** Fields with values but no upper bound. */
+  private readonly unboundedAbove = new Set<number>();
+
+  constructor(private readonly schema: IcebergSchema) {}
+
+  add(m: FileMetrics): void {
+    for (const id of m.lowerBounds.keys()) if (!m.upperBounds.has(id)) this.unboundedAbove.add(id);
+    const into = this.metrics;
+    if (!into) {
+      this.metrics = m;
+      return;
+    }
+    into.recordCount += m.recordCount;
+    for (const key of ['valueCounts', 'nullValueCounts', 'nanValueCounts'] as const) {
+      for (const [id, n] of m[key]) into[key].set(id, (into[key].get(id) ?? 0) + n);
+    }
+    for (const { id, type } of this.schema.fields) {
+      const lower = m.lowerBounds.get(id);
+      const least = into.lowerBounds.get(id);
+      if (lower && (!least || compareBounds(type, lower, least) < 0)) into.lowerBounds.set(id, lower);
+      const upper = m.upperBounds.get(id);
+      const greatest = into.upperBounds.get(id);
+      if (upper && (!greatest || compareBounds(type, upper, greatest) > 0)) into.upperBounds.set(id, upper);
+    }
+  }
+
+  result(): FileMetrics {
+    const m = this.metrics ?? computeMetrics([], this.schema);
+    for (const id of this.unboundedAbove) m.upperBounds.delete(id);
+    return m;
+  }
 }
