@@ -126,17 +126,28 @@ function corrupt(why: string, cause?: unknown): TributaryError {
   return new TributaryError('CORRUPT_MESSAGE', `invalid Arrow payload: ${why}`, cause === undefined ? undefined : { cause });
 }
 
-function readMessage(payload: Uint8Array): { header: RecordBatchHeader; bodyLength: number; bodyStart: number } {
-  if (payload.length < PREFIX_SIZE) throw corrupt(`${payload.length} bytes`);
-  const view = new DataView(payload.buffer, payload.byteOffset, PREFIX_SIZE);
+/**
+ * The bytes an Arrow payload begins with up to its body (prefix, metadata, padding), read from its
+ * first 8 bytes: what a reader needs of a stored payload to know where its buffers are.
+ */
+export function arrowPayloadBodyStart(head: Uint8Array, payloadLength: number): number {
+  if (head.length < PREFIX_SIZE || payloadLength < PREFIX_SIZE) throw corrupt(`${payloadLength} bytes`);
+  const view = new DataView(head.buffer, head.byteOffset, PREFIX_SIZE);
   if (view.getInt32(0, true) !== CONTINUATION) throw corrupt('no continuation marker');
   const metadataSize = view.getInt32(4, true);
   const bodyStart = PREFIX_SIZE + metadataSize;
-  if (metadataSize <= 0 || bodyStart > payload.length) throw corrupt(`metadata of ${metadataSize} bytes in ${payload.length}`);
+  if (metadataSize <= 0 || bodyStart > payloadLength) throw corrupt(`metadata of ${metadataSize} bytes in ${payloadLength}`);
+  return bodyStart;
+}
+
+/** `head` holds at least the payload's first `arrowPayloadBodyStart` bytes. */
+function readMessage(head: Uint8Array, payloadLength: number): { header: RecordBatchHeader; bodyLength: number; bodyStart: number } {
+  const bodyStart = arrowPayloadBodyStart(head, payloadLength);
+  if (head.length < bodyStart) throw corrupt(`metadata cut short at ${head.length} of ${bodyStart} bytes`);
   let message: Message;
   let header: RecordBatchHeader;
   try {
-    message = Message.decode(payload.subarray(PREFIX_SIZE, bodyStart));
+    message = Message.decode(head.subarray(PREFIX_SIZE, bodyStart));
     if (!message.isRecordBatch()) throw corrupt(`message type ${arrow.MessageHeader[message.headerType]}, not RecordBatch`);
     header = message.header();
   } catch (err) {
@@ -147,13 +158,14 @@ function readMessage(payload: Uint8Array): { header: RecordBatchHeader; bodyLeng
 }
 
 /**
- * Reads the metadata of a payload written with `arrowSchema` and checks it: one field node per
- * column, each as long as the batch, the schema's number of buffers, each inside the body, and a
- * known codec. The body is not touched.
+ * Reads the metadata of a payload of `payloadLength` bytes written with `arrowSchema` from `head`,
+ * its first bytes up to the body at least, and checks it: one field node per column, each as long
+ * as the batch, the schema's number of buffers, each inside the body, and a known codec. The body
+ * is not needed.
  */
-export function readPayloadMessage(payload: Uint8Array, arrowSchema: arrow.Schema): PayloadMessage {
-  const { header, bodyLength, bodyStart } = readMessage(payload);
-  if (bodyStart + bodyLength !== payload.length) throw corrupt(`body of ${bodyLength} bytes, ${payload.length - bodyStart} present`);
+export function readPayloadMetadata(head: Uint8Array, payloadLength: number, arrowSchema: arrow.Schema): { header: RecordBatchHeader; bodyStart: number } {
+  const { header, bodyLength, bodyStart } = readMessage(head, payloadLength);
+  if (bodyStart + bodyLength !== payloadLength) throw corrupt(`body of ${bodyLength} bytes, ${payloadLength - bodyStart} present`);
   const fields = arrowSchema.fields;
   const bufferCount = fields.reduce((n, f) => n + bufferCountOf(f.type), 0);
   if (header.nodes.length !== fields.length || header.buffers.length !== bufferCount) {
@@ -170,6 +182,12 @@ export function readPayloadMessage(payload: Uint8Array, arrowSchema: arrow.Schem
   if (compression && (arrow.CompressionType[compression.type] === undefined || compression.method !== BodyCompressionMethod.BUFFER)) {
     throw corrupt(`unknown body compression (codec ${compression.type}, method ${compression.method})`);
   }
+  return { header, bodyStart };
+}
+
+/** `readPayloadMetadata` of a whole payload, and its body as stored (buffers still compressed). */
+export function readPayloadMessage(payload: Uint8Array, arrowSchema: arrow.Schema): PayloadMessage {
+  const { header, bodyStart } = readPayloadMetadata(payload, payload.length, arrowSchema);
   return { header, body: payload.subarray(bodyStart) };
 }
 
@@ -184,7 +202,7 @@ export function checkArrowPayload(payload: Uint8Array, arrowSchema: arrow.Schema
 
 /** The number of records of a payload, read from its metadata only. */
 export function arrowPayloadRecordCount(payload: Uint8Array): number {
-  return readMessage(payload).header.length;
+  return readMessage(payload, payload.length).header.length;
 }
 
 /** Body buffers per column of a flat Arrow type in IPC order; the types of our mapping and their kin. */

@@ -23,7 +23,7 @@ import { TributaryError } from '../common/errors.js';
 import { arrowPayloadRecordCount, encodeArrowPayload } from './arrow-payload.js';
 import { checkProjection } from './arrow-schema.js';
 import { type ArrowCompression, DEFAULT_ZSTD_LEVEL } from './compression.js';
-import { projectArrowPayload } from './projection.js';
+import { applyCut, type Cut, cutArrowPayload } from './projection.js';
 
 const FIRST_CHANGE = CHANGE_TYPE_BYTE['+I'];
 const LAST_CHANGE = CHANGE_TYPE_BYTE['-D'];
@@ -84,20 +84,30 @@ export function splitChangelogPayload(payload: Uint8Array, recordCount: number):
 }
 
 /**
- * Server-side column projection of a payload written with `arrowSchema`: the same change types,
- * then the Arrow message of `columns` only (projection.ts). All columns in order give `payload`.
+ * Server-side column projection of a payload of `payloadLength` bytes written with `arrowSchema`,
+ * planned from `head`, its first bytes up to the Arrow body at least: the same change types, then
+ * the Arrow message of `columns` only (projection.ts). Undefined when the payload is its own
+ * projection (all columns in order, or no records).
  */
-export function projectChangelogPayload(payload: Uint8Array, recordCount: number, arrowSchema: arrow.Schema, columns: readonly number[]): Uint8Array {
-  const changeTypes = changeTypesOf(payload, recordCount);
+export function cutChangelogPayload(head: Uint8Array, payloadLength: number, recordCount: number, arrowSchema: arrow.Schema, columns: readonly number[], headroom = 0): Cut | undefined {
   if (recordCount === 0) {
+    if (payloadLength !== 0) throw corrupt(`${payloadLength} bytes in a batch of no records`);
     checkProjection(columns, arrowSchema.fields.length);
-    return payload;
+    return undefined;
   }
-  const message = payload.subarray(recordCount);
-  const projected = projectArrowPayload(message, arrowSchema, columns);
-  if (projected === message) return payload;
-  const out = new Uint8Array(recordCount + projected.length);
-  out.set(changeTypes);
-  out.set(projected, recordCount);
-  return out;
+  if (!Number.isInteger(recordCount) || recordCount < 0 || recordCount >= payloadLength) throw corrupt(`${payloadLength} bytes cannot hold ${recordCount} change types and an Arrow message`);
+  const unknown = firstUnknownChange(head.subarray(0, recordCount));
+  if (unknown >= 0) throw corrupt(`byte ${head[unknown]} of record ${unknown} is not a change type (+I, -U, +U, -D)`);
+  const message = cutArrowPayload(head.subarray(recordCount), payloadLength - recordCount, arrowSchema, columns, headroom + recordCount);
+  if (!message) return undefined;
+  // The change types go into the headroom right before the projected message.
+  const out = new Uint8Array(message.out.buffer, message.out.byteOffset - recordCount, recordCount + message.out.length);
+  const copies = [{ from: 0, to: 0, length: recordCount }, ...message.copies.map((c) => ({ from: c.from + recordCount, to: c.to + recordCount, length: c.length }))];
+  return { out, copies };
+}
+
+/** `cutChangelogPayload` of a whole payload of `recordCount` records, made: all columns in order give `payload`. */
+export function projectChangelogPayload(payload: Uint8Array, recordCount: number, arrowSchema: arrow.Schema, columns: readonly number[]): Uint8Array {
+  const cut = cutChangelogPayload(payload, payload.length, recordCount, arrowSchema, columns);
+  return cut ? applyCut(cut, payload) : payload;
 }

@@ -172,17 +172,19 @@ export function splitLogBatches(buf: Buffer): Buffer[] {
 }
 
 /**
- * A copy of `batch` carrying `payload` instead of its records (used by server-side projection):
- * same offsets, timestamps and writer fields, statistics dropped, Length and CRC recomputed.
+ * Gives `out`, a batch whose payload fills the rest of it, the header of `stored` (server-side
+ * projection): same offsets, timestamps and writer fields, statistics dropped, Length set. Once
+ * the payload is in place, `sealLogBatch` sets the CRC.
  */
-export function withLogBatchPayload(batch: Buffer, payload: Uint8Array): Buffer {
-  const out = Buffer.allocUnsafe(HEADER_SIZE + payload.length);
-  batch.copy(out, 0, 0, HEADER_SIZE);
+export function reframeLogBatch(stored: Buffer, out: Buffer): void {
+  stored.copy(out, 0, 0, HEADER_SIZE);
   out.writeInt32LE(out.length - LOG_OVERHEAD, O_LENGTH);
   out.writeInt32LE(0, O_STATS_LENGTH);
-  out.set(payload, HEADER_SIZE);
-  out.writeUInt32LE(crc32c(out.subarray(CRC_START)), O_CRC);
-  return out;
+}
+
+/** Sets the CRC of a batch whose bytes are all in place. */
+export function sealLogBatch(batch: Buffer): void {
+  batch.writeUInt32LE(computeCrc(batch), O_CRC);
 }
 
 /** Iterates the whole batches of a buffer read from the log (trusted: framing only, no CRC check). */

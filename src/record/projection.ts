@@ -9,7 +9,7 @@
  */
 import type * as arrow from 'apache-arrow';
 import { BufferRegion, Message, RecordBatch as RecordBatchHeader } from 'apache-arrow/ipc/metadata/message';
-import { align8, bufferCountOf, frameMessage, readPayloadMessage } from './arrow-payload.js';
+import { align8, bufferCountOf, frameMessage, readPayloadMetadata } from './arrow-payload.js';
 import { checkProjection } from './arrow-schema.js';
 
 interface ProjectionPlan {
@@ -50,14 +50,43 @@ function planOf(arrowSchema: arrow.Schema, columns: readonly number[]): Projecti
   return plan;
 }
 
+/** Bytes to copy from a stored payload or batch into its projected form. */
+export interface ByteCopy {
+  /** Where they are in the stored bytes. */
+  from: number;
+  /** Where they go in the projected bytes. */
+  to: number;
+  length: number;
+}
+
+/** A projected form laid out: everything but the kept buffers written, and the copies that fill those in. */
+export interface Cut {
+  out: Uint8Array;
+  copies: ByteCopy[];
+}
+
+/** Adds a copy, merging it into the last one when both sides continue it with the same gap (the stored padding). */
+function addCopy(copies: ByteCopy[], from: number, to: number, length: number): void {
+  if (length === 0) return;
+  const last = copies[copies.length - 1];
+  if (last && from >= last.from + last.length && from - last.from === to - last.to) {
+    last.length = from - last.from + length;
+    return;
+  }
+  copies.push({ from, to, length });
+}
+
 /**
- * The payload holding only `columns` (indexes into `arrowSchema`, in the order wanted) of a
- * payload written with `arrowSchema`. It decodes with `toArrowSchema(schema, columns)`.
+ * The projection of a payload of `payloadLength` bytes written with `arrowSchema` to `columns`
+ * (indexes into `arrowSchema`, in the order wanted), planned from `head`, its first bytes up to
+ * the body at least (`arrowPayloadBodyStart`). `out` has `headroom` free bytes before the payload
+ * (it is a view of a larger buffer, as frameMessage lays out); the copies count from the stored
+ * payload's first byte and `out`'s. Undefined when the payload is its own projection.
  */
-export function projectArrowPayload(payload: Uint8Array, arrowSchema: arrow.Schema, columns: readonly number[]): Uint8Array {
+export function cutArrowPayload(head: Uint8Array, payloadLength: number, arrowSchema: arrow.Schema, columns: readonly number[], headroom = 0): Cut | undefined {
   const plan = planOf(arrowSchema, columns);
-  const { header, body } = readPayloadMessage(payload, arrowSchema);
-  if (plan.identity) return payload;
+  const { header, bodyStart } = readPayloadMetadata(head, payloadLength, arrowSchema);
+  if (plan.identity) return undefined;
   const regions: BufferRegion[] = new Array(plan.buffers.length);
   let bodyLength = 0;
   for (let i = 0; i < plan.buffers.length; i++) {
@@ -66,10 +95,26 @@ export function projectArrowPayload(payload: Uint8Array, arrowSchema: arrow.Sche
     bodyLength += align8(length);
   }
   const projected = new RecordBatchHeader(header.length, plan.nodes.map((n) => header.nodes[n]), regions, header.compression);
-  const { out, bodyStart } = frameMessage(Message.encode(Message.from(projected, bodyLength)), bodyLength);
+  const { out, bodyStart: outBodyStart } = frameMessage(Message.encode(Message.from(projected, bodyLength)), bodyLength, headroom);
+  const copies: ByteCopy[] = [];
   for (let i = 0; i < plan.buffers.length; i++) {
     const { offset, length } = header.buffers[plan.buffers[i]];
-    out.set(body.subarray(offset, offset + length), bodyStart + regions[i].offset);
+    addCopy(copies, bodyStart + offset, outBodyStart + regions[i].offset, length);
   }
-  return out;
+  return { out, copies };
+}
+
+/** Makes the copies of `cut` from `stored`, which holds the stored bytes from `storedStart` on; returns `cut.out`. */
+export function applyCut(cut: Cut, stored: Uint8Array, storedStart = 0): Uint8Array {
+  for (const { from, to, length } of cut.copies) cut.out.set(stored.subarray(from - storedStart, from - storedStart + length), to);
+  return cut.out;
+}
+
+/**
+ * The payload holding only `columns` (indexes into `arrowSchema`, in the order wanted) of a
+ * payload written with `arrowSchema`. It decodes with `toArrowSchema(schema, columns)`.
+ */
+export function projectArrowPayload(payload: Uint8Array, arrowSchema: arrow.Schema, columns: readonly number[]): Uint8Array {
+  const cut = cutArrowPayload(payload, payload.length, arrowSchema, columns);
+  return cut ? applyCut(cut, payload) : payload;
 }

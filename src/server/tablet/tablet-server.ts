@@ -13,9 +13,8 @@ import { type Options, parseDuration, tableOption } from '../../common/config.js
 import { TributaryError } from '../../common/errors.js';
 import { type PartitionInfo, projectionIn, type Schema, type TableInfo } from '../../common/schema.js';
 import { toArrowSchema } from '../../record/arrow-schema.js';
-import { logBatchesOf, logBatchPayload, readLogBatchHeader, splitLogBatches, withLogBatchPayload } from '../../record/log-batch.js';
-import { projectArrowPayload } from '../../record/projection.js';
-import { projectChangelogPayload } from '../../record/changelog.js';
+import { logBatchPayload, readLogBatchHeader, splitLogBatches } from '../../record/log-batch.js';
+import { cutLogBatch } from '../../record/batch-projection.js';
 import { checkArrowPayload } from '../../record/arrow-payload.js';
 import type {
   FetchLogRequest,
@@ -36,6 +35,7 @@ import { KvService } from './kv-service.js';
 import { KvTablet } from './kv/kv-tablet.js';
 import { type KvSnapshotInfo, KvSnapshotStore } from './kv/kv-snapshot-store.js';
 import { type LogConfig, LogTablet } from './log/log-tablet.js';
+import type { BatchCutter } from './log/log-segment.js';
 import { bucketKey, type Replica, type TableBucket } from './replica.js';
 
 /** What the tablet server needs to know about tables, answered by the coordinator. */
@@ -46,8 +46,8 @@ export interface TableMetadataSource {
 }
 
 const ACKS = new Set([0, 1, -1]);
-/** Reads of stored batches one projected fetch may make to fill its byte budget. */
-const MAX_PROJECTED_READS = 16;
+/** Stored bytes a projected fetch of a bucket may pass through to fill its byte budget, as a multiple of that budget. */
+const MAX_PROJECTED_STORED = 16;
 const OFFSET_EARLIEST = 0;
 const OFFSET_LATEST = 1;
 const OFFSET_TIMESTAMP = 2;
@@ -251,23 +251,26 @@ export class TabletServer implements BucketLifecycle {
 
   /**
    * Up to `maxBytes` of a bucket's log from `offset`. The limit counts what is sent: with a
-   * projection, stored batches are read on until their projected form fills it (at most
-   * MAX_PROJECTED_READS reads), so narrow projections are not starved by wide stored rows.
+   * projection, batches are cut (only their kept buffers read) across segments until the cuts
+   * fill it or MAX_PROJECTED_STORED times the limit of stored batches has been passed, so narrow
+   * projections are not starved by wide stored rows.
    */
   private async readBucket(replica: Replica, offset: bigint, maxBytes: number, projection: number[] | undefined): Promise<Buffer> {
     if (!projection) return (await replica.log.read(offset, maxBytes)).records;
+    const cutter = this.cutterOf(replica.table, projection);
     const parts: Buffer[] = [];
     let size = 0;
-    for (let i = 0; i < MAX_PROJECTED_READS && size < maxBytes; i++) {
-      const { records, highWatermark } = await replica.log.read(offset, maxBytes);
-      if (records.length === 0) break;
-      const projected = this.project(replica.table, records, projection);
-      parts.push(projected);
-      size += projected.length;
-      let last: Buffer | undefined;
-      for (const batch of logBatchesOf(records)) last = batch;
-      const header = readLogBatchHeader(last!);
-      offset = header.baseOffset + BigInt(header.lastOffsetDelta) + 1n;
+    let storedBudget = MAX_PROJECTED_STORED * maxBytes;
+    while (size < maxBytes && storedBudget > 0) {
+      const { batches, storedBytes, highWatermark } = await replica.log.readCut(offset, maxBytes - size, storedBudget, cutter);
+      if (batches.length === 0) break;
+      for (const batch of batches) {
+        parts.push(batch);
+        size += batch.length;
+      }
+      storedBudget -= storedBytes;
+      const last = readLogBatchHeader(batches[batches.length - 1]);
+      offset = last.baseOffset + BigInt(last.lastOffsetDelta) + 1n;
       if (offset >= highWatermark) break;
     }
     return parts.length === 1 ? parts[0] : Buffer.concat(parts);
@@ -289,11 +292,11 @@ export class TabletServer implements BucketLifecycle {
   }
 
   /**
-   * Server-side column projection: rebuilds each batch with only the chosen columns' buffers.
+   * Server-side column projection: cuts each stored batch down to the chosen columns' buffers.
    * `columns` index the table's current schema; a batch written with an older one keeps those of
    * them it has (projectionIn), which the reader, knowing the batch's schema id, maps back.
    */
-  private project(table: TableInfo, records: Buffer, columns: number[]): Buffer {
+  private cutterOf(table: TableInfo, columns: number[]): BatchCutter {
     if (columns.length === 0) throw new TributaryError('INVALID_COLUMN_PROJECTION', 'projection must name at least one column');
     const current = table.schema.columns;
     for (const c of columns) {
@@ -302,19 +305,15 @@ export class TabletServer implements BucketLifecycle {
       }
     }
     const wanted = columns.map((c) => current[c]);
-    const out: Buffer[] = [];
-    for (const batch of logBatchesOf(records)) {
-      const header = readLogBatchHeader(batch);
-      const schema = this.metadata.schemaById(table.tableId, header.schemaId);
-      if (!schema) throw new TributaryError('SCHEMA_NOT_EXIST', `schema ${header.schemaId} of table ${table.tableId} does not exist`);
-      const kept = header.schemaId === table.schemaId ? columns : projectionIn(schema, wanted);
-      const arrowSchema = this.arrowSchema(table.tableId, header.schemaId, schema);
-      const payload = header.appendOnly
-        ? projectArrowPayload(logBatchPayload(batch), arrowSchema, kept)
-        : projectChangelogPayload(logBatchPayload(batch), header.recordCount, arrowSchema, kept);
-      out.push(withLogBatchPayload(batch, payload));
-    }
-    return Buffer.concat(out);
+    return (head) =>
+      cutLogBatch(head, (header) => {
+        const schema = this.metadata.schemaById(table.tableId, header.schemaId);
+        if (!schema) throw new TributaryError('SCHEMA_NOT_EXIST', `schema ${header.schemaId} of table ${table.tableId} does not exist`);
+        return {
+          arrowSchema: this.arrowSchema(table.tableId, header.schemaId, schema),
+          columns: header.schemaId === table.schemaId ? columns : projectionIn(schema, wanted),
+        };
+      });
   }
 
   // ------------------------------------------------------------------ ListOffsets / LimitScan

@@ -16,7 +16,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { TributaryError } from '../../../common/errors.js';
-import { HEADER_SIZE, isCrcValid, LOG_OVERHEAD, MAGIC, type LogBatchHeader, readLogBatchHeader } from '../../../record/log-batch.js';
+import { HEADER_SIZE, isCrcValid, LOG_OVERHEAD, MAGIC, type LogBatchHeader, readLogBatchHeader, sealLogBatch } from '../../../record/log-batch.js';
 import { OffsetIndex } from './offset-index.js';
 import { storageError } from './storage-error.js';
 import { TimeIndex } from './time-index.js';
@@ -24,6 +24,8 @@ import { TimeIndex } from './time-index.js';
 /** `Length` (i32) follows the 8-byte BaseOffset; the batch is LOG_OVERHEAD + Length bytes. */
 const LENGTH_AT = LOG_OVERHEAD - 4;
 const MAGIC_AT = LOG_OVERHEAD;
+/** First bytes of a batch read to plan its cut: header and Arrow metadata of wide batches fit. */
+const CUT_HEAD_BYTES = 8192;
 /** Recovery reads the log in chunks of this size (a bigger batch is read whole). */
 const RECOVERY_CHUNK = 1 << 20;
 
@@ -35,6 +37,19 @@ export interface SegmentConfig {
 export interface BatchLocation {
   position: number;
   header: LogBatchHeader;
+}
+
+/**
+ * Plans the projection of a stored batch from its first bytes (batch-projection.ts's cutLogBatch
+ * bound to a table's layouts): the projected batch and the copies that complete it, or how many
+ * first bytes it needs.
+ */
+export type BatchCutter = (head: Buffer) => { out: Buffer; copies: readonly { from: number; to: number; length: number }[] } | number;
+
+/** Cut batches, and how many bytes of stored batches they were cut from. */
+export interface CutBatches {
+  batches: Buffer[];
+  storedBytes: number;
 }
 
 export function segmentFileName(baseOffset: bigint, suffix: '.log' | '.index' | '.timeindex'): string {
@@ -286,6 +301,49 @@ export class LogSegment {
     return end === buf.length ? buf : buf.subarray(0, end);
   }
 
+  /**
+   * The batches from the one holding `offset` below byte `bound`, each cut by `cutter` (server-side
+   * projection): of every batch only its first bytes and the bytes its cut copies are read. At
+   * least one batch, then more while their cut size stays under `maxBytes` and their stored size
+   * under `maxStoredBytes`; with the stored bytes they came from. None when no batch below `bound`
+   * holds the offset.
+   */
+  async readCut(offset: bigint, maxBytes: number, maxStoredBytes: number, bound: number, cutter: BatchCutter): Promise<CutBatches> {
+    const found = await this.locate(offset, bound);
+    if (!found) return { batches: [], storedBytes: 0 };
+    const out: Buffer[] = [];
+    let size = 0;
+    let stored = 0;
+    let pos = found.position;
+    let head: Promise<Buffer> | undefined = this.readAt(pos, Math.min(CUT_HEAD_BYTES, found.header.sizeInBytes));
+    while (head) {
+      let first = await head;
+      const batchSize = first.readInt32LE(LENGTH_AT) + LOG_OVERHEAD;
+      let cut = cutter(first.subarray(0, batchSize));
+      while (typeof cut === 'number') {
+        first = await this.readAt(pos, cut);
+        cut = cutter(first);
+      }
+      const batch = cut.out;
+      const at = pos;
+      pos += batchSize;
+      size += batch.length;
+      stored += batchSize;
+      // The next batch's first bytes are read while this one's buffers are; a failure surfaces when awaited.
+      head = size < maxBytes && stored < maxStoredBytes && pos + HEADER_SIZE <= bound ? this.readAt(pos, Math.min(CUT_HEAD_BYTES, bound - pos)) : undefined;
+      head?.catch(() => undefined);
+      const held = first;
+      await Promise.all(
+        cut.copies.map(({ from, to, length }) =>
+          from + length <= held.length ? void batch.set(held.subarray(from, from + length), to) : this.readExactly(batch.subarray(to, to + length), at + from),
+        ),
+      );
+      sealLogBatch(batch);
+      out.push(batch);
+    }
+    return { batches: out, storedBytes: stored };
+  }
+
   /** The batch holding `offset` below byte `bound`: floor entry of the offset index, then a header scan. */
   locate(offset: bigint, bound: number): Promise<BatchLocation | undefined> {
     const from = this.offsetIndex.lookup(Number(offset - this.baseOffset)).position;
@@ -323,6 +381,12 @@ export class LogSegment {
     const buf = Buffer.allocUnsafe(length);
     const n = await this.readInto(buf, length, position);
     return n === length ? buf : buf.subarray(0, n);
+  }
+
+  /** Fills `buf` from `position`; a batch below the high watermark that is cut short is corrupt storage. */
+  private async readExactly(buf: Buffer, position: number): Promise<void> {
+    const n = await this.readInto(buf, buf.length, position);
+    if (n !== buf.length) throw new TributaryError('LOG_STORAGE_EXCEPTION', `${this.file('.log')} ends at byte ${position + n}, inside a batch`);
   }
 
   private async readInto(buf: Buffer, length: number, position: number): Promise<number> {

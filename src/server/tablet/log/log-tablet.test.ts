@@ -4,7 +4,18 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { TributaryError } from '../../../common/errors.js';
-import { buildLogBatch, type LogBatchHeader, logBatchPayload, readLogBatchHeader } from '../../../record/log-batch.js';
+import { CHANGE_TYPE_BYTE } from '../../../common/change-type.js';
+import type { Row } from '../../../common/values.js';
+import { encodeArrowPayload } from '../../../record/arrow-payload.js';
+import { toArrowSchema } from '../../../record/arrow-schema.js';
+import { cutLogBatch } from '../../../record/batch-projection.js';
+import { encodeChangelogPayload, projectChangelogPayload } from '../../../record/changelog.js';
+import { ColumnBatchBuilder } from '../../../record/column-batch-builder.js';
+import { initArrowCompression } from '../../../record/compression.js';
+import { sampleRows, sampleSchema } from '../../../record/fixtures/sample.js';
+import { buildLogBatch, isCrcValid, type LogBatchHeader, logBatchPayload, readLogBatchHeader } from '../../../record/log-batch.js';
+import { projectArrowPayload } from '../../../record/projection.js';
+import type { BatchCutter } from './log-segment.js';
 import { type LogConfig, LogTablet, type LogTabletLogger } from './log-tablet.js';
 
 const DAY = 86_400_000;
@@ -654,6 +665,84 @@ describe('LogTablet readTail', () => {
     await log.append([batch(5, { records: 1 })], 0);
     assert.deepEqual((await log.readTail(2)).map(idOf), [0, 1, 2, 3, 4, 5]);
     assert.deepEqual((await log.readTail(1)).map(idOf), [5]);
+    await log.close();
+  });
+});
+
+describe('LogTablet readCut', () => {
+  const arrowSchema = toArrowSchema(sampleSchema);
+  const columns = [10, 0, 7];
+  const cutter: BatchCutter = (head) => cutLogBatch(head, () => ({ arrowSchema, columns }));
+  const rows = (n: number, from: number): Row[] => Array.from({ length: n }, (_, i) => ({ ...sampleRows[(from + i) % sampleRows.length], i64: BigInt(from + i) }));
+  const arrowOf = (rs: Row[]) => {
+    const b = new ColumnBatchBuilder(sampleSchema);
+    for (const r of rs) b.appendRow(r);
+    return b.build();
+  };
+  /** Log batches of real Arrow payloads; every third one a changelog batch, one of them with more change types than a batch head holds. */
+  function realBatches(): Buffer[] {
+    const out: Buffer[] = [];
+    for (let i = 0; i < 12; i++) {
+      const rs = rows(i === 4 ? 10_000 : 50 + 40 * i, i * 1000);
+      if (i % 3 === 1) {
+        const changes = Uint8Array.from(rs, (_, j) => CHANGE_TYPE_BYTE[j % 2 === 0 ? '+I' : '+U']);
+        out.push(buildLogBatch({ schemaId: 1, appendOnly: false, recordCount: rs.length, payload: encodeChangelogPayload(changes, arrowOf(rs), 'ZSTD') }));
+      } else {
+        out.push(buildLogBatch({ schemaId: 1, appendOnly: true, recordCount: rs.length, payload: encodeArrowPayload(arrowOf(rs), i % 2 === 0 ? 'ZSTD' : 'NONE') }));
+      }
+    }
+    return out;
+  }
+  /** What a cut of `batch` must be: its header and the in-memory projection of its payload. */
+  function expectedCut(batch: Buffer): { header: LogBatchHeader; payload: Buffer } {
+    const h = readLogBatchHeader(batch);
+    const payload = logBatchPayload(batch);
+    return {
+      header: { ...h, statisticsLength: 0, crc: 0, sizeInBytes: 0 },
+      payload: Buffer.from(h.appendOnly ? projectArrowPayload(payload, arrowSchema, columns) : projectChangelogPayload(payload, h.recordCount, arrowSchema, columns)),
+    };
+  }
+
+  it('reads of each batch only what its cut keeps, equal to projecting the whole batch, segment by segment', async () => {
+    await initArrowCompression();
+    const log = await LogTablet.open(tempDir(), { ...CONFIG, segmentBytes: 40_000 });
+    for (const b of realBatches()) await log.append([b], 0);
+    const whole = await readAll(log);
+    assert.ok(logFiles(log.dir).length >= 3, 'several segments');
+    const cut: Buffer[] = [];
+    for (let offset = log.logStartOffset; offset < log.highWatermark; ) {
+      const { batches, storedBytes } = await log.readCut(offset, 1 << 20, 1 << 30, cutter);
+      assert.ok(batches.length > 0);
+      assert.ok(storedBytes >= batches.reduce((n, b) => n + b.length, 0));
+      for (const b of batches) {
+        assert.ok(isCrcValid(b), 'a cut batch carries its own CRC');
+        cut.push(b);
+        const h = readLogBatchHeader(b);
+        offset = h.baseOffset + BigInt(h.lastOffsetDelta) + 1n;
+      }
+    }
+    assert.equal(cut.length, whole.length);
+    for (let i = 0; i < whole.length; i++) {
+      const { header, payload } = expectedCut(whole[i]);
+      assert.deepEqual({ ...readLogBatchHeader(cut[i]), crc: 0, sizeInBytes: 0 }, header, `batch ${i}`);
+      assert.deepEqual(Buffer.from(logBatchPayload(cut[i])), payload, `batch ${i}`);
+    }
+    await log.close();
+  });
+
+  it('stops at the byte budget of the cuts or of the stored batches, after at least one batch', async () => {
+    const log = await LogTablet.open(tempDir(), CONFIG);
+    await log.append(realBatches(), 0);
+    const whole = await readAll(log);
+    assert.equal((await log.readCut(0n, 1, 1 << 30, cutter)).batches.length, 1);
+    const one = await log.readCut(0n, 1 << 30, 1, cutter);
+    assert.deepEqual([one.batches.length, one.storedBytes], [1, whole[0].length]);
+    const two = await log.readCut(0n, 1 << 30, whole[0].length + 1, cutter);
+    assert.deepEqual([two.batches.length, two.storedBytes], [2, whole[0].length + whole[1].length]);
+    const all = await log.readCut(0n, 1 << 30, 1 << 30, cutter);
+    assert.equal(all.batches.length, whole.length);
+    assert.equal((await log.readCut(log.highWatermark, 1 << 20, 1 << 30, cutter)).batches.length, 0);
+    await rejectsWith(log.readCut(log.highWatermark + 1n, 1 << 20, 1 << 30, cutter), 'LOG_OFFSET_OUT_OF_RANGE_EXCEPTION');
     await log.close();
   });
 });

@@ -28,7 +28,7 @@ import { TributaryError } from '../../../common/errors.js';
 import { type LogBatchHeader, NO_WRITER_ID, readLogBatchHeader, stampLogBatch } from '../../../record/log-batch.js';
 import { readCheckpoint, writeCheckpoint } from './checkpoint-file.js';
 import { LeaderEpochCache } from './leader-epoch-cache.js';
-import { LogSegment, syncDirectory } from './log-segment.js';
+import { type BatchCutter, type CutBatches, LogSegment, syncDirectory } from './log-segment.js';
 import { storageError } from './storage-error.js';
 import { WriterStateManager } from './writer-state.js';
 
@@ -182,6 +182,22 @@ export class LogTablet {
    * segment: at least that batch, then as many as fit in `maxBytes`.
    */
   async read(fetchOffset: bigint, maxBytes: number): Promise<FetchResult> {
+    const { records, highWatermark, logStartOffset } = await this.readFrom(fetchOffset, (segment, bound) => segment.read(fetchOffset, maxBytes, bound));
+    return { records: records ?? EMPTY, highWatermark, logStartOffset };
+  }
+
+  /**
+   * Like `read`, with each batch cut by `cutter` (server-side projection) and only what the cuts
+   * keep read from the file: batches while their cut size stays under `maxBytes` and their stored
+   * size under `maxStoredBytes`.
+   */
+  async readCut(fetchOffset: bigint, maxBytes: number, maxStoredBytes: number, cutter: BatchCutter): Promise<CutBatches & { highWatermark: bigint; logStartOffset: bigint }> {
+    const { records, highWatermark, logStartOffset } = await this.readFrom(fetchOffset, (segment, bound) => segment.readCut(fetchOffset, maxBytes, maxStoredBytes, bound, cutter));
+    return { ...(records ?? { batches: [], storedBytes: 0 }), highWatermark, logStartOffset };
+  }
+
+  /** Checks `fetchOffset` and reads, with `reader`, the segment holding it below the high watermark, if it is below. */
+  private async readFrom<T>(fetchOffset: bigint, reader: (segment: LogSegment, bound: number) => Promise<T>): Promise<{ records: T | undefined; highWatermark: bigint; logStartOffset: bigint }> {
     this.checkOpen();
     const hw = this.hw;
     const logStartOffset = this.logStartOffset;
@@ -191,8 +207,9 @@ export class LogTablet {
         `fetch offset ${fetchOffset} is out of range: the log holds [${logStartOffset}, ${this.logEnd.offset})`,
       );
     }
-    const records = fetchOffset < hw.offset ? await this.readBelow(fetchOffset, maxBytes, hw) : EMPTY;
-    return { records, highWatermark: hw.offset, logStartOffset };
+    if (fetchOffset >= hw.offset) return { records: undefined, highWatermark: hw.offset, logStartOffset };
+    const segment = this.segmentHolding(fetchOffset);
+    return { records: await reader(segment, this.boundOf(segment, hw)), highWatermark: hw.offset, logStartOffset };
   }
 
   /** The last batches below the high watermark that hold at least `minRecords` records (all when fewer). */
