@@ -87,7 +87,7 @@ export class LogScanner implements AsyncIterable<ScanRecord> {
   private readonly subscriptions = new Map<string, Subscription>();
   private buffered: ScanBatch[] = [];
   /** Rows of the head batch of `buffered` already handed out by `poll`. */
-  private headRows?: { rows: Row[]; next: number };
+  private headRows?: { next: number };
   private readonly projectedSchema: Schema;
   /** The Arrow schema of the rows handed out: the projection of the scanner's schema. */
   private readonly decodeSchema: arrow.Schema;
@@ -171,22 +171,22 @@ export class LogScanner implements AsyncIterable<ScanRecord> {
     const out: ScanRecord[] = [];
     while (out.length < max && this.buffered.length > 0) {
       const head = this.buffered[0];
-      this.headRows ??= { rows: recordBatchRows(head.batch, this.projectedSchema), next: 0 };
-      const { rows } = this.headRows;
-      while (out.length < max && this.headRows.next < rows.length) {
-        const i = this.headRows.next++;
-        out.push({
-          bucket: head.bucket,
-          ...(head.partition !== undefined ? { partition: head.partition } : {}),
-          offset: head.baseOffset + BigInt(i),
-          timestamp: head.timestamp,
-          changeType: head.changeTypes ? changeTypeOf(head.changeTypes[i])! : '+A',
-          row: rows[i],
-        });
+      const from = this.headRows?.next ?? 0;
+      const to = Math.min(head.batch.numRows, from + max - out.length);
+      // Only the rows handed out now become objects, so that they can die young.
+      const rows = recordBatchRows(head.batch, this.projectedSchema, from, to);
+      const { bucket, partition, baseOffset, timestamp, changeTypes } = head;
+      for (let i = from; i < to; i++) {
+        const offset = baseOffset + BigInt(i);
+        const changeType = changeTypes ? changeTypeOf(changeTypes[i])! : '+A';
+        const row = rows[i - from];
+        out.push(partition !== undefined ? { bucket, partition, offset, timestamp, changeType, row } : { bucket, offset, timestamp, changeType, row });
       }
-      if (this.headRows.next >= rows.length) {
+      if (to >= head.batch.numRows) {
         this.buffered.shift();
         this.headRows = undefined;
+      } else {
+        this.headRows = { next: to };
       }
     }
     return out;

@@ -181,3 +181,35 @@ describe('checkArrowPayload', () => {
     for (const [why, p, schema, count] of bad) assert.throws(() => checkArrowPayload(p, schema, count), { errorName: 'CORRUPT_MESSAGE' }, why);
   });
 });
+
+describe('recordBatchRows', () => {
+  const rows = Array.from({ length: 40 }, (_, i) => sampleRows[i % sampleRows.length]);
+  const asciiRows = rows.map((r) => ({ ...r, c: r.c === null ? null : 'abcd', s: r.s === null ? null : `row ${String(r.i64)}` }));
+  const batchOf = (rs: typeof rows) => {
+    const b = new ColumnBatchBuilder(sampleSchema);
+    for (const r of rs) b.appendRow(r);
+    return decodeArrowPayload(arrowSchema, encodeArrowPayload(b.build(), 'NONE'));
+  };
+
+  for (const [name, rs] of [['UTF-8 text', rows], ['ASCII text', asciiRows]] as const) {
+    it(`${name}: reads any range of rows, of a batch and of a slice of it, with nulls`, () => {
+      const batch = batchOf(rs);
+      assert.deepEqual(recordBatchRows(batch, sampleSchema), rs);
+      assert.deepEqual(recordBatchRows(batch, sampleSchema, 7, 19), rs.slice(7, 19));
+      assert.deepEqual(recordBatchRows(batch, sampleSchema, 5, 5), []);
+      const slice = batch.slice(9);
+      assert.deepEqual(recordBatchRows(slice, sampleSchema), rs.slice(9));
+      assert.deepEqual(recordBatchRows(slice, sampleSchema, 3, 8), rs.slice(12, 17));
+    });
+  }
+
+  it('gives rows of a projection only its columns, and refuses a column the schema lacks', () => {
+    const projected = toArrowSchema(sampleSchema, [10, 4]);
+    const b = new ColumnBatchBuilder({ columns: [sampleSchema.columns[10], sampleSchema.columns[4]], highestFieldId: sampleSchema.highestFieldId });
+    for (const r of rows) b.appendRow({ s: r.s, i64: r.i64 });
+    const batch = decodeArrowPayload(projected, encodeArrowPayload(b.build(), 'NONE'));
+    assert.deepEqual(recordBatchRows(batch, sampleSchema), rows.map((r) => ({ s: r.s, i64: r.i64 })));
+    const other = buildSchema([{ name: 'x', type: 'INT' }]);
+    assert.throws(() => recordBatchRows(batch, other), { errorName: 'INVALID_ARGUMENT' });
+  });
+});
