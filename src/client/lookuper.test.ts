@@ -1,33 +1,89 @@
+/**
+ * The lookuper against a real server: many keys at once (more than one request, every bucket,
+ * partitions, keys that hold no row, the same key twice) and lookups kept in flight, each answer
+ * issuing the next, all answered with exactly their own rows.
+ */
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
-import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
-import { LookupRequestSchema, PrefixLookupRequestSchema } from '../rpc/gen/tributary_pb.js';
-import { encodeLookupRequest, KeyFields } from './lookuper.js';
+import { after, before, describe, it } from 'node:test';
+import { ServerProcess } from '../../test/support/server-process.js';
+import { Connection } from './connection.js';
+import type { Row } from './index.js';
 
-function fieldsOf(keys: Uint8Array[]): KeyFields {
-  const fields = new KeyFields();
-  for (const k of keys) fields.add(k);
-  return fields;
-}
+let server: ServerProcess;
+let conn: Connection;
 
-const long = new Uint8Array(300).map((_, i) => i);
-const buckets = [
-  { bucket: 3, keys: [Uint8Array.of(1), long] },
-  { partitionId: 2 ** 40 + 5, bucket: 0, keys: [Uint8Array.of(7, 8)] },
-  { partitionId: 1, bucket: 200, keys: Array.from({ length: 100 }, (_, i) => Uint8Array.of(i, i)) },
-];
+before(async () => {
+  server = await ServerProcess.start();
+  conn = await Connection.create({ 'bootstrap.servers': server.bootstrap, 'client.writer.batch-timeout': '2ms' });
+});
 
-test('a hand-encoded lookup request reads back as the message it stands for, and is its protobuf encoding byte for byte', () => {
-  const parts = encodeLookupRequest(2 ** 33 + 9, buckets.map((b) => ({ ...b, keys: fieldsOf(b.keys) })));
-  const bytes = new Uint8Array(Buffer.concat(parts));
-  const expected = create(LookupRequestSchema, {
-    tableId: 2n ** 33n + 9n,
-    bucketsReq: buckets.map((b) => ({ ...(b.partitionId !== undefined ? { partitionId: BigInt(b.partitionId) } : {}), bucketId: b.bucket, keys: b.keys })),
+after(async () => {
+  await conn?.close();
+  assert.equal(await server?.stop(), 0);
+});
+
+const ROWS = 3000;
+/** Ids 1..ROWS hold rows, except every 7th, deleted after it was written; the rows of a partition differ. */
+const rowOf = (id: number, dt: string): Row | null => (id >= 1 && id <= ROWS && id % 7 !== 0 ? { id: BigInt(id), dt, name: `${dt}-${'n'.repeat(id % 40)}-${id}`, score: id % 5 === 0 ? null : id * 3 } : null);
+
+describe('Lookuper', () => {
+  const path = { database: 'tributary', table: 'lookups' };
+  const partitions = ['20240101', '20240102'];
+
+  before(async () => {
+    await conn.getAdmin().createTable(path, {
+      columns: [
+        { name: 'id', type: 'BIGINT', nullable: false },
+        { name: 'dt', type: 'STRING', nullable: false },
+        { name: 'name', type: 'STRING' },
+        { name: 'score', type: 'INT' },
+      ],
+      primaryKey: ['id', 'dt'],
+      partitionKeys: ['dt'],
+      properties: { 'bucket.num': '3' },
+    });
+    const writer = await (await conn.getTable(path)).newUpsert().createWriter();
+    for (const dt of partitions) {
+      for (let id = 1; id <= ROWS; id++) await writer.upsert({ id: BigInt(id), dt, name: 'first', score: 0 });
+      for (let id = 1; id <= ROWS; id++) {
+        if (id % 7 === 0) await writer.delete({ id: BigInt(id), dt });
+        else await writer.upsert(rowOf(id, dt)!);
+      }
+    }
+    await writer.flush();
+    await writer.close();
   });
-  assert.deepEqual(fromBinary(LookupRequestSchema, bytes), expected);
-  assert.deepEqual(fromBinary(PrefixLookupRequestSchema, bytes).bucketsReq.map((b) => b.keys.length), [2, 1, 100]);
-  // protobuf-es leaves out a bucket id of 0 (proto3's default); the hand encoding writes it, which reads the same.
-  const withoutZero = encodeLookupRequest(9, [buckets[0], buckets[2]].map((b) => ({ ...b, keys: fieldsOf(b.keys) })));
-  const reference = toBinary(LookupRequestSchema, create(LookupRequestSchema, { tableId: 9n, bucketsReq: [buckets[0], buckets[2]].map((b) => ({ ...(b.partitionId !== undefined ? { partitionId: BigInt(b.partitionId) } : {}), bucketId: b.bucket, keys: b.keys })) }));
-  assert.equal(Buffer.concat(withoutZero).toString('hex'), Buffer.from(reference).toString('hex'));
+
+  /** Keys over every bucket and both partitions, some holding no row (0, past the end, deleted, no such partition), some twice. */
+  function keys(n: number): { id: number; dt: string }[] {
+    return Array.from({ length: n }, (_, i) => ({ id: (i * 7919) % (ROWS + 40), dt: i % 11 === 0 ? '20991231' : partitions[i % 2] }));
+  }
+
+  it('answers many keys issued at once, across requests, buckets and partitions, each with its own row', async () => {
+    const lookuper = (await conn.getTable(path)).newLookup().createLookuper();
+    const asked = keys(2500);
+    const found = await Promise.all(asked.map((k) => lookuper.lookup({ id: BigInt(k.id), dt: k.dt })));
+    assert.deepEqual(found, asked.map((k) => (partitions.includes(k.dt) ? rowOf(k.id, k.dt) : null)));
+    assert.ok(found.filter((r) => r === null).length > 300);
+  });
+
+  it('answers lookups kept in flight, each answer issuing the next, each with its own row', async () => {
+    const lookuper = (await conn.getTable(path)).newLookup().createLookuper();
+    const asked = keys(4000);
+    const found = new Array<Row | null | undefined>(asked.length);
+    await new Promise<void>((resolve, reject) => {
+      let next = 0;
+      let answered = 0;
+      const issue = (): void => {
+        const i = next++;
+        lookuper.lookup({ id: BigInt(asked[i].id), dt: asked[i].dt }).then((row) => {
+          found[i] = row;
+          if (++answered === asked.length) resolve();
+          else if (next < asked.length) issue();
+        }, reject);
+      };
+      for (let w = 0; w < 100; w++) issue();
+    });
+    assert.deepEqual(found, asked.map((k) => (partitions.includes(k.dt) ? rowOf(k.id, k.dt) : null)));
+  });
 });

@@ -12,17 +12,15 @@
  * REQUEST_KEYS keys as soon as each is full, so the server answers the first while later keys are
  * still being issued, and the answers of one request are decoded while the server works on the next.
  *
- * Requests are encoded here, each key written once straight into its bucket's part of the request
- * (proto/tributary.proto, standard protobuf wire format: tag = field << 3 | wire type, 0 varint,
- * 2 length-delimited):
- *   LookupRequest, PrefixLookupRequest := 1 table_id (varint), 2 buckets_req (message, repeated)
- *   PbLookupReqForBucket               := 1 partition_id (varint, when partitioned), 2 bucket_id
- *                                         (varint), 3 keys (bytes, repeated)
+ * Requests and Lookup responses are encoded by hand (src/rpc/lookup-messages.ts): each key is
+ * written once straight into its bucket's part of the request, and each value of a response is
+ * read in place and decoded into its row.
  */
-import { TributaryError, errorFromCode } from '../common/errors.js';
+import { ErrorCodes, TributaryError, errorFromCode } from '../common/errors.js';
 import type { TableInfo } from '../common/schema.js';
 import type { Row } from '../common/values.js';
 import { ApiKeys } from '../rpc/api-keys.js';
+import { decodeLookupResponse, encodeLookupRequest, KeyFields } from '../rpc/lookup-messages.js';
 import type { Connection } from './connection.js';
 import { KvEncoding } from './kv-encoding.js';
 import { hasError } from './responses.js';
@@ -38,78 +36,6 @@ interface BucketKeys {
 interface Waiter {
   resolve: (result: Row | null | Row[]) => void;
   reject: (err: unknown) => void;
-}
-
-const TAG_TABLE_ID = (1 << 3) | 0;
-const TAG_BUCKETS_REQ = (2 << 3) | 2;
-const TAG_PARTITION_ID = (1 << 3) | 0;
-const TAG_BUCKET_ID = (2 << 3) | 0;
-const TAG_KEY = (3 << 3) | 2;
-/** Most bytes of a tag and a varint32 length. */
-const KEY_FIELD_OVERHEAD = 6;
-
-/** Writes a non-negative safe integer as a varint at `pos`; returns the end. */
-function writeVarint(buf: Uint8Array, pos: number, value: number): number {
-  while (value > 0x7f) {
-    buf[pos++] = (value % 0x80) | 0x80;
-    value = Math.floor(value / 0x80);
-  }
-  buf[pos++] = value;
-  return pos;
-}
-
-function varintSize(value: number): number {
-  let size = 1;
-  for (; value > 0x7f; value = Math.floor(value / 0x80)) size++;
-  return size;
-}
-
-/** The `keys` fields of one PbLookupReqForBucket, each key copied in as it is added. */
-export class KeyFields {
-  private buf = Buffer.allocUnsafe(1024);
-  private used = 0;
-
-  add(key: Uint8Array): void {
-    if (this.used + KEY_FIELD_OVERHEAD + key.length > this.buf.length) {
-      const grown = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.used + KEY_FIELD_OVERHEAD + key.length));
-      this.buf.copy(grown, 0, 0, this.used);
-      this.buf = grown;
-    }
-    this.buf[this.used] = TAG_KEY;
-    const at = writeVarint(this.buf, this.used + 1, key.length);
-    this.buf.set(key, at);
-    this.used = at + key.length;
-  }
-
-  get bytes(): Uint8Array {
-    return this.buf.subarray(0, this.used);
-  }
-}
-
-/** A LookupRequest (or PrefixLookupRequest) as parts written one after the other. */
-export function encodeLookupRequest(tableId: number, buckets: readonly { partitionId?: number; bucket: number; keys: KeyFields }[]): Uint8Array[] {
-  // Tags and varints of the table id, then per bucket of its message head: at most 10 bytes each.
-  const head = Buffer.allocUnsafe(11 + buckets.length * 33);
-  head[0] = TAG_TABLE_ID;
-  let pos = writeVarint(head, 1, tableId);
-  const parts: Uint8Array[] = [];
-  let start = 0;
-  for (const b of buckets) {
-    const keys = b.keys.bytes;
-    const partition = b.partitionId === undefined ? 0 : 1 + varintSize(b.partitionId);
-    head[pos++] = TAG_BUCKETS_REQ;
-    pos = writeVarint(head, pos, partition + 1 + varintSize(b.bucket) + keys.length);
-    if (b.partitionId !== undefined) {
-      head[pos++] = TAG_PARTITION_ID;
-      pos = writeVarint(head, pos, b.partitionId);
-    }
-    head[pos++] = TAG_BUCKET_ID;
-    pos = writeVarint(head, pos, b.bucket);
-    parts.push(head.subarray(start, pos), keys);
-    start = pos;
-  }
-  if (start === 0) parts.push(head.subarray(0, pos));
-  return parts;
 }
 
 /** Keys per request: small enough that client and server overlap, large enough to share a round trip. */
@@ -239,13 +165,13 @@ export class Lookuper {
             else entries[i].waiters.forEach((w, j) => this.answerAll(w, b.valueLists[j]?.values ?? NOTHING));
           });
         } else {
-          const resp = await rpc.requestEncoded(ApiKeys.Lookup, () => body);
-          resp.bucketsResp.forEach((b, i) => {
+          const answers = decodeLookupResponse(await rpc.requestRaw(ApiKeys.Lookup, () => body));
+          if (answers.length !== entries.length) throw new TributaryError('CORRUPT_MESSAGE', `a Lookup response answers ${answers.length} buckets, ${entries.length} were asked`);
+          answers.forEach((b, i) => {
+            const { waiters } = entries[i];
             if (hasError(b)) failBucket(entries[i], b);
-            else {
-              const { waiters } = entries[i];
-              for (let j = 0; j < waiters.length; j++) this.answer(waiters[j], b.values[j]?.values);
-            }
+            else if (b.values.length !== waiters.length) failBucket(entries[i], { errorCode: ErrorCodes.CORRUPT_MESSAGE, errorMessage: `a Lookup response holds ${b.values.length} values for ${waiters.length} keys` });
+            else for (let j = 0; j < waiters.length; j++) this.answer(waiters[j], b.values[j]);
           });
         }
       })

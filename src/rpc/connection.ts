@@ -35,7 +35,9 @@ export interface RequestOptions {
 
 interface Pending {
   api: Api;
-  resolve(response: Message): void;
+  /** Resolve with the body bytes of an OK response instead of its decoded message. */
+  raw: boolean;
+  resolve(response: Message | Buffer): void;
   reject(error: TributaryError): void;
   timer: NodeJS.Timeout;
 }
@@ -108,6 +110,18 @@ export class RpcConnection {
    * write paths pass record bytes through without copying them into one protobuf buffer.
    */
   requestEncoded<A extends Api>(api: A, encode: () => Uint8Array | readonly Uint8Array[], options: RequestOptions = {}): Promise<ResponseMessage<A>> {
+    return this.send(api, encode, false, options) as Promise<ResponseMessage<A>>;
+  }
+
+  /**
+   * Like `requestEncoded`, but resolves with the body bytes of the OK response (a view of the
+   * received frame), for callers that decode it themselves. Error responses reject as usual.
+   */
+  requestRaw(api: Api, encode: () => Uint8Array | readonly Uint8Array[], options: RequestOptions = {}): Promise<Buffer> {
+    return this.send(api, encode, true, options) as Promise<Buffer>;
+  }
+
+  private send(api: Api, encode: () => Uint8Array | readonly Uint8Array[], raw: boolean, options: RequestOptions): Promise<Message | Buffer> {
     return new Promise((resolve, reject) => {
       if (this.closedBy) throw this.closedBy;
       const version = this.versions.get(api.key);
@@ -120,7 +134,7 @@ export class RpcConnection {
         this.pending.delete(requestId);
         reject(new TributaryError('REQUEST_TIME_OUT', `${describeApi(api)} request ${requestId} to ${this.address} got no response within ${timeoutMs} ms`));
       }, timeoutMs);
-      this.pending.set(requestId, { api, resolve: resolve as Pending['resolve'], reject, timer });
+      this.pending.set(requestId, { api, raw, resolve, reject, timer });
       writeFrame(this.socket, requestHeader(api.key, version, requestId, bodyLength), body);
     });
   }
@@ -144,7 +158,7 @@ export class RpcConnection {
     clearTimeout(pending.timer);
     try {
       if (type === ResponseType.OK) {
-        pending.resolve(fromBinary(pending.api.response, body, { readUnknownFields: false }));
+        pending.resolve(pending.raw ? body : fromBinary(pending.api.response, body, { readUnknownFields: false }));
       } else if (type === ResponseType.ERROR || type === ResponseType.SERVER_FAILURE) {
         const error = fromBinary(ErrorResponseSchema, body);
         pending.reject(errorFromCode(error.errorCode, error.errorMessage));

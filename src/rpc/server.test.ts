@@ -13,7 +13,7 @@ import { FrameDecoder, MAX_INT32, RESPONSE_HEADER_SIZE, ResponseType, parseRespo
 import type { ResponseFrame } from './frame.js';
 import { ErrorResponseSchema } from './gen/tributary_pb.js';
 import type { ErrorResponse } from './gen/tributary_pb.js';
-import { RpcServer } from './server.js';
+import { EncodedResponse, RpcServer } from './server.js';
 import type { RpcServerOptions } from './server.js';
 
 function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void } {
@@ -210,6 +210,31 @@ test('a body that is not a valid message gets CORRUPT_MESSAGE and its connection
     await peer.closed;
   }
   assert.equal((await bystander.request(ApiKeys.DatabaseExists, { databaseName: 'db' })).exists, true);
+});
+
+test('a handler may read its request body itself and answer with bytes it encoded; a body its reader rejects is corrupt', async (t) => {
+  // DatabaseExists read by hand: the body is the database name, and the answer is `exists` = 1.
+  const { port } = await startServer(t, {}, (server) =>
+    server.register(
+      ApiKeys.DatabaseExists,
+      async (name: string) => new EncodedResponse(name === 'yes' ? [Uint8Array.of(0x08), Uint8Array.of(0x01)] : []),
+      (body) => {
+        if (body[0] === 0xff) throw new Error('not a name');
+        return body.toString('latin1');
+      },
+    ),
+  );
+  const conn = await connect(t, port);
+  const raw = await conn.requestRaw(ApiKeys.DatabaseExists, () => Buffer.from('yes'));
+  assert.equal(Buffer.from(raw).toString('hex'), '0801');
+  assert.equal((await conn.requestEncoded(ApiKeys.DatabaseExists, () => [Buffer.from('y'), Buffer.from('es')])).exists, true);
+  assert.equal((await conn.requestEncoded(ApiKeys.DatabaseExists, () => Buffer.from('no'))).exists, false);
+  const peer = await RawPeer.open(t, port);
+  peer.socket.write(Buffer.concat([requestHeader(ApiKeys.DatabaseExists.key, 0, 9, 1), Buffer.of(0xff)]));
+  const { requestId, error } = await peer.nextError();
+  assert.deepEqual([requestId, error.errorCode], [9, ErrorCodes.CORRUPT_MESSAGE]);
+  assert.match(error.errorMessage, /not a name/);
+  await peer.closed;
 });
 
 test('a negative or too-short frame length gets CORRUPT_MESSAGE and its connection is closed', async (t) => {

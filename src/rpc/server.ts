@@ -25,7 +25,6 @@
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
-import type { Message } from '@bufbuild/protobuf';
 import { ErrorCodes, TributaryError } from '../common/errors.js';
 import type { ErrorName } from '../common/errors.js';
 import { ApiKeys, apiByKey, describeApi, versionRange } from './api-keys.js';
@@ -76,11 +75,21 @@ export interface RpcServerStats {
   runningBytes: number;
 }
 
-export type Handler<A extends Api> = (request: RequestMessage<A>, ctx: RequestContext) => Promise<ResponseInit<A>>;
+/**
+ * A response body a handler encoded itself, as parts written one after the other: hot read paths
+ * write their values straight into the response instead of building a message for protobuf-es.
+ */
+export class EncodedResponse {
+  constructor(readonly parts: readonly Uint8Array[]) {}
+}
+
+export type Handler<A extends Api, R = RequestMessage<A>> = (request: R, ctx: RequestContext) => Promise<ResponseInit<A> | EncodedResponse>;
 
 interface Registration {
   api: Api;
-  handler: (request: Message, ctx: RequestContext) => Promise<unknown>;
+  handler: (request: unknown, ctx: RequestContext) => Promise<unknown>;
+  /** Reads the request body instead of protobuf-es. */
+  decode?: (body: Buffer) => unknown;
 }
 
 /** After a fatal frame error the server sends its answer and half-closes; a peer that keeps the connection open longer is cut off. */
@@ -141,9 +150,13 @@ export class RpcServer {
     });
   }
 
-  register<A extends Api>(api: A, handler: Handler<A>): void {
+  /**
+   * `decode` reads the request body in place of protobuf-es, for hot paths that read it by hand;
+   * it throws on a body that is not a valid message, which is then treated as protobuf-es's failure.
+   */
+  register<A extends Api, R = RequestMessage<A>>(api: A, handler: Handler<A, R>, decode?: (body: Buffer) => R): void {
     if (this.handlers.has(api.key)) throw new TributaryError('INVALID_ARGUMENT', `${describeApi(api)} already has a handler`);
-    this.handlers.set(api.key, { api, handler: handler as Registration['handler'] });
+    this.handlers.set(api.key, { api, handler: handler as Registration['handler'], decode });
   }
 
   listen(): Promise<{ host: string; port: number }> {
@@ -266,10 +279,10 @@ export class RpcServer {
       this.finish(conn, size);
       return;
     }
-    const { api, handler } = registration;
-    let request: Message;
+    const { api, handler, decode } = registration;
+    let request: unknown;
     try {
-      request = fromBinary(api.request, body, { readUnknownFields: false });
+      request = decode ? decode(body) : fromBinary(api.request, body, { readUnknownFields: false });
     } catch (err) {
       const message = `cannot decode ${describeApi(api)} request ${requestId}: ${err instanceof Error ? err.message : String(err)}`;
       this.sendError(conn, ResponseType.ERROR, requestId, 'CORRUPT_MESSAGE', message);
@@ -284,13 +297,13 @@ export class RpcServer {
     conn: ServerConnection,
     api: Api,
     handler: Registration['handler'],
-    request: Message,
+    request: unknown,
     requestId: number,
     size: number,
   ): Promise<void> {
     try {
       const response = await handler(request, conn.ctx);
-      const body = toBinary(api.response, create(api.response, response as Record<string, unknown>));
+      const body = response instanceof EncodedResponse ? response.parts : toBinary(api.response, create(api.response, response as Record<string, unknown>));
       this.send(conn, ResponseType.OK, requestId, body);
     } catch (err) {
       if (err instanceof TributaryError) {
@@ -391,10 +404,11 @@ export class RpcServer {
     else conn.socket.pause();
   }
 
-  private send(conn: ServerConnection, type: ResponseType, requestId: number, body: Uint8Array): void {
+  private send(conn: ServerConnection, type: ResponseType, requestId: number, body: Uint8Array | readonly Uint8Array[]): void {
     const socket = conn.socket;
     if (socket.destroyed || socket.writableEnded) return;
-    if (writeFrame(socket, responseHeader(type, requestId, body.length), body) || conn.writeBlocked) return;
+    const length = body instanceof Uint8Array ? body.length : body.reduce((n, part) => n + part.length, 0);
+    if (writeFrame(socket, responseHeader(type, requestId, length), body) || conn.writeBlocked) return;
     // The peer is not reading its responses: stop reading its requests until they drain.
     conn.writeBlocked = true;
     this.refresh(conn);

@@ -10,6 +10,7 @@ import { IcebergLakeCatalog } from '../lake/lake-catalog-sync.js';
 import { TributaryError } from '../common/errors.js';
 import { initArrowCompression } from '../record/compression.js';
 import { ApiKeys } from '../rpc/api-keys.js';
+import { decodeLookupRequest } from '../rpc/lookup-messages.js';
 import { RpcServer } from '../rpc/server.js';
 import { Coordinator } from './coordinator/coordinator.js';
 import { registerTieringService } from './coordinator/tiering-service.js';
@@ -76,7 +77,7 @@ export class TributaryServer {
     rpc.register(ApiKeys.LimitScan, (req) => tablets.limitScan(req));
     const kv = tablets.kvService;
     rpc.register(ApiKeys.PutKv, (req) => kv.putKv(req));
-    rpc.register(ApiKeys.Lookup, (req) => kv.lookup(req));
+    rpc.register(ApiKeys.Lookup, (req) => kv.lookup(req), decodeLookupRequest);
     rpc.register(ApiKeys.PrefixLookup, (req) => kv.prefixLookup(req));
     rpc.register(ApiKeys.GetTableStats, (req) => kv.getTableStats(req));
     rpc.register(ApiKeys.ScanKv, (req) => kv.scanKv(req));

@@ -8,6 +8,8 @@ import { TributaryError } from '../../common/errors.js';
 import type { TableInfo } from '../../common/schema.js';
 import { splitKvBatches } from '../../record/kv-batch.js';
 import type * as pb from '../../rpc/gen/tributary_pb.js';
+import { type LookupRequestRead, LookupResponseWriter } from '../../rpc/lookup-messages.js';
+import { EncodedResponse } from '../../rpc/server.js';
 import { asBuffer, bucketError, optionalId } from './bucket-responses.js';
 import type { Replica } from './replica.js';
 import type { TabletServer } from './tablet-server.js';
@@ -63,18 +65,20 @@ export class KvService {
     return { bucketsResp };
   }
 
-  async lookup(req: pb.LookupRequest): Promise<MessageInitShape<typeof pb.LookupResponseSchema>> {
-    return {
-      bucketsResp: req.bucketsReq.map((b) => {
-        const head = { ...(b.partitionId !== undefined ? { partitionId: b.partitionId } : {}), bucketId: b.bucketId };
-        try {
-          const values = this.kvReplica(Number(req.tableId), optionalId(b.partitionId), b.bucketId).kv.lookup(b.keys);
-          return { ...head, values: values.map((v) => (v ? { values: v } : {})) };
-        } catch (err) {
-          return { ...head, ...bucketError(err) };
-        }
-      }),
-    };
+  /** The request is read by hand, and each value goes from the store straight into the hand-encoded response (lookup-messages.ts). */
+  async lookup(req: LookupRequestRead): Promise<EncodedResponse> {
+    const out = new LookupResponseWriter(req.buckets.reduce((n, b) => n + b.keys.length, 0));
+    const value = (v: Uint8Array | undefined): void => out.value(v);
+    for (const b of req.buckets) {
+      out.bucket(b.partitionId, b.bucketId);
+      try {
+        this.kvReplica(req.tableId, b.partitionId, b.bucketId).kv.lookup(b.keys, value);
+      } catch (err) {
+        const { errorCode, errorMessage } = bucketError(err);
+        out.error(errorCode, errorMessage);
+      }
+    }
+    return new EncodedResponse(out.finish());
   }
 
   async prefixLookup(req: pb.PrefixLookupRequest): Promise<MessageInitShape<typeof pb.PrefixLookupResponseSchema>> {

@@ -67,9 +67,6 @@ const FLUSHED_OFFSET = 'flushed-offset';
 const ROW_COUNT = 'row-count';
 /** Rows per lmdb transaction while replaying the changelog. */
 const REPLAY_TXN_ROWS = 50_000;
-/** Lookup answers are copied into buffers shared by several values, of at most this size (unless one value is larger). */
-const LOOKUP_SLAB_BYTES = 64 * 1024;
-const EMPTY = Buffer.alloc(0);
 /** The last offset of a batch being appended: above every high watermark. */
 const PENDING = Number.POSITIVE_INFINITY;
 
@@ -380,7 +377,8 @@ export class KvTablet {
   private storedValue(key: Uint8Array): Uint8Array | undefined {
     const fast = this.state.getBinaryFast(key);
     // lmdb's shared read buffer says how much of it this value is through its length property only.
-    return fast && fast.subarray(0, fast.length);
+    // A plain Uint8Array made here, not a Buffer view (see decodeLookupRequest in lookup-messages.ts).
+    return fast && new Uint8Array(fast.buffer, fast.byteOffset, fast.length);
   }
 
   /** Removes the versions of a batch that was not appended, newest first. */
@@ -502,28 +500,13 @@ export class KvTablet {
   // ------------------------------------------------------------------ reads
 
   /**
-   * Committed values of `keys` (encoded primary keys), undefined when absent. The values are
-   * copies, packed into a few shared buffers.
+   * Hands the committed value of each of `keys` (encoded primary keys), in order, to `visit`:
+   * undefined when the key holds no row. A value is a view valid only until `visit` returns.
    */
-  lookup(keys: readonly Uint8Array[]): (Uint8Array | undefined)[] {
+  lookup(keys: readonly Uint8Array[], visit: (value: Uint8Array | undefined) => void): void {
     this.checkOpen();
     const end = Number(this.log.highWatermark);
-    const out = new Array<Uint8Array | undefined>(keys.length);
-    let slab = EMPTY;
-    let used = 0;
-    for (let i = 0; i < keys.length; i++) {
-      const value = this.committedValue(keys[i], end);
-      if (value === undefined) continue;
-      if (used + value.length > slab.length) {
-        // Room for the rest of the keys if their values are as large as this one, up to a bound.
-        slab = Buffer.allocUnsafeSlow(Math.max(value.length, Math.min(LOOKUP_SLAB_BYTES, value.length * (keys.length - i))));
-        used = 0;
-      }
-      slab.set(value, used);
-      out[i] = slab.subarray(used, used + value.length);
-      used += value.length;
-    }
-    return out;
+    for (let i = 0; i < keys.length; i++) visit(this.committedValue(keys[i], end));
   }
 
   /** The committed value of a key below `end`, or undefined; a view valid until the next lmdb read. */
