@@ -313,8 +313,23 @@ const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' 
 
 /** CPU seconds (user + system, all threads) used so far by process `pid`, from /proc; undefined where there is none. */
 export function processCpuSeconds(pid: number): number | undefined {
+  return statCpuSeconds(`/proc/${pid}/stat`);
+}
+
+/** CPU seconds (user + system) so far of each thread of process `pid`, by thread id. */
+export function threadCpuSeconds(pid: number): Map<number, number> {
+  const cpu = new Map<number, number>();
+  for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
+    const seconds = statCpuSeconds(`/proc/${pid}/task/${tid}/stat`);
+    if (seconds !== undefined) cpu.set(Number(tid), seconds);
+  }
+  return cpu;
+}
+
+/** utime + stime of a /proc stat file, in seconds; undefined when the process or thread is gone. */
+function statCpuSeconds(file: string): number | undefined {
   try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const stat = fs.readFileSync(file, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
   } catch {

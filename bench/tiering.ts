@@ -13,9 +13,10 @@
  *               shows no record behind; the time from the worker's spawn is printed too. In: the
  *               bytes of the log segments the round read (ZSTD, the default) and the uncompressed
  *               Arrow size of the same batches; out: the Parquet files in the lake table's folder.
- *               CPU of the worker (all threads), the server and the rest of the machine, from
- *               /proc, from the moment the status shows the table being tiered. A try during which
- *               other work took more than 0.25 cores is repeated on a new table (support.ts).
+ *               CPU of the worker (all threads, and by thread: main, Parquet writer, the rest), the
+ *               server and the rest of the machine, from /proc, from the moment the status shows
+ *               the table being tiered. A try during which other work took more than 0.25 cores
+ *               is repeated on a new table (support.ts).
  *               Baseline, same run: DuckDB (@duckdb/node-api, in this process) holds the tiered rows
  *               (all lake columns, read from the data files before the timer) and writes them with
  *               `COPY … TO '….parquet' (FORMAT parquet, COMPRESSION zstd)`, with one thread and with
@@ -68,6 +69,7 @@ import {
   printTable,
   processCpuSeconds,
   random,
+  threadCpuSeconds,
   TieringWorkerProcess,
   untilQuiet,
   verdict,
@@ -129,6 +131,8 @@ interface Tiering {
   fromRoundMs: number;
   fromSpawnMs: number;
   workerCpu: number;
+  /** The worker's CPU seconds by thread: its main thread, its busiest other thread (the Parquet writer), the rest. */
+  threadCpu: ThreadCpu;
   rounds: number;
   dataFiles: number;
   deleteFiles: number;
@@ -208,6 +212,8 @@ async function logTables(): Promise<void> {
     ],
   );
   console.log('\nCPU µs/row: the worker process (all threads) from the status showing the table tiered; DuckDB: this process during the COPY');
+  const t = tiering.threadCpu;
+  console.log(`worker CPU µs/row by thread: main ${microsPerRow(t.main, tiering.records)}, Parquet writer ${microsPerRow(t.writer, tiering.records)}, others ${microsPerRow(t.rest, tiering.records)}`);
   reportRatios(rowsPerSecond, tiering.workerCpu / tiering.records, copies);
   reportLag(lag);
 }
@@ -261,9 +267,11 @@ async function timeTiering(tablePath: TablePath, dueWithinMs = 0): Promise<Tieri
   await untilStarted(tablePath, dueWithinMs + 60_000);
   const startedAt = Date.now();
   const before = cpuNow(worker);
+  const threadsBefore = threadCpuSeconds(worker.pid!);
   await untilCaughtUp(tablePath, 10 * 60_000, worker);
   const doneAt = Date.now();
   const used = cpuSince(before, worker);
+  const threadCpu = threadCpuSince(threadsBefore, worker.pid!);
   // The worker logs asynchronously: give its last lines a moment to arrive.
   const name = tablePathString(tablePath);
   let committed = worker.lines('tiering round committed').filter((l) => l.table === name);
@@ -282,6 +290,7 @@ async function timeTiering(tablePath: TablePath, dueWithinMs = 0): Promise<Tieri
     fromRoundMs: doneAt - planned[0].time,
     fromSpawnMs: doneAt - spawnedAt,
     workerCpu: used.worker,
+    threadCpu,
     rounds: planned.length,
     dataFiles: committed.reduce((n, l) => n + Number(l.dataFiles), 0),
     deleteFiles: committed.reduce((n, l) => n + Number(l.deleteFiles), 0),
@@ -316,6 +325,21 @@ function cpuSince(mark: CpuMark, worker: TieringWorkerProcess): { worker: number
   const c = process.cpuUsage(mark.client);
   const used = { worker: now.worker - mark.worker, server: now.server - mark.server, client: (c.user + c.system) / 1e6 };
   return { ...used, other: now.machine - mark.machine - used.worker - used.server - used.client };
+}
+
+interface ThreadCpu {
+  main: number;
+  writer: number;
+  rest: number;
+}
+
+/** The CPU of process `pid`'s threads since `before`: the main thread, the busiest other one, the rest. */
+function threadCpuSince(before: Map<number, number>, pid: number): ThreadCpu {
+  const used = [...threadCpuSeconds(pid)].map(([tid, s]) => ({ tid, s: s - (before.get(tid) ?? 0) }));
+  const main = used.find((t) => t.tid === pid)?.s ?? NaN;
+  const others = used.filter((t) => t.tid !== pid).map((t) => t.s);
+  const writer = Math.max(0, ...others);
+  return { main, writer, rest: others.reduce((a, b) => a + b, 0) - writer };
 }
 
 function behind(status: { buckets: { recordsBehind: bigint }[] }): bigint {

@@ -7,11 +7,14 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { after, test } from 'node:test';
+import { DuckDBInstance } from '@duckdb/node-api';
 import pino from 'pino';
 import { Connection } from '../src/client/index.js';
 import type { TablePath } from '../src/client/index.js';
 import { icebergBucket } from '../src/common/bucketing.js';
+import { FileSystemCatalog } from '../src/lake/iceberg/catalog.js';
 import { DataFileWriterPool } from '../src/lake/iceberg/data-file-writer.js';
+import { planScan } from '../src/lake/iceberg/scan.js';
 import { runTieringRound } from '../src/lake/tiering/tiering-round.js';
 import { ApiKeys } from '../src/rpc/api-keys.js';
 import { readLakeTable } from './support/lake-content.js';
@@ -121,6 +124,34 @@ async function assertLakeMatches(server: ServerProcess, w: Workload): Promise<vo
   assert.deepEqual(new Map([...lakeState].sort((a, b) => a[0] - b[0])), new Map([...w.state].sort((a, b) => a[0] - b[0])));
 }
 
+/**
+ * The log table's data files as the tiering round writes them: Parquet statistics for every
+ * column; integer columns delta encoded and not compressed, the rest ZSTD.
+ */
+async function assertLogFileLayout(server: ServerProcess): Promise<void> {
+  const loaded = await new FileSystemCatalog(path.join(server.dataDir, 'lake')).loadTable(LOG.database, LOG.table);
+  const files = (await planScan(loaded)).dataFiles.map((t) => t.file.filePath);
+  assert.ok(files.length > 0);
+  const duck = await DuckDBInstance.create(':memory:', { autoinstall_known_extensions: 'false' });
+  const con = await duck.connect();
+  try {
+    for (const file of files) {
+      const columns = (await con.runAndReadAll(`SELECT path_in_schema, compression, stats_min_value IS NOT NULL FROM parquet_metadata('${file}') WHERE row_group_id = 0 ORDER BY column_id`)).getRows();
+      assert.deepEqual(columns, [
+        ['id', 'UNCOMPRESSED', true],
+        ['note', 'ZSTD', true],
+        ['small', 'UNCOMPRESSED', true],
+        ['__bucket', 'UNCOMPRESSED', true],
+        ['__offset', 'UNCOMPRESSED', true],
+        ['__timestamp', 'UNCOMPRESSED', true],
+      ]);
+    }
+  } finally {
+    con.closeSync();
+    duck.closeSync();
+  }
+}
+
 type Assignment = Awaited<ReturnType<typeof assign>>;
 
 /** Asks the coordinator for a table to tier, as a worker does; `failed` reports an earlier round as failed first. */
@@ -190,6 +221,7 @@ test('a crash between the lake commit and the report: the next round registers t
     // A last round of each table takes the rows written after its round.
     for (const b of last) await round(conn, await assignTable(conn, b.tableId, { tableId: b.tableId, tieringEpoch: b.tieringEpoch }));
     await assertLakeMatches(server, w);
+    await assertLogFileLayout(server);
   } finally {
     await conn.close();
     await server.stop();

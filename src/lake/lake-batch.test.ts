@@ -5,7 +5,7 @@ import { TributaryError } from '../common/errors.js';
 import { buildSchema, type ColumnSpec, type TableInfo } from '../common/schema.js';
 import { ColumnBatchBuilder } from '../record/column-batch-builder.js';
 import { ipcStreamOf } from './iceberg/parquet.js';
-import { FIELD_ID_KEY, lakeArrowSchema, toLakeBatch } from './lake-batch.js';
+import { consecutiveOffsets, FIELD_ID_KEY, lakeArrowSchema, toLakeBatch } from './lake-batch.js';
 import { newLakeSchema } from './lake-schema.js';
 
 function tableInfo(columns: ColumnSpec[]): TableInfo {
@@ -147,4 +147,14 @@ test('bad system columns and mismatched batches are rejected', () => {
   assert.throws(() => toLakeBatch(logBatch(other, [{ id: 1 }, { id: 2 }]), info, lakeSchema, system(2, 0n)), invalid);
   // A required lake column the batch lacks.
   assert.throws(() => toLakeBatch(logBatch(tableInfo([{ name: 'tiny', type: 'TINYINT' }]), [{}, {}]), info, lakeSchema, system(2, 0n)), invalid);
+});
+
+test('consecutive offsets count on across the 32-bit halves', () => {
+  assert.deepEqual([...consecutiveOffsets(7n, 3)], [7n, 8n, 9n]);
+  assert.deepEqual([...consecutiveOffsets(2n ** 32n - 2n, 4)], [2n ** 32n - 2n, 2n ** 32n - 1n, 2n ** 32n, 2n ** 32n + 1n]);
+  assert.deepEqual([...consecutiveOffsets(2n ** 40n + 5n, 2)], [2n ** 40n + 5n, 2n ** 40n + 6n]);
+  assert.deepEqual([...consecutiveOffsets(2n ** 63n - 1n, 1)], [2n ** 63n - 1n]);
+  assert.equal(consecutiveOffsets(0n, 0).length, 0);
+  assert.throws(() => consecutiveOffsets(-1n, 1), (err: unknown) => err instanceof TributaryError && err.errorName === 'INVALID_ARGUMENT');
+  assert.throws(() => consecutiveOffsets(2n ** 63n - 1n, 2), (err: unknown) => err instanceof TributaryError && err.errorName === 'INVALID_ARGUMENT');
 });

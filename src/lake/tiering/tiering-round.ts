@@ -51,7 +51,7 @@ import { commitRowDelta } from '../iceberg/snapshot-producer.js';
 import { currentSchema, partitionSpecById, type TableMetadata } from '../iceberg/table-metadata.js';
 import { parseTransform } from '../iceberg/transforms.js';
 import type { IcebergSchema } from '../iceberg/types.js';
-import { toLakeBatch } from '../lake-batch.js';
+import { consecutiveOffsets, toLakeBatch } from '../lake-batch.js';
 import { BUCKET_COLUMN } from '../lake-schema.js';
 import { COMPACT_AT_DELETE_FILES, compactLakeTable } from './compaction.js';
 import { bucketOffsetsSummary, latestTieredSnapshot, SUMMARY_BUCKET_OFFSETS, SUMMARY_TABLE_ID, SUMMARY_TIERING_EPOCH, type TieredSnapshot } from './tiered-offsets.js';
@@ -429,10 +429,8 @@ class RoundWriter {
     if (split.changes) {
       this.fold(split, b, rows, read);
     } else {
-      const offsets = new BigInt64Array(rows);
-      for (let i = 0; i < rows; i++) offsets[i] = b.baseOffset + BigInt(i);
       const timestamps = new BigInt64Array(rows).fill(BigInt(b.timestamp) * 1000n);
-      const lake = toLakeBatch(batch, this.info, this.lakeSchema, { bucket: split.bucket, offsets, timestamps });
+      const lake = toLakeBatch(batch, this.info, this.lakeSchema, { bucket: split.bucket, offsets: consecutiveOffsets(b.baseOffset, rows), timestamps });
       split.pendingBatches.push(lake);
       split.pendingBytes += lake.data.byteLength;
       if (split.pendingBytes >= CHUNK_BYTES) await this.append(split);
