@@ -60,6 +60,8 @@ export interface RpcServerOptions {
   logger?: RpcLogger;
   /** How long close() waits for running requests and for responses to flush. */
   closeTimeoutMs?: number;
+  /** Told of every answered request: its API, seconds from decoded to answered, the error name it got. */
+  onAnswered?: (api: Api, seconds: number, errorName: string | undefined) => void;
 }
 
 export interface RequestContext {
@@ -288,6 +290,7 @@ export class RpcServer {
       this.sendError(conn, ResponseType.ERROR, requestId, 'CORRUPT_MESSAGE', message);
       this.fail(conn, message);
       this.finish(conn, size);
+      this.options.onAnswered?.(api, 0, 'CORRUPT_MESSAGE');
       return;
     }
     void this.run(conn, api, handler, request, requestId, size);
@@ -301,20 +304,25 @@ export class RpcServer {
     requestId: number,
     size: number,
   ): Promise<void> {
+    const start = performance.now();
+    let errorName: string | undefined;
     try {
       const response = await handler(request, conn.ctx);
       const body = response instanceof EncodedResponse ? response.parts : toBinary(api.response, create(api.response, response as Record<string, unknown>));
       this.send(conn, ResponseType.OK, requestId, body);
     } catch (err) {
       if (err instanceof TributaryError) {
+        errorName = err.errorName;
         this.sendError(conn, ResponseType.ERROR, requestId, err.errorName, err.message);
       } else {
+        errorName = 'UNKNOWN_SERVER_ERROR';
         this.logger.error({ ...conn.ctx, api: api.name, requestId, err }, 'rpc handler failed');
         const message = err instanceof Error ? err.message : String(err);
         this.sendError(conn, ResponseType.SERVER_FAILURE, requestId, 'UNKNOWN_SERVER_ERROR', message);
       }
     } finally {
       this.finish(conn, size);
+      this.options.onAnswered?.(api, (performance.now() - start) / 1000, errorName);
     }
   }
 

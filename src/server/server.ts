@@ -11,13 +11,15 @@ import { TributaryError } from '../common/errors.js';
 import { initArrowCompression } from '../record/compression.js';
 import { ApiKeys } from '../rpc/api-keys.js';
 import { decodeLookupRequest } from '../rpc/lookup-messages.js';
-import { RpcServer } from '../rpc/server.js';
+import { RpcServer, type RpcServerStats } from '../rpc/server.js';
 import { Coordinator } from './coordinator/coordinator.js';
-import { registerTieringService } from './coordinator/tiering-service.js';
+import { isLakeEnabled } from './coordinator/lake-tiering-manager.js';
+import { lakeTieringLag, registerTieringService, type TieringServiceDeps } from './coordinator/tiering-service.js';
 import { registerCoordinatorService } from './coordinator/coordinator-service.js';
 import { HttpServer } from './http/http-server.js';
 import { createLogger, type Logger } from './logger.js';
 import { LocalMetadataStore } from './metadata/local-metadata-store.js';
+import { NodeMetrics } from './metrics.js';
 import { TabletServer } from './tablet/tablet-server.js';
 
 export interface Address {
@@ -61,16 +63,19 @@ export class TributaryServer {
     await coordinator.start(tablets);
 
     const listen = parseListener(options.string('bind.listeners')!);
+    const tiering: TieringServiceDeps = { coordinator, warehouse, highWatermarks: (id) => tablets.highWatermarks(id) };
+    const metrics = nodeMetrics(tiering, tablets, () => rpc.stats());
     const rpc = new RpcServer({
       host: listen.host,
       port: listen.port,
       maxFrameBytes: options.bytes('rpc.max-frame-size'),
       maxInflightBytes: options.bytes('server.buffer.memory-size'),
       logger: log.child({ role: 'rpc' }),
+      onAnswered: (api, seconds, errorName) => metrics.requestDone(api.name, seconds, errorName),
     });
     let self = { nodeId: 0, host: listen.host, port: listen.port };
     registerCoordinatorService(rpc, coordinator, () => self);
-    registerTieringService(rpc, { coordinator, warehouse, highWatermarks: (id) => tablets.highWatermarks(id) });
+    registerTieringService(rpc, tiering);
     rpc.register(ApiKeys.ProduceLog, (req) => tablets.produceLog(req));
     rpc.register(ApiKeys.FetchLog, (req) => tablets.fetchLog(req));
     rpc.register(ApiKeys.ListOffsets, (req) => tablets.listOffsets(req));
@@ -113,6 +118,7 @@ export class TributaryServer {
       rpc: rpcAddress,
       tables: coordinator,
       catalog: lakeCatalog.catalog,
+      metrics,
       log: log.child({ role: 'http' }),
     });
     log.info({ rpc: rpcAddress, http: httpServer.address.port, dataDir }, 'server started');
@@ -141,6 +147,34 @@ export class TributaryServer {
     await fs.promises.rm(path.join(this.dataDir, LOCK_FILE), { force: true });
     this.log.info('server stopped');
   }
+}
+
+/** The node's metrics, read from the coordinator, the tablet server and the RPC listener when scraped. */
+function nodeMetrics(tiering: TieringServiceDeps, tablets: TabletServer, rpcStats: () => RpcServerStats): NodeMetrics {
+  const { coordinator } = tiering;
+  return new NodeMetrics({
+    buckets: () => tablets.bucketMetrics(),
+    tables: () => {
+      const all = coordinator.allTables();
+      return { tables: all.length, partitions: all.reduce((n, t) => n + t.partitions.length, 0) };
+    },
+    lakeTables: () =>
+      coordinator
+        .allTables()
+        .filter(({ table }) => isLakeEnabled(table))
+        .map(({ table }) => {
+          const { status, lagMs, buckets } = lakeTieringLag(tiering, table);
+          return {
+            database: table.path.database,
+            table: table.path.table,
+            lagRecords: buckets.reduce((n, b) => n + (b.highWatermark > b.lakeEndOffset ? b.highWatermark - b.lakeEndOffset : 0n), 0n),
+            lagMs,
+            failures: status.failures,
+            ...(status.snapshot ? { lastSnapshotTime: status.snapshot.commitTimestamp } : {}),
+          };
+        }),
+    rpc: rpcStats,
+  });
 }
 
 const LOCK_FILE = 'server.lock';

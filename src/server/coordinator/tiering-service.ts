@@ -5,7 +5,7 @@
  */
 import { asTributaryError, TributaryError } from '../../common/errors.js';
 import { lakeBucketKey } from '../../common/lake.js';
-import type { TablePath } from '../../common/schema.js';
+import type { TableInfo, TablePath } from '../../common/schema.js';
 import { ApiKeys } from '../../rpc/api-keys.js';
 import type { PbTablePath } from '../../rpc/gen/tributary_pb.js';
 import { fromPbLakeOffset, toPbLakeOffset } from '../../rpc/lake-offsets.js';
@@ -76,17 +76,9 @@ export function registerTieringService(rpc: RpcServer, { coordinator, warehouse,
 
   rpc.register(ApiKeys.GetLakeTieringStatus, async (req) => {
     const info = coordinator.getTableInfo(toPath(req.tablePath));
-    const status = tiering.status(info);
-    const lake = new Map((status.snapshot?.bucketOffsets ?? []).map((o) => [lakeBucketKey(o), o.endOffset]));
-    const buckets = highWatermarks(info.tableId).map((b) => ({
-      ...(b.partitionId !== undefined ? { partitionId: BigInt(b.partitionId), partitionName: b.partitionName } : {}),
-      bucketId: b.bucket,
-      lakeEndOffset: lake.get(lakeBucketKey(b)) ?? 0n,
-      highWatermark: b.highWatermark,
-    }));
-    const behind = buckets.some((b) => b.highWatermark > b.lakeEndOffset);
+    const { status, lagMs, buckets } = lakeTieringLag({ coordinator, warehouse, highWatermarks }, info);
     return {
-      lagMs: behind ? BigInt(Math.max(0, Date.now() - (status.snapshot?.commitTimestamp ?? info.createdTime))) : 0n,
+      lagMs: BigInt(lagMs),
       tableId: BigInt(info.tableId),
       warehouse,
       state: status.state,
@@ -94,7 +86,26 @@ export function registerTieringService(rpc: RpcServer, { coordinator, warehouse,
       ...(status.epoch !== undefined ? { tieringEpoch: status.epoch } : {}),
       ...(status.snapshot ? { snapshotId: status.snapshot.snapshotId } : {}),
       ...(status.lastTieredTime !== undefined ? { lastTieredTime: BigInt(status.lastTieredTime) } : {}),
-      buckets,
+      buckets: buckets.map((b) => ({
+        ...(b.partitionId !== undefined ? { partitionId: BigInt(b.partitionId), partitionName: b.partitionName } : {}),
+        bucketId: b.bucket,
+        lakeEndOffset: b.lakeEndOffset,
+        highWatermark: b.highWatermark,
+      })),
     };
   });
+}
+
+/**
+ * How far a lake-enabled table's lake is behind its log: per bucket the lake's end offset and the
+ * high watermark, and the time since the latest lake snapshot (since the table's creation before
+ * the first) while any bucket is behind, else 0. Throws for tables that are not lake-enabled.
+ */
+export function lakeTieringLag({ coordinator, highWatermarks }: TieringServiceDeps, info: TableInfo) {
+  const status = coordinator.tiering.status(info);
+  const lake = new Map((status.snapshot?.bucketOffsets ?? []).map((o) => [lakeBucketKey(o), o.endOffset]));
+  const buckets = highWatermarks(info.tableId).map((b) => ({ ...b, lakeEndOffset: lake.get(lakeBucketKey(b)) ?? 0n }));
+  const behind = buckets.some((b) => b.highWatermark > b.lakeEndOffset);
+  const lagMs = behind ? Math.max(0, Date.now() - (status.snapshot?.commitTimestamp ?? info.createdTime)) : 0;
+  return { status, lagMs, buckets };
 }

@@ -2,6 +2,7 @@
  * The HTTP endpoint of a node (fastify, on `http.port`):
  *
  *   GET  /health      {"status":"ok"}, for load balancers and supervisors
+ *   GET  /metrics     the node's metrics in the Prometheus text format (metrics.ts)
  *   …    /api/v1/…    the REST API for admin and rows (rest-api-routes.ts)
  *   …    /iceberg/v1/… the Iceberg REST catalog over the lake tables (iceberg-catalog-routes.ts)
  *
@@ -14,6 +15,7 @@ import { fastify, type FastifyInstance, type FastifyReply } from 'fastify';
 import { Connection } from '../../client/connection.js';
 import type { FileSystemCatalog } from '../../lake/iceberg/catalog.js';
 import type { Logger } from '../logger.js';
+import type { NodeMetrics } from '../metrics.js';
 import { ARROW_STREAM } from './encoding.js';
 import { icebergCatalogRoutes, type TributaryTables } from './iceberg-catalog-routes.js';
 import { restApiRoutes } from './rest-api-routes.js';
@@ -34,6 +36,7 @@ export interface HttpServerOptions {
   rpc: { host: string; port: number };
   tables: TributaryTables;
   catalog: FileSystemCatalog;
+  metrics: NodeMetrics;
   log: Logger;
 }
 
@@ -51,6 +54,11 @@ export class HttpServer {
     try {
       app.addContentTypeParser(ARROW_STREAM, { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
       app.get('/health', (_req, reply) => plainJson(reply, 200, '{"status":"ok"}'));
+      app.get('/metrics', async (_req, reply) => {
+        const body = await options.metrics.text();
+        reply.hijack();
+        reply.raw.writeHead(200, { 'content-type': options.metrics.contentType, 'content-length': Buffer.byteLength(body) }).end(body);
+      });
       app.setNotFoundHandler((_req, reply) => plainJson(reply, 404, '{"error":"not found"}'));
       await app.register(restApiRoutes(conn, log), { prefix: '/api/v1' });
       await app.register(icebergCatalogRoutes(options.tables, options.catalog, log), { prefix: '/iceberg' });

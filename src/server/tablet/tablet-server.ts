@@ -30,6 +30,7 @@ import type {
 import type { BucketLifecycle } from '../coordinator/coordinator.js';
 import type { LakeBucketOffset } from '../../common/lake.js';
 import type { Logger } from '../logger.js';
+import type { BucketMetrics } from '../metrics.js';
 import { asBuffer, bucketError, optionalId } from './bucket-responses.js';
 import { KvService } from './kv-service.js';
 import { KvTablet } from './kv/kv-tablet.js';
@@ -156,6 +157,22 @@ export class TabletServer implements BucketLifecycle {
   }
 
   /** The high watermark of every bucket of a table, for tiering lag. */
+  /** Every hosted bucket's offsets, log size and state rows, for the node's metrics. */
+  bucketMetrics(): BucketMetrics[] {
+    return [...this.replicas.values()].map((r) => ({
+      database: r.table.path.database,
+      table: r.table.path.table,
+      partition: r.partition?.partitionName ?? '',
+      bucket: r.bucket.bucket,
+      logStartOffset: r.log.logStartOffset,
+      logEndOffset: r.log.logEndOffset,
+      highWatermark: r.log.highWatermark,
+      logSizeBytes: r.log.sizeInBytes,
+      segments: r.log.segmentCount,
+      ...(r.kv ? { kvRows: r.kv.rowCount } : {}),
+    }));
+  }
+
   highWatermarks(tableId: number): { partitionId?: number; partitionName?: string; bucket: number; highWatermark: bigint }[] {
     const out = [];
     for (const r of this.replicas.values()) {

@@ -139,6 +139,17 @@ export class LogTablet {
     return this.hw.offset;
   }
 
+  /** Bytes of batches in the log's segment files. */
+  get sizeInBytes(): number {
+    let size = 0;
+    for (const segment of this.segments) size += segment.size;
+    return size;
+  }
+
+  get segmentCount(): number {
+    return this.segments.length;
+  }
+
   /** The latest leader epoch that wrote to the log, -1 when none has. */
   get leaderEpoch(): number {
     return this.epochs.latestEpoch;

@@ -1,0 +1,160 @@
+/**
+ * The node's metrics in the Prometheus text format (prom-client), served by the HTTP endpoint at
+ * `GET /metrics`. Offsets, sizes, row counts and tiering lag are read from the components when
+ * Prometheus scrapes, so the write and read paths count nothing for them; only finished RPC
+ * requests are counted as they happen. Rates come from the counters and offsets
+ * (`rate(tributary_log_end_offset[1m])` is records appended per second). Names follow Fluss's
+ * metrics where there is one (docs/operations.md lists them all).
+ */
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+/** One bucket hosted by this node, as metrics see it. */
+export interface BucketMetrics {
+  database: string;
+  table: string;
+  /** Partition name; empty for tables without partitions. */
+  partition: string;
+  bucket: number;
+  logStartOffset: bigint;
+  logEndOffset: bigint;
+  highWatermark: bigint;
+  logSizeBytes: number;
+  segments: number;
+  /** Rows of a primary-key bucket's state. */
+  kvRows?: number;
+}
+
+/** One lake-enabled table's tiering, as metrics see it. */
+export interface LakeTableMetrics {
+  database: string;
+  table: string;
+  /** Records of the log not yet in the lake, over all buckets. */
+  lagRecords: bigint;
+  /** How long the oldest row not yet in the lake has waited, 0 when the lake holds everything. */
+  lagMs: number;
+  failures: number;
+  /** Commit time (ms since epoch) of the latest lake snapshot, if there is one. */
+  lastSnapshotTime?: number;
+}
+
+export interface MetricSources {
+  buckets(): BucketMetrics[];
+  lakeTables(): LakeTableMetrics[];
+  tables(): { tables: number; partitions: number };
+  rpc(): { connections: number; heldBytes: number };
+}
+
+const BUCKET_LABELS = ['database', 'table', 'partition', 'bucket'] as const;
+const TABLE_LABELS = ['database', 'table'] as const;
+
+export class NodeMetrics {
+  readonly registry = new Registry();
+  private readonly requests: Counter<'api'>;
+  private readonly errors: Counter<'api' | 'error'>;
+  private readonly latency: Histogram<'api'>;
+
+  constructor(sources: MetricSources) {
+    const registers = [this.registry];
+    collectDefaultMetrics({ register: this.registry });
+    this.requests = new Counter({ name: 'tributary_rpc_requests_total', help: 'RPC requests answered, by API.', labelNames: ['api'], registers });
+    this.errors = new Counter({ name: 'tributary_rpc_request_errors_total', help: 'RPC requests answered with an error, by API and error name.', labelNames: ['api', 'error'], registers });
+    this.latency = new Histogram({
+      name: 'tributary_rpc_request_duration_seconds',
+      help: 'Time from a request being read to its answer being written, by API (long-polling fetches include their wait).',
+      labelNames: ['api'],
+      buckets: [0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30],
+      registers,
+    });
+    new Gauge({
+      name: 'tributary_rpc_connections',
+      help: 'Open RPC connections.',
+      registers,
+      collect() {
+        this.set(sources.rpc().connections);
+      },
+    });
+    new Gauge({
+      name: 'tributary_rpc_held_bytes',
+      help: 'Request bytes read and not yet answered (bounded by server.buffer.memory-size).',
+      registers,
+      collect() {
+        this.set(sources.rpc().heldBytes);
+      },
+    });
+    new Gauge({
+      name: 'tributary_tables',
+      help: 'Tables of all databases.',
+      registers,
+      collect() {
+        this.set(sources.tables().tables);
+      },
+    });
+    new Gauge({
+      name: 'tributary_partitions',
+      help: 'Partitions of all tables.',
+      registers,
+      collect() {
+        this.set(sources.tables().partitions);
+      },
+    });
+    bucketGauge(registers, sources, 'tributary_log_start_offset', 'First offset of the bucket\'s local log.', (b) => Number(b.logStartOffset));
+    bucketGauge(registers, sources, 'tributary_log_end_offset', 'Offset the next record appended to the bucket gets.', (b) => Number(b.logEndOffset));
+    bucketGauge(registers, sources, 'tributary_log_high_watermark', 'Offset below which the bucket\'s records are durable and visible to readers.', (b) => Number(b.highWatermark));
+    bucketGauge(registers, sources, 'tributary_log_size_bytes', 'Bytes of the bucket\'s log segments on local disk.', (b) => b.logSizeBytes);
+    bucketGauge(registers, sources, 'tributary_log_segments', 'Segment files of the bucket\'s log.', (b) => b.segments);
+    bucketGauge(registers, sources, 'tributary_kv_rows', 'Rows of a primary-key bucket\'s current state.', (b) => b.kvRows);
+    lakeGauge(registers, sources, 'tributary_lake_tiering_lag_records', 'Records of a lake-enabled table not yet tiered into the lake.', (t) => Number(t.lagRecords));
+    lakeGauge(registers, sources, 'tributary_lake_tiering_lag_seconds', 'How long the oldest row not yet in the lake has waited (0 when the lake holds everything).', (t) => t.lagMs / 1000);
+    lakeGauge(registers, sources, 'tributary_lake_tiering_failures', 'Tiering rounds of the table that failed.', (t) => t.failures);
+    lakeGauge(registers, sources, 'tributary_lake_snapshot_timestamp_seconds', 'Commit time of the table\'s latest lake snapshot, Unix seconds.', (t) => (t.lastSnapshotTime === undefined ? undefined : t.lastSnapshotTime / 1000));
+  }
+
+  /** Counts a finished request; `error` is the error name it was answered with, if any. */
+  requestDone(api: string, seconds: number, error?: string): void {
+    this.requests.inc({ api });
+    this.latency.observe({ api }, seconds);
+    if (error !== undefined) this.errors.inc({ api, error });
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  text(): Promise<string> {
+    return this.registry.metrics();
+  }
+}
+
+/** A gauge per bucket, read when scraped; buckets for which `value` is undefined are left out. */
+function bucketGauge(registers: Registry[], sources: MetricSources, name: string, help: string, value: (b: BucketMetrics) => number | undefined): void {
+  new Gauge({
+    name,
+    help,
+    labelNames: BUCKET_LABELS,
+    registers,
+    collect() {
+      this.reset();
+      for (const b of sources.buckets()) {
+        const v = value(b);
+        if (v !== undefined) this.set({ database: b.database, table: b.table, partition: b.partition, bucket: String(b.bucket) }, v);
+      }
+    },
+  });
+}
+
+/** A gauge per lake-enabled table, read when scraped. */
+function lakeGauge(registers: Registry[], sources: MetricSources, name: string, help: string, value: (t: LakeTableMetrics) => number | undefined): void {
+  new Gauge({
+    name,
+    help,
+    labelNames: TABLE_LABELS,
+    registers,
+    collect() {
+      this.reset();
+      for (const t of sources.lakeTables()) {
+        const v = value(t);
+        if (v !== undefined) this.set({ database: t.database, table: t.table }, v);
+      }
+    },
+  });
+}
