@@ -258,4 +258,44 @@ describe('log tables end to end', () => {
     assert.ok(names.includes(day(0)) || names.includes(day(1)), `today's partition is precreated: ${names}`);
     assert.equal(names.length, 2, 'num-precreate = 2');
   });
+
+  test('a fetch of several buckets keeps to the request\'s byte limit, and reads every bucket while it has room', async () => {
+    const path = { database: 'tributary', table: 'fetch_limits' };
+    await conn.getAdmin().createTable(path, { columns: [{ name: 'id', type: 'BIGINT', nullable: false }, { name: 'pad', type: 'STRING' }], properties: { 'bucket.num': '4', 'bucket.key': 'id', 'table.log.arrow.compression.type': 'NONE' } });
+    const table = await conn.getTable(path);
+    const writer = await table.newAppend().createWriter();
+    for (let round = 0; round < 4; round++) {
+      for (let i = 0; i < 400; i++) await writer.append({ id: BigInt(round * 400 + i), pad: 'x'.repeat(100) });
+      await writer.flush(); // a batch per bucket each round
+    }
+    await writer.close();
+    const rpc = await conn.server();
+    const fetch = async (maxBytes: number, maxFetchBytes: number) => {
+      const resp = await rpc.request(ApiKeys.FetchLog, {
+        followerServerId: -1, maxBytes, minBytes: 1, maxWaitMs: 0,
+        tablesReq: [{ tableId: BigInt(table.info.tableId), bucketsReq: [0, 1, 2, 3].map((bucketId) => ({ bucketId, fetchOffset: 0n, maxFetchBytes })) }],
+      });
+      return resp.tablesResp[0].bucketsResp.map((b) => {
+        assert.equal(b.errorCode, undefined, b.errorMessage);
+        assert.equal(b.highWatermark > 0n, true, 'every bucket tells its high watermark');
+        return b.records.length;
+      });
+    };
+    const whole = await fetch(64 << 20, 64 << 20);
+    assert.ok(whole.every((n) => n > 0), 'each bucket holds batches');
+    const total = whole.reduce((a, b) => a + b, 0);
+    // Room for about two and a half buckets: the first buckets fill it, the rest send what fits.
+    const limit = whole[0] + whole[1] + Math.floor(whole[2] / 2);
+    const limited = await fetch(limit, 64 << 20);
+    assert.ok(limited.reduce((a, b) => a + b, 0) <= limit, `${limited} within ${limit}`);
+    assert.deepEqual([limited[0], limited[1]], [whole[0], whole[1]]);
+    assert.ok(limited[2] > 0 && limited[2] < whole[2], `bucket 2 sends part of its batches: ${limited}`);
+    // A small per-bucket limit: every bucket sends its first batch, no more.
+    const perBucket = await fetch(64 << 20, 1);
+    assert.ok(perBucket.every((n, i) => n > 0 && n < whole[i]), String(perBucket));
+    // A request limit smaller than one batch still gets the first bucket's first batch.
+    const tiny = await fetch(1, 64 << 20);
+    assert.ok(tiny[0] > 0 && tiny.slice(1).every((n) => n === 0), String(tiny));
+    assert.ok(total > limit);
+  });
 });

@@ -95,6 +95,9 @@ export async function loadUnionRead(read: TableRead, catalog: FileSystemCatalog)
   const partitions = await partitionsToRead(read);
   for (let attempt = 1; ; attempt++) {
     const last = attempt === MAX_ATTEMPTS;
+    // The offsets are listed while the snapshot is asked for: the snapshot's own offsets bound what the lake holds, whatever the order.
+    const listed = bucketRanges(conn, table, partitions ? { partitions } : {});
+    listed.catch(() => undefined); // awaited below, or dropped with the read
     let snapshot: LakeSnapshot;
     try {
       snapshot = await admin.getLakeSnapshot(info.path);
@@ -106,7 +109,7 @@ export async function loadUnionRead(read: TableRead, catalog: FileSystemCatalog)
     const planned = planLake(catalog, info, snapshot.snapshotId);
     planned.catch(() => undefined); // awaited below, or dropped when the read starts over
     const lakeEnds = new Map(snapshot.bucketOffsets.map((o) => [lakeBucketKey(o), o.endOffset]));
-    const ranges = (await bucketRanges(conn, table, partitions ? { partitions } : {})).map((r) => ({ ...r, lakeEnd: lakeEnds.get(lakeBucketKey({ ...(r.partition ? { partitionId: r.partition.partitionId } : {}), bucket: r.bucket })) }));
+    const ranges = (await listed).map((r) => ({ ...r, lakeEnd: lakeEnds.get(lakeBucketKey({ ...(r.partition ? { partitionId: r.partition.partitionId } : {}), bucket: r.bucket })) }));
     const expired = ranges.some((r) => r.lakeEnd !== undefined && r.lakeEnd < r.logStart);
     if (expired && !last && (await admin.getLakeSnapshot(info.path)).snapshotId !== snapshot.snapshotId) continue;
     if (info.schema.primaryKey && (expired || ranges.some((r) => r.lakeEnd === undefined && r.logStart > 0n))) return false;

@@ -34,6 +34,8 @@ export class DuckSession {
     const instance = await DuckDBInstance.create(':memory:', { autoinstall_known_extensions: 'false' });
     const connection = await instance.connect();
     await connection.run("SET TimeZone = 'UTC'"); // a setting of the statically linked icu, which loads on first use
+    // Lake data files are never changed once written: their footers can be kept between queries.
+    await connection.run('SET parquet_metadata_cache = true');
     return new DuckSession(instance, connection);
   }
 

@@ -235,34 +235,57 @@ export class TabletServer implements BucketLifecycle {
     }
   }
 
+  /**
+   * The buckets of a fetch, in request order. Each bucket may send up to its own limit and what the
+   * request's limit has left; the buckets whose share fits, counting every bucket before them as
+   * full, are read side by side, and the others after them one by one, from what is left once the
+   * reads before are counted. The records sent stay within the request's limit, but for the first
+   * batch found (as Kafka's fetch.max.bytes).
+   */
   private async readFetch(req: FetchLogRequest) {
-    let budget = req.maxBytes > 0 ? req.maxBytes : Number.MAX_SAFE_INTEGER;
-    let bytes = 0;
+    const maxBytes = req.maxBytes > 0 ? req.maxBytes : Number.MAX_SAFE_INTEGER;
     const replicas: Replica[] = [];
-    const tablesResp = [];
-    for (const t of req.tablesReq) {
-      const tableId = Number(t.tableId);
-      const projection = t.projectionPushdownEnabled ? t.projectedFields : undefined;
-      const bucketsResp: MessageInitShape<typeof PbFetchLogRespForBucketSchema>[] = [];
-      for (const b of t.bucketsReq) {
-        const partitionId = optionalId(b.partitionId);
-        const head = { ...(b.partitionId !== undefined ? { partitionId: b.partitionId } : {}), bucketId: b.bucketId };
-        try {
-          const replica = this.replica(tableId, partitionId, b.bucketId);
-          replicas.push(replica);
-          const maxBytes = Math.max(1, Math.min(b.maxFetchBytes > 0 ? b.maxFetchBytes : budget, budget));
-          const hw = replica.log.highWatermark;
-          const logStartOffset = replica.log.logStartOffset;
-          const records = budget > 0 || bytes === 0 ? await this.readBucket(replica, b.fetchOffset, maxBytes, projection) : Buffer.alloc(0);
-          bytes += records.length;
-          budget -= records.length;
-          bucketsResp.push({ ...head, highWatermark: hw, logStartOffset, records });
-        } catch (err) {
-          bucketsResp.push({ ...head, highWatermark: -1n, logStartOffset: -1n, ...bucketError(err) });
-        }
+    const items = req.tablesReq.flatMap((t, table) => t.bucketsReq.map((b) => ({ table, b, limit: Math.max(1, b.maxFetchBytes > 0 ? b.maxFetchBytes : maxBytes) })));
+    const read = async (item: (typeof items)[number], limit: number): Promise<MessageInitShape<typeof PbFetchLogRespForBucketSchema>> => {
+      const t = req.tablesReq[item.table];
+      const { b } = item;
+      const head = { ...(b.partitionId !== undefined ? { partitionId: b.partitionId } : {}), bucketId: b.bucketId };
+      try {
+        const replica = this.replica(Number(t.tableId), optionalId(b.partitionId), b.bucketId);
+        replicas.push(replica);
+        const hw = replica.log.highWatermark;
+        const logStartOffset = replica.log.logStartOffset;
+        const records = limit > 0 ? await this.readBucket(replica, b.fetchOffset, limit, t.projectionPushdownEnabled ? t.projectedFields : undefined) : Buffer.alloc(0);
+        return { ...head, highWatermark: hw, logStartOffset, records };
+      } catch (err) {
+        return { ...head, highWatermark: -1n, logStartOffset: -1n, ...bucketError(err) };
       }
-      tablesResp.push({ tableId: t.tableId, bucketsResp });
+    };
+    let share = maxBytes;
+    const sideBySide = [];
+    for (const item of items) {
+      if (share <= 0) break;
+      const limit = Math.min(item.limit, share);
+      share -= limit;
+      sideBySide.push(read(item, limit));
     }
+    const answers = await Promise.all(sideBySide);
+    let bytes = 0;
+    // A bucket reads at least one batch; past the first records sent, one that would go over the limit is not sent.
+    const send = (answer: (typeof answers)[number]): void => {
+      const size = answer.records?.length ?? 0;
+      if (size > 0 && bytes > 0 && bytes + size > maxBytes) answer.records = Buffer.alloc(0);
+      else bytes += size;
+    };
+    answers.forEach(send);
+    for (const item of items.slice(answers.length)) {
+      const left = maxBytes - bytes;
+      const answer = await read(item, left > 0 || bytes === 0 ? Math.max(1, Math.min(item.limit, left)) : 0);
+      send(answer);
+      answers.push(answer);
+    }
+    let next = 0;
+    const tablesResp = req.tablesReq.map((t) => ({ tableId: t.tableId, bucketsResp: answers.slice(next, (next += t.bucketsReq.length)) }));
     return { response: { tablesResp }, bytes, replicas };
   }
 
