@@ -98,6 +98,9 @@ export async function loadUnionRead(read: TableRead, catalog: FileSystemCatalog)
     // The offsets are listed while the snapshot is asked for: the snapshot's own offsets bound what the lake holds, whatever the order.
     const listed = bucketRanges(conn, table, partitions ? { partitions } : {});
     listed.catch(() => undefined); // awaited below, or dropped with the read
+    // So is the lake table's metadata loaded; one older than the snapshot lacks it, and the read starts over.
+    const loaded = catalog.loadTable(info.path.database, info.path.table);
+    loaded.catch(() => undefined);
     let snapshot: LakeSnapshot;
     try {
       snapshot = await admin.getLakeSnapshot(info.path);
@@ -106,7 +109,7 @@ export async function loadUnionRead(read: TableRead, catalog: FileSystemCatalog)
       throw err;
     }
     // The lake side is planned while the log side is read.
-    const planned = planLake(catalog, info, snapshot.snapshotId);
+    const planned = planLake(loaded, snapshot.snapshotId);
     planned.catch(() => undefined); // awaited below, or dropped when the read starts over
     const lakeEnds = new Map(snapshot.bucketOffsets.map((o) => [lakeBucketKey(o), o.endOffset]));
     const ranges = (await listed).map((r) => ({ ...r, lakeEnd: lakeEnds.get(lakeBucketKey({ ...(r.partition ? { partitionId: r.partition.partitionId } : {}), bucket: r.bucket })) }));
@@ -281,8 +284,8 @@ interface LakePlan {
   tasks: ScanTask[];
 }
 
-async function planLake(catalog: FileSystemCatalog, info: TableInfo, snapshotId: bigint): Promise<LakePlan> {
-  const { metadata } = await catalog.loadTable(info.path.database, info.path.table);
+async function planLake(loaded: Promise<{ metadata: TableMetadata }>, snapshotId: bigint): Promise<LakePlan> {
+  const { metadata } = await loaded;
   return { metadata, tasks: (await planScan({ metadata }, { snapshotId })).dataFiles };
 }
 
