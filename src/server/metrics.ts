@@ -65,48 +65,34 @@ export class NodeMetrics {
       buckets: [0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30],
       registers,
     });
-    new Gauge({
-      name: 'tributary_rpc_connections',
-      help: 'Open RPC connections.',
-      registers,
-      collect() {
-        this.set(sources.rpc().connections);
-      },
-    });
-    new Gauge({
-      name: 'tributary_rpc_held_bytes',
-      help: 'Request bytes read and not yet answered (bounded by server.buffer.memory-size).',
-      registers,
-      collect() {
-        this.set(sources.rpc().heldBytes);
-      },
-    });
-    new Gauge({
-      name: 'tributary_tables',
-      help: 'Tables of all databases.',
-      registers,
-      collect() {
-        this.set(sources.tables().tables);
-      },
-    });
-    new Gauge({
-      name: 'tributary_partitions',
-      help: 'Partitions of all tables.',
-      registers,
-      collect() {
-        this.set(sources.tables().partitions);
-      },
-    });
-    bucketGauge(registers, sources, 'tributary_log_start_offset', 'First offset of the bucket\'s local log.', (b) => Number(b.logStartOffset));
-    bucketGauge(registers, sources, 'tributary_log_end_offset', 'Offset the next record appended to the bucket gets.', (b) => Number(b.logEndOffset));
-    bucketGauge(registers, sources, 'tributary_log_high_watermark', 'Offset below which the bucket\'s records are durable and visible to readers.', (b) => Number(b.highWatermark));
-    bucketGauge(registers, sources, 'tributary_log_size_bytes', 'Bytes of the bucket\'s log segments on local disk.', (b) => b.logSizeBytes);
-    bucketGauge(registers, sources, 'tributary_log_segments', 'Segment files of the bucket\'s log.', (b) => b.segments);
-    bucketGauge(registers, sources, 'tributary_kv_rows', 'Rows of a primary-key bucket\'s current state.', (b) => b.kvRows);
-    lakeGauge(registers, sources, 'tributary_lake_tiering_lag_records', 'Records of a lake-enabled table not yet tiered into the lake.', (t) => Number(t.lagRecords));
-    lakeGauge(registers, sources, 'tributary_lake_tiering_lag_seconds', 'How long the oldest row not yet in the lake has waited (0 when the lake holds everything).', (t) => t.lagMs / 1000);
-    lakeGauge(registers, sources, 'tributary_lake_tiering_failures', 'Tiering rounds of the table that failed.', (t) => t.failures);
-    lakeGauge(registers, sources, 'tributary_lake_snapshot_timestamp_seconds', 'Commit time of the table\'s latest lake snapshot, Unix seconds.', (t) => (t.lastSnapshotTime === undefined ? undefined : t.lastSnapshotTime / 1000));
+    const scalar = (name: string, help: string, value: () => number): void => {
+      new Gauge({
+        name,
+        help,
+        registers,
+        collect() {
+          this.set(value());
+        },
+      });
+    };
+    scalar('tributary_rpc_connections', 'Open RPC connections.', () => sources.rpc().connections);
+    scalar('tributary_rpc_held_bytes', 'Request bytes read and not yet answered (bounded by server.buffer.memory-size).', () => sources.rpc().heldBytes);
+    scalar('tributary_tables', 'Tables of all databases.', () => sources.tables().tables);
+    scalar('tributary_partitions', 'Partitions of all tables.', () => sources.tables().partitions);
+    const bucket = (name: string, help: string, value: (b: BucketMetrics) => number | undefined): void =>
+      seriesGauge(registers, name, help, BUCKET_LABELS, () => sources.buckets(), bucketLabels, value);
+    const lake = (name: string, help: string, value: (t: LakeTableMetrics) => number | undefined): void =>
+      seriesGauge(registers, name, help, TABLE_LABELS, () => sources.lakeTables(), tableLabels, value);
+    bucket('tributary_log_start_offset', 'First offset of the bucket\'s local log.', (b) => Number(b.logStartOffset));
+    bucket('tributary_log_end_offset', 'Offset the next record appended to the bucket gets.', (b) => Number(b.logEndOffset));
+    bucket('tributary_log_high_watermark', 'Offset below which the bucket\'s records are durable and visible to readers.', (b) => Number(b.highWatermark));
+    bucket('tributary_log_size_bytes', 'Bytes of the bucket\'s log segments on local disk.', (b) => b.logSizeBytes);
+    bucket('tributary_log_segments', 'Segment files of the bucket\'s log.', (b) => b.segments);
+    bucket('tributary_kv_rows', 'Rows of a primary-key bucket\'s current state.', (b) => b.kvRows);
+    lake('tributary_lake_tiering_lag_records', 'Records of a lake-enabled table not yet tiered into the lake.', (t) => Number(t.lagRecords));
+    lake('tributary_lake_tiering_lag_seconds', 'How long the oldest row not yet in the lake has waited (0 when the lake holds everything).', (t) => t.lagMs / 1000);
+    lake('tributary_lake_tiering_failures', 'Tiering rounds of the table that failed.', (t) => t.failures);
+    lake('tributary_lake_snapshot_timestamp_seconds', 'Commit time of the table\'s latest lake snapshot, Unix seconds.', (t) => (t.lastSnapshotTime === undefined ? undefined : t.lastSnapshotTime / 1000));
   }
 
   /** Counts a finished request; `error` is the error name it was answered with, if any. */
@@ -125,36 +111,33 @@ export class NodeMetrics {
   }
 }
 
-/** A gauge per bucket, read when scraped; buckets for which `value` is undefined are left out. */
-function bucketGauge(registers: Registry[], sources: MetricSources, name: string, help: string, value: (b: BucketMetrics) => number | undefined): void {
+/**
+ * A gauge of one series per item of `items()` (buckets, tables), read when scraped; items for
+ * which `value` is undefined are left out.
+ */
+function seriesGauge<T, L extends string>(
+  registers: Registry[],
+  name: string,
+  help: string,
+  labelNames: readonly L[],
+  items: () => T[],
+  labels: (item: T) => Record<L, string>,
+  value: (item: T) => number | undefined,
+): void {
   new Gauge({
     name,
     help,
-    labelNames: BUCKET_LABELS,
+    labelNames,
     registers,
     collect() {
       this.reset();
-      for (const b of sources.buckets()) {
-        const v = value(b);
-        if (v !== undefined) this.set({ database: b.database, table: b.table, partition: b.partition, bucket: String(b.bucket) }, v);
+      for (const item of items()) {
+        const v = value(item);
+        if (v !== undefined) this.set(labels(item), v);
       }
     },
   });
 }
 
-/** A gauge per lake-enabled table, read when scraped. */
-function lakeGauge(registers: Registry[], sources: MetricSources, name: string, help: string, value: (t: LakeTableMetrics) => number | undefined): void {
-  new Gauge({
-    name,
-    help,
-    labelNames: TABLE_LABELS,
-    registers,
-    collect() {
-      this.reset();
-      for (const t of sources.lakeTables()) {
-        const v = value(t);
-        if (v !== undefined) this.set({ database: t.database, table: t.table }, v);
-      }
-    },
-  });
-}
+const bucketLabels = (b: BucketMetrics) => ({ database: b.database, table: b.table, partition: b.partition, bucket: String(b.bucket) });
+const tableLabels = (t: LakeTableMetrics) => ({ database: t.database, table: t.table });
