@@ -24,6 +24,18 @@ export interface TieringWorkerOptions {
   log: Logger;
 }
 
+/** The longest a worker waits between heartbeats that keep failing. */
+export const MAX_RETRY_MS = 10_000;
+
+/**
+ * How long a worker waits after `failures` heartbeats in a row failed (the coordinator is down or
+ * restarting): the poll interval, doubled for each further failure, at most MAX_RETRY_MS, so a
+ * worker whose server is gone neither spins nor fills its log.
+ */
+export function retryDelayMs(failures: number, pollIntervalMs: number): number {
+  return Math.min(Math.max(MAX_RETRY_MS, pollIntervalMs), pollIntervalMs * 2 ** Math.max(0, failures - 1));
+}
+
 interface Outcome {
   tableId: bigint;
   epoch: bigint;
@@ -66,15 +78,21 @@ export class TieringWorker {
   private async run(): Promise<void> {
     const log = this.options.log;
     let reports: Outcome[] = [];
+    let failures = 0;
     while (this.running) {
       let assigned;
       try {
         const resp = await this.heartbeat({ report: reports, requestTable: true });
+        if (failures > 0) log.info({ failures }, 'tiering heartbeat answered again');
+        failures = 0;
         reports = [];
         assigned = resp.tieringTable;
       } catch (err) {
         if (!this.running) break;
-        log.warn({ err: asTributaryError(err).toString() }, 'tiering heartbeat failed; retrying');
+        const retryInMs = retryDelayMs(++failures, this.options.pollIntervalMs);
+        log.warn({ err: asTributaryError(err).toString(), failures, retryInMs }, 'tiering heartbeat failed; retrying');
+        await this.sleep(retryInMs);
+        continue;
       }
       if (!assigned) {
         await this.sleep(this.options.pollIntervalMs);
