@@ -321,7 +321,10 @@ export class LogSegment {
       const batchSize = first.readInt32LE(LENGTH_AT) + LOG_OVERHEAD;
       let cut = cutter(first.subarray(0, batchSize));
       while (typeof cut === 'number') {
-        first = await this.readAt(pos, cut);
+        // The cut needs more of the batch's first bytes, within the batch.
+        if (cut <= first.length || cut > batchSize) throw new TributaryError('LOG_STORAGE_EXCEPTION', `batch at byte ${pos} of ${this.file('.log')} cannot be cut: its first ${cut} bytes are asked for`);
+        first = Buffer.allocUnsafe(cut);
+        await this.readExactly(first, pos);
         cut = cutter(first);
       }
       const batch = cut.out;
