@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { TributaryError } from '../../../common/errors.js';
 import { CHANGE_TYPE_BYTE } from '../../../common/change-type.js';
 import type { Row } from '../../../common/values.js';
@@ -13,7 +13,7 @@ import { encodeChangelogPayload, projectChangelogPayload } from '../../../record
 import { ColumnBatchBuilder } from '../../../record/column-batch-builder.js';
 import { initArrowCompression } from '../../../record/compression.js';
 import { sampleRows, sampleSchema } from '../../../record/fixtures/sample.js';
-import { buildLogBatch, isCrcValid, type LogBatchHeader, logBatchPayload, readLogBatchHeader } from '../../../record/log-batch.js';
+import { buildLogBatch, HEADER_SIZE, isCrcValid, type LogBatchHeader, logBatchPayload, readLogBatchHeader } from '../../../record/log-batch.js';
 import { projectArrowPayload } from '../../../record/projection.js';
 import type { BatchCutter } from './log-segment.js';
 import { type LogConfig, LogTablet, type LogTabletLogger } from './log-tablet.js';
@@ -703,8 +703,9 @@ describe('LogTablet readCut', () => {
     };
   }
 
+  before(() => initArrowCompression());
+
   it('reads of each batch only what its cut keeps, equal to projecting the whole batch, segment by segment', async () => {
-    await initArrowCompression();
     const log = await LogTablet.open(tempDir(), { ...CONFIG, segmentBytes: 40_000 });
     for (const b of realBatches()) await log.append([b], 0);
     const whole = await readAll(log);
@@ -743,6 +744,14 @@ describe('LogTablet readCut', () => {
     assert.equal(all.batches.length, whole.length);
     assert.equal((await log.readCut(log.highWatermark, 1 << 20, 1 << 30, cutter)).batches.length, 0);
     await rejectsWith(log.readCut(log.highWatermark + 1n, 1 << 20, 1 << 30, cutter), 'LOG_OFFSET_OUT_OF_RANGE_EXCEPTION');
+    await log.close();
+  });
+
+  it('fails with a storage error, not a loop, when a cut keeps asking for bytes it has or the batch lacks', async () => {
+    const log = await LogTablet.open(tempDir(), CONFIG);
+    await log.append(realBatches().slice(0, 2), 0);
+    await rejectsWith(log.readCut(0n, 1 << 20, 1 << 30, () => HEADER_SIZE), 'LOG_STORAGE_EXCEPTION');
+    await rejectsWith(log.readCut(0n, 1 << 20, 1 << 30, () => 1 << 30), 'LOG_STORAGE_EXCEPTION');
     await log.close();
   });
 });
