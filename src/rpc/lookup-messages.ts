@@ -4,8 +4,7 @@
  * bucket's part and read by the server in place, and the Lookup response, written by the server
  * with each value copied once straight from the KV store and read by the client in place.
  *
- * Standard protobuf wire format: tag = field << 3 | wire type (0 varint, 2 length-delimited); a
- * nested message as its length and bytes.
+ * Standard protobuf wire format (wire.ts); a nested message as its length and bytes.
  *
  *   LookupRequest, PrefixLookupRequest := 1 table_id (varint), 2 buckets_req (message, repeated)
  *   PbLookupReqForBucket               := 1 partition_id (varint, when partitioned), 2 bucket_id
@@ -21,22 +20,18 @@
  * The encoders write bucket_id even when it is 0, which proto3 would leave out; it reads the same.
  * The decoder takes fields in any order and skips unknown ones, as protobuf readers do.
  */
-import { TributaryError } from '../common/errors.js';
+import { tag, varintSize, WIRE_LEN, WIRE_VARINT, WireReader, WireWriter, writeSignedVarint, writeVarint } from './wire.js';
 
-const WIRE_VARINT = 0;
-const WIRE_I64 = 1;
-const WIRE_LEN = 2;
-const WIRE_I32 = 5;
-const TAG_TABLE_ID = (1 << 3) | WIRE_VARINT;
-const TAG_BUCKETS = (2 << 3) | WIRE_LEN;
-const TAG_BUCKETS_RESP = (1 << 3) | WIRE_LEN;
-const TAG_PARTITION_ID = (1 << 3) | WIRE_VARINT;
-const TAG_BUCKET_ID = (2 << 3) | WIRE_VARINT;
-const TAG_KEY = (3 << 3) | WIRE_LEN;
-const TAG_ERROR_CODE = (3 << 3) | WIRE_VARINT;
-const TAG_ERROR_MESSAGE = (4 << 3) | WIRE_LEN;
-const TAG_VALUE = (5 << 3) | WIRE_LEN;
-const TAG_VALUE_BYTES = (1 << 3) | WIRE_LEN;
+const TAG_TABLE_ID = tag(1, WIRE_VARINT);
+const TAG_BUCKETS = tag(2, WIRE_LEN);
+const TAG_BUCKETS_RESP = tag(1, WIRE_LEN);
+const TAG_PARTITION_ID = tag(1, WIRE_VARINT);
+const TAG_BUCKET_ID = tag(2, WIRE_VARINT);
+const TAG_KEY = tag(3, WIRE_LEN);
+const TAG_ERROR_CODE = tag(3, WIRE_VARINT);
+const TAG_ERROR_MESSAGE = tag(4, WIRE_LEN);
+const TAG_VALUE = tag(5, WIRE_LEN);
+const TAG_VALUE_BYTES = tag(1, WIRE_LEN);
 /** Most bytes of a tag and a varint32 length. */
 const FIELD_OVERHEAD = 6;
 /** Bytes of a value field the response buffer starts with room for, per key; it grows past that. */
@@ -44,58 +39,12 @@ const VALUE_BYTES_GUESS = 64;
 /** Most bytes of a bucket's head: tag and length, partition id and bucket id with their tags. */
 const BUCKET_HEAD_BYTES = 1 + 5 + 1 + 10 + 1 + 10;
 
-/** Writes a non-negative safe integer as a varint at `pos`; returns the end. */
-function writeVarint(buf: Uint8Array, pos: number, value: number): number {
-  while (value > 0x7f) {
-    buf[pos++] = (value % 0x80) | 0x80;
-    value = Math.floor(value / 0x80);
-  }
-  buf[pos++] = value;
-  return pos;
-}
-
-/** Writes an int32 as protobuf does: a negative value as the varint of its 64-bit two's complement. */
-function writeInt32(buf: Uint8Array, pos: number, value: number): number {
-  if (value >= 0) return writeVarint(buf, pos, value);
-  let v = BigInt.asUintN(64, BigInt(value));
-  while (v > 0x7fn) {
-    buf[pos++] = Number(v & 0x7fn) | 0x80;
-    v >>= 7n;
-  }
-  buf[pos++] = Number(v);
-  return pos;
-}
-
-function varintSize(value: number): number {
-  let size = 1;
-  for (; value > 0x7f; value = Math.floor(value / 0x80)) size++;
-  return size;
-}
-
-/** Bytes appended at the end, growing by doubling. */
-class Bytes {
-  buf: Buffer;
-  used = 0;
-
-  constructor(size: number) {
-    this.buf = Buffer.allocUnsafe(size);
-  }
-
-  /** Makes room for `n` more bytes. */
-  reserve(n: number): void {
-    if (this.used + n <= this.buf.length) return;
-    const grown = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.used + n));
-    this.buf.copy(grown, 0, 0, this.used);
-    this.buf = grown;
-  }
-}
-
 /** The head of one bucket's message in a request or response: tag and length, partition and bucket id. */
-function writeBucketHead(head: Bytes, tag: number, partitionId: number | undefined, bucketId: number, contentLength: number): void {
+function writeBucketHead(head: WireWriter, fieldTag: number, partitionId: number | undefined, bucketId: number, contentLength: number): void {
   head.reserve(BUCKET_HEAD_BYTES);
   const buf = head.buf;
   const partition = partitionId === undefined ? 0 : 1 + varintSize(partitionId);
-  buf[head.used++] = tag;
+  buf[head.used++] = fieldTag;
   let pos = writeVarint(buf, head.used, partition + 1 + varintSize(bucketId) + contentLength);
   if (partitionId !== undefined) {
     buf[pos++] = TAG_PARTITION_ID;
@@ -109,7 +58,7 @@ function writeBucketHead(head: Bytes, tag: number, partitionId: number | undefin
 
 /** The `keys` fields of one PbLookupReqForBucket, each key copied in as it is added. */
 export class KeyFields {
-  private readonly out = new Bytes(1024);
+  private readonly out = new WireWriter(1024);
 
   add(key: Uint8Array): void {
     const out = this.out;
@@ -127,7 +76,7 @@ export class KeyFields {
 
 /** A LookupRequest (or PrefixLookupRequest) as parts written one after the other. */
 export function encodeLookupRequest(tableId: number, buckets: readonly { partitionId?: number; bucket: number; keys: KeyFields }[]): Uint8Array[] {
-  const head = new Bytes(11 + buckets.length * BUCKET_HEAD_BYTES);
+  const head = new WireWriter(11 + buckets.length * BUCKET_HEAD_BYTES);
   head.buf[0] = TAG_TABLE_ID;
   head.used = writeVarint(head.buf, 1, tableId);
   // Every head goes into one buffer, and the parts are cut out of it once it is complete.
@@ -152,34 +101,28 @@ export interface LookupRequestRead {
   buckets: { partitionId: number | undefined; bucketId: number; keys: Uint8Array[] }[];
 }
 
-/**
- * Reads a LookupRequest (any field order, unknown fields skipped); keys are views of `body`.
- * They are plain Uint8Arrays made here, not Buffer views: Node's Buffer makes the views of every
- * request's bytes with the same code, and after long-lived ones (a write's records) V8 allocates
- * such views straight into its old generation, where short-lived ones slow every young-generation
- * collection down.
- */
+/** Reads a LookupRequest (any field order, unknown fields skipped); keys are plain views of `body` (WireReader.view). */
 export function decodeLookupRequest(body: Uint8Array): LookupRequestRead {
-  const r = new Reader(body);
+  const r = new WireReader(body, 'LookupRequest');
   const request: LookupRequestRead = { tableId: 0, buckets: [] };
   while (r.pos < r.end) {
-    const tag = r.varint();
-    if (tag === TAG_TABLE_ID) request.tableId = r.varint();
-    else if (tag === TAG_BUCKETS) {
+    const field = r.varint();
+    if (field === TAG_TABLE_ID) request.tableId = r.varint();
+    else if (field === TAG_BUCKETS) {
       const end = r.delimitedEnd();
       const outer = r.end;
       r.end = end;
       const bucket: LookupRequestRead['buckets'][number] = { partitionId: undefined, bucketId: 0, keys: [] };
       while (r.pos < end) {
-        const field = r.varint();
-        if (field === TAG_KEY) bucket.keys.push(r.view());
-        else if (field === TAG_BUCKET_ID) bucket.bucketId = r.int32();
-        else if (field === TAG_PARTITION_ID) bucket.partitionId = r.varint();
-        else r.skip(field);
+        const inner = r.varint();
+        if (inner === TAG_KEY) bucket.keys.push(r.view());
+        else if (inner === TAG_BUCKET_ID) bucket.bucketId = r.int32();
+        else if (inner === TAG_PARTITION_ID) bucket.partitionId = r.varint();
+        else r.skip(inner);
       }
       r.end = outer;
       request.buckets.push(bucket);
-    } else r.skip(tag);
+    } else r.skip(field);
   }
   return request;
 }
@@ -192,12 +135,12 @@ export function decodeLookupRequest(body: Uint8Array): LookupRequestRead {
  */
 export class LookupResponseWriter {
   /** The contents of every bucket after its head, one after the other. */
-  private readonly content: Bytes;
+  private readonly content: WireWriter;
   private readonly buckets: { partitionId: number | undefined; bucketId: number; start: number; end: number }[] = [];
 
   /** `keys`: how many keys the request asks for, to size the buffer (small ones come from Node's shared pool). */
   constructor(keys: number) {
-    this.content = new Bytes(Math.max(64, keys * VALUE_BYTES_GUESS));
+    this.content = new WireWriter(Math.max(64, keys * VALUE_BYTES_GUESS));
   }
 
   /** Starts the answer of the next requested bucket. */
@@ -235,7 +178,7 @@ export class LookupResponseWriter {
     out.reserve(1 + 10 + FIELD_OVERHEAD + message.length);
     const buf = out.buf;
     buf[out.used] = TAG_ERROR_CODE;
-    let pos = writeInt32(buf, out.used + 1, errorCode);
+    let pos = writeSignedVarint(buf, out.used + 1, errorCode);
     buf[pos++] = TAG_ERROR_MESSAGE;
     pos = writeVarint(buf, pos, message.length);
     buf.set(message, pos);
@@ -244,7 +187,7 @@ export class LookupResponseWriter {
 
   /** The response as parts written one after the other. */
   finish(): Uint8Array[] {
-    const head = new Bytes(this.buckets.length * BUCKET_HEAD_BYTES);
+    const head = new WireWriter(this.buckets.length * BUCKET_HEAD_BYTES);
     const parts: Uint8Array[] = [];
     let start = 0;
     for (const b of this.buckets) {
@@ -266,118 +209,40 @@ export interface LookupBucketAnswer {
 
 /** Reads a LookupResponse (any field order, unknown fields skipped); values are views of `body`. */
 export function decodeLookupResponse(body: Uint8Array): LookupBucketAnswer[] {
-  const r = new Reader(body);
+  const r = new WireReader(body, 'LookupResponse');
   const buckets: LookupBucketAnswer[] = [];
   while (r.pos < r.end) {
-    const tag = r.varint();
-    if (tag === TAG_BUCKETS_RESP) buckets.push(readBucket(r, r.delimitedEnd()));
-    else r.skip(tag);
+    const field = r.varint();
+    if (field === TAG_BUCKETS_RESP) buckets.push(readBucket(r, r.delimitedEnd()));
+    else r.skip(field);
   }
   return buckets;
 }
 
-function readBucket(r: Reader, end: number): LookupBucketAnswer {
+function readBucket(r: WireReader, end: number): LookupBucketAnswer {
   const outer = r.end;
   r.end = end;
   const answer: LookupBucketAnswer = { values: [] };
   while (r.pos < end) {
-    const tag = r.varint();
-    if (tag === TAG_VALUE) answer.values.push(readValue(r, r.delimitedEnd()));
-    else if (tag === TAG_ERROR_CODE) answer.errorCode = r.int32();
-    else if (tag === TAG_ERROR_MESSAGE) answer.errorMessage = Buffer.from(r.view()).toString('utf8');
-    else r.skip(tag); // partition and bucket id: the client knows them by position
+    const field = r.varint();
+    if (field === TAG_VALUE) answer.values.push(readValue(r, r.delimitedEnd()));
+    else if (field === TAG_ERROR_CODE) answer.errorCode = r.int32();
+    else if (field === TAG_ERROR_MESSAGE) answer.errorMessage = Buffer.from(r.view()).toString('utf8');
+    else r.skip(field); // partition and bucket id: the client knows them by position
   }
   r.end = outer;
   return answer;
 }
 
-function readValue(r: Reader, end: number): Uint8Array | undefined {
+function readValue(r: WireReader, end: number): Uint8Array | undefined {
   const outer = r.end;
   r.end = end;
   let value: Uint8Array | undefined;
   while (r.pos < end) {
-    const tag = r.varint();
-    if (tag === TAG_VALUE_BYTES) value = r.view();
-    else r.skip(tag);
+    const field = r.varint();
+    if (field === TAG_VALUE_BYTES) value = r.view();
+    else r.skip(field);
   }
   r.end = outer;
   return value;
-}
-
-class Reader {
-  pos = 0;
-  end: number;
-
-  constructor(private readonly buf: Uint8Array) {
-    this.end = buf.length;
-  }
-
-  /** An unsigned varint of up to 53 bits. */
-  varint(): number {
-    let value = 0;
-    let scale = 1;
-    for (let i = 0; i < 10; i++) {
-      if (this.pos >= this.end) throw corrupt('a varint runs past its end');
-      const b = this.buf[this.pos++];
-      value += (b & 0x7f) * scale;
-      if (b < 0x80) return value;
-      scale *= 0x80;
-    }
-    throw corrupt('a varint is longer than 10 bytes');
-  }
-
-  /** An int32 varint: its low 32 bits, signed. */
-  int32(): number {
-    let value = 0;
-    for (let shift = 0; shift < 70; shift += 7) {
-      if (this.pos >= this.end) throw corrupt('a varint runs past its end');
-      const b = this.buf[this.pos++];
-      if (shift < 32) value |= (b & 0x7f) << shift;
-      if (b < 0x80) return value | 0;
-    }
-    throw corrupt('a varint is longer than 10 bytes');
-  }
-
-  /** Reads a length; returns where the field it delimits ends. */
-  delimitedEnd(): number {
-    const length = this.varint();
-    if (length > this.end - this.pos) throw corrupt(`a field of ${length} bytes runs past its message`);
-    return this.pos + length;
-  }
-
-  /** A length-delimited field as a plain Uint8Array over the same memory. */
-  view(): Uint8Array {
-    const end = this.delimitedEnd();
-    const view = new Uint8Array(this.buf.buffer, this.buf.byteOffset + this.pos, end - this.pos);
-    this.pos = end;
-    return view;
-  }
-
-  skip(tag: number): void {
-    switch (tag & 7) {
-      case WIRE_VARINT:
-        this.varint();
-        return;
-      case WIRE_I64:
-        this.advance(8);
-        return;
-      case WIRE_LEN:
-        this.pos = this.delimitedEnd();
-        return;
-      case WIRE_I32:
-        this.advance(4);
-        return;
-      default:
-        throw corrupt(`field ${tag >>> 3} has wire type ${tag & 7}`);
-    }
-  }
-
-  private advance(n: number): void {
-    if (n > this.end - this.pos) throw corrupt('a field runs past its message');
-    this.pos += n;
-  }
-}
-
-function corrupt(why: string): TributaryError {
-  return new TributaryError('CORRUPT_MESSAGE', `cannot read the LookupResponse: ${why}`);
 }
