@@ -44,6 +44,14 @@ export interface MetricSources {
   rpc(): { connections: number; heldBytes: number };
 }
 
+/** What one scrape reads of the sources. */
+interface Scrape {
+  buckets: BucketMetrics[];
+  lakeTables: LakeTableMetrics[];
+  tables: { tables: number; partitions: number };
+  rpc: { connections: number; heldBytes: number };
+}
+
 const BUCKET_LABELS = ['database', 'table', 'partition', 'bucket'] as const;
 const TABLE_LABELS = ['database', 'table'] as const;
 
@@ -52,9 +60,12 @@ export class NodeMetrics {
   private readonly requests: Counter<'api'>;
   private readonly errors: Counter<'api' | 'error'>;
   private readonly latency: Histogram<'api'>;
+  /** The sources as read for the scrape under way, so each is read once per scrape, not once per gauge. */
+  private scrape?: Scrape;
 
-  constructor(sources: MetricSources) {
+  constructor(private readonly sources: MetricSources) {
     const registers = [this.registry];
+    const current = (): Scrape => this.scrape ?? this.read();
     collectDefaultMetrics({ register: this.registry });
     this.requests = new Counter({ name: 'tributary_rpc_requests_total', help: 'RPC requests answered, by API.', labelNames: ['api'], registers });
     this.errors = new Counter({ name: 'tributary_rpc_request_errors_total', help: 'RPC requests answered with an error, by API and error name.', labelNames: ['api', 'error'], registers });
@@ -75,14 +86,14 @@ export class NodeMetrics {
         },
       });
     };
-    scalar('tributary_rpc_connections', 'Open RPC connections.', () => sources.rpc().connections);
-    scalar('tributary_rpc_held_bytes', 'Request bytes read and not yet answered (bounded by server.buffer.memory-size).', () => sources.rpc().heldBytes);
-    scalar('tributary_tables', 'Tables of all databases.', () => sources.tables().tables);
-    scalar('tributary_partitions', 'Partitions of all tables.', () => sources.tables().partitions);
+    scalar('tributary_rpc_connections', 'Open RPC connections.', () => current().rpc.connections);
+    scalar('tributary_rpc_held_bytes', 'Request bytes read and not yet answered (bounded by server.buffer.memory-size).', () => current().rpc.heldBytes);
+    scalar('tributary_tables', 'Tables of all databases.', () => current().tables.tables);
+    scalar('tributary_partitions', 'Partitions of all tables.', () => current().tables.partitions);
     const bucket = (name: string, help: string, value: (b: BucketMetrics) => number | undefined): void =>
-      seriesGauge(registers, name, help, BUCKET_LABELS, () => sources.buckets(), bucketLabels, value);
+      seriesGauge(registers, name, help, BUCKET_LABELS, () => current().buckets, bucketLabels, value);
     const lake = (name: string, help: string, value: (t: LakeTableMetrics) => number | undefined): void =>
-      seriesGauge(registers, name, help, TABLE_LABELS, () => sources.lakeTables(), tableLabels, value);
+      seriesGauge(registers, name, help, TABLE_LABELS, () => current().lakeTables, tableLabels, value);
     bucket('tributary_log_start_offset', 'First offset of the bucket\'s local log.', (b) => Number(b.logStartOffset));
     bucket('tributary_log_end_offset', 'Offset the next record appended to the bucket gets.', (b) => Number(b.logEndOffset));
     bucket('tributary_log_high_watermark', 'Offset below which the bucket\'s records are durable and visible to readers.', (b) => Number(b.highWatermark));
@@ -106,8 +117,20 @@ export class NodeMetrics {
     return this.registry.contentType;
   }
 
-  text(): Promise<string> {
-    return this.registry.metrics();
+  /** The metrics in the Prometheus text format, from one reading of the sources (overlapping scrapes share the newer one). */
+  async text(): Promise<string> {
+    const scrape = this.read();
+    this.scrape = scrape;
+    try {
+      return await this.registry.metrics();
+    } finally {
+      if (this.scrape === scrape) this.scrape = undefined;
+    }
+  }
+
+  private read(): Scrape {
+    const { sources } = this;
+    return { buckets: sources.buckets(), lakeTables: sources.lakeTables(), tables: sources.tables(), rpc: sources.rpc() };
   }
 }
 
