@@ -104,9 +104,9 @@ export function cutArrowPayload(head: Uint8Array, payloadLength: number, arrowSc
   return { out, copies };
 }
 
-/** Makes the copies of `cut` from `stored`, which holds the stored bytes from `storedStart` on; returns `cut.out`. */
-export function applyCut(cut: Cut, stored: Uint8Array, storedStart = 0): Uint8Array {
-  for (const { from, to, length } of cut.copies) cut.out.set(stored.subarray(from - storedStart, from - storedStart + length), to);
+/** Makes the copies of `cut` from `stored`, the whole stored payload or batch; returns `cut.out`. */
+export function applyCut(cut: Cut, stored: Uint8Array): Uint8Array {
+  for (const { from, to, length } of cut.copies) cut.out.set(stored.subarray(from, from + length), to);
   return cut.out;
 }
 

@@ -156,7 +156,6 @@ export class TabletServer implements BucketLifecycle {
     }
   }
 
-  /** The high watermark of every bucket of a table, for tiering lag. */
   /** Every hosted bucket's offsets, log size and state rows, for the node's metrics. */
   bucketMetrics(): BucketMetrics[] {
     return [...this.replicas.values()].map((r) => ({
@@ -173,6 +172,7 @@ export class TabletServer implements BucketLifecycle {
     }));
   }
 
+  /** The high watermark of every bucket of a table, for tiering lag. */
   highWatermarks(tableId: number): { partitionId?: number; partitionName?: string; bucket: number; highWatermark: bigint }[] {
     const out = [];
     for (const r of this.replicas.values()) {

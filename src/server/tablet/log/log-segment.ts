@@ -16,6 +16,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { TributaryError } from '../../../common/errors.js';
+import type { BatchCut } from '../../../record/batch-projection.js';
 import { HEADER_SIZE, isCrcValid, LOG_OVERHEAD, MAGIC, type LogBatchHeader, readLogBatchHeader, sealLogBatch } from '../../../record/log-batch.js';
 import { OffsetIndex } from './offset-index.js';
 import { storageError } from './storage-error.js';
@@ -44,7 +45,7 @@ export interface BatchLocation {
  * bound to a table's layouts): the projected batch and the copies that complete it, or how many
  * first bytes it needs.
  */
-export type BatchCutter = (head: Buffer) => { out: Buffer; copies: readonly { from: number; to: number; length: number }[] } | number;
+export type BatchCutter = (head: Buffer) => BatchCut | number;
 
 /** Cut batches, and how many bytes of stored batches they were cut from. */
 export interface CutBatches {
