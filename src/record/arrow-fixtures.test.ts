@@ -15,7 +15,7 @@ import { ColumnBatchBuilder } from './column-batch-builder.js';
 import { type ArrowCompression, initArrowCompression } from './compression.js';
 import { sampleRows, sampleSchema, FIXTURE_HEADER, FIXTURE_PROJECTION } from './fixtures/sample.js';
 import { buildLogBatch, logBatchPayload, readLogBatchHeader, splitLogBatches, stampLogBatch } from './log-batch.js';
-import { projectArrowPayload } from './projection.js';
+import { projectArrowPayload } from './fixtures/projected.js';
 
 const FIXTURES = path.join(path.dirname(fileURLToPath(import.meta.url)), 'fixtures');
 const UPDATE = process.env.UPDATE_FIXTURES === '1';

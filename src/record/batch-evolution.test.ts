@@ -9,7 +9,7 @@ import { batchLayout, evolvedBatch } from './batch-evolution.js';
 import { ColumnBatchBuilder } from './column-batch-builder.js';
 import { initArrowCompression } from './compression.js';
 import { sampleRows, sampleSchema } from './fixtures/sample.js';
-import { projectArrowPayload } from './projection.js';
+import { projectArrowPayload } from './fixtures/projected.js';
 
 const v0 = buildSchema([{ name: 'id', type: 'BIGINT' }, { name: 'name', type: 'STRING' }]);
 /** Every type added later, so that each gets an all-null column. */

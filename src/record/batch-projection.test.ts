@@ -5,12 +5,12 @@ import { type Row, toInternal } from '../common/values.js';
 import { decodeArrowPayload, encodeArrowPayload, recordBatchRows } from './arrow-payload.js';
 import { toArrowSchema } from './arrow-schema.js';
 import { type BatchCut, cutLogBatch } from './batch-projection.js';
-import { encodeChangelogPayload, projectChangelogPayload } from './changelog.js';
+import { encodeChangelogPayload } from './changelog.js';
 import { ColumnBatchBuilder } from './column-batch-builder.js';
 import { initArrowCompression } from './compression.js';
 import { sampleRows, sampleSchema } from './fixtures/sample.js';
 import { buildLogBatch, isCrcValid, logBatchPayload, readLogBatchHeader, sealLogBatch, stampLogBatch } from './log-batch.js';
-import { applyCut } from './projection.js';
+import { applyCut, projectChangelogPayload } from './fixtures/projected.js';
 
 const arrowSchema = toArrowSchema(sampleSchema);
 const COLUMNS = [10, 0, 7];

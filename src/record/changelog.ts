@@ -23,7 +23,7 @@ import { TributaryError } from '../common/errors.js';
 import { arrowPayloadRecordCount, encodeArrowPayload } from './arrow-payload.js';
 import { checkProjection } from './arrow-schema.js';
 import { type ArrowCompression, DEFAULT_ZSTD_LEVEL } from './compression.js';
-import { applyCut, type Cut, cutArrowPayload } from './projection.js';
+import { type Cut, cutArrowPayload } from './projection.js';
 
 const FIRST_CHANGE = CHANGE_TYPE_BYTE['+I'];
 const LAST_CHANGE = CHANGE_TYPE_BYTE['-D'];
@@ -104,10 +104,4 @@ export function cutChangelogPayload(head: Uint8Array, payloadLength: number, rec
   const out = new Uint8Array(message.out.buffer, message.out.byteOffset - recordCount, recordCount + message.out.length);
   const copies = [{ from: 0, to: 0, length: recordCount }, ...message.copies.map((c) => ({ from: c.from + recordCount, to: c.to + recordCount, length: c.length }))];
   return { out, copies };
-}
-
-/** `cutChangelogPayload` of a whole payload of `recordCount` records, made: all columns in order give `payload`. */
-export function projectChangelogPayload(payload: Uint8Array, recordCount: number, arrowSchema: arrow.Schema, columns: readonly number[]): Uint8Array {
-  const cut = cutChangelogPayload(payload, payload.length, recordCount, arrowSchema, columns);
-  return cut ? applyCut(cut, payload) : payload;
 }

@@ -8,7 +8,7 @@ import { toArrowSchema } from './arrow-schema.js';
 import { ColumnBatchBuilder } from './column-batch-builder.js';
 import { type ArrowCompression, initArrowCompression } from './compression.js';
 import { sampleRows, sampleSchema } from './fixtures/sample.js';
-import { projectArrowPayload } from './projection.js';
+import { projectArrowPayload } from './fixtures/projected.js';
 
 const arrowSchema = toArrowSchema(sampleSchema);
 

@@ -103,18 +103,3 @@ export function cutArrowPayload(head: Uint8Array, payloadLength: number, arrowSc
   }
   return { out, copies };
 }
-
-/** Makes the copies of `cut` from `stored`, the whole stored payload or batch; returns `cut.out`. */
-export function applyCut(cut: Cut, stored: Uint8Array): Uint8Array {
-  for (const { from, to, length } of cut.copies) cut.out.set(stored.subarray(from, from + length), to);
-  return cut.out;
-}
-
-/**
- * The payload holding only `columns` (indexes into `arrowSchema`, in the order wanted) of a
- * payload written with `arrowSchema`. It decodes with `toArrowSchema(schema, columns)`.
- */
-export function projectArrowPayload(payload: Uint8Array, arrowSchema: arrow.Schema, columns: readonly number[]): Uint8Array {
-  const cut = cutArrowPayload(payload, payload.length, arrowSchema, columns);
-  return cut ? applyCut(cut, payload) : payload;
-}

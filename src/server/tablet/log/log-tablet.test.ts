@@ -9,12 +9,12 @@ import type { Row } from '../../../common/values.js';
 import { encodeArrowPayload } from '../../../record/arrow-payload.js';
 import { toArrowSchema } from '../../../record/arrow-schema.js';
 import { cutLogBatch } from '../../../record/batch-projection.js';
-import { encodeChangelogPayload, projectChangelogPayload } from '../../../record/changelog.js';
+import { encodeChangelogPayload } from '../../../record/changelog.js';
 import { ColumnBatchBuilder } from '../../../record/column-batch-builder.js';
 import { initArrowCompression } from '../../../record/compression.js';
 import { sampleRows, sampleSchema } from '../../../record/fixtures/sample.js';
 import { buildLogBatch, HEADER_SIZE, isCrcValid, type LogBatchHeader, logBatchPayload, readLogBatchHeader } from '../../../record/log-batch.js';
-import { projectArrowPayload } from '../../../record/projection.js';
+import { projectArrowPayload, projectChangelogPayload } from '../../../record/fixtures/projected.js';
 import type { BatchCutter } from './log-segment.js';
 import { type LogConfig, LogTablet, type LogTabletLogger } from './log-tablet.js';
 
