@@ -79,11 +79,16 @@ export class FileSystemCatalog {
     return { metadata, version: 1, metadataLocation: path.join(dir, versionFileName(1)) };
   }
 
-  async loadTable(db: string, table: string): Promise<LoadedTable> {
+  /**
+   * The table's current metadata. `known`, a version loaded before, is returned as it is while it
+   * is still the current one: a version's file never changes once written.
+   */
+  async loadTable(db: string, table: string, known?: LoadedTable): Promise<LoadedTable> {
     const dir = this.metadataDir(db, table);
     const version = await currentVersion(dir);
     if (version === 0) throw new TributaryError('TABLE_NOT_EXIST', `lake table ${db}.${table} does not exist`);
     const metadataLocation = path.join(dir, versionFileName(version));
+    if (known?.metadataLocation === metadataLocation) return known;
     const text = await storage(`read ${metadataLocation}`, () => fs.promises.readFile(metadataLocation, 'utf8'));
     return { metadata: parseTableMetadata(text), version, metadataLocation };
   }
