@@ -191,6 +191,69 @@ describe('union read, lake rounds run by the test', () => {
     assert.deepEqual(await sql.rows('SELECT count(*) FROM accounts', 'stats'), [[BigInt(model.size)]]);
   });
 
+  test('repeated reads append to the tail the session kept: exact across writes, rounds, projections and an added column', async () => {
+    await sql.run(`CREATE TABLE feed (id BIGINT, g INT) WITH ('bucket.num' = '2', 'bucket.key' = 'id', ${LAKE})`);
+    await sql.run(`CREATE TABLE balances (k INT, n BIGINT, PRIMARY KEY (k) NOT ENFORCED) WITH ('bucket.num' = '2', ${LAKE})`);
+    const insert = (from: number, to: number, note = false) =>
+      sql.run(`INSERT INTO feed ${note ? '(id, g, note) ' : ''}SELECT range, range % 3${note ? ", 'n' || range" : ''} FROM range(${from}, ${to})`);
+    const balances = new Map<number, bigint>();
+    const write = async (keys: number[], n: bigint) => {
+      await sql.run(`INSERT INTO balances VALUES ${keys.map((k) => `(${k}, ${n})`).join(', ')}`);
+      for (const k of keys) balances.set(k, n);
+    };
+    // The DuckDB table a view reads its tail from, and that table's oid: appending keeps it, a new read replaces it.
+    const tailOf = async (view: string, suffix = ''): Promise<{ name: string; oid: bigint }> => {
+      const [[definition]] = (await sql.duck.run(`SELECT sql FROM duckdb_views() WHERE view_name = '${view}'`)).rows as [[string]];
+      const name = /"?__union_tail"?\."([^"]+)"/.exec(definition)![1] + suffix;
+      const [[oid]] = (await sql.duck.run(`SELECT table_oid FROM duckdb_tables() WHERE schema_name = '__union_tail' AND table_name = '${name}'`)).rows as [[bigint]];
+      return { name, oid };
+    };
+    const checkFeed = async (to: number) => {
+      assert.deepEqual(ids(await sql.rows('SELECT id FROM feed ORDER BY id', 'union')), range(0, to));
+      assert.deepEqual(await sql.rows('SELECT g, count(*) FROM feed GROUP BY g ORDER BY g', 'union'), [0, 1, 2].map((g) => [g, BigInt(range(0, to).filter((i) => i % 3 === g).length)]));
+    };
+    const checkBalances = async () => {
+      const expected = [...balances].sort((a, b) => a[0] - b[0]).map(([k, n]) => [k, n]);
+      assert.deepEqual(await sql.rows('SELECT k, n FROM balances ORDER BY k', 'union'), expected);
+    };
+
+    await insert(0, 50);
+    await write(range(0, 20), 1n);
+    await tier('feed');
+    await tier('balances');
+    await insert(50, 60);
+    await write([1, 2, 30], 2n);
+    await checkFeed(60);
+    await checkBalances();
+    const feedTail = await tailOf('feed');
+    const changes = await tailOf('balances', '$changes');
+    for (let i = 0; i < 3; i++) {
+      await insert(60 + 10 * i, 70 + 10 * i);
+      await sql.run(`DELETE FROM balances WHERE k = ${3 + i}`);
+      balances.delete(3 + i);
+      await write([30 + i, 1], BigInt(10 + i));
+      await checkFeed(70 + 10 * i);
+      await checkBalances();
+      // The same snapshot, columns and buckets: the rows the log gained were appended.
+      assert.deepEqual(await tailOf('feed'), feedTail);
+      assert.deepEqual(await tailOf('balances', '$changes'), changes);
+    }
+    // A new snapshot: the tail is read again, from the new lake offsets.
+    await tier('feed');
+    await tier('balances');
+    await insert(90, 95);
+    await write([7], 99n);
+    await checkFeed(95);
+    await checkBalances();
+    assert.notDeepEqual(await tailOf('feed'), feedTail);
+    assert.notDeepEqual(await tailOf('balances', '$changes'), changes);
+    // A new column: the table's new schema reads again; the lake's rows hold NULL for it.
+    await sql.run('ALTER TABLE feed ADD COLUMN note STRING');
+    await insert(95, 100, true);
+    await checkFeed(100);
+    assert.deepEqual(await sql.rows('SELECT id, note FROM feed WHERE id >= 93 ORDER BY id', 'union'), range(93, 100).map((i) => [BigInt(i), i >= 95 ? `n${i}` : null]));
+  });
+
   test('the lake tables: time travel, snapshot ids and the live files', async () => {
     await sql.run(`CREATE TABLE history (id BIGINT, d DATE) PARTITIONED BY (d) WITH ('bucket.num' = '1', ${LAKE})`);
     await sql.run("INSERT INTO history VALUES (1, DATE '2024-01-01'), (2, DATE '2024-01-02')");

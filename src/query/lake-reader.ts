@@ -160,7 +160,7 @@ export async function lakeSnapshotsSql(catalog: FileSystemCatalog, db: string, t
 
 /** Loads the snapshots of a lake table into DuckDB as table `name` (`table` or `schema.table`). */
 export async function loadLakeSnapshots(duck: DuckSession, name: string, catalog: FileSystemCatalog, db: string, table: string): Promise<void> {
-  await createTableAs(duck, name, await lakeSnapshotsSql(catalog, db, table));
+  await duck.createTableAs(name, `AS ${await lakeSnapshotsSql(catalog, db, table)}`);
 }
 
 /** The columns of `table$lake$files`, in order, with their DuckDB types. */
@@ -214,13 +214,6 @@ export function snapshotAsOf(metadata: TableMetadata, epochMicros: bigint, table
   const at = [...metadata.snapshotLog].reverse().find((e) => BigInt(e.timestampMs) * 1000n <= epochMicros && snapshotById(metadata, e.snapshotId));
   if (!at) throw new TributaryError('LAKE_SNAPSHOT_NOT_EXIST', `the lake table of '${table}' has no snapshot at or before ${new Date(Number(epochMicros / 1000n)).toISOString()}`);
   return at.snapshotId;
-}
-
-async function createTableAs(duck: DuckSession, name: string, sql: string): Promise<void> {
-  const dot = name.indexOf('.');
-  const target = dot < 0 ? identifier(name) : `${identifier(name.slice(0, dot))}.${identifier(name.slice(dot + 1))}`;
-  const schema = dot < 0 ? '' : `CREATE SCHEMA IF NOT EXISTS ${identifier(name.slice(0, dot))}; `;
-  await duck.run(`${schema}CREATE OR REPLACE TABLE ${target} AS ${sql}`);
 }
 
 /** A time-travel read uses the schema of its snapshot; the current snapshot, the current schema. */

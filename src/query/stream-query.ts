@@ -38,7 +38,6 @@ import { isObject, type Json, type SyntaxTree } from './duckdb/syntax-tree.js';
 import { extractTableHints, scanOptionsOf } from './scan-options.js';
 import { Lexer } from './sql/lexer.js';
 import { quoteIdentifier as quote, TableLoader } from './table-loader.js';
-import { dropView } from './union-reader.js';
 
 /** The hidden change type column of a primary-key table's changes (not a valid column name). */
 const OP_COLUMN = '$op';
@@ -245,11 +244,10 @@ class BatchLoader {
   /** Replaces the table's rows by `batches`; with `op`, adds the change type column. */
   async batches(batches: readonly ScanBatch[], op: boolean): Promise<void> {
     const { duck, database } = this.ctx;
-    await dropView(duck, this.name);
     if (op) await duck.loadArrowTable(this.name, this.withOp, batches.map((b) => this.withChangeTypes(b)));
     else await duck.loadArrowTable(this.name, this.schema, batches.map((b) => b.batch));
     // The current database is DuckDB's default schema, so unqualified names resolve as in Tributary.
-    await duck.run(`CREATE SCHEMA IF NOT EXISTS ${quote(database)}; SET search_path = '${database.replaceAll("'", "''")}'`);
+    await duck.useSchema(database);
   }
 
   private withChangeTypes(b: ScanBatch): arrow.RecordBatch {

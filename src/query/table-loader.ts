@@ -46,7 +46,8 @@ import { loadLakeSnapshots } from './lake-reader.js';
 import { bucketRanges, CHANGELOG_COLUMNS, readChangelogUpToHighWatermark, readLogUpToHighWatermark } from './log-reader.js';
 import { type ScanOptions, scanOptionsOf, type ScanTarget, type TableHint } from './scan-options.js';
 import { lookupState, readState } from './state-reader.js';
-import { dropView, lakeColumns, loadLakeFiles, loadLakeRows, loadLogFrom, loadUnionRead, type TableRead } from './union-reader.js';
+import { ReadCache } from './read-cache.js';
+import { lakeColumns, loadLakeFiles, loadLakeRows, loadLogFrom, loadUnionRead, type TableRead } from './union-reader.js';
 
 /** How a statement read its table: whole (log or state), by key lookups, from table stats, from the lake, or both (union read). */
 export type ReadPlan = 'scan' | 'lookup' | 'stats' | 'lake' | 'union';
@@ -76,11 +77,14 @@ export const quoteIdentifier = (name: string): string => `"${name.replaceAll('"'
 export class TableLoader {
   /** The lake catalog of each lake-enabled table read so far, by table id: the server's warehouse does not move. */
   private readonly catalogs = new Map<number, FileSystemCatalog>();
+  private readonly cache: ReadCache;
 
   constructor(
     private readonly conn: Connection,
     private readonly duck: DuckSession,
-  ) {}
+  ) {
+    this.cache = new ReadCache(duck);
+  }
 
   /** The table a query's reference names, in the current `database` unless qualified. */
   static pathOf(ref: TableReference, database: string): TablePath {
@@ -125,14 +129,14 @@ export class TableLoader {
         const catalog = await this.lakeCatalog(table.info, system.system);
         if (system.system === '$lake') {
           const filters = columnFiltersOf(tree.json, lakeColumns(table.info));
-          await loadLakeRows(this.duck, catalog, table.info, name, refs.columns, filters, options);
+          await loadLakeRows(this.cache, this.duck, catalog, table.info, name, refs.columns, filters, options);
         } else if (system.system === '$lake$files') await loadLakeFiles(this.duck, catalog, table.info, name, options);
         else await loadLakeSnapshots(this.duck, name, catalog, table.info.path.database, table.info.path.table);
         plan = 'lake';
         continue;
       }
       const columns = columnsToRead(table.info, refs.columns);
-      const read: TableRead = { conn: this.conn, duck: this.duck, table, name, columns, filters: columnFiltersOf(tree.json, table.info.schema.columns) };
+      const read: TableRead = { conn: this.conn, duck: this.duck, table, name, columns, filters: columnFiltersOf(tree.json, table.info.schema.columns), cache: this.cache };
       if (system?.system === '$changelog') {
         const clash = table.info.schema.columns.find((c) => CHANGELOG_COLUMNS.includes(c.name.toLowerCase()));
         if (clash) throw new TributaryError('SQL_UNSUPPORTED', `'${tablePathString(table.info.path)}' has a column named '${clash.name}', which ${system.system} uses for its metadata`);
@@ -154,7 +158,6 @@ export class TableLoader {
         plan = 'union';
         continue;
       }
-      await dropView(this.duck, name);
       if (!table.info.schema.primaryKey) {
         const projected = columns.map((c) => table.info.schema.columns.findIndex((x) => x.name === c));
         await this.duck.loadArrowTable(name, toArrowSchema(table.info.schema, projected), await readLogUpToHighWatermark(this.conn, table, columns));
@@ -170,7 +173,7 @@ export class TableLoader {
       throw new TributaryError('SQL_PARSE_ERROR', `${unused.at}: '${unused.table}' is not a table this query reads: a hint or FOR SYSTEM_TIME AS OF must follow the name of a table`);
     }
     // The current database is DuckDB's default schema, so unqualified names resolve as in Tributary.
-    await this.duck.run(`CREATE SCHEMA IF NOT EXISTS ${quoteIdentifier(database)}; SET search_path = '${database.replaceAll("'", "''")}'`);
+    await this.duck.useSchema(database);
     return plan;
   }
 

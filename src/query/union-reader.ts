@@ -13,11 +13,14 @@
  *                 query's column filters (lake-pruning.ts). Columns resolve by field id in the
  *                 lake's current schema; a column the lake lacks is NULL, and lake columns whose
  *                 DuckDB type differs from the table's (TINYINT, SMALLINT) are cast back.
- *   tail          table `__union_tail."<db>.<table>"`: per bucket, the log from O_b (S's end
+ *   tail          table `__union_tail."<db>.<table>#<n>"`: per bucket, the log from O_b (S's end
  *                 offset of the bucket; the log start for a bucket S does not hold) to the high
  *                 watermark, server-projected. For a primary-key table, the changelog folded to
  *                 each key's last change, -U left out: +I/+U hold the key's row, -D deletes it, and
- *                 either replaces the key's lake row (for equal keys the log wins).
+ *                 either replaces the key's lake row (for equal keys the log wins). The session
+ *                 keeps tails (read-cache.ts): the next read with the same S, columns and buckets
+ *                 fetches only what the log gained since, appends it (and folds again), and finds
+ *                 the view as it left it.
  *
  * S and every O_b come from one GetLakeSnapshot call, and S stays readable when newer snapshots
  * are committed, so the view is exact at any moment, also while a tiering round commits. A log
@@ -40,8 +43,8 @@ import { TributaryError } from '../common/errors.js';
 import { type LakeSnapshot, lakeBucketKey } from '../common/lake.js';
 import { type PartitionInfo, type TableInfo, tablePathString } from '../common/schema.js';
 import type { DataType } from '../common/types.js';
-import type { FileSystemCatalog } from '../lake/iceberg/catalog.js';
-import { planScan, type ScanTask } from '../lake/iceberg/scan.js';
+import type { FileSystemCatalog, LoadedTable } from '../lake/iceberg/catalog.js';
+import type { ScanTask } from '../lake/iceberg/scan.js';
 import { currentSchema, type TableMetadata } from '../lake/iceberg/table-metadata.js';
 import type { IcebergSchema } from '../lake/iceberg/types.js';
 import { BUCKET_COLUMN, OFFSET_COLUMN, TIMESTAMP_COLUMN } from '../lake/lake-schema.js';
@@ -52,6 +55,7 @@ import { duckTypeName } from './duckdb/type-name.js';
 import { pruneScanTasks, prunePartitions } from './lake-pruning.js';
 import { duckTypeOfIceberg, lakeFilesSql, scanTasksSql, schemaOf, snapshotAsOf } from './lake-reader.js';
 import { type BucketRange, bucketRanges, readChangelogUpToHighWatermark, readLogUpToHighWatermark } from './log-reader.js';
+import type { ReadCache } from './read-cache.js';
 import type { ScanOptions } from './scan-options.js';
 
 /** Reads that start over after racing retention and newer lake snapshots, at most. */
@@ -62,7 +66,6 @@ const CHANGE_TYPE = '$change_type';
 const TAIL_META = [CHANGE_TYPE, '$log_offset', '$commit_timestamp'];
 
 const quote = (name: string): string => `"${name.replaceAll('"', '""')}"`;
-const literal = (s: string): string => `'${s.replaceAll("'", "''")}'`;
 /** `schema.table` (split at the first dot) as a quoted DuckDB name. */
 const relation = (name: string): string => {
   const dot = name.indexOf('.');
@@ -80,6 +83,8 @@ export interface TableRead {
   columns: string[];
   /** The query's filters on the table's columns (duckdb/query-shapes.ts), for pruning. */
   filters: ColumnFilter[];
+  /** What the session keeps between reads. */
+  cache: ReadCache;
 }
 
 /**
@@ -99,7 +104,7 @@ export async function loadUnionRead(read: TableRead, catalog: FileSystemCatalog)
     const listed = bucketRanges(conn, table, partitions ? { partitions } : {});
     listed.catch(() => undefined); // awaited below, or dropped with the read
     // So is the lake table's metadata loaded; one older than the snapshot lacks it, and the read starts over.
-    const loaded = catalog.loadTable(info.path.database, info.path.table);
+    const loaded = read.cache.lakeTable(catalog, info.tableId, info.path.database, info.path.table);
     loaded.catch(() => undefined);
     let snapshot: LakeSnapshot;
     try {
@@ -109,17 +114,18 @@ export async function loadUnionRead(read: TableRead, catalog: FileSystemCatalog)
       throw err;
     }
     // The lake side is planned while the log side is read.
-    const planned = planLake(loaded, snapshot.snapshotId);
+    const planned = planLake(read.cache, loaded, snapshot.snapshotId);
     planned.catch(() => undefined); // awaited below, or dropped when the read starts over
     const lakeEnds = new Map(snapshot.bucketOffsets.map((o) => [lakeBucketKey(o), o.endOffset]));
     const ranges = (await listed).map((r) => ({ ...r, lakeEnd: lakeEnds.get(lakeBucketKey({ ...(r.partition ? { partitionId: r.partition.partitionId } : {}), bucket: r.bucket })) }));
     const expired = ranges.some((r) => r.lakeEnd !== undefined && r.lakeEnd < r.logStart);
     if (expired && !last && (await admin.getLakeSnapshot(info.path)).snapshotId !== snapshot.snapshotId) continue;
     if (info.schema.primaryKey && (expired || ranges.some((r) => r.lakeEnd === undefined && r.logStart > 0n))) return false;
-    let tail: Tail;
+    let tailName: string;
     let lake: LakePlan;
     try {
-      tail = await readTail(read, columns, ranges.map((r) => ({ ...r, start: r.lakeEnd !== undefined && r.lakeEnd > r.logStart ? r.lakeEnd : r.logStart })));
+      const starts = ranges.map((r) => ({ ...r, start: r.lakeEnd !== undefined && r.lakeEnd > r.logStart ? r.lakeEnd : r.logStart }));
+      tailName = await syncTail(read, columns, starts, snapshot.snapshotId);
       lake = await planned;
     } catch (err) {
       // Deleted by retention after a newer lake snapshot, or the snapshot expired by lake
@@ -128,8 +134,6 @@ export async function loadUnionRead(read: TableRead, catalog: FileSystemCatalog)
       if (retry && !last) continue;
       throw err;
     }
-    const tailName = `${TAIL_SCHEMA}.${name}`;
-    await loadTail(read, tailName, tail);
     const lakeSql = await lakeRows(read, lake, columns);
     const cols = columns.map(quote).join(', ');
     const t = relation(tailName);
@@ -138,7 +142,7 @@ export async function loadUnionRead(read: TableRead, catalog: FileSystemCatalog)
       ? `${lakeSql} ANTI JOIN ${t} AS c ON ${key.map((k) => `c.${quote(k)} = l.${quote(k)}`).join(' AND ')}\n` +
         `UNION ALL SELECT ${cols} FROM ${t} WHERE ${quote(CHANGE_TYPE)} <> 'delete'`
       : `${lakeSql}\nUNION ALL SELECT ${cols} FROM ${t}`;
-    await createView(read.duck, name, sql);
+    await read.duck.createView(name, sql);
     return true;
   }
 }
@@ -164,15 +168,14 @@ export async function loadLogFrom(read: TableRead, from: OffsetSpec): Promise<vo
       if (!moved || attempt === MAX_ATTEMPTS) throw err;
     }
   }
-  await dropView(duck, name);
   if (!key) {
-    await loadTail(read, name, tail);
+    await loadTail(read, [name], tail);
     return;
   }
-  const tailName = `${TAIL_SCHEMA}.${name}`;
-  await loadTail(read, tailName, tail);
-  const schema = name.slice(0, name.indexOf('.'));
-  await duck.run(`CREATE SCHEMA IF NOT EXISTS ${quote(schema)}; CREATE OR REPLACE TABLE ${relation(name)} AS SELECT ${columns.map(quote).join(', ')} FROM ${relation(tailName)} WHERE ${quote(CHANGE_TYPE)} <> 'delete'`);
+  const tables = tailTables(read, `${TAIL_SCHEMA}.${name}`);
+  await loadTail(read, tables, tail);
+  await duck.createTableAs(name, `AS SELECT ${columns.map(quote).join(', ')} FROM ${relation(tables[0])} WHERE ${quote(CHANGE_TYPE)} <> 'delete'`);
+  await duck.dropTable(tables[1]);
 }
 
 /** The lake snapshot a read of `t$lake` or `t$lake$files` reads: chosen by id or by time, else the current one (undefined). */
@@ -189,43 +192,25 @@ async function chosenLakeSnapshot(duck: DuckSession, metadata: TableMetadata, op
  * Creates `t$lake` as view `name`: the rows of a lake snapshot (current by default), `columns` of
  * its schema (all for '*'), with data files pruned by `filters` on its column names.
  */
-export async function loadLakeRows(duck: DuckSession, catalog: FileSystemCatalog, info: TableInfo, name: string, columns: Iterable<string> | '*', filters: readonly ColumnFilter[], options: ScanOptions): Promise<void> {
-  const { database, table } = info.path;
-  const { metadata } = await catalog.loadTable(database, table);
+export async function loadLakeRows(cache: ReadCache, duck: DuckSession, catalog: FileSystemCatalog, info: TableInfo, name: string, columns: Iterable<string> | '*', filters: readonly ColumnFilter[], options: ScanOptions): Promise<void> {
+  const loaded = await cache.lakeTable(catalog, info.tableId, info.path.database, info.path.table);
+  const { metadata } = loaded;
   const snapshotId = await chosenLakeSnapshot(duck, metadata, options, tablePathString(info.path));
-  const plan = await planScan({ metadata }, snapshotId === undefined ? {} : { snapshotId });
   const schema = schemaOf(metadata, snapshotId);
-  const tasks = await pruneScanTasks(duck, metadata, schema, plan.dataFiles, filters);
-  await createView(duck, name, scanTasksSql(metadata, tasks, { schema, ...(columns === '*' ? {} : { columns }) }));
+  const tasks = await pruneScanTasks(duck, metadata, schema, await cache.lakePlan(loaded, snapshotId), filters);
+  await duck.createView(name, scanTasksSql(metadata, tasks, { schema, ...(columns === '*' ? {} : { columns }) }));
 }
 
 /** Creates `t$lake$files` as table `name`: the live files of a lake snapshot (current by default). */
 export async function loadLakeFiles(duck: DuckSession, catalog: FileSystemCatalog, info: TableInfo, name: string, options: ScanOptions): Promise<void> {
   const { database, table } = info.path;
   const snapshotId = await chosenLakeSnapshot(duck, (await catalog.loadTable(database, table)).metadata, options, tablePathString(info.path));
-  const schema = name.slice(0, name.indexOf('.'));
-  await duck.run(`CREATE SCHEMA IF NOT EXISTS ${quote(schema)}; CREATE OR REPLACE TABLE ${relation(name)} AS ${await lakeFilesSql(catalog, database, table, snapshotId)}`);
+  await duck.createTableAs(name, `AS ${await lakeFilesSql(catalog, database, table, snapshotId)}`);
 }
 
 /** The columns of `t$lake` with their types, for its column filters: the table's, then the lake's system columns. */
 export function lakeColumns(info: TableInfo): { name: string; type: DataType }[] {
   return [...info.schema.columns, { name: BUCKET_COLUMN, type: { kind: 'INT' } }, { name: OFFSET_COLUMN, type: { kind: 'BIGINT' } }, { name: TIMESTAMP_COLUMN, type: { kind: 'TIMESTAMP_LTZ', precision: 6 } }];
-}
-
-/** Drops view `name` (`schema.table`) if there is one, so that a table of that name can be created. */
-export async function dropView(duck: DuckSession, name: string): Promise<void> {
-  const dot = name.indexOf('.');
-  const found = await duck.run(`SELECT 1 FROM duckdb_views() WHERE schema_name = ${literal(name.slice(0, dot))} AND view_name = ${literal(name.slice(dot + 1))}`);
-  if (found.rows.length > 0) await duck.run(`DROP VIEW ${relation(name)}`);
-}
-
-/** Creates or replaces view `name`, dropping a table of that name first. */
-async function createView(duck: DuckSession, name: string, sql: string): Promise<void> {
-  const dot = name.indexOf('.');
-  const schema = name.slice(0, dot);
-  const found = await duck.run(`SELECT 1 FROM duckdb_tables() WHERE schema_name = ${literal(schema)} AND table_name = ${literal(name.slice(dot + 1))}`);
-  if (found.rows.length > 0) await duck.run(`DROP TABLE ${relation(name)}`);
-  await duck.run(`CREATE SCHEMA IF NOT EXISTS ${quote(schema)}; CREATE OR REPLACE VIEW ${relation(name)} AS ${sql}`);
 }
 
 /** `columns` with a primary-key table's key columns added, in the table's column order. */
@@ -261,20 +246,57 @@ async function readTail(read: TableRead, columns: string[], ranges: readonly Buc
   return { columns, schema: renamed, batches: changelog.batches };
 }
 
-/** Loads a tail as table `name`; a primary-key table's changelog folded by key (see the header), with its change type. */
-async function loadTail(read: TableRead, name: string, tail: Tail): Promise<void> {
+/**
+ * Loads the tail of `ranges` for a union read of lake snapshot `snapshotId` and returns the table
+ * that reads use. A tail the session kept for the same read (read-cache.ts) that was read for the
+ * same table version, snapshot and starts, and ends at or before every range's end, gets only the
+ * rest of each range appended; any other is read whole.
+ */
+async function syncTail(read: TableRead, columns: string[], ranges: readonly BucketRange[], snapshotId: bigint): Promise<string> {
+  const { info } = read.table;
+  const { cache } = read;
+  const rangeKey = (r: BucketRange): string => lakeBucketKey({ ...(r.partition ? { partitionId: r.partition.partitionId } : {}), bucket: r.bucket });
+  const key = [read.name, columns.join(','), ...ranges.map(rangeKey)].join('|');
+  const version = [info.tableId, info.schemaId, snapshotId, ...ranges.map((r) => r.start)].join('|');
+  const ends = new Map(ranges.map((r) => [rangeKey(r), r.end]));
+  const kept = cache.tail(key);
+  const holdsPrefix = kept?.version === version && ranges.every((r) => r.end >= kept.ends.get(rangeKey(r))!);
+  const tables = tailTables(read, kept?.tables[0] ?? cache.tailTableName(TAIL_SCHEMA, read.name));
+  const fresh = holdsPrefix ? ranges.map((r) => ({ ...r, start: kept.ends.get(rangeKey(r))! })).filter((r) => r.end > r.start) : ranges;
+  if (holdsPrefix && fresh.length === 0) return tables[0];
+  const tail = await readTail(read, columns, fresh);
+  try {
+    await loadTail(read, tables, tail, holdsPrefix);
+  } catch (err) {
+    await cache.forgetTail(key);
+    for (const table of tables) await read.duck.dropTable(table);
+    throw err;
+  }
+  await cache.keepTail(key, { tables, version, ends });
+  return tables[0];
+}
+
+/** The tables of a tail that reads find as `name`: a log table's rows in it; a primary-key table's changes in `<name>$changes`, folded into it. */
+function tailTables(read: TableRead, name: string): string[] {
+  return read.table.info.schema.primaryKey ? [name, `${name}$changes`] : [name];
+}
+
+/**
+ * Loads a tail into its tables (tailTables), or appends it to them; a primary-key table's
+ * changelog is folded by key again (see the header), with its change type.
+ */
+async function loadTail(read: TableRead, tables: readonly string[], tail: Tail, append = false): Promise<void> {
   const { duck, table } = read;
   const key = table.info.schema.primaryKey;
-  if (!key) {
-    await duck.loadArrowTable(name, tail.schema, tail.batches);
-    return;
-  }
-  const raw = `${name}$changes`;
-  await duck.loadArrowTable(raw, tail.schema, tail.batches);
-  await duck.run(
-    `CREATE OR REPLACE TABLE ${relation(name)} AS SELECT ${[...tail.columns, CHANGE_TYPE].map(quote).join(', ')} FROM ${relation(raw)} ` +
-      `WHERE ${quote(CHANGE_TYPE)} <> 'update_before' QUALIFY row_number() OVER (PARTITION BY ${key.map(quote).join(', ')} ORDER BY ${quote(TAIL_META[1])} DESC) = 1; ` +
-      `DROP TABLE ${relation(raw)}`,
+  const [name, changes] = tables;
+  const target = key ? changes : name;
+  if (append) await duck.appendArrowRows(target, tail.schema, tail.batches);
+  else await duck.loadArrowTable(target, tail.schema, tail.batches);
+  if (!key) return;
+  await duck.createTableAs(
+    name,
+    `AS SELECT ${[...tail.columns, CHANGE_TYPE].map(quote).join(', ')} FROM ${relation(changes)} ` +
+      `WHERE ${quote(CHANGE_TYPE)} <> 'update_before' QUALIFY row_number() OVER (PARTITION BY ${key.map(quote).join(', ')} ORDER BY ${quote(TAIL_META[1])} DESC) = 1`,
   );
 }
 
@@ -284,9 +306,9 @@ interface LakePlan {
   tasks: ScanTask[];
 }
 
-async function planLake(loaded: Promise<{ metadata: TableMetadata }>, snapshotId: bigint): Promise<LakePlan> {
-  const { metadata } = await loaded;
-  return { metadata, tasks: (await planScan({ metadata }, { snapshotId })).dataFiles };
+async function planLake(cache: ReadCache, loaded: Promise<LoadedTable>, snapshotId: bigint): Promise<LakePlan> {
+  const table = await loaded;
+  return { metadata: table.metadata, tasks: await cache.lakePlan(table, snapshotId) };
 }
 
 /** `SELECT <columns> FROM (<rows of the snapshot>) AS l` (see the header), files pruned by the read's filters. */

@@ -4,6 +4,12 @@
  *
  * The session's TimeZone is UTC, so TIMESTAMPTZ arithmetic and casts agree with the UTC instants
  * that results show.
+ *
+ * The tables and views that Tributary creates in it go through the methods here, which remember
+ * them: a view created again with the same SQL is left as it is (DuckDB would bind the query's
+ * Parquet scans again), and a name turns from view to table and back without asking DuckDB's
+ * catalog what it holds. Queries that users run are only queries, so nothing else creates or drops
+ * relations. Syntax trees are kept by query text, for the queries a session repeats.
  */
 import { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import type * as arrow from 'apache-arrow';
@@ -16,6 +22,17 @@ import { parseSerializedSql, type SyntaxTree } from './syntax-tree.js';
 
 const quote = (name: string): string => `"${name.replaceAll('"', '""')}"`;
 
+/** Syntax trees kept, by query text. */
+const SYNTAX_TREES_KEPT = 64;
+
+/** A relation's `schema.table` (a bare name is in `main`), split and quoted for DuckDB, and its key: DuckDB compares names case-insensitively. */
+function relationOf(name: string): { schema: string; table: string; sql: string; key: string } {
+  const dot = name.indexOf('.');
+  const schema = dot < 0 ? 'main' : name.slice(0, dot);
+  const table = dot < 0 ? name : name.slice(dot + 1);
+  return { schema, table, sql: `${quote(schema)}.${quote(table)}`, key: `${schema}.${table}`.toLowerCase() };
+}
+
 /** DuckDB's errors as TributaryErrors: syntax errors are SQL_PARSE_ERROR, the rest INVALID_ARGUMENT. */
 function queryError(err: unknown): TributaryError {
   if (err instanceof TributaryError) return err;
@@ -24,6 +41,13 @@ function queryError(err: unknown): TributaryError {
 }
 
 export class DuckSession {
+  /** The relations this session created, by key (relationOf): a view with its SQL, or a table. */
+  private readonly relations = new Map<string, { view: string } | 'table'>();
+  /** Schemas created so far, lower case. */
+  private readonly schemas = new Set<string>(['main']);
+  private searchPath: string | undefined;
+  private readonly syntaxTrees = new Map<string, SyntaxTree>();
+
   private constructor(
     private readonly instance: DuckDBInstance,
     private readonly connection: DuckDBConnection,
@@ -50,20 +74,82 @@ export class DuckSession {
    * Column types without a DuckDB mapping fail with INVALID_TYPE before anything is created.
    */
   async loadArrowTable(name: string, arrowSchema: arrow.Schema, batches: Iterable<arrow.RecordBatch>): Promise<void> {
-    const dot = name.indexOf('.');
-    const schema = dot < 0 ? 'main' : name.slice(0, dot);
-    const table = dot < 0 ? name : name.slice(dot + 1);
     const types = duckTypesOf(arrowSchema);
     const columns = arrowSchema.fields.map((f, i) => `${quote(f.name)} ${types[i].toString()}`).join(', ');
-    const target = `${quote(schema)}.${quote(table)}`;
-    await this.exec(`CREATE SCHEMA IF NOT EXISTS ${quote(schema)}`);
-    await this.exec(`CREATE OR REPLACE TABLE ${target} (${columns})`);
+    await this.createTableAs(name, `(${columns})`);
+    await this.appendArrowRows(name, arrowSchema, batches);
+  }
+
+  /**
+   * Appends all rows of `batches` to table `name`, created by loadArrowTable with the same
+   * `arrowSchema`. When that fails the table is dropped: it may hold some of the rows.
+   */
+  async appendArrowRows(name: string, arrowSchema: arrow.Schema, batches: Iterable<arrow.RecordBatch>): Promise<void> {
+    const { schema, table } = relationOf(name);
     try {
       await appendArrowBatches(this.connection, schema, table, arrowSchema, batches);
     } catch (err) {
-      await this.exec(`DROP TABLE IF EXISTS ${target}`);
+      await this.dropTable(name);
       throw err;
     }
+  }
+
+  /** Creates or replaces table `name` as `definition`: `AS <query>` or `(<columns>)`; a view of that name is dropped first. */
+  async createTableAs(name: string, definition: string): Promise<void> {
+    const relation = relationOf(name);
+    await this.prepareFor(relation, 'table');
+    await this.exec(`CREATE OR REPLACE TABLE ${relation.sql} ${definition}`);
+    this.relations.set(relation.key, 'table');
+  }
+
+  /** Creates or replaces view `name` as `sql`, dropping a table of that name first; nothing when it is that view already. */
+  async createView(name: string, sql: string): Promise<void> {
+    const relation = relationOf(name);
+    const existing = this.relations.get(relation.key);
+    if (existing !== 'table' && existing?.view === sql) return;
+    await this.prepareFor(relation, 'view');
+    await this.exec(`CREATE OR REPLACE VIEW ${relation.sql} AS ${sql}`);
+    this.relations.set(relation.key, { view: sql });
+  }
+
+  /** Drops table `name` if this session created it. */
+  async dropTable(name: string): Promise<void> {
+    const relation = relationOf(name);
+    if (this.relations.get(relation.key) !== 'table') return;
+    this.relations.delete(relation.key);
+    await this.exec(`DROP TABLE IF EXISTS ${relation.sql}`);
+  }
+
+  /** Drops view `name` if this session created it, so that a table of that name can be created. */
+  async dropView(name: string): Promise<void> {
+    const relation = relationOf(name);
+    const existing = this.relations.get(relation.key);
+    if (existing === undefined || existing === 'table') return;
+    this.relations.delete(relation.key);
+    await this.exec(`DROP VIEW IF EXISTS ${relation.sql}`);
+  }
+
+  /** Makes `schema` the one unqualified names resolve in, creating it when missing. */
+  async useSchema(schema: string): Promise<void> {
+    if (this.searchPath === schema) return;
+    await this.ensureSchema(schema);
+    await this.exec(`SET search_path = '${schema.replaceAll("'", "''")}'`);
+    this.searchPath = schema;
+  }
+
+  /** The schema exists, and no relation of the other kind holds the name. */
+  private async prepareFor(relation: { schema: string; sql: string; key: string }, kind: 'table' | 'view'): Promise<void> {
+    await this.ensureSchema(relation.schema);
+    const existing = this.relations.get(relation.key);
+    if (existing === undefined || (existing === 'table') === (kind === 'table')) return;
+    this.relations.delete(relation.key);
+    await this.exec(`DROP ${existing === 'table' ? 'TABLE' : 'VIEW'} IF EXISTS ${relation.sql}`);
+  }
+
+  private async ensureSchema(schema: string): Promise<void> {
+    if (this.schemas.has(schema.toLowerCase())) return;
+    await this.exec(`CREATE SCHEMA IF NOT EXISTS ${quote(schema)}`);
+    this.schemas.add(schema.toLowerCase());
   }
 
   /**
@@ -72,6 +158,15 @@ export class DuckSession {
    * are SQL_UNSUPPORTED.
    */
   async syntaxTree(sql: string): Promise<SyntaxTree> {
+    const kept = this.syntaxTrees.get(sql);
+    if (kept) return kept;
+    const tree = await this.parse(sql);
+    if (this.syntaxTrees.size >= SYNTAX_TREES_KEPT) this.syntaxTrees.delete(this.syntaxTrees.keys().next().value!);
+    this.syntaxTrees.set(sql, tree);
+    return tree;
+  }
+
+  private async parse(sql: string): Promise<SyntaxTree> {
     const lexer = new Lexer(sql);
     let start = 0;
     if (lexer.peek().upper === 'EXPLAIN') {

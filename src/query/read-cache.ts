@@ -1,0 +1,106 @@
+/**
+ * What a SQL session keeps between the reads of its queries, so that a query repeated while a
+ * table's lake snapshot stays the same (most queries between two tiering rounds) reads only what
+ * is new:
+ *
+ *   lake tables  a lake table's loaded metadata, by table id; reused while its version is still
+ *                the current one (the catalog checks the version hint): a version's file never
+ *                changes once written.
+ *   lake plans   the scan of a snapshot planned from one metadata version, by that version's file
+ *                and the snapshot: an Iceberg snapshot's manifests never change either.
+ *   tails        the log rows that union reads loaded into DuckDB (union-reader.ts), each in its
+ *                own table, by what the read asked for (table, columns, buckets). A tail says which
+ *                table version and lake snapshot it was read for and where each bucket's rows end:
+ *                records below the high watermark never change, so the next read of the same
+ *                version only appends what the log gained since.
+ *
+ * Each kind is bounded, the least recently used dropped first (a dropped tail's tables with it).
+ */
+import type { FileSystemCatalog, LoadedTable } from '../lake/iceberg/catalog.js';
+import { planScan, type ScanTask } from '../lake/iceberg/scan.js';
+import type { DuckSession } from './duckdb/session.js';
+
+const LAKE_TABLES_KEPT = 64;
+const LAKE_PLANS_KEPT = 32;
+const TAILS_KEPT = 16;
+/** Tails named so far in this process: sessions of one DuckDB database never share a name. */
+let tailsNamed = 0;
+
+/** A tail loaded into DuckDB: its tables, what it was read for, and where each bucket's rows end. */
+export interface LoadedTail {
+  /** The DuckDB tables holding it (`schema.table`), the first the one reads use. */
+  tables: string[];
+  /** The table id, schema id, lake snapshot and bucket starts it was read for. */
+  version: string;
+  /** End offset of each bucket range, by range key. */
+  ends: Map<string, bigint>;
+}
+
+export class ReadCache {
+  private readonly lakeTables = new Map<number, LoadedTable>();
+  private readonly lakePlans = new Map<string, Promise<ScanTask[]>>();
+  private readonly tails = new Map<string, LoadedTail>();
+
+  constructor(private readonly duck: DuckSession) {}
+
+  /** The current metadata of the lake table of Tributary table `tableId`. */
+  async lakeTable(catalog: FileSystemCatalog, tableId: number, database: string, table: string): Promise<LoadedTable> {
+    const loaded = await catalog.loadTable(database, table, this.lakeTables.get(tableId));
+    keep(this.lakeTables, tableId, loaded, LAKE_TABLES_KEPT);
+    return loaded;
+  }
+
+  /** The data files (with their deletes) of a snapshot of `loaded`, the current one by default. */
+  lakePlan(loaded: LoadedTable, snapshotId?: bigint): Promise<ScanTask[]> {
+    const key = `${loaded.metadataLocation}#${snapshotId ?? 'current'}`;
+    let plan = this.lakePlans.get(key);
+    if (!plan) {
+      plan = planScan(loaded, snapshotId === undefined ? {} : { snapshotId }).then((p) => p.dataFiles);
+      plan.catch(() => this.lakePlans.delete(key)); // a failed plan is planned again next time
+    }
+    keep(this.lakePlans, key, plan, LAKE_PLANS_KEPT);
+    return plan;
+  }
+
+  /** The tail kept for `key`, marked as used. */
+  tail(key: string): LoadedTail | undefined {
+    const tail = this.tails.get(key);
+    if (tail) keep(this.tails, key, tail, TAILS_KEPT);
+    return tail;
+  }
+
+  /** A table name for a new tail of the DuckDB relation `name`. */
+  tailTableName(schema: string, name: string): string {
+    return `${schema}.${name}#${++tailsNamed}`;
+  }
+
+  /** Keeps `tail` for `key`; a tail pushed out drops its tables. */
+  async keepTail(key: string, tail: LoadedTail): Promise<void> {
+    for (const dropped of keep(this.tails, key, tail, TAILS_KEPT)) await this.dropTables(dropped);
+  }
+
+  /** Forgets the tail of `key` and drops its tables: it no longer holds what it says. */
+  async forgetTail(key: string): Promise<void> {
+    const tail = this.tails.get(key);
+    if (!tail) return;
+    this.tails.delete(key);
+    await this.dropTables(tail);
+  }
+
+  private async dropTables(tail: LoadedTail): Promise<void> {
+    for (const table of tail.tables) await this.duck.dropTable(table);
+  }
+}
+
+/** Sets `key` as the most recently used entry of `map`; returns the entries pushed out past `max`. */
+function keep<K, V>(map: Map<K, V>, key: K, value: V, max: number): V[] {
+  map.delete(key);
+  map.set(key, value);
+  const dropped: V[] = [];
+  for (const [k, v] of map) {
+    if (map.size <= max) break;
+    map.delete(k);
+    dropped.push(v);
+  }
+  return dropped;
+}
