@@ -10,7 +10,12 @@
  *   union   `SELECT user_id % 100 AS g, count(*), sum(price) FROM t GROUP BY g` through the SQL
  *           executor: lake snapshot and offsets from the coordinator, scan planning of the lake
  *           table, the tail read from the log and loaded into DuckDB, then the query over the
- *           view of both (everything a `tributary sql` query does but printing)
+ *           view of both (everything a `tributary sql` query does but printing). Before each
+ *           run, untimed, `--trickle` more rows (default 1% of the tail) are appended, so each
+ *           run reads rows the log gained since the last one, as a dashboard refreshing over a
+ *           table being written does; the session appends those to the tail it kept
+ *   first   the same union read by a new SQL session (a new executor over the same DuckDB): the
+ *           whole tail read and loaded, the lake's metadata read and planned, the view created
  *   lake    the same over `t$lake` (the lake rows alone: planning, no tail)
  *   duckdb  the same over `read_parquet([<the lake's data files>])` in the same DuckDB: the
  *           baseline, whose files are listed once, before timing
@@ -22,7 +27,7 @@
  * union read `SELECT count(*) FROM t WHERE id = <its id>` returns it is measured from the append
  * (p50/p99, target p99 < 1 s).
  *
- *   npm run bench:union [-- --lake-rows 2000000 --tail-rows 20000 --runs 5 --freshness-samples 50]
+ *   npm run bench:union [-- --lake-rows 2000000 --tail-rows 20000 --trickle 200 --runs 5 --freshness-samples 50]
  */
 import { parseArgs } from 'node:util';
 import { DataFileWriterPool } from '../src/lake/iceberg/data-file-writer.js';
@@ -59,19 +64,21 @@ const { values: args } = parseArgs({
   options: {
     'lake-rows': { type: 'string', default: '2000000' },
     'tail-rows': { type: 'string' },
+    trickle: { type: 'string' },
     runs: { type: 'string', default: '5' },
     'freshness-samples': { type: 'string', default: '50' },
   },
 });
 const lakeRows = Number(args['lake-rows']);
 const tailRows = args['tail-rows'] === undefined ? Math.round(lakeRows / 100) : Number(args['tail-rows']);
+const trickleRows = args.trickle === undefined ? Math.round(tailRows / 100) : Number(args.trickle);
 const runs = Number(args.runs);
 const freshnessSamples = Number(args['freshness-samples']);
 const AGGREGATE = (from: string): string => `SELECT user_id % 100 AS g, count(*) AS n, sum(price) AS total FROM ${from} GROUP BY g ORDER BY g`;
 
 printHeader('union read', [
   `table: the workload (${WORKLOAD_COLUMNS.map((c) => `${c.name} ${c.type}`).join(', ')}), 4 buckets, lake-enabled`,
-  `lake: ${count(lakeRows)} rows tiered in one round; tail: ${count(tailRows)} rows in the log only (${((tailRows / lakeRows) * 100).toFixed(1)}%)`,
+  `lake: ${count(lakeRows)} rows tiered in one round; tail: ${count(tailRows)} rows in the log only (${((tailRows / lakeRows) * 100).toFixed(1)}%), ${count(trickleRows)} more before each union read`,
   `query: ${AGGREGATE('…')}; ${runs} run(s) of each, alternating; warm page cache`,
 ]);
 
@@ -80,7 +87,7 @@ const pool = new DataFileWriterPool(4);
 const duck = await DuckSession.create();
 try {
   await bench.createTable(TABLE, WORKLOAD_COLUMNS, { 'bucket.num': '4', 'bucket.key': 'id', 'table.datalake.enabled': 'true', 'table.datalake.freshness': '1h' });
-  const w = generateWorkload(lakeRows + tailRows + freshnessSamples);
+  const w = generateWorkload(lakeRows + tailRows + trickleRows * runs + freshnessSamples);
   const columns = workloadColumns(w);
   await append(columns, 0, lakeRows);
   const tiered = await measure(bench.pid, async () => {
@@ -103,13 +110,26 @@ try {
     if (what !== 'union') for (const [g, n] of expected) if (result!.get(g) !== n) throw new Error(`${what}: group ${g} has ${result!.get(g)} rows, not ${n}`);
     return m;
   };
-  const union = (): Promise<unknown[][]> => sql.execute(AGGREGATE(TABLE)).then((r) => r.result!.rows);
+  const union = (executor = sql): Promise<unknown[][]> => executor.execute(AGGREGATE(TABLE)).then((r) => r.result!.rows);
+  const trickleWriter = await (await bench.table(TABLE)).newAppend().createWriter();
+  let logRows = lakeRows + tailRows;
+  /** Appends the next `trickleRows` rows of the workload (untimed) and returns the union's row count after them. */
+  const trickle = async (): Promise<number> => {
+    const appended: Promise<unknown>[] = [];
+    for (let row = logRows; row < logRows + trickleRows; row++) appended.push(trickleWriter.append({ id: w.id[row], user_id: w.user_id[row], item: w.item[row], price: w.price[row], ts: w.ts[row] }));
+    await trickleWriter.flush();
+    await Promise.all(appended);
+    logRows += trickleRows;
+    return logRows;
+  };
   const lakeOnly = (): Promise<unknown[][]> => sql.execute(AGGREGATE(`${TABLE}$lake`)).then((r) => r.result!.rows);
   const baseline = (): Promise<unknown[][]> => duck.run(direct).then((r) => r.rows);
   await union(); // warm-up: JIT, page cache, DuckDB's file metadata
-  const measured: Record<'union' | 'lake' | 'duckdb', Measured[]> = { union: [], lake: [], duckdb: [] };
+  const measured: Record<'union' | 'first' | 'lake' | 'duckdb', Measured[]> = { union: [], first: [], lake: [], duckdb: [] };
   for (let run = 0; run < runs; run++) {
-    measured.union.push(await time('union', union, lakeRows + tailRows));
+    const rows = await trickle();
+    measured.union.push(await time('union', () => union(), rows));
+    measured.first.push(await time('union', () => union(new SqlExecutor(bench.conn, duck, DATABASE)), rows));
     measured.lake.push(await time('lake', lakeOnly, lakeRows));
     measured.duckdb.push(await time('duckdb', baseline, lakeRows));
   }
@@ -119,18 +139,25 @@ try {
   const row = (name: string, list: Measured[]): string[] => [name, spread(ms(list), (n) => n.toFixed(0)), medianCores(list, 'client'), medianCores(list, 'server')];
   printTable(
     ['read', 'ms', 'client cores', 'server cores'],
-    [row(`union (lake + ${count(tailRows)} tail)`, measured.union), row('t$lake (lake only)', measured.lake), row('DuckDB on the data files', measured.duckdb)],
+    [
+      row(`union (lake + ${count(tailRows)} tail, ${count(trickleRows)} new)`, measured.union),
+      row('union, first read of a session', measured.first),
+      row('t$lake (lake only)', measured.lake),
+      row('DuckDB on the data files', measured.duckdb),
+    ],
   );
   const overhead = measured.union.map((m, i) => m.seconds / measured.duckdb[i].seconds);
   const lakeOverhead = measured.lake.map((m, i) => m.seconds / measured.duckdb[i].seconds);
   console.log(`\nunion read overhead (union time / DuckDB time): ${spread(overhead, (n) => `${n.toFixed(2)}×`)}, ${verdict(median(overhead), TARGET_OVERHEAD, false, '×')}`);
+  const firstOverhead = measured.first.map((m, i) => m.seconds / measured.duckdb[i].seconds);
+  console.log(`first read of a session (its time / DuckDB time): ${spread(firstOverhead, (n) => `${n.toFixed(2)}×`)}`);
   console.log(`lake-only overhead (t$lake time / DuckDB time): ${spread(lakeOverhead, (n) => `${n.toFixed(2)}×`)}`);
 
   // Freshness: append one row, then union-read until it is there.
   const writer = await (await bench.table(TABLE)).newAppend().createWriter();
   const delays: number[] = [];
   for (let i = 0; i < freshnessSamples; i++) {
-    const row = lakeRows + tailRows + i;
+    const row = logRows + i;
     const start = now();
     const appended = writer.append({ id: w.id[row], user_id: w.user_id[row], item: w.item[row], price: w.price[row], ts: w.ts[row] });
     await writer.flush();
@@ -139,6 +166,7 @@ try {
     delays.push(now() - start);
   }
   await writer.close();
+  await trickleWriter.close();
   const sorted = Float64Array.from(delays).sort();
   const p99 = percentile(sorted, 99);
   console.log(`\nfreshness (append → visible in a union read), ${freshnessSamples} samples: p50 ${percentile(sorted, 50).toFixed(0)} ms, p99 ${p99.toFixed(0)} ms, ${verdict(p99, TARGET_FRESHNESS_P99_MS, false, ' ms')}`);
