@@ -215,31 +215,29 @@ class IntBounds implements Bounds {
   }
 }
 
-/** Int64, Time64 and Timestamp: compared as (signed high word, unsigned low word), no BigInt per row. */
+/**
+ * Int64, Time64 and Timestamp: compared as (signed high word, unsigned low word), no BigInt per row.
+ * The bounds start at the greatest and least long, so that no row has to ask whether it is the first.
+ */
 class LongBounds implements Bounds {
   private seen = false;
-  private minHi = 0;
-  private minLo = 0;
-  private maxHi = 0;
+  private minHi = 0x7fffffff;
+  private minLo = 0xffffffff;
+  private maxHi = -0x80000000;
   private maxLo = 0;
 
   constructor(private readonly field: IcebergField) {}
 
   add(data: arrow.Data): void {
     const longs = data.values as BigInt64Array;
-    const words = new Uint32Array(longs.buffer, longs.byteOffset, data.length * 2);
+    const rows = data.length;
+    const words = new Uint32Array(longs.buffer, longs.byteOffset, rows * 2);
     const nulls = data.nullCount > 0;
-    let { seen, minHi, minLo, maxHi, maxLo } = this;
-    for (let i = 0; i < data.length; i++) {
+    let { minHi, minLo, maxHi, maxLo } = this;
+    for (let i = 0; i < rows; i++) {
       if (nulls && !isValid(data, i)) continue;
       const lo = words[2 * i];
       const hi = words[2 * i + 1] | 0;
-      if (!seen) {
-        seen = true;
-        minHi = maxHi = hi;
-        minLo = maxLo = lo;
-        continue;
-      }
       if (hi < minHi || (hi === minHi && lo < minLo)) {
         minHi = hi;
         minLo = lo;
@@ -249,7 +247,7 @@ class LongBounds implements Bounds {
         maxLo = lo;
       }
     }
-    this.seen = seen;
+    if (rows > data.nullCount) this.seen = true;
     this.minHi = minHi;
     this.minLo = minLo;
     this.maxHi = maxHi;
@@ -363,16 +361,27 @@ class BytesBounds implements Bounds {
     const nulls = data.nullCount > 0;
     let minAt = -1;
     let maxAt = -1;
+    // The first bytes of the least and greatest value so far (-1: empty): a value whose first byte
+    // lies strictly between them is neither, and most values are decided by that alone.
+    let minFirst = -1;
+    let maxFirst = -1;
     for (let i = 0; i < data.length; i++) {
       if (nulls && !isValid(data, i)) continue;
-      if (minAt < 0) {
-        minAt = maxAt = i;
-        continue;
-      }
       const start = offsets[i];
       const end = offsets[i + 1];
-      if (compareBytes(bytes, start, end, bytes, offsets[minAt], offsets[minAt + 1]) < 0) minAt = i;
-      else if (compareBytes(bytes, start, end, bytes, offsets[maxAt], offsets[maxAt + 1]) > 0) maxAt = i;
+      const first = start < end ? bytes[start] : -1;
+      if (minAt < 0) {
+        minAt = maxAt = i;
+        minFirst = maxFirst = first;
+        continue;
+      }
+      if (first <= minFirst && compareBytes(bytes, start, end, bytes, offsets[minAt], offsets[minAt + 1]) < 0) {
+        minAt = i;
+        minFirst = first;
+      } else if (first >= maxFirst && compareBytes(bytes, start, end, bytes, offsets[maxAt], offsets[maxAt + 1]) > 0) {
+        maxAt = i;
+        maxFirst = first;
+      }
     }
     if (minAt < 0) return;
     // Only the batch's winners are compared with (and copied into) the file's.
