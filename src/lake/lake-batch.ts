@@ -89,13 +89,15 @@ export function consecutiveOffsets(first: bigint, count: number): BigInt64Array 
   const words = new Uint32Array(offsets.buffer);
   let low = Number(first & 0xffffffffn);
   let high = Number(first >> 32n);
-  for (let i = 0; i < count; i++) {
-    words[2 * i] = low;
-    words[2 * i + 1] = high;
-    if (++low === 2 ** 32) {
-      low = 0;
-      high++;
+  for (let i = 0; i < count; ) {
+    // Up to where the low word wraps, the high word stays: no test per row.
+    const end = Math.min(count, i + 2 ** 32 - low);
+    for (const base = low - i; i < end; i++) {
+      words[2 * i] = base + i;
+      words[2 * i + 1] = high;
     }
+    low = 0;
+    high++;
   }
   return offsets;
 }
