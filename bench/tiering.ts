@@ -9,8 +9,11 @@
  *               lake-enabled log table of `--buckets` buckets before any worker runs; the table's
  *               freshness is 1 h, so one round takes everything. Then one worker process starts
  *               (`tributary tiering --threads 1`). Timed from the start of the table's round (its
- *               `tiering round planned` log line) until `getLakeTieringStatus` (polled every 20 ms)
- *               shows no record behind; the time from the worker's spawn is printed too. In: the
+ *               `tiering round planned` log line) until its last `tiering round committed` line,
+ *               which the worker logs once the coordinator has registered the snapshot; both times
+ *               are the worker's clock (this machine's), so the 20 ms poll of `getLakeTieringStatus`,
+ *               which confirms that no record is behind, adds nothing to the time. The time from the
+ *               worker's spawn is printed too. In: the
  *               bytes of the log segments the round read (ZSTD, the default) and the uncompressed
  *               Arrow size of the same batches; out: the Parquet files in the lake table's folder.
  *               CPU of the worker (all threads, and by thread: main, Parquet writer, the rest), the
@@ -123,11 +126,11 @@ const sqlString = (s: string): string => `'${s.replaceAll("'", "''")}'`;
 
 /** One timed tiering of a table's backlog by a fresh worker (stopped afterwards). */
 interface Tiering {
-  /** From the status showing the table tiered to lake complete; `otherCpu` excludes the worker. */
+  /** From the status showing the table tiered to the status showing it complete; `otherCpu` excludes the worker. */
   m: Measured;
   /** Records the status showed behind when the worker started. */
   records: number;
-  /** Round start (log line) and spawn to lake complete, ms. */
+  /** Round start (log line) and spawn to lake complete (the last round's commit log line), ms. */
   fromRoundMs: number;
   fromSpawnMs: number;
   workerCpu: number;
@@ -269,20 +272,23 @@ async function timeTiering(tablePath: TablePath, dueWithinMs = 0): Promise<Tieri
   const before = cpuNow(worker);
   const threadsBefore = threadCpuSeconds(worker.pid!);
   await untilCaughtUp(tablePath, 10 * 60_000, worker);
-  const doneAt = Date.now();
+  const caughtUpAt = Date.now();
   const used = cpuSince(before, worker);
   const threadCpu = threadCpuSince(threadsBefore, worker.pid!);
   // The worker logs asynchronously: give its last lines a moment to arrive.
   const name = tablePathString(tablePath);
-  let committed = worker.lines('tiering round committed').filter((l) => l.table === name);
-  for (let i = 0; i < 100 && committed.length === 0; i++) {
+  const lines = (msg: string) => worker.lines(msg).filter((l) => l.table === name);
+  let planned = lines('tiering round planned');
+  let committed = lines('tiering round committed');
+  for (let i = 0; i < 100 && (planned.length === 0 || committed.length < planned.length); i++) {
     await sleep(20);
-    committed = worker.lines('tiering round committed').filter((l) => l.table === name);
+    planned = lines('tiering round planned');
+    committed = lines('tiering round committed');
   }
-  const planned = worker.lines('tiering round planned').filter((l) => l.table === name);
   await stopWorker(worker);
-  if (planned.length === 0) throw new Error(`the worker logged no round of ${name}`);
-  const m: Measured = { seconds: (doneAt - startedAt) / 1000, clientCpu: used.client, serverCpu: used.server, otherCpu: used.other };
+  if (planned.length === 0 || committed.length === 0) throw new Error(`the worker logged no ${planned.length === 0 ? 'round' : 'committed round'} of ${name}`);
+  const doneAt = committed[committed.length - 1].time;
+  const m: Measured = { seconds: (caughtUpAt - startedAt) / 1000, clientCpu: used.client, serverCpu: used.server, otherCpu: used.other };
   console.log(`tiered ${count(records)} records: round start → lake complete ${secs(doneAt - planned[0].time)} s, spawn → lake complete ${secs(doneAt - spawnedAt)} s; outside load ${otherCores(m).toFixed(2)} cores`);
   return {
     m,
