@@ -79,7 +79,12 @@ interface Subscription {
   startTimestampMs?: number;
   /** The lake rows read before the log, from `offset` up to `lake.endOffset`. */
   lake?: LakePart;
+  /** The bucket's high watermark, as the last fetch that reached it reported it. */
+  highWatermark?: bigint;
 }
+
+/** How positions() and highWatermarks() name a bucket: `<partition>/<bucket>` or `<bucket>`. */
+const label = (partition: string | undefined, bucket: number): string => (partition !== undefined ? `${partition}/${bucket}` : String(bucket));
 
 const RETRY_BACKOFF_MS = 100;
 
@@ -152,7 +157,6 @@ export class LogScanner implements AsyncIterable<ScanRecord> {
    * or `<bucket>`): where to subscribe again to resume without a gap or a repeat.
    */
   positions(): Map<string, bigint> {
-    const label = (partition: string | undefined, bucket: number): string => (partition !== undefined ? `${partition}/${bucket}` : String(bucket));
     const next = new Map<string, bigint>();
     for (const s of this.subscriptions.values()) next.set(label(s.partition?.name, s.bucket), s.offset);
     this.buffered.forEach((b, i) => {
@@ -162,6 +166,16 @@ export class LogScanner implements AsyncIterable<ScanRecord> {
       if (current !== undefined && first < current) next.set(k, first);
     });
     return next;
+  }
+
+  /**
+   * Each subscribed bucket's high watermark as the last fetch that reached it reported it, named as
+   * in positions(); a bucket not fetched from since it was subscribed is missing.
+   */
+  highWatermarks(): Map<string, bigint> {
+    const out = new Map<string, bigint>();
+    for (const s of this.subscriptions.values()) if (s.highWatermark !== undefined) out.set(label(s.partition?.name, s.bucket), s.highWatermark);
+    return out;
   }
 
   /** Records that arrived within `timeoutMs`, at most `client.scanner.log.max-poll-records`. */
@@ -314,6 +328,7 @@ export class LogScanner implements AsyncIterable<ScanRecord> {
       }
       throwIfError(b, 'fetch');
       delete sub.start;
+      sub.highWatermark = b.highWatermark;
       if (b.records.length > 0) fetched.push({ sub, batches: splitLogBatches(Buffer.from(b.records.buffer, b.records.byteOffset, b.records.byteLength)) });
     }
     for (const { batches } of fetched) {

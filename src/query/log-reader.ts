@@ -84,25 +84,54 @@ export async function bucketRanges(conn: Connection, table: Table, options: { pa
   return perPartition.flat();
 }
 
-/** The rows of `ranges` of a table's log (every bucket's whole log by default), batch by batch; `columns` are projected. */
-async function readScanBatches(conn: Connection, table: Table, columns?: string[], ranges?: readonly BucketRange[]): Promise<ScanBatch[]> {
+/** How readers name a bucket of a partition in maps: `<partition name>/<bucket>`. */
+export const bucketKey = (r: { partition?: PartitionInfo; bucket: number }): string => keyOf(r.partition?.partitionName, r.bucket);
+const keyOf = (partition: string | undefined, bucket: number): string => `${partition ?? ''}/${bucket}`;
+
+/** Where to read one bucket (of one partition) from, up to the high watermark its first fetch reports. */
+export type BucketStart = Omit<BucketRange, 'end' | 'logStart'>;
+
+/**
+ * The rows of `ranges` of a table's log (every bucket's whole log by default), batch by batch,
+ * and where each bucket's rows end (by `<partition>/<bucket>`); `columns` are projected. A range
+ * without an end reads up to the high watermark that its first fetch reports.
+ */
+async function readScanBatches(conn: Connection, table: Table, columns?: string[], ranges?: readonly (BucketRange | BucketStart)[]): Promise<{ batches: ScanBatch[]; ends: Map<string, bigint> }> {
   // The log alone: the union read reads the lake itself, and needs a primary-key table's exact changelog.
   const scan = table.newScan().logOnly();
   if (columns) scan.project(columns);
   const scanner = scan.createLogScanner();
-  const ends = new Map<string, bigint>();
-  const keyOf = (partition: string | undefined, bucket: number): string => `${partition ?? ''}/${bucket}`;
+  /** The end of each bucket still read, undefined until its first fetch reports the high watermark. */
+  const ends = new Map<string, bigint | undefined>();
+  const reached = new Map<string, bigint>();
+  /** A bucket as the scanner names it (positions(), highWatermarks()). */
+  const parse = (label: string): { partition: string | undefined; bucket: number } => {
+    const slash = label.lastIndexOf('/');
+    return { partition: slash < 0 ? undefined : label.slice(0, slash), bucket: Number(slash < 0 ? label : label.slice(slash + 1)) };
+  };
   for (const r of ranges ?? (await bucketRanges(conn, table))) {
-    if (r.end <= r.start) continue;
     const partition = r.partition?.partitionName;
+    const end = 'end' in r ? r.end : undefined;
+    reached.set(keyOf(partition, r.bucket), end !== undefined && end < r.start ? end : r.start);
+    if (end !== undefined && end <= r.start) continue;
     const ref: BucketRef = partition === undefined ? r.bucket : { partition, bucket: r.bucket };
     await scanner.subscribe(ref, r.start);
-    ends.set(keyOf(partition, r.bucket), r.end);
+    ends.set(keyOf(partition, r.bucket), end);
   }
   const out: ScanBatch[] = [];
   try {
     while (ends.size > 0) {
-      for (const sb of await scanner.pollBatches(1000)) {
+      const unknown = [...ends.values()].includes(undefined);
+      // Without an end to wait for, the fetch must not wait for data: it answers at once.
+      const polled = await scanner.pollBatches(unknown ? 0 : 1000);
+      if (unknown) {
+        for (const [label, highWatermark] of scanner.highWatermarks()) {
+          const { partition, bucket } = parse(label);
+          const key = keyOf(partition, bucket);
+          if (ends.has(key) && ends.get(key) === undefined) ends.set(key, highWatermark);
+        }
+      }
+      for (const sb of polled) {
         const key = keyOf(sb.partition, sb.bucket);
         const end = ends.get(key);
         if (end === undefined || sb.baseOffset >= end) continue;
@@ -111,13 +140,13 @@ async function readScanBatches(conn: Connection, table: Table, columns?: string[
       }
       // A bucket is done once its position reaches the end, also when the last batches were empty
       // changelog batches (writes that changed nothing), which yield no rows.
-      for (const [key, position] of scanner.positions()) {
-        const slash = key.lastIndexOf('/');
-        const partition = slash < 0 ? undefined : key.slice(0, slash);
-        const bucket = Number(slash < 0 ? key : key.slice(slash + 1));
-        const end = ends.get(keyOf(partition, bucket));
+      for (const [label, position] of scanner.positions()) {
+        const { partition, bucket } = parse(label);
+        const key = keyOf(partition, bucket);
+        const end = ends.get(key);
         if (end !== undefined && position >= end) {
-          ends.delete(keyOf(partition, bucket));
+          ends.delete(key);
+          reached.set(key, end);
           scanner.unsubscribe(partition === undefined ? bucket : { partition, bucket });
         }
       }
@@ -125,11 +154,17 @@ async function readScanBatches(conn: Connection, table: Table, columns?: string[
   } finally {
     scanner.close();
   }
-  return out;
+  return { batches: out, ends: reached };
 }
 
 export async function readLogUpToHighWatermark(conn: Connection, table: Table, columns?: string[], ranges?: readonly BucketRange[]): Promise<arrow.RecordBatch[]> {
-  return (await readScanBatches(conn, table, columns, ranges)).map((sb) => sb.batch);
+  return (await readLogRanges(conn, table, columns, ranges)).batches;
+}
+
+/** The rows of `ranges` (see readScanBatches), and where each bucket's rows end. */
+export async function readLogRanges(conn: Connection, table: Table, columns?: string[], ranges?: readonly (BucketRange | BucketStart)[]): Promise<{ batches: arrow.RecordBatch[]; ends: Map<string, bigint> }> {
+  const { batches, ends } = await readScanBatches(conn, table, columns, ranges);
+  return { batches: batches.map((sb) => sb.batch), ends };
 }
 
 /** The changelog columns (see the header) of one batch, built straight into typed arrays. */
@@ -153,14 +188,18 @@ function changelogColumns(sb: ScanBatch): arrow.Data[] {
   ];
 }
 
-/** `table$changelog` below the high watermark (of `ranges`): the metadata columns, then `columns` of the table. */
-export async function readChangelogUpToHighWatermark(conn: Connection, table: Table, columns: string[], ranges?: readonly BucketRange[]): Promise<{ schema: arrow.Schema; batches: arrow.RecordBatch[] }> {
+/**
+ * `table$changelog` below the high watermark (of `ranges`, see readScanBatches): the metadata
+ * columns, then `columns` of the table; and where each bucket's rows end.
+ */
+export async function readChangelogUpToHighWatermark(conn: Connection, table: Table, columns: string[], ranges?: readonly (BucketRange | BucketStart)[]): Promise<{ schema: arrow.Schema; batches: arrow.RecordBatch[]; ends: Map<string, bigint> }> {
   const projected = toArrowSchema(table.info.schema, columns.map((c) => table.info.schema.columns.findIndex((x) => x.name === c)));
   const schema = new arrow.Schema([...CHANGELOG_FIELDS, ...projected.fields]);
   const type = new arrow.Struct(schema.fields);
-  const batches = (await readScanBatches(conn, table, columns, ranges)).map((sb) => {
+  const read = await readScanBatches(conn, table, columns, ranges);
+  const batches = read.batches.map((sb) => {
     const children = [...changelogColumns(sb), ...sb.batch.data.children];
     return new arrow.RecordBatch(schema, arrow.makeData({ type, length: sb.batch.numRows, nullCount: 0, children }));
   });
-  return { schema, batches };
+  return { schema, batches, ends: read.ends };
 }

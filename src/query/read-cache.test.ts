@@ -14,7 +14,7 @@ test('the read cache keeps 16 tails, dropping the least recently used one with i
       const table = cache.tailTableName('tails', `db.t${i}`);
       tables.push(table);
       await duck.loadArrowTable(table, schema, []);
-      await cache.keepTail(`key${i}`, { tables: [table], version: 'v', ends: new Map() });
+      await cache.keepTail(`key${i}`, { tables: [table], tableId: 1, schemaId: 1, snapshotId: 1n, ranges: [], ends: new Map() });
       if (i === 15) assert.ok(cache.tail('key0'), 'key0 used again: key1 is now the oldest');
     }
     const names = (await duck.run("SELECT table_name FROM duckdb_tables() WHERE schema_name = 'tails' ORDER BY table_name")).rows.map((r) => `tails.${r[0]}`);

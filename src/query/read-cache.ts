@@ -9,16 +9,17 @@
  *   lake plans   the scan of a snapshot planned from one metadata version, by that version's file
  *                and the snapshot: an Iceberg snapshot's manifests never change either.
  *   tails        the log rows that union reads loaded into DuckDB (union-reader.ts), each in its
- *                own table, by what the read asked for (table, columns, buckets). A tail says which
- *                table version and lake snapshot it was read for and where each bucket's rows end:
- *                records below the high watermark never change, so the next read of the same
- *                version only appends what the log gained since.
+ *                own tables, by what the read asked for (table, columns, partitions). A tail says
+ *                which table version and lake snapshot it was read for and where each bucket's
+ *                rows end: records below the high watermark never change, so the next read for
+ *                the same version and snapshot only appends what the log gained since.
  *
  * Each kind is bounded, the least recently used dropped first (a dropped tail's tables with it).
  */
 import type { FileSystemCatalog, LoadedTable } from '../lake/iceberg/catalog.js';
 import { planScan, type ScanTask } from '../lake/iceberg/scan.js';
 import type { DuckSession } from './duckdb/session.js';
+import type { BucketStart } from './log-reader.js';
 
 const LAKE_TABLES_KEPT = 64;
 const LAKE_PLANS_KEPT = 32;
@@ -30,9 +31,13 @@ let tailsNamed = 0;
 export interface LoadedTail {
   /** The DuckDB tables holding it (`schema.table`), the first the one reads use. */
   tables: string[];
-  /** The table id, schema id, lake snapshot and bucket starts it was read for. */
-  version: string;
-  /** End offset of each bucket range, by range key. */
+  /** The table version and the lake snapshot it was read for. */
+  tableId: number;
+  schemaId: number;
+  snapshotId: bigint;
+  /** The buckets it holds, each from where it was first read. */
+  ranges: BucketStart[];
+  /** Where each bucket's rows end, by bucketKey (log-reader.ts). */
   ends: Map<string, bigint>;
 }
 

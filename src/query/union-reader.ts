@@ -18,9 +18,11 @@
  *                 watermark, server-projected. For a primary-key table, the changelog folded to
  *                 each key's last change, -U left out: +I/+U hold the key's row, -D deletes it, and
  *                 either replaces the key's lake row (for equal keys the log wins). The session
- *                 keeps tails (read-cache.ts): the next read with the same S, columns and buckets
- *                 fetches only what the log gained since, appends it (and folds again), and finds
- *                 the view as it left it.
+ *                 keeps tails (read-cache.ts): the next read of the same columns and partitions
+ *                 fetches what the log gained since, each bucket up to the high watermark its
+ *                 fetch reports, while it asks whether S is still the registered snapshot; if so it
+ *                 appends those rows (and folds again) and finds the view as it left it, else it
+ *                 reads as the first time.
  *
  * S and every O_b come from one GetLakeSnapshot call, and S stays readable when newer snapshots
  * are committed, so the view is exact at any moment, also while a tiering round commits. A log
@@ -54,8 +56,8 @@ import type { DuckSession } from './duckdb/session.js';
 import { duckTypeName } from './duckdb/type-name.js';
 import { pruneScanTasks, prunePartitions } from './lake-pruning.js';
 import { duckTypeOfIceberg, lakeFilesSql, scanTasksSql, schemaOf, snapshotAsOf } from './lake-reader.js';
-import { type BucketRange, bucketRanges, readChangelogUpToHighWatermark, readLogUpToHighWatermark } from './log-reader.js';
-import type { ReadCache } from './read-cache.js';
+import { type BucketRange, bucketKey, bucketRanges, type BucketStart, readChangelogUpToHighWatermark, readLogRanges } from './log-reader.js';
+import type { LoadedTail, ReadCache } from './read-cache.js';
 import type { ScanOptions } from './scan-options.js';
 
 /** Reads that start over after racing retention and newer lake snapshots, at most. */
@@ -93,19 +95,29 @@ export interface TableRead {
  * longer tells its state (the caller then reads the table as without a lake).
  */
 export async function loadUnionRead(read: TableRead, catalog: FileSystemCatalog): Promise<boolean> {
-  const { conn, table, name } = read;
+  const { conn, table } = read;
   const info = table.info;
   const admin = conn.getAdmin();
   const columns = withPrimaryKey(info, read.columns);
   const partitions = await partitionsToRead(read);
+  const tailKey = [read.name, columns.join(','), ...(partitions ?? []).map((p) => p.partitionId)].join('|');
+  // So is the lake table's metadata loaded; one older than the snapshot lacks it, and the read starts over.
+  const lakeTable = () => {
+    const loaded = read.cache.lakeTable(catalog, info.tableId, info.path.database, info.path.table);
+    loaded.catch(() => undefined); // awaited below, or dropped with the read
+    return loaded;
+  };
+  const caughtUp = await caughtUpTail(read, columns, tailKey, lakeTable());
+  if (caughtUp) {
+    await createUnionView(read, columns, caughtUp.tail, caughtUp.lake);
+    return true;
+  }
   for (let attempt = 1; ; attempt++) {
     const last = attempt === MAX_ATTEMPTS;
     // The offsets are listed while the snapshot is asked for: the snapshot's own offsets bound what the lake holds, whatever the order.
     const listed = bucketRanges(conn, table, partitions ? { partitions } : {});
-    listed.catch(() => undefined); // awaited below, or dropped with the read
-    // So is the lake table's metadata loaded; one older than the snapshot lacks it, and the read starts over.
-    const loaded = read.cache.lakeTable(catalog, info.tableId, info.path.database, info.path.table);
-    loaded.catch(() => undefined);
+    listed.catch(() => undefined);
+    const loaded = lakeTable();
     let snapshot: LakeSnapshot;
     try {
       snapshot = await admin.getLakeSnapshot(info.path);
@@ -121,11 +133,11 @@ export async function loadUnionRead(read: TableRead, catalog: FileSystemCatalog)
     const expired = ranges.some((r) => r.lakeEnd !== undefined && r.lakeEnd < r.logStart);
     if (expired && !last && (await admin.getLakeSnapshot(info.path)).snapshotId !== snapshot.snapshotId) continue;
     if (info.schema.primaryKey && (expired || ranges.some((r) => r.lakeEnd === undefined && r.logStart > 0n))) return false;
-    let tailName: string;
+    let tail: string;
     let lake: LakePlan;
     try {
       const starts = ranges.map((r) => ({ ...r, start: r.lakeEnd !== undefined && r.lakeEnd > r.logStart ? r.lakeEnd : r.logStart }));
-      tailName = await syncTail(read, columns, starts, snapshot.snapshotId);
+      tail = await loadWholeTail(read, columns, tailKey, starts, snapshot.snapshotId);
       lake = await planned;
     } catch (err) {
       // Deleted by retention after a newer lake snapshot, or the snapshot expired by lake
@@ -134,17 +146,22 @@ export async function loadUnionRead(read: TableRead, catalog: FileSystemCatalog)
       if (retry && !last) continue;
       throw err;
     }
-    const lakeSql = await lakeRows(read, lake, columns);
-    const cols = columns.map(quote).join(', ');
-    const t = relation(tailName);
-    const key = info.schema.primaryKey;
-    const sql = key
-      ? `${lakeSql} ANTI JOIN ${t} AS c ON ${key.map((k) => `c.${quote(k)} = l.${quote(k)}`).join(' AND ')}\n` +
-        `UNION ALL SELECT ${cols} FROM ${t} WHERE ${quote(CHANGE_TYPE)} <> 'delete'`
-      : `${lakeSql}\nUNION ALL SELECT ${cols} FROM ${t}`;
-    await read.duck.createView(name, sql);
+    await createUnionView(read, columns, tail, lake);
     return true;
   }
+}
+
+/** Creates the union view `read.name` over the lake plan's rows and the tail table `tail` (see the header). */
+async function createUnionView(read: TableRead, columns: string[], tail: string, lake: LakePlan): Promise<void> {
+  const lakeSql = await lakeRows(read, lake, columns);
+  const cols = columns.map(quote).join(', ');
+  const t = relation(tail);
+  const key = read.table.info.schema.primaryKey;
+  const sql = key
+    ? `${lakeSql} ANTI JOIN ${t} AS c ON ${key.map((k) => `c.${quote(k)} = l.${quote(k)}`).join(' AND ')}\n` +
+      `UNION ALL SELECT ${cols} FROM ${t} WHERE ${quote(CHANGE_TYPE)} <> 'delete'`
+    : `${lakeSql}\nUNION ALL SELECT ${cols} FROM ${t}`;
+  await read.duck.createView(read.name, sql);
 }
 
 /**
@@ -231,49 +248,83 @@ interface Tail {
   columns: string[];
   schema: arrow.Schema;
   batches: arrow.RecordBatch[];
+  /** Where each bucket's rows end, by bucketKey. */
+  ends: Map<string, bigint>;
 }
 
 /** Reads `ranges` of the log: a log table's rows of `columns`; a primary-key table's changelog (see the header). */
-async function readTail(read: TableRead, columns: string[], ranges: readonly BucketRange[]): Promise<Tail> {
+async function readTail(read: TableRead, columns: string[], ranges: readonly (BucketRange | BucketStart)[]): Promise<Tail> {
   const { conn, table } = read;
   const schema = table.info.schema;
   if (!schema.primaryKey) {
     const projected = columns.map((c) => schema.columns.findIndex((x) => x.name === c));
-    return { columns, schema: toArrowSchema(schema, projected), batches: await readLogUpToHighWatermark(conn, table, columns, ranges) };
+    return { columns, schema: toArrowSchema(schema, projected), ...(await readLogRanges(conn, table, columns, ranges)) };
   }
   const changelog = await readChangelogUpToHighWatermark(conn, table, columns, ranges);
   const renamed = new arrow.Schema(changelog.schema.fields.map((f, i) => (i < TAIL_META.length ? f.clone({ name: TAIL_META[i] }) : f)));
-  return { columns, schema: renamed, batches: changelog.batches };
+  return { columns, schema: renamed, batches: changelog.batches, ends: changelog.ends };
 }
 
 /**
- * Loads the tail of `ranges` for a union read of lake snapshot `snapshotId` and returns the table
- * that reads use. A tail the session kept for the same read (read-cache.ts) that was read for the
- * same table version, snapshot and starts, and ends at or before every range's end, gets only the
- * rest of each range appended; any other is read whole.
+ * The tail the session kept for `key` (read-cache.ts), caught up with the log, when the registered
+ * lake snapshot is still the one it was read for: the snapshot is asked for while the log after
+ * the tail is fetched, each bucket up to the high watermark its fetch reports, so no offsets are
+ * listed first. Undefined, nothing changed, when there is no such tail or the log no longer holds
+ * where it ends.
  */
-async function syncTail(read: TableRead, columns: string[], ranges: readonly BucketRange[], snapshotId: bigint): Promise<string> {
+async function caughtUpTail(read: TableRead, columns: string[], key: string, loaded: Promise<LoadedTable>): Promise<{ tail: string; lake: LakePlan } | undefined> {
+  const { info } = read.table;
+  const kept = read.cache.tail(key);
+  if (!kept || kept.tableId !== info.tableId || kept.schemaId !== info.schemaId) return undefined;
+  const snapshot = read.conn.getAdmin().getLakeSnapshot(info.path);
+  snapshot.catch(() => undefined);
+  let tail: Tail;
+  try {
+    tail = await readTail(read, columns, kept.ranges.map((r) => ({ ...r, start: kept.ends.get(bucketKey(r))! })));
+  } catch (err) {
+    if (err instanceof TributaryError && err.errorName === 'LOG_OFFSET_OUT_OF_RANGE_EXCEPTION') return undefined;
+    throw err;
+  }
+  if ((await snapshot.catch(() => undefined))?.snapshotId !== kept.snapshotId) return undefined;
+  const planned = planLake(read.cache, loaded, kept.snapshotId);
+  planned.catch(() => undefined);
+  await appendTail(read, key, kept, tail);
+  return { tail: kept.tables[0], lake: await planned };
+}
+
+/**
+ * Loads the tail of `ranges` for a union read of lake snapshot `snapshotId`, keeps it for `key`
+ * (in the tables of the tail kept before, if any) and returns the table that reads use.
+ */
+async function loadWholeTail(read: TableRead, columns: string[], key: string, ranges: readonly BucketRange[], snapshotId: bigint): Promise<string> {
   const { info } = read.table;
   const { cache } = read;
-  const rangeKey = (r: BucketRange): string => lakeBucketKey({ ...(r.partition ? { partitionId: r.partition.partitionId } : {}), bucket: r.bucket });
-  const key = [read.name, columns.join(','), ...ranges.map(rangeKey)].join('|');
-  const version = [info.tableId, info.schemaId, snapshotId, ...ranges.map((r) => r.start)].join('|');
-  const ends = new Map(ranges.map((r) => [rangeKey(r), r.end]));
   const kept = cache.tail(key);
-  const holdsPrefix = kept?.version === version && ranges.every((r) => r.end >= kept.ends.get(rangeKey(r))!);
   const tables = tailTables(read, kept?.tables[0] ?? cache.tailTableName(TAIL_SCHEMA, read.name));
-  const fresh = holdsPrefix ? ranges.map((r) => ({ ...r, start: kept.ends.get(rangeKey(r))! })).filter((r) => r.end > r.start) : ranges;
-  if (holdsPrefix && fresh.length === 0) return tables[0];
-  const tail = await readTail(read, columns, fresh);
+  const tail = await readTail(read, columns, ranges);
   try {
-    await loadTail(read, tables, tail, holdsPrefix);
+    await loadTail(read, tables, tail);
   } catch (err) {
     await cache.forgetTail(key);
     for (const table of tables) await read.duck.dropTable(table);
     throw err;
   }
-  await cache.keepTail(key, { tables, version, ends });
+  const starts = ranges.map((r): BucketStart => ({ ...(r.partition ? { partition: r.partition } : {}), bucket: r.bucket, start: r.start }));
+  await cache.keepTail(key, { tables, tableId: info.tableId, schemaId: info.schemaId, snapshotId, ranges: starts, ends: tail.ends });
   return tables[0];
+}
+
+/** Appends rows read after the kept tail of `key` to it; a tail that fails to take them is forgotten. */
+async function appendTail(read: TableRead, key: string, kept: LoadedTail, tail: Tail): Promise<void> {
+  if (tail.batches.length > 0) {
+    try {
+      await loadTail(read, kept.tables, tail, true);
+    } catch (err) {
+      await read.cache.forgetTail(key);
+      throw err;
+    }
+  }
+  await read.cache.keepTail(key, { ...kept, ends: tail.ends });
 }
 
 /** The tables of a tail that reads find as `name`: a log table's rows in it; a primary-key table's changes in `<name>$changes`, folded into it. */
