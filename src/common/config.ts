@@ -59,6 +59,7 @@ export const OPTIONS: readonly OptionDef[] = [
   d({ key: 'max.bucket.num', scope: 'server', type: 'int', default: '4096', min: 1, description: 'Most buckets one table or partition may have.' }),
   d({ key: 'log.segment.file-size', scope: 'server', type: 'memory', default: '1024mb', description: 'A log segment rolls to a new file past this size.' }),
   d({ key: 'log.index.interval-size', scope: 'server', type: 'memory', default: '4kb', description: 'Bytes of log between two entries of the sparse offset index.' }),
+  d({ key: 'log.recent-batches.size', scope: 'server', type: 'memory', default: '1mb', description: 'The last batches appended to each bucket, up to this size, are also kept in memory, so that reads at the head of the log (consumers that keep up, the log side of union reads) need no file read; 0 keeps none.' }),
   d({ key: 'log.flush.interval-messages', scope: 'server', type: 'int', default: '1', min: 1, description: 'fsync the log after this many appended batches; 1 makes every acknowledged batch durable on disk before the ack.' }),
   d({ key: 'log.flush.interval', scope: 'server', type: 'duration', default: '1s', description: 'Upper bound on how long appended data may wait for an fsync when log.flush.interval-messages > 1.' }),
   d({ key: 'log.flush.offset.checkpoint-interval', scope: 'server', type: 'duration', default: '1min', description: 'How often each log\'s recovery point is checkpointed; recovery validates batches from there.' }),

@@ -29,7 +29,7 @@ const decoder = new CompactedRowDecoder(schema.columns.map((c) => c.type));
 const log = pino({ level: 'silent' });
 
 function config(flushIntervalMessages: number): LogConfig {
-  return { segmentBytes: 1 << 20, indexIntervalBytes: 4096, flushIntervalMessages, flushIntervalMs: 1000, ttlMs: 0, writerIdExpirationMs: 86_400_000 };
+  return { segmentBytes: 1 << 20, indexIntervalBytes: 4096, recentBytes: 1 << 20, flushIntervalMessages, flushIntervalMs: 1000, ttlMs: 0, writerIdExpirationMs: 86_400_000 };
 }
 
 function batch(seq: number, records: [bigint, string | null][]): Buffer {

@@ -12,6 +12,7 @@ const CHILD = fileURLToPath(new URL('./log-crash-child.ts', import.meta.url));
 const CONFIG: LogConfig = {
   segmentBytes: 16 * 1024,
   indexIntervalBytes: 1024,
+  recentBytes: 4096,
   flushIntervalMessages: 1,
   flushIntervalMs: 1000,
   ttlMs: 0,

@@ -32,6 +32,8 @@ const RECOVERY_CHUNK = 1 << 20;
 
 export interface SegmentConfig {
   readonly indexIntervalBytes: number;
+  /** log.recent-batches.size: bytes of the last batches appended that the active segment keeps in memory. */
+  readonly recentBytes: number;
 }
 
 /** Where a batch starts and how big it is. */
@@ -80,6 +82,15 @@ export class LogSegment {
   private closed = false;
   private readonly offsetIndex: OffsetIndex;
   private readonly timeIndex: TimeIndex;
+  /**
+   * The last batches appended, as written and in file order, together at most
+   * `config.recentBytes`: they end at `size`, so a read that starts at or after the first one is
+   * served from memory (readInto). Readers of the log's head (a consumer that keeps up, a union
+   * read's tail) then need no file read, which waits for a thread of the pool. Kept while the
+   * segment is the active one; batches handed to `append` are not changed afterwards.
+   */
+  private readonly recent: { position: number; bytes: Buffer }[] = [];
+  private recentSize = 0;
 
   private constructor(
     private readonly dir: string,
@@ -278,10 +289,38 @@ export class LogSegment {
     for (const b of batches) {
       // BaseOffset sits at byte 0 of a batch.
       this.indexBatch(Number(b.readBigInt64LE(0) - this.baseOffset), position, b.length, timestamp);
+      this.keepRecent(position, b);
       position += b.length;
     }
     this.size = position;
     this.nextOffset = nextOffset;
+  }
+
+  private keepRecent(position: number, bytes: Buffer): void {
+    if (this.config.recentBytes <= 0) return;
+    this.recent.push({ position, bytes });
+    this.recentSize += bytes.length;
+    while (this.recentSize > this.config.recentBytes) this.recentSize -= this.recent.shift()!.bytes.length;
+  }
+
+  /**
+   * Copies into `buf` what the recent batches hold of [position, position + length): up to the
+   * segment's end, as a file read would. -1 when they do not hold `position`.
+   */
+  private readRecent(buf: Buffer, length: number, position: number): number {
+    const recent = this.recent;
+    if (recent.length === 0 || position < recent[0].position) return -1;
+    if (position >= this.size) return 0;
+    // The last batch starting at or before `position`; reads are mostly near the end.
+    let i = recent.length - 1;
+    while (recent[i].position > position) i--;
+    let done = 0;
+    for (; i < recent.length && done < length; i++) {
+      const { position: at, bytes } = recent[i];
+      const from = position + done - at;
+      done += bytes.copy(buf, done, from, Math.min(bytes.length, from + length - done));
+    }
+    return done;
   }
 
   /**
@@ -394,6 +433,9 @@ export class LogSegment {
   }
 
   private async readInto(buf: Buffer, length: number, position: number): Promise<number> {
+    if (this.closed) throw new TributaryError('LOG_OFFSET_OUT_OF_RANGE_EXCEPTION', `segment ${this.fileName} was deleted while being read`);
+    const recent = this.readRecent(buf, length, position);
+    if (recent >= 0) return recent;
     let done = 0;
     try {
       while (done < length) {
@@ -428,6 +470,8 @@ export class LogSegment {
 
   /** Called when the segment stops being the active one: records its largest timestamp and flushes. */
   async seal(): Promise<void> {
+    this.recent.length = 0;
+    this.recentSize = 0;
     if (this.maxTimestamp > this.timeIndex.lastKey) this.timeIndex.append(this.maxTimestamp, this.offsetOfMaxTimestamp);
     await this.flush();
   }

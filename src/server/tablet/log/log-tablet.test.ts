@@ -22,6 +22,8 @@ const DAY = 86_400_000;
 const CONFIG: LogConfig = {
   segmentBytes: 1 << 20,
   indexIntervalBytes: 4096,
+  // Reads of the last batches come from memory, of the ones before from the file, and some of both.
+  recentBytes: 2000,
   flushIntervalMessages: 1,
   flushIntervalMs: 1000,
   ttlMs: 0,
@@ -251,6 +253,8 @@ describe('LogTablet append and read', () => {
       }
       assert.equal(readLogBatchHeader(batches[0]).baseOffset, offset - (offset % 2n));
       reads++;
+      // A read of the recent batches completes without I/O: let the appends go on.
+      await new Promise((r) => setImmediate(r));
     }
     await appends;
     assert.ok(reads > 0);
@@ -728,6 +732,46 @@ describe('LogTablet readCut', () => {
       assert.deepEqual({ ...readLogBatchHeader(cut[i]), crc: 0, sizeInBytes: 0 }, header, `batch ${i}`);
       assert.deepEqual(Buffer.from(logBatchPayload(cut[i])), payload, `batch ${i}`);
     }
+    await log.close();
+  });
+
+  it('reads of the recent batches kept in memory equal reads of the file, whole and cut, also across where memory starts', async () => {
+    const batches = realBatches();
+    // Memory holds about three of the batches of the active segment.
+    const config = { ...CONFIG, segmentBytes: 60_000, recentBytes: 3 * Math.max(...batches.map((b) => b.length)) + 1 };
+    const dir = tempDir();
+    let log = await LogTablet.open(dir, config);
+    for (const b of batches) await log.append([b], 0);
+    assert.ok(logFiles(dir).length >= 2, 'several segments: sealed ones keep nothing in memory');
+    const reads = async () => {
+      const out: unknown[] = [];
+      for (let offset = log.logStartOffset; offset < log.highWatermark; offset += 37n) {
+        for (const maxBytes of [1, 5000, 1 << 20]) out.push((await log.read(offset, maxBytes)).records, await log.readCut(offset, maxBytes, 1 << 30, cutter));
+      }
+      return out;
+    };
+    // The last batch is read from memory alone: no file read.
+    const handle = await fs.promises.open(path.join(dir, logFiles(dir)[0]));
+    const fileHandle = Object.getPrototypeOf(handle) as { read: (...args: unknown[]) => Promise<unknown> };
+    await handle.close();
+    const fileRead = fileHandle.read;
+    let fileReads = 0;
+    fileHandle.read = function (this: unknown, ...args: unknown[]) {
+      fileReads++;
+      return fileRead.apply(this, args);
+    };
+    try {
+      assert.ok((await log.read(log.highWatermark - 1n, 1 << 20)).records.length > 0);
+      await log.readCut(log.highWatermark - 1n, 1 << 20, 1 << 30, cutter);
+    } finally {
+      fileHandle.read = fileRead;
+    }
+    assert.equal(fileReads, 0);
+    const fromMemory = await reads();
+    // Reopened, the log keeps nothing in memory: every read is a file read.
+    await log.close();
+    log = await LogTablet.open(dir, config);
+    assert.deepEqual(fromMemory, await reads());
     await log.close();
   });
 
