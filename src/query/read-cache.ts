@@ -13,9 +13,12 @@
  *                which table version and lake snapshot it was read for and where each bucket's
  *                rows end: records below the high watermark never change, so the next read for
  *                the same version and snapshot only appends what the log gained since.
+ *   union reads  the table each relation's last union read was of, so that the next read of it
+ *                can start catching up its tail before the table's current metadata arrives.
  *
  * Each kind is bounded, the least recently used dropped first (a dropped tail's tables with it).
  */
+import type { Table } from '../client/table.js';
 import type { FileSystemCatalog, LoadedTable } from '../lake/iceberg/catalog.js';
 import { planScan, type ScanTask } from '../lake/iceberg/scan.js';
 import type { DuckSession } from './duckdb/session.js';
@@ -24,6 +27,7 @@ import type { BucketStart } from './log-reader.js';
 const LAKE_TABLES_KEPT = 64;
 const LAKE_PLANS_KEPT = 32;
 const TAILS_KEPT = 16;
+const UNION_READS_KEPT = 64;
 /** Tails named so far in this process: sessions of one DuckDB database never share a name. */
 let tailsNamed = 0;
 
@@ -45,6 +49,7 @@ export class ReadCache {
   private readonly lakeTables = new Map<number, LoadedTable>();
   private readonly lakePlans = new Map<string, Promise<ScanTask[]>>();
   private readonly tails = new Map<string, LoadedTail>();
+  private readonly unionReads = new Map<string, Table>();
 
   constructor(private readonly duck: DuckSession) {}
 
@@ -90,6 +95,15 @@ export class ReadCache {
     if (!tail) return;
     this.tails.delete(key);
     await this.dropTables(tail);
+  }
+
+  /** The table that the last union read of DuckDB relation `name` read. */
+  lastUnionRead(name: string): Table | undefined {
+    return this.unionReads.get(name);
+  }
+
+  rememberUnionRead(name: string, table: Table): void {
+    keep(this.unionReads, name, table, UNION_READS_KEPT);
   }
 
   private async dropTables(tail: LoadedTail): Promise<void> {

@@ -47,7 +47,7 @@ import { bucketRanges, CHANGELOG_COLUMNS, readChangelogUpToHighWatermark, readLo
 import { type ScanOptions, scanOptionsOf, type ScanTarget, type TableHint } from './scan-options.js';
 import { lookupState, readState } from './state-reader.js';
 import { ReadCache } from './read-cache.js';
-import { lakeColumns, loadLakeFiles, loadLakeRows, loadLogFrom, loadUnionRead, type TableRead } from './union-reader.js';
+import { lakeColumns, loadLakeFiles, loadLakeRows, loadLogFrom, loadUnionRead, startCatchUp, type TableRead } from './union-reader.js';
 
 /** How a statement read its table: whole (log or state), by key lookups, from table stats, from the lake, or both (union read). */
 export type ReadPlan = 'scan' | 'lookup' | 'stats' | 'lake' | 'union';
@@ -123,8 +123,11 @@ export class TableLoader {
       loaded.add(name);
       const hint = hintOf(scan.hints ?? [], name, database, hinted);
       const system = TableLoader.systemTableOf(ref);
-      const table = await this.conn.getTable({ ...path, table: system?.table ?? path.table });
       const options = scanOptionsOf(scan.session ?? new Map(), hint, system ? SCAN_TARGETS[system.system] : 'table', tablePathString(path));
+      // A relation union-read before has its tail caught up while the table's metadata is asked for.
+      const last = system || startOf(options) !== undefined ? undefined : this.cache.lastUnionRead(name);
+      const speculated = last && startCatchUp({ conn: this.conn, duck: this.duck, table: last, name, columns: columnsToRead(last.info, refs.columns), filters: [], cache: this.cache });
+      const table = await this.conn.getTable({ ...path, table: system?.table ?? path.table });
       if (system && system.system !== '$changelog') {
         const catalog = await this.lakeCatalog(table.info, system.system);
         if (system.system === '$lake') {
@@ -136,7 +139,7 @@ export class TableLoader {
         continue;
       }
       const columns = columnsToRead(table.info, refs.columns);
-      const read: TableRead = { conn: this.conn, duck: this.duck, table, name, columns, filters: columnFiltersOf(tree.json, table.info.schema.columns), cache: this.cache };
+      const read: TableRead = { conn: this.conn, duck: this.duck, table, name, columns, filters: columnFiltersOf(tree.json, table.info.schema.columns), cache: this.cache, ...(speculated ? { speculated } : {}) };
       if (system?.system === '$changelog') {
         const clash = table.info.schema.columns.find((c) => CHANGELOG_COLUMNS.includes(c.name.toLowerCase()));
         if (clash) throw new TributaryError('SQL_UNSUPPORTED', `'${tablePathString(table.info.path)}' has a column named '${clash.name}', which ${system.system} uses for its metadata`);

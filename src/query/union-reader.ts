@@ -87,6 +87,8 @@ export interface TableRead {
   filters: ColumnFilter[];
   /** What the session keeps between reads. */
   cache: ReadCache;
+  /** A catch-up of the kept tail started before the table's metadata arrived (startCatchUp), if any. */
+  speculated?: Promise<CatchUp | undefined>;
 }
 
 /**
@@ -100,7 +102,7 @@ export async function loadUnionRead(read: TableRead, catalog: FileSystemCatalog)
   const admin = conn.getAdmin();
   const columns = withPrimaryKey(info, read.columns);
   const partitions = await partitionsToRead(read);
-  const tailKey = [read.name, columns.join(','), ...(partitions ?? []).map((p) => p.partitionId)].join('|');
+  const tailKey = tailKeyOf(read.name, columns, partitions);
   // So is the lake table's metadata loaded; one older than the snapshot lacks it, and the read starts over.
   const lakeTable = () => {
     const loaded = read.cache.lakeTable(catalog, info.tableId, info.path.database, info.path.table);
@@ -110,6 +112,7 @@ export async function loadUnionRead(read: TableRead, catalog: FileSystemCatalog)
   const caughtUp = await caughtUpTail(read, columns, tailKey, lakeTable());
   if (caughtUp) {
     await createUnionView(read, columns, caughtUp.tail, caughtUp.lake);
+    read.cache.rememberUnionRead(read.name, table);
     return true;
   }
   for (let attempt = 1; ; attempt++) {
@@ -147,8 +150,29 @@ export async function loadUnionRead(read: TableRead, catalog: FileSystemCatalog)
       throw err;
     }
     await createUnionView(read, columns, tail, lake);
+    read.cache.rememberUnionRead(read.name, table);
     return true;
   }
+}
+
+/**
+ * Starts catching up the tail that the last union read of `read.name` kept, with `read.table` the
+ * table as that read saw it: run while the table's current metadata is asked for, it saves a
+ * round trip, and loadUnionRead uses it only if the table turns out unchanged. Undefined for a
+ * partitioned table (its partitions are listed first).
+ */
+export function startCatchUp(read: TableRead): Promise<CatchUp | undefined> | undefined {
+  const { info } = read.table;
+  if (info.partitionKeys.length > 0) return undefined;
+  const columns = withPrimaryKey(info, read.columns);
+  const started = catchUp(read, columns, tailKeyOf(read.name, columns, undefined));
+  started.catch(() => undefined); // awaited by loadUnionRead, or dropped
+  return started;
+}
+
+/** The key of a union read's tail (read-cache.ts): the relation, its columns and the partitions read. */
+function tailKeyOf(name: string, columns: readonly string[], partitions: readonly PartitionInfo[] | undefined): string {
+  return [name, columns.join(','), ...(partitions ?? []).map((p) => p.partitionId)].join('|');
 }
 
 /** Creates the union view `read.name` over the lake plan's rows and the tail table `tail` (see the header). */
@@ -244,7 +268,7 @@ async function partitionsToRead(read: TableRead): Promise<PartitionInfo[] | unde
 }
 
 /** Log rows read for a tail: `columns`, and for a primary-key table the changelog columns in front. */
-interface Tail {
+export interface Tail {
   columns: string[];
   schema: arrow.Schema;
   batches: arrow.RecordBatch[];
@@ -265,14 +289,21 @@ async function readTail(read: TableRead, columns: string[], ranges: readonly (Bu
   return { columns, schema: renamed, batches: changelog.batches, ends: changelog.ends };
 }
 
+/** The rows the log gained after a kept tail, and the lake snapshot registered meanwhile: read side by side, nothing changed yet. */
+export interface CatchUp {
+  key: string;
+  kept: LoadedTail;
+  tail: Tail;
+  /** The registered snapshot; undefined when it could not be read. */
+  snapshotId: bigint | undefined;
+}
+
 /**
- * The tail the session kept for `key` (read-cache.ts), caught up with the log, when the registered
- * lake snapshot is still the one it was read for: the snapshot is asked for while the log after
- * the tail is fetched, each bucket up to the high watermark its fetch reports, so no offsets are
- * listed first. Undefined, nothing changed, when there is no such tail or the log no longer holds
- * where it ends.
+ * Fetches the log after the tail kept for `key`, each bucket up to the high watermark its fetch
+ * reports, while asking for the registered lake snapshot, so no offsets are listed first.
+ * Undefined when there is no such tail, or the log no longer holds where it ends.
  */
-async function caughtUpTail(read: TableRead, columns: string[], key: string, loaded: Promise<LoadedTable>): Promise<{ tail: string; lake: LakePlan } | undefined> {
+async function catchUp(read: TableRead, columns: string[], key: string): Promise<CatchUp | undefined> {
   const { info } = read.table;
   const kept = read.cache.tail(key);
   if (!kept || kept.tableId !== info.tableId || kept.schemaId !== info.schemaId) return undefined;
@@ -285,11 +316,24 @@ async function caughtUpTail(read: TableRead, columns: string[], key: string, loa
     if (err instanceof TributaryError && err.errorName === 'LOG_OFFSET_OUT_OF_RANGE_EXCEPTION') return undefined;
     throw err;
   }
-  if ((await snapshot.catch(() => undefined))?.snapshotId !== kept.snapshotId) return undefined;
-  const planned = planLake(read.cache, loaded, kept.snapshotId);
+  return { key, kept, tail, snapshotId: (await snapshot.catch(() => undefined))?.snapshotId };
+}
+
+/**
+ * The tail the session kept for `key`, caught up with the log (catchUp, or the read's speculated
+ * one when it was made for the same tail and table version), when the registered lake snapshot is
+ * still the one it was read for. Undefined, nothing changed, otherwise.
+ */
+async function caughtUpTail(read: TableRead, columns: string[], key: string, loaded: Promise<LoadedTable>): Promise<{ tail: string; lake: LakePlan } | undefined> {
+  const { info } = read.table;
+  let caught = await read.speculated?.catch(() => undefined);
+  const current = caught && caught.key === key && caught.kept === read.cache.tail(key) && caught.kept.tableId === info.tableId && caught.kept.schemaId === info.schemaId;
+  if (!current) caught = await catchUp(read, columns, key);
+  if (!caught || caught.snapshotId !== caught.kept.snapshotId) return undefined;
+  const planned = planLake(read.cache, loaded, caught.kept.snapshotId);
   planned.catch(() => undefined);
-  await appendTail(read, key, kept, tail);
-  return { tail: kept.tables[0], lake: await planned };
+  await appendTail(read, key, caught.kept, caught.tail);
+  return { tail: caught.kept.tables[0], lake: await planned };
 }
 
 /**
