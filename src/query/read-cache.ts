@@ -3,9 +3,10 @@
  * table's lake snapshot stays the same (most queries between two tiering rounds) reads only what
  * is new:
  *
- *   lake tables  a lake table's loaded metadata, by table id; reused while its version is still
- *                the current one (the catalog checks the version hint): a version's file never
- *                changes once written.
+ *   lake tables  a lake table's loaded metadata, by table id (a table's lake table is never
+ *                replaced: a table created again gets a new id); reused while its version is still
+ *                the current one (the catalog checks that the next version does not exist): a
+ *                version's file never changes once written.
  *   lake plans   the scan of a snapshot planned from one metadata version, by that version's file
  *                and the snapshot: an Iceberg snapshot's manifests never change either.
  *   tails        the log rows that union reads loaded into DuckDB (union-reader.ts), each in its

@@ -81,14 +81,15 @@ export class FileSystemCatalog {
 
   /**
    * The table's current metadata. `known`, a version loaded before, is returned as it is while it
-   * is still the current one: a version's file never changes once written.
+   * is still the current one: a version's file never changes once written, and versions are
+   * committed one after the other, so it is current while the next one does not exist.
    */
   async loadTable(db: string, table: string, known?: LoadedTable): Promise<LoadedTable> {
     const dir = this.metadataDir(db, table);
+    if (known && known.metadataLocation === path.join(dir, versionFileName(known.version)) && !(await fileExists(path.join(dir, versionFileName(known.version + 1))))) return known;
     const version = await currentVersion(dir);
     if (version === 0) throw new TributaryError('TABLE_NOT_EXIST', `lake table ${db}.${table} does not exist`);
     const metadataLocation = path.join(dir, versionFileName(version));
-    if (known?.metadataLocation === metadataLocation) return known;
     const text = await storage(`read ${metadataLocation}`, () => fs.promises.readFile(metadataLocation, 'utf8'));
     return { metadata: parseTableMetadata(text), version, metadataLocation };
   }
