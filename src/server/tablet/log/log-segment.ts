@@ -296,8 +296,11 @@ export class LogSegment {
     this.nextOffset = nextOffset;
   }
 
-  private keepRecent(position: number, bytes: Buffer): void {
+  private keepRecent(position: number, batch: Buffer): void {
     if (this.config.recentBytes <= 0) return;
+    // A batch that is a small part of a larger buffer (a request frame of many buckets' batches,
+    // a socket chunk) is copied, so that memory holds no more than the recent bytes themselves.
+    const bytes = batch.length * 2 >= batch.buffer.byteLength ? batch : Buffer.from(batch);
     this.recent.push({ position, bytes });
     this.recentSize += bytes.length;
     while (this.recentSize > this.config.recentBytes) this.recentSize -= this.recent.shift()!.bytes.length;
