@@ -1,9 +1,9 @@
 /**
  * The worker thread of DataFileWriterPool (data-file-writer.ts, which states the messages). Per
  * open file it streams the appended Arrow IPC streams into a Parquet encoder (parquet.ts) whose
- * output goes straight to `<path>.tmp`. Finishing writes the footer, checks that it holds every
- * row, syncs the file, renames it to its path and syncs the directory (and the parents of any
- * directory it had to create).
+ * output goes straight to `<path>.tmp`. Finishing writes the footer; syncing then syncs the file,
+ * checks that its footer holds every row, renames it to its path and syncs the directory (and the
+ * parents of any directory it had to create).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -60,6 +60,8 @@ class DataFileState {
   private handle?: fs.promises.FileHandle;
   private readonly writer: ParquetStreamWriter;
   private bytes = 0;
+  /** Rows in the file, once finished. */
+  private rows?: number;
 
   constructor(private readonly path: string) {
     this.tmp = `${path}.tmp`;
@@ -83,7 +85,12 @@ class DataFileState {
   }
 
   async finish(): Promise<{ bytes: number; rows: number }> {
-    const rows = await this.writer.close();
+    this.rows = await this.writer.close();
+    return { bytes: this.bytes, rows: this.rows };
+  }
+
+  async sync(): Promise<void> {
+    const rows = this.rows!;
     const handle = this.handle!;
     this.handle = undefined;
     try {
@@ -99,7 +106,6 @@ class DataFileState {
     } catch (err) {
       throw storageError(`cannot write ${this.path}`, err);
     }
-    return { bytes: this.bytes, rows };
   }
 
   /** Stops writing and removes what was written. */
@@ -127,6 +133,8 @@ async function serve(req: DataFileRequest, entry: FileEntry): Promise<DataFileRe
     await entry.state.discard();
     return { id: req.id, ok: true };
   }
+  // Nothing follows a sync.
+  if (req.op === 'sync') files.delete(req.file);
   if (entry.failure) throw entry.failure;
   try {
     switch (req.op) {
@@ -137,16 +145,14 @@ async function serve(req: DataFileRequest, entry: FileEntry): Promise<DataFileRe
         await entry.state.append(req.ipc);
         // The stream's memory goes back to the reader for its next stream.
         return { id: req.id, ok: true, ...(req.ipc.buffer instanceof ArrayBuffer ? { memory: req.ipc.buffer } : {}) };
-      case 'finish': {
-        const written = await entry.state.finish();
-        files.delete(req.file);
-        return { id: req.id, ok: true, written };
-      }
+      case 'finish':
+        return { id: req.id, ok: true, written: await entry.state.finish() };
+      case 'sync':
+        await entry.state.sync();
+        return { id: req.id, ok: true };
     }
   } catch (err) {
     entry.failure = asTributaryError(err);
-    // Nothing follows a finish.
-    if (req.op === 'finish') files.delete(req.file);
     await entry.state.discard();
     throw entry.failure;
   }

@@ -9,14 +9,15 @@
  * requests of one file are handled in order:
  *   request  := { id, op: 'open', file, path }
  *             | { id, op: 'append', file, ipc: Arrow IPC stream of the chunk's batches }
- *             | { id, op: 'finish', file } | { id, op: 'abort', file }
+ *             | { id, op: 'finish', file } | { id, op: 'sync', file } | { id, op: 'abort', file }
  *   response := { id, ok: true, memory?: the appended stream's ArrayBuffer, handed back,
  *                 written?: { bytes, rows } (finish) }
  *             | { id, ok: false, errorName, message }
  * `file` numbers the files of one worker. The IPC stream's memory moves to the worker and back
- * (no copies), for the next chunk's stream. A file is complete and durable at its path once
- * `finish` resolves; until then it is `<path>.tmp`, which a failure or `abort` removes. A failed
- * request fails the file: every later one on it but `abort` gets the same error.
+ * (no copies), for the next chunk's stream. A file is complete (its footer written, its size
+ * known) once `finish` resolves, and durable at its path once `sync` resolves; until then it is
+ * `<path>.tmp`, which a failure or `abort` removes. A failed request fails the file: every later
+ * one on it but `abort` gets the same error.
  * Workers start on demand, up to the pool size, and do not keep the process alive while idle.
  *
  * A file's metrics are those of its chunks, merged (MergedMetrics, metrics.ts).
@@ -36,13 +37,18 @@ export type WrittenDataFile = Omit<DataFile, 'partition' | 'content'>;
 export type DataFileRequest =
   | { id: number; op: 'open'; file: number; path: string }
   | { id: number; op: 'append'; file: number; ipc: Uint8Array }
-  | { id: number; op: 'finish' | 'abort'; file: number };
+  | { id: number; op: 'finish' | 'sync' | 'abort'; file: number };
 
 export type DataFileResponse =
   | { id: number; ok: true; memory?: ArrayBuffer; written?: { bytes: number; rows: number } }
   | { id: number; ok: false; errorName: ErrorName; message: string };
 
 type Success = DataFileResponse & { ok: true };
+
+export interface CompletedDataFile {
+  file: WrittenDataFile;
+  durable: Promise<void>;
+}
 
 export interface DataFileJob {
   /** Lake batches of one schema. */
@@ -57,7 +63,13 @@ export interface DataFileJob {
 export interface OpenDataFile {
   /** Appends lake batches of the file's schema; resolves once the worker has encoded them. */
   append(batches: readonly arrow.RecordBatch[]): Promise<void>;
-  /** Completes the file: its footer is written and the file is durable at its path. */
+  /**
+   * Completes the file: resolves once its footer is written, with what it holds and `durable`,
+   * which resolves once the file is durable at its path. A commit can write its manifests
+   * meanwhile, as long as the table's new version waits for `durable`.
+   */
+  complete(): Promise<CompletedDataFile>;
+  /** Completes the file and waits until it is durable at its path. */
   finish(): Promise<WrittenDataFile>;
   /** Gives the file up; what was written of it is removed. */
   abort(): Promise<void>;
@@ -135,6 +147,18 @@ export class DataFileWriterPool {
       thread.openFiles--;
       thread.updateRef();
     };
+    const complete = async (): Promise<CompletedDataFile> => {
+      const finished = request('finish');
+      // Sent at once: the worker syncs the file right after its footer.
+      const durable = request('sync').then(() => {}).finally(end);
+      durable.catch(() => {});
+      const { written } = await finished;
+      const merged = metrics.result();
+      if (written!.rows !== merged.recordCount) {
+        throw new TributaryError('STORAGE_EXCEPTION', `data file ${filePath} holds ${written!.rows} rows, ${merged.recordCount} were appended`);
+      }
+      return { file: { filePath, fileFormat: 'PARQUET', fileSizeInBytes: written!.bytes, ...merged }, durable };
+    };
     if (thread) {
       thread.openFiles++;
       // A failure to open surfaces at the next request.
@@ -150,17 +174,11 @@ export class DataFileWriterPool {
         const { memory } = await appended;
         if (memory && memory.byteLength <= SPARE_MEMORY_BYTES && this.spareMemory.length < SPARE_MEMORY) this.spareMemory.push(memory);
       },
+      complete,
       finish: async () => {
-        try {
-          const { written } = await request('finish');
-          const merged = metrics.result();
-          if (written!.rows !== merged.recordCount) {
-            throw new TributaryError('STORAGE_EXCEPTION', `data file ${filePath} holds ${written!.rows} rows, ${merged.recordCount} were appended`);
-          }
-          return { filePath, fileFormat: 'PARQUET', fileSizeInBytes: written!.bytes, ...merged };
-        } finally {
-          end();
-        }
+        const { file, durable } = await complete();
+        await durable;
+        return file;
       },
       abort: async () => {
         if (ended) return;

@@ -76,6 +76,12 @@ export interface CommitOptions {
    * aborts the commit without retrying.
    */
   validate?: (metadata: TableMetadata) => void | Promise<void>;
+  /**
+   * Resolves once the added files are durable, which they need not be yet: the manifests are
+   * written meanwhile, and the new table version only after it resolves. A rejection aborts the
+   * commit.
+   */
+  addedFilesDurable?: Promise<void>;
 }
 
 /** Commits `dataFiles` (possibly none: an empty snapshot still records its summary). Returns the snapshot id. */
@@ -151,6 +157,8 @@ class SnapshotProducer {
   ) {}
 
   async commit(): Promise<bigint> {
+    // A failure is seen before the version is committed, unless the commit failed before that.
+    this.options.addedFilesDurable?.catch(() => {});
     let tableUuid: string | undefined;
     let latest: TableMetadata | undefined;
     for (let attempt = 1; ; attempt++) {
@@ -165,6 +173,7 @@ class SnapshotProducer {
         tableUuid = base.metadata.tableUuid;
         await this.options.validate?.(base.metadata);
         const { next, mergedAway } = await this.apply(base.metadata, attempt, attemptFiles);
+        await this.options.addedFilesDurable;
         committing = true;
         await this.catalog.commit(this.db, this.table, base.version, next);
         await deleteQuietly(mergedAway);

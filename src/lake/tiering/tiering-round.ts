@@ -19,6 +19,7 @@
  *     this round's rows survive).
  *  4. Commit one Iceberg snapshot whose summary carries the offsets, checking at every attempt that
  *     the lake still ends where the round started (no other worker tiered these offsets meanwhile).
+ *     Its manifests are written while the data files sync; its table version waits for them.
  *  5. Register the snapshot with the coordinator (CommitLakeTableSnapshot).
  *  6. Maintain the lake by the table's options: compaction (compaction.ts) and snapshot expiry.
  *
@@ -175,6 +176,7 @@ export async function runTieringRound(ctx: RoundContext): Promise<RoundResult> {
       [SUMMARY_TIERING_EPOCH]: ctx.epoch.toString(),
       [SUMMARY_BUCKET_OFFSETS]: bucketOffsetsSummary(offsets),
     },
+    addedFilesDurable: writer.durable(),
     validate: (current) => {
       ctx.signal.throwIfAborted();
       const now = latestTieredSnapshot(current, info.tableId);
@@ -374,6 +376,8 @@ class RoundWriter {
   private readonly keyColumns: number[];
   private readonly partitionColumns: number[];
   private readonly written: Promise<DataFile>[] = [];
+  /** Per data file complete but maybe still syncing: settles once it is durable. */
+  private readonly syncing: Promise<void>[] = [];
   private readonly location: string;
   private readonly spec;
 
@@ -460,7 +464,12 @@ class RoundWriter {
   private finishFile(split: Split): void {
     const file = split.file!;
     split.file = undefined;
-    this.track(file.sink.finish().then((w) => ({ ...w, content: FileContent.DATA, partition: file.partition })));
+    const completed = file.sink.complete();
+    this.track(completed.then(({ file: w }) => ({ ...w, content: FileContent.DATA, partition: file.partition })));
+    const durable = completed.then((c) => c.durable);
+    // Its failure surfaces at the commit, or at `files()` first.
+    durable.catch(() => {});
+    this.syncing.push(durable);
   }
 
   /** Gives up the data files still being written: a failed round leaves no partial files. */
@@ -580,8 +589,13 @@ class RoundWriter {
     });
   }
 
+  /** The round's files, once complete; `durable` tells when they are durable. */
   async files(): Promise<DataFile[]> {
     return Promise.all(this.written);
+  }
+
+  async durable(): Promise<void> {
+    await Promise.all(this.syncing);
   }
 }
 
