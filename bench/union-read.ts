@@ -27,7 +27,7 @@
  * union read `SELECT count(*) FROM t WHERE id = <its id>` returns it is measured from the append
  * (p50/p99, target p99 < 1 s).
  *
- *   npm run bench:union [-- --lake-rows 2000000 --tail-rows 20000 --trickle 200 --runs 5 --freshness-samples 50]
+ *   npm run bench:union [-- --lake-rows 2000000 --tail-rows 20000 --trickle 200 --runs 11 --freshness-samples 50]
  */
 import { parseArgs } from 'node:util';
 import { DataFileWriterPool } from '../src/lake/iceberg/data-file-writer.js';
@@ -65,7 +65,7 @@ const { values: args } = parseArgs({
     'lake-rows': { type: 'string', default: '2000000' },
     'tail-rows': { type: 'string' },
     trickle: { type: 'string' },
-    runs: { type: 'string', default: '5' },
+    runs: { type: 'string', default: '11' },
     'freshness-samples': { type: 'string', default: '50' },
   },
 });
