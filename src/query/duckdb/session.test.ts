@@ -250,6 +250,51 @@ test('a schema-qualified name creates the schema; loading again replaces the tab
   assert.deepEqual((await session.run('SELECT count(*) FROM shop.empty')).rows, [[0n]]);
 });
 
+test('views and tables the session creates: a view made again with the same SQL stays, a name turns from one kind to the other', async () => {
+  const small = new arrow.Schema([new arrow.Field('k', new arrow.Int32(), true)]);
+  const rows = (values: number[]) => new arrow.RecordBatch(small, arrow.makeData({ type: new arrow.Struct(small.fields), length: values.length, children: [column(new arrow.Int32(), values, fixed(Int32Array))] }));
+  const viewOid = async () => (await session.run("SELECT view_oid FROM duckdb_views() WHERE schema_name = 'kinds' AND view_name = 'r'")).rows[0]?.[0];
+  await session.createView('kinds.r', 'SELECT 1 AS k');
+  const first = await viewOid();
+  await session.createView('kinds.r', 'SELECT 1 AS k');
+  assert.equal(await viewOid(), first, 'the same SQL: the view is left as it is');
+  await session.createView('kinds.r', 'SELECT 2 AS k');
+  assert.notEqual(await viewOid(), first);
+  assert.deepEqual((await session.run('SELECT k FROM kinds.r')).rows, [[2]]);
+  // The name becomes a table, then a view again, then a table made by a query.
+  await session.loadArrowTable('kinds.r', small, [rows([7])]);
+  assert.deepEqual((await session.run('SELECT k FROM kinds.r')).rows, [[7]]);
+  assert.equal(await viewOid(), undefined);
+  await session.createView('kinds.r', 'SELECT 2 AS k');
+  assert.deepEqual((await session.run('SELECT k FROM kinds.r')).rows, [[2]]);
+  await session.createTableAs('kinds.r', 'AS SELECT 3 AS k');
+  assert.deepEqual((await session.run('SELECT k FROM kinds.r')).rows, [[3]]);
+  await session.appendArrowRows('kinds.r', small, [rows([4])]);
+  assert.deepEqual((await session.run('SELECT k FROM kinds.r ORDER BY k')).rows, [[3], [4]]);
+  // Dropping a view drops only a view; a table stays until dropTable.
+  await session.dropView('kinds.r');
+  assert.deepEqual((await session.run('SELECT count(*) FROM kinds.r')).rows, [[2n]]);
+  await session.dropTable('kinds.r');
+  await assert.rejects(session.run('SELECT * FROM kinds.r'), (err: unknown) => err instanceof TributaryError && err.errorName === 'INVALID_ARGUMENT');
+  // A relation the session did not create is not its to drop.
+  await session.run('CREATE TABLE kinds.mine AS SELECT 1 AS k');
+  await session.dropTable('kinds.mine');
+  assert.deepEqual((await session.run('SELECT k FROM kinds.mine')).rows, [[1]]);
+});
+
+test('useSchema makes unqualified names resolve in a schema, created when missing; syntax trees are kept by query text', async () => {
+  await session.createTableAs('paths.t', 'AS SELECT 5 AS k');
+  await session.useSchema('paths');
+  assert.deepEqual((await session.run('SELECT k FROM t')).rows, [[5]]);
+  await session.useSchema('paths_new');
+  await session.useSchema('paths_new');
+  await assert.rejects(session.run('SELECT k FROM t'), (err: unknown) => err instanceof TributaryError);
+  await session.useSchema('main');
+  const tree = await session.syntaxTree('SELECT k FROM paths.t');
+  assert.equal(await session.syntaxTree('SELECT k FROM paths.t'), tree);
+  assert.notEqual(await session.syntaxTree('SELECT k FROM paths.t '), tree);
+});
+
 test('an Arrow type without a DuckDB mapping fails before a table is created', async () => {
   const bad = new arrow.Schema([new arrow.Field('u', new arrow.Uint32(), true)]);
   await assert.rejects(session.loadArrowTable('unsigned', bad, []), (err: unknown) => err instanceof TributaryError && err.errorName === 'INVALID_TYPE' && err.message.includes("'u'"));
