@@ -211,9 +211,12 @@ describe('log tables end to end', () => {
     const small = await Connection.create({ 'bootstrap.servers': server.bootstrap, 'client.scanner.log.max-poll-records': '300' });
     const partial = (await small.getTable(path)).newScan().createLogScanner();
     await partial.subscribe(0, 'earliest');
+    assert.equal(partial.highWatermarks().size, 0, 'no fetch yet');
     const first = await partial.poll(2000);
     assert.equal(first.length, 300);
     assert.equal(partial.positions().get('0'), 300n);
+    // The high watermark the fetch reported: every row acknowledged.
+    assert.deepEqual(partial.highWatermarks(), new Map([['0', 1000n]]));
     partial.close();
     await small.close();
   });
