@@ -90,6 +90,8 @@ export class LogSegment {
    * segment is the active one; batches handed to `append` are not changed afterwards.
    */
   private readonly recent: { position: number; bytes: Buffer }[] = [];
+  /** Index of the first recent batch still kept: evicted ones are cut off the array in bulk. */
+  private recentStart = 0;
   private recentSize = 0;
 
   private constructor(
@@ -297,13 +299,25 @@ export class LogSegment {
   }
 
   private keepRecent(position: number, batch: Buffer): void {
-    if (this.config.recentBytes <= 0) return;
+    // A batch larger than the whole allowance would push out everything, itself included.
+    if (batch.length > this.config.recentBytes) return this.forgetRecent();
     // A batch that is a small part of a larger buffer (a request frame of many buckets' batches,
     // a socket chunk) is copied, so that memory holds no more than the recent bytes themselves.
     const bytes = batch.length * 2 >= batch.buffer.byteLength ? batch : Buffer.from(batch);
-    this.recent.push({ position, bytes });
+    const recent = this.recent;
+    recent.push({ position, bytes });
     this.recentSize += bytes.length;
-    while (this.recentSize > this.config.recentBytes) this.recentSize -= this.recent.shift()!.bytes.length;
+    while (this.recentSize > this.config.recentBytes) this.recentSize -= recent[this.recentStart++].bytes.length;
+    if (this.recentStart * 2 > recent.length) {
+      recent.splice(0, this.recentStart);
+      this.recentStart = 0;
+    }
+  }
+
+  private forgetRecent(): void {
+    this.recent.length = 0;
+    this.recentStart = 0;
+    this.recentSize = 0;
   }
 
   /**
@@ -312,11 +326,17 @@ export class LogSegment {
    */
   private readRecent(buf: Buffer, length: number, position: number): number {
     const recent = this.recent;
-    if (recent.length === 0 || position < recent[0].position) return -1;
+    if (this.recentStart === recent.length || position < recent[this.recentStart].position) return -1;
     if (position >= this.size) return 0;
-    // The last batch starting at or before `position`; reads are mostly near the end.
-    let i = recent.length - 1;
-    while (recent[i].position > position) i--;
+    // The last batch starting at or before `position`.
+    let lo = this.recentStart;
+    let hi = recent.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (recent[mid].position <= position) lo = mid;
+      else hi = mid - 1;
+    }
+    let i = lo;
     let done = 0;
     for (; i < recent.length && done < length; i++) {
       const { position: at, bytes } = recent[i];
@@ -436,7 +456,7 @@ export class LogSegment {
   }
 
   private async readInto(buf: Buffer, length: number, position: number): Promise<number> {
-    if (this.closed) throw new TributaryError('LOG_OFFSET_OUT_OF_RANGE_EXCEPTION', `segment ${this.fileName} was deleted while being read`);
+    if (this.closed) throw this.deletedWhileRead();
     const recent = this.readRecent(buf, length, position);
     if (recent >= 0) return recent;
     let done = 0;
@@ -447,12 +467,14 @@ export class LogSegment {
         done += bytesRead;
       }
     } catch (err) {
-      if (this.closed) {
-        throw new TributaryError('LOG_OFFSET_OUT_OF_RANGE_EXCEPTION', `segment ${this.fileName} was deleted while being read`);
-      }
+      if (this.closed) throw this.deletedWhileRead();
       throw storageError(`cannot read ${this.file('.log')}`, err);
     }
     return done;
+  }
+
+  private deletedWhileRead(): TributaryError {
+    return new TributaryError('LOG_OFFSET_OUT_OF_RANGE_EXCEPTION', `segment ${this.fileName} was deleted while being read`);
   }
 
   /** fdatasync of the `.log` file: makes every appended batch durable. */
@@ -473,8 +495,7 @@ export class LogSegment {
 
   /** Called when the segment stops being the active one: records its largest timestamp and flushes. */
   async seal(): Promise<void> {
-    this.recent.length = 0;
-    this.recentSize = 0;
+    this.forgetRecent();
     if (this.maxTimestamp > this.timeIndex.lastKey) this.timeIndex.append(this.maxTimestamp, this.offsetOfMaxTimestamp);
     await this.flush();
   }
