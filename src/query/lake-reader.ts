@@ -181,12 +181,11 @@ const CONTENT_NAMES: Record<FileContent, string> = {
 };
 
 /**
- * The SQL whose result is one row per live file (data and delete files) of a snapshot of a lake
- * table (the current one by default), LAKE_FILE_COLUMNS, in manifest order. `partition` is JSON:
+ * The SQL whose result is one row per live file (data and delete files) of a snapshot of lake
+ * table `db.table` with `metadata` (the current snapshot by default), LAKE_FILE_COLUMNS, in manifest order. `partition` is JSON:
  * partition field name → value (long values beyond 2^53 as strings, binary values as hex).
  */
-export async function lakeFilesSql(catalog: FileSystemCatalog, db: string, table: string, snapshotId?: bigint): Promise<string> {
-  const { metadata } = await catalog.loadTable(db, table);
+export async function lakeFilesSql(metadata: TableMetadata, db: string, table: string, snapshotId?: bigint): Promise<string> {
   const snapshot = snapshotId === undefined ? currentSnapshot(metadata) : snapshotById(metadata, snapshotId);
   if (snapshotId !== undefined && !snapshot) throw new TributaryError('LAKE_SNAPSHOT_NOT_EXIST', `lake snapshot ${snapshotId} is not in lake table ${db}.${table}`);
   const json = (v: unknown): unknown => (typeof v === 'bigint' ? (Number.isSafeInteger(Number(v)) ? Number(v) : String(v)) : v instanceof Uint8Array ? Buffer.from(v).toString('hex') : v);

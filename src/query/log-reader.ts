@@ -112,7 +112,7 @@ async function readScanBatches(conn: Connection, table: Table, columns?: string[
   for (const r of ranges ?? (await bucketRanges(conn, table))) {
     const partition = r.partition?.partitionName;
     const end = 'end' in r ? r.end : undefined;
-    reached.set(keyOf(partition, r.bucket), end !== undefined && end < r.start ? end : r.start);
+    reached.set(keyOf(partition, r.bucket), r.start);
     if (end !== undefined && end <= r.start) continue;
     const ref: BucketRef = partition === undefined ? r.bucket : { partition, bucket: r.bucket };
     await scanner.subscribe(ref, r.start);

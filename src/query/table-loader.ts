@@ -133,7 +133,7 @@ export class TableLoader {
         if (system.system === '$lake') {
           const filters = columnFiltersOf(tree.json, lakeColumns(table.info));
           await loadLakeRows(this.cache, this.duck, catalog, table.info, name, refs.columns, filters, options);
-        } else if (system.system === '$lake$files') await loadLakeFiles(this.duck, catalog, table.info, name, options);
+        } else if (system.system === '$lake$files') await loadLakeFiles(this.cache, this.duck, catalog, table.info, name, options);
         else await loadLakeSnapshots(this.duck, name, catalog, table.info.path.database, table.info.path.table);
         plan = 'lake';
         continue;

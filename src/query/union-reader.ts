@@ -243,10 +243,11 @@ export async function loadLakeRows(cache: ReadCache, duck: DuckSession, catalog:
 }
 
 /** Creates `t$lake$files` as table `name`: the live files of a lake snapshot (current by default). */
-export async function loadLakeFiles(duck: DuckSession, catalog: FileSystemCatalog, info: TableInfo, name: string, options: ScanOptions): Promise<void> {
+export async function loadLakeFiles(cache: ReadCache, duck: DuckSession, catalog: FileSystemCatalog, info: TableInfo, name: string, options: ScanOptions): Promise<void> {
   const { database, table } = info.path;
-  const snapshotId = await chosenLakeSnapshot(duck, (await catalog.loadTable(database, table)).metadata, options, tablePathString(info.path));
-  await duck.createTableAs(name, `AS ${await lakeFilesSql(catalog, database, table, snapshotId)}`);
+  const { metadata } = await cache.lakeTable(catalog, info.tableId, database, table);
+  const snapshotId = await chosenLakeSnapshot(duck, metadata, options, tablePathString(info.path));
+  await duck.createTableAs(name, `AS ${await lakeFilesSql(metadata, database, table, snapshotId)}`);
 }
 
 /** The columns of `t$lake` with their types, for its column filters: the table's, then the lake's system columns. */
