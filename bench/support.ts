@@ -21,6 +21,9 @@ import path from 'node:path';
 import { Connection } from '../src/client/index.js';
 import type { ColumnSpec, Row, Table } from '../src/client/index.js';
 import { CLI, ServerProcess, TieringProcess } from '../test/support/server-process.js';
+import { random } from '../test/support/random.js';
+
+export { random };
 
 
 /** Bytes per record of the peers' packed binary form. */
@@ -40,17 +43,6 @@ const TS_STEP_MICROS = 50n;
 const CATALOGUE_SIZE = 10_000;
 const ITEM_LENGTH = 16;
 
-/** Deterministic uniform numbers in [0, 1) (mulberry32). */
-export function random(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** `count` distinct-looking names of `length` characters of [a-z0-9]. */
 export function names(count: number, length: number, next: () => number): string[] {

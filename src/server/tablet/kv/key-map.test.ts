@@ -1,18 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { KeyMap } from './key-map.js';
+import { random } from '../../../../test/support/random.js';
 
-/** Deterministic uniform numbers in [0, 1) (mulberry32). */
-function random(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 test('sets, gets and deletes agree with a Map keyed by the bytes, through growth and wrapped runs', () => {
   const next = random(7);

@@ -3,6 +3,7 @@ import { describe, it } from 'node:test';
 import { TributaryError, type ErrorName } from '../../../common/errors.js';
 import { buildSchema, type ColumnSpec, type Schema } from '../../../common/schema.js';
 import { createMergeEngine, type MergeEngine, type MergeInput, type MergeResult } from './merge-engine.js';
+import { random } from '../../../../test/support/random.js';
 
 const fails = (name: ErrorName, pattern?: RegExp) => (e: unknown): boolean =>
   e instanceof TributaryError && e.errorName === name && (pattern === undefined || pattern.test(e.message));
@@ -486,17 +487,6 @@ class Model {
   }
 }
 
-/** mulberry32: a small seeded generator so a failing sequence can be replayed. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function generator(rnd: () => number) {
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)];
