@@ -17,8 +17,8 @@
  *
  * Frames are encoded as a small header Buffer plus the body written after it (one writev), so
  * bodies are never copied to be framed. The decoder hands out frames that are views of the
- * socket chunks when a frame sits inside one chunk, and one concatenated Buffer (the only copy)
- * when it spans chunks. Bodies decoded with `fromBinary` keep `bytes` fields as subarrays of the
+ * socket chunks when a frame sits inside one chunk, and one joined Buffer (the only copy) when
+ * it spans chunks; the server joins into reusable memory (frame-pool.ts). Bodies decoded with `fromBinary` keep `bytes` fields as subarrays of the
  * frame, so record batches reach the handler without a copy. (Encoding is not copy-free:
  * protobuf-es `toBinary` copies `bytes` fields into the body it builds.)
  */
@@ -110,10 +110,12 @@ export class FrameDecoder {
   /**
    * @param headerSize smallest valid length (the header that follows the length field)
    * @param maxFrameBytes largest valid length
+   * @param allocate memory for a frame that spans chunks (a FramePool's `take` on the server)
    */
   constructor(
     private readonly headerSize: number,
     private readonly maxFrameBytes: number,
+    private readonly allocate: (length: number) => Buffer = Buffer.allocUnsafe,
   ) {}
 
   /** Bytes held for the frame not yet complete. */
@@ -146,7 +148,7 @@ export class FrameDecoder {
       }
       this.addPart(chunk.subarray(pos, pos + missing));
       pos += missing;
-      const frame = this.parts.length === 1 ? this.parts[0] : Buffer.concat(this.parts, this.frameLength);
+      const frame = this.parts.length === 1 ? this.parts[0] : this.join();
       this.parts = [];
       this.partBytes = 0;
       this.frameLength = -1;
@@ -186,6 +188,14 @@ export class FrameDecoder {
     this.parts = [];
     this.partBytes = 0;
     return false;
+  }
+
+  /** Copies the parts of the frame being completed into one buffer. */
+  private join(): Buffer {
+    const frame = this.allocate(this.frameLength);
+    let at = 0;
+    for (const part of this.parts) at += part.copy(frame, at);
+    return frame;
   }
 
   private addPart(part: Buffer): void {

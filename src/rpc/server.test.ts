@@ -126,6 +126,42 @@ test('a request travels to its handler and back, record bytes arriving as a view
   void misspelt;
 });
 
+test('a request frame over socket chunks is joined into reused memory only for handlers that release their body', async (t) => {
+  const produced: Uint8Array[] = [];
+  const kept: Uint8Array[] = [];
+  const { port } = await startServer(t, {}, (server) => {
+    server.register(
+      ApiKeys.ProduceLog,
+      async (request) => {
+        produced.push(request.bucketsReq[0].records);
+        return { bucketsResp: [] };
+      },
+      { releasesBody: true },
+    );
+    server.register(ApiKeys.PutKv, async (request) => {
+      kept.push(request.bucketsReq[0].records);
+      return { bucketsResp: [] };
+    });
+  });
+  const conn = await connect(t, port);
+  // 200 kB does not fit in one socket chunk (64 KiB), so each frame is joined from several.
+  const records = (fill: number): Buffer => Buffer.alloc(200_000, fill);
+  const produce = (fill: number) => conn.request(ApiKeys.ProduceLog, { acks: -1, tableId: 1n, bucketsReq: [{ bucketId: 0, records: records(fill) }] });
+  const putKv = (fill: number) => conn.request(ApiKeys.PutKv, { acks: -1, tableId: 1n, bucketsReq: [{ bucketId: 0, records: records(fill) }] });
+
+  await produce(1);
+  await produce(2);
+  assert.equal(produced[1].buffer, produced[0].buffer, 'the second ProduceLog reuses the memory the first gave back');
+  await putKv(3); // may take that memory, and never gives it back
+  await putKv(4);
+  await produce(5);
+  await produce(6);
+  assert.deepEqual([...new Set(kept[0])], [3]);
+  assert.deepEqual([...new Set(kept[1])], [4], 'a body kept by a handler that does not release it is never overwritten');
+  assert.ok(!kept.some((k) => k.buffer === produced[3].buffer));
+  assert.deepEqual([...new Set(produced[3])], [6]);
+});
+
 test('ApiVersions lists the registered APIs and the package version', async (t) => {
   const { port } = await startServer(t, {}, registerDatabaseExists);
   const peer = await RawPeer.open(t, port);
@@ -218,9 +254,11 @@ test('a handler may read its request body itself and answer with bytes it encode
     server.register(
       ApiKeys.DatabaseExists,
       async (name: string) => new EncodedResponse(name === 'yes' ? [Uint8Array.of(0x08), Uint8Array.of(0x01)] : []),
-      (body) => {
-        if (body[0] === 0xff) throw new Error('not a name');
-        return body.toString('latin1');
+      {
+        decode: (body) => {
+          if (body[0] === 0xff) throw new Error('not a name');
+          return body.toString('latin1');
+        },
       },
     ),
   );

@@ -39,6 +39,7 @@ import {
   writeFrame,
 } from './frame.js';
 import type { FrameError } from './frame.js';
+import { FramePool } from './frame-pool.js';
 import { ErrorResponseSchema } from './gen/tributary_pb.js';
 import { SOFTWARE_VERSION } from './version.js';
 
@@ -87,11 +88,24 @@ export class EncodedResponse {
 
 export type Handler<A extends Api, R = RequestMessage<A>> = (request: R, ctx: RequestContext) => Promise<ResponseInit<A> | EncodedResponse>;
 
+export interface RegisterOptions<R> {
+  /**
+   * Reads the request body in place of protobuf-es, for hot paths that read it by hand; it throws
+   * on a body that is not a valid message, which is then treated as protobuf-es's failure.
+   */
+  decode?: (body: Buffer) => R;
+  /**
+   * The handler keeps nothing that refers to its request's bytes once it has answered (it copies
+   * what it keeps), so the server reuses the frame's memory for later requests.
+   */
+  releasesBody?: boolean;
+}
+
 interface Registration {
   api: Api;
   handler: (request: unknown, ctx: RequestContext) => Promise<unknown>;
-  /** Reads the request body instead of protobuf-es. */
   decode?: (body: Buffer) => unknown;
+  releasesBody: boolean;
 }
 
 /** After a fatal frame error the server sends its answer and half-closes; a peer that keeps the connection open longer is cut off. */
@@ -117,8 +131,9 @@ class ServerConnection {
     readonly socket: net.Socket,
     readonly ctx: RequestContext,
     maxFrameBytes: number,
+    frames: FramePool,
   ) {
-    this.decoder = new FrameDecoder(REQUEST_HEADER_SIZE, maxFrameBytes);
+    this.decoder = new FrameDecoder(REQUEST_HEADER_SIZE, maxFrameBytes, (length) => frames.take(length));
   }
 }
 
@@ -127,6 +142,8 @@ export class RpcServer {
   private readonly handlers = new Map<number, Registration>();
   private readonly connections = new Set<ServerConnection>();
   private readonly logger: RpcLogger;
+  /** Memory of request frames that span socket chunks; idle buffers up to a quarter of the in-flight budget. */
+  private readonly frames: FramePool;
   private nextConnectionId = 1;
   private heldBytes = 0;
   private runningBytes = 0;
@@ -141,6 +158,7 @@ export class RpcServer {
 
   constructor(private readonly options: RpcServerOptions) {
     this.logger = options.logger ?? silentLogger;
+    this.frames = new FramePool(Math.floor(options.maxInflightBytes / 4));
     this.server = net.createServer({ noDelay: true }, (socket) => this.accept(socket));
     this.server.on('error', (err) => this.logger.error({ err }, 'rpc listener error'));
     this.handlers.set(ApiKeys.ApiVersions.key, {
@@ -149,16 +167,13 @@ export class RpcServer {
         apiVersions: [...this.handlers.values()].map(({ api }) => ({ apiKey: api.key, minVersion: api.minVersion, maxVersion: api.maxVersion })),
         serverVersion: SOFTWARE_VERSION,
       }),
+      releasesBody: true,
     });
   }
 
-  /**
-   * `decode` reads the request body in place of protobuf-es, for hot paths that read it by hand;
-   * it throws on a body that is not a valid message, which is then treated as protobuf-es's failure.
-   */
-  register<A extends Api, R = RequestMessage<A>>(api: A, handler: Handler<A, R>, decode?: (body: Buffer) => R): void {
+  register<A extends Api, R = RequestMessage<A>>(api: A, handler: Handler<A, R>, options: RegisterOptions<R> = {}): void {
     if (this.handlers.has(api.key)) throw new TributaryError('INVALID_ARGUMENT', `${describeApi(api)} already has a handler`);
-    this.handlers.set(api.key, { api, handler: handler as Registration['handler'], decode });
+    this.handlers.set(api.key, { api, handler: handler as Registration['handler'], decode: options.decode, releasesBody: options.releasesBody ?? false });
   }
 
   listen(): Promise<{ host: string; port: number }> {
@@ -206,7 +221,7 @@ export class RpcServer {
       return;
     }
     const ctx = { connectionId: this.nextConnectionId++, remoteAddress: `${socket.remoteAddress}:${socket.remotePort}` };
-    const conn = new ServerConnection(socket, ctx, this.options.maxFrameBytes);
+    const conn = new ServerConnection(socket, ctx, this.options.maxFrameBytes, this.frames);
     this.connections.add(conn);
     socket.on('data', (chunk: Buffer) => this.onData(conn, chunk));
     socket.on('error', (err) => this.logger.debug({ ...ctx, err }, 'rpc connection error'));
@@ -277,15 +292,17 @@ export class RpcServer {
     const { apiKey, apiVersion, requestId, body } = parseRequestFrame(frame);
     const registration = this.handlers.get(apiKey);
     if (!registration || apiVersion < registration.api.minVersion || apiVersion > registration.api.maxVersion) {
+      this.frames.give(frame);
       this.sendError(conn, ResponseType.ERROR, requestId, 'UNSUPPORTED_VERSION', unsupportedMessage(apiKey, apiVersion, registration));
       this.finish(conn, size);
       return;
     }
-    const { api, handler, decode } = registration;
+    const { api, decode } = registration;
     let request: unknown;
     try {
       request = decode ? decode(body) : fromBinary(api.request, body, { readUnknownFields: false });
     } catch (err) {
+      this.frames.give(frame);
       const message = `cannot decode ${describeApi(api)} request ${requestId}: ${err instanceof Error ? err.message : String(err)}`;
       this.sendError(conn, ResponseType.ERROR, requestId, 'CORRUPT_MESSAGE', message);
       this.fail(conn, message);
@@ -293,17 +310,11 @@ export class RpcServer {
       this.options.onAnswered?.(api, 0, 'CORRUPT_MESSAGE');
       return;
     }
-    void this.run(conn, api, handler, request, requestId, size);
+    void this.run(conn, registration, request, requestId, frame);
   }
 
-  private async run(
-    conn: ServerConnection,
-    api: Api,
-    handler: Registration['handler'],
-    request: unknown,
-    requestId: number,
-    size: number,
-  ): Promise<void> {
+  private async run(conn: ServerConnection, { api, handler, releasesBody }: Registration, request: unknown, requestId: number, frame: Buffer): Promise<void> {
+    const size = frame.length + LENGTH_FIELD_SIZE;
     const start = performance.now();
     let errorName: string | undefined;
     try {
@@ -321,6 +332,7 @@ export class RpcServer {
         this.sendError(conn, ResponseType.SERVER_FAILURE, requestId, 'UNKNOWN_SERVER_ERROR', message);
       }
     } finally {
+      if (releasesBody) this.frames.give(frame);
       this.finish(conn, size);
       this.options.onAnswered?.(api, (performance.now() - start) / 1000, errorName);
     }
@@ -374,6 +386,7 @@ export class RpcServer {
   }
 
   private dropQueued(conn: ServerConnection): void {
+    for (const frame of conn.queue) this.frames.give(frame);
     conn.queue.length = 0;
   }
 

@@ -76,13 +76,13 @@ export class TributaryServer {
     let self = { nodeId: 0, host: listen.host, port: listen.port };
     registerCoordinatorService(rpc, coordinator, () => self);
     registerTieringService(rpc, tiering);
-    rpc.register(ApiKeys.ProduceLog, (req) => tablets.produceLog(req));
+    rpc.register(ApiKeys.ProduceLog, (req) => tablets.produceLog(req), { releasesBody: true });
     rpc.register(ApiKeys.FetchLog, (req) => tablets.fetchLog(req));
     rpc.register(ApiKeys.ListOffsets, (req) => tablets.listOffsets(req));
     rpc.register(ApiKeys.LimitScan, (req) => tablets.limitScan(req));
     const kv = tablets.kvService;
     rpc.register(ApiKeys.PutKv, (req) => kv.putKv(req));
-    rpc.register(ApiKeys.Lookup, (req) => kv.lookup(req), decodeLookupRequest);
+    rpc.register(ApiKeys.Lookup, (req) => kv.lookup(req), { decode: decodeLookupRequest });
     rpc.register(ApiKeys.PrefixLookup, (req) => kv.prefixLookup(req));
     rpc.register(ApiKeys.GetTableStats, (req) => kv.getTableStats(req));
     rpc.register(ApiKeys.ScanKv, (req) => kv.scanKv(req));

@@ -19,6 +19,7 @@ import { TributaryError } from '../../../common/errors.js';
 import type { BatchCut } from '../../../record/batch-projection.js';
 import { HEADER_SIZE, isCrcValid, LOG_OVERHEAD, MAGIC, type LogBatchHeader, readLogBatchHeader, sealLogBatch } from '../../../record/log-batch.js';
 import { OffsetIndex } from './offset-index.js';
+import { RecentBytes } from './recent-bytes.js';
 import { storageError } from './storage-error.js';
 import { TimeIndex } from './time-index.js';
 
@@ -82,17 +83,8 @@ export class LogSegment {
   private closed = false;
   private readonly offsetIndex: OffsetIndex;
   private readonly timeIndex: TimeIndex;
-  /**
-   * The last batches appended, as written and in file order, together at most
-   * `config.recentBytes`: they end at `size`, so a read that starts at or after the first one is
-   * served from memory (readInto). Readers of the log's head (a consumer that keeps up, a union
-   * read's tail) then need no file read, which waits for a thread of the pool. Kept while the
-   * segment is the active one; batches handed to `append` are not changed afterwards.
-   */
-  private readonly recent: { position: number; bytes: Buffer }[] = [];
-  /** Index of the first recent batch still kept: evicted ones are cut off the array in bulk. */
-  private recentStart = 0;
-  private recentSize = 0;
+  /** The last bytes appended while the segment is the active one (log.recent-batches.size). */
+  private readonly recent: RecentBytes;
 
   private constructor(
     private readonly dir: string,
@@ -101,6 +93,7 @@ export class LogSegment {
     private readonly config: SegmentConfig,
   ) {
     this.nextOffset = baseOffset;
+    this.recent = new RecentBytes(config.recentBytes);
     this.offsetIndex = new OffsetIndex(this.file('.index'));
     this.timeIndex = new TimeIndex(this.file('.timeindex'));
   }
@@ -291,59 +284,11 @@ export class LogSegment {
     for (const b of batches) {
       // BaseOffset sits at byte 0 of a batch.
       this.indexBatch(Number(b.readBigInt64LE(0) - this.baseOffset), position, b.length, timestamp);
-      this.keepRecent(position, b);
+      this.recent.append(position, b);
       position += b.length;
     }
     this.size = position;
     this.nextOffset = nextOffset;
-  }
-
-  private keepRecent(position: number, batch: Buffer): void {
-    // A batch larger than the whole allowance would push out everything, itself included.
-    if (batch.length > this.config.recentBytes) return this.forgetRecent();
-    // A batch that is a small part of a larger buffer (a request frame of many buckets' batches,
-    // a socket chunk) is copied, so that memory holds no more than the recent bytes themselves.
-    const bytes = batch.length * 2 >= batch.buffer.byteLength ? batch : Buffer.from(batch);
-    const recent = this.recent;
-    recent.push({ position, bytes });
-    this.recentSize += bytes.length;
-    while (this.recentSize > this.config.recentBytes) this.recentSize -= recent[this.recentStart++].bytes.length;
-    if (this.recentStart * 2 > recent.length) {
-      recent.splice(0, this.recentStart);
-      this.recentStart = 0;
-    }
-  }
-
-  private forgetRecent(): void {
-    this.recent.length = 0;
-    this.recentStart = 0;
-    this.recentSize = 0;
-  }
-
-  /**
-   * Copies into `buf` what the recent batches hold of [position, position + length): up to the
-   * segment's end, as a file read would. -1 when they do not hold `position`.
-   */
-  private readRecent(buf: Buffer, length: number, position: number): number {
-    const recent = this.recent;
-    if (this.recentStart === recent.length || position < recent[this.recentStart].position) return -1;
-    if (position >= this.size) return 0;
-    // The last batch starting at or before `position`.
-    let lo = this.recentStart;
-    let hi = recent.length - 1;
-    while (lo < hi) {
-      const mid = (lo + hi + 1) >> 1;
-      if (recent[mid].position <= position) lo = mid;
-      else hi = mid - 1;
-    }
-    let i = lo;
-    let done = 0;
-    for (; i < recent.length && done < length; i++) {
-      const { position: at, bytes } = recent[i];
-      const from = position + done - at;
-      done += bytes.copy(buf, done, from, Math.min(bytes.length, from + length - done));
-    }
-    return done;
   }
 
   /**
@@ -457,7 +402,7 @@ export class LogSegment {
 
   private async readInto(buf: Buffer, length: number, position: number): Promise<number> {
     if (this.closed) throw this.deletedWhileRead();
-    const recent = this.readRecent(buf, length, position);
+    const recent = this.recent.read(buf, length, position);
     if (recent >= 0) return recent;
     let done = 0;
     try {
@@ -495,7 +440,7 @@ export class LogSegment {
 
   /** Called when the segment stops being the active one: records its largest timestamp and flushes. */
   async seal(): Promise<void> {
-    this.forgetRecent();
+    this.recent.clear();
     if (this.maxTimestamp > this.timeIndex.lastKey) this.timeIndex.append(this.maxTimestamp, this.offsetOfMaxTimestamp);
     await this.flush();
   }
