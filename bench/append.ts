@@ -19,7 +19,8 @@
  * Baseline, in the same run and on the same file system: `fs.writeSync` in 1 MiB chunks plus one
  * `fdatasync` of (a) as many bytes as the case left in its log segments, right after each case
  * (the median of 3 writes: one alone spread over 4× on a virtual disk), and (b) 48 B per record,
- * the peers' payload. "log vs raw" is the bandwidth at which a case wrote
+ * the peers' payload. Raw files are kept until the end, as the log's segments are (support.ts,
+ * `rawWriteMBps`). "log vs raw" is the bandwidth at which a case wrote
  * its log over the raw bandwidth for the same bytes: 1.0 would mean the server stores data as fast
  * as the disk takes a plain file. Target for columnar NONE: ≥ 0.5.
  *
@@ -46,6 +47,7 @@ import {
   printHeader,
   printTable,
   rawWriteMBps,
+  removeRawFiles,
   spread,
   untilQuiet,
   verdict,
@@ -96,7 +98,10 @@ try {
     for (const [api, compression] of cases) {
       const name = `${api} ${compression}`;
       const r = await untilQuiet((tryNumber) => appendCase(api, compression, `append_${api}_${compression.toLowerCase()}_${run}_${tryNumber}`));
-      console.log(`${name} run ${run + 1}: ${count(records / r.m.seconds)} rows/s in ${r.m.seconds.toFixed(2)} s, outside load ${otherCores(r.m).toFixed(2)} cores`);
+      const logMBps = r.logBytes / 1e6 / r.m.seconds;
+      console.log(
+        `${name} run ${run + 1}: ${count(records / r.m.seconds)} rows/s in ${r.m.seconds.toFixed(2)} s, log ${logMBps.toFixed(0)} MB/s vs raw ${r.rawMBps.toFixed(0)} MB/s = ${(logMBps / r.rawMBps).toFixed(3)}, outside load ${otherCores(r.m).toFixed(2)} cores`,
+      );
       results.set(name, [...(results.get(name) ?? []), r]);
     }
   }
@@ -104,6 +109,7 @@ try {
   await bench.stop(); // disk use is read once indexes and checkpoints are written
   report(results, payloadRawMBps);
 } finally {
+  removeRawFiles();
   await bench.dispose();
 }
 

@@ -267,12 +267,11 @@ function rawChunkBytes(): Buffer {
 }
 
 /**
- * The raw disk baseline of the peers: `bytes` written sequentially to a new file in `dir` with
+ * The raw disk baseline of the peers: `bytes` written sequentially to the new file `file` with
  * `fs.writeSync` in 1 MiB chunks, then one `fdatasync`. Returns the seconds it took.
  */
-function rawWriteSeconds(bytes: number, dir: string): number {
+function rawWriteSeconds(bytes: number, file: string): number {
   const chunk = rawChunkBytes();
-  const file = path.join(dir, `raw-${process.pid}.bin`);
   const start = now();
   const fd = fs.openSync(file, 'w');
   try {
@@ -281,19 +280,35 @@ function rawWriteSeconds(bytes: number, dir: string): number {
   } finally {
     fs.closeSync(fd);
   }
-  const seconds = (now() - start) / 1000;
-  fs.rmSync(file);
-  return seconds;
+  return (now() - start) / 1000;
 }
 
-/** Median of `runs` raw writes of `bytes`, each started on an idle machine, in MB/s (10^6 bytes). */
+/** Files of the raw baseline, kept until `removeRawFiles`. */
+const rawFiles: string[] = [];
+
+/**
+ * Median of `runs` raw writes of `bytes` to new files in `dir`, each started on an idle machine,
+ * in MB/s (10^6 bytes). The files stay until `removeRawFiles`, as a log keeps its segments, so
+ * raw writes and log appends land in the same kind of memory. On the virtual machines measured,
+ * page-cache memory freed a moment before (a deleted file) is reused 3–10× cheaper than memory not
+ * recently used: freed memory goes back to the hypervisor within seconds and is slow to touch
+ * again. With each raw file deleted right after it was written, the second and third raw writes
+ * reused the first one's memory while the log appends never could (docs/benchmarks.md).
+ */
 export async function rawWriteMBps(bytes: number, dir: string, runs = 3): Promise<number> {
   const rates: number[] = [];
   for (let i = 0; i < runs; i++) {
     await waitForIdle();
-    rates.push(bytes / 1e6 / rawWriteSeconds(bytes, dir));
+    const file = path.join(dir, `raw-${process.pid}-${rawFiles.length}.bin`);
+    rawFiles.push(file);
+    rates.push(bytes / 1e6 / rawWriteSeconds(bytes, file));
   }
   return median(rates);
+}
+
+/** Deletes the raw baseline's files. */
+export function removeRawFiles(): void {
+  for (const file of rawFiles.splice(0)) fs.rmSync(file, { force: true });
 }
 
 // ---------------------------------------------------------------------------------- time, CPU, statistics
