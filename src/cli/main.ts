@@ -3,6 +3,7 @@
  * The `tributary` command: wiring only. `start` runs a node, `tiering` a lake tiering worker, `sql`
  * the SQL shell, `tail` follows a table, `lake` lake table maintenance.
  */
+import './v8-options.js';
 import { Command, Option } from 'commander';
 import { SOFTWARE_VERSION } from '../rpc/version.js';
 import { lakeCommand } from './lake.js';
