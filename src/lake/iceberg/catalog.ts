@@ -183,15 +183,16 @@ async function writeVersion(dir: string, version: number, text: string): Promise
 }
 
 /**
- * Replaces the version hint. Best effort: the version file is already committed and readers probe
- * past a stale hint, so a failure here must not turn a successful commit into a failed one.
+ * Replaces the version hint. Best effort, and not fsynced: the version file is already committed
+ * and durable, and readers probe past a stale hint and list the directory when the hint is
+ * missing or not a number (as a crash may leave it), so a failure here must not turn a successful
+ * commit into a failed one, nor is the hint worth two more fsyncs per commit.
  */
 async function writeHint(dir: string, version: number): Promise<void> {
   const temp = path.join(dir, `${crypto.randomUUID()}.${VERSION_HINT}.tmp`);
   try {
-    await writeNewFile(temp, String(version));
+    await fs.promises.writeFile(temp, String(version), { flag: 'wx' });
     await fs.promises.rename(temp, path.join(dir, VERSION_HINT));
-    await syncDirectory(dir);
   } catch {
     await fs.promises.unlink(temp).catch(() => {});
   }

@@ -197,6 +197,26 @@ describe('snapshot operations', () => {
     assert.equal(metadataFiles(t).length, 4);
   });
 
+  it('starts from the base it is given while that is current, and from the latest version once it is not', async () => {
+    const stale = await load();
+    const first = await commitAppend(t.catalog, DB, TABLE, { dataFiles: [t.data('a.parquet', 0, 1)], base: stale });
+    const seen: (bigint | null)[] = [];
+    const validate = (metadata: TableMetadata) => void seen.push(metadata.currentSnapshotId);
+    // The base is a version behind: the commit must not write over the snapshot committed since.
+    const second = await commitAppend(t.catalog, DB, TABLE, { dataFiles: [t.data('b.parquet', 1, 2)], base: stale, validate });
+    assert.deepEqual(seen, [first], 'a version was committed after the base: the attempt starts from it');
+    const { metadata, version } = await load();
+    assert.equal(version, 3);
+    assert.equal(snapshotById(metadata, second)!.parentSnapshotId, first);
+    assert.deepEqual(describePlan(await scan()), ['a.parquet@1', 'b.parquet@2']);
+    // A current base is used as it is, not read again: a mark made in memory only is seen.
+    const current = await load();
+    const marked = { ...current, metadata: { ...current.metadata, properties: { ...current.metadata.properties, 'test.mark': 'in memory' } } };
+    let mark: string | undefined;
+    await commitAppend(t.catalog, DB, TABLE, { dataFiles: [t.data('c.parquet', 2, 3)], base: marked, validate: (m) => void (mark = m.properties['test.mark']) });
+    assert.equal(mark, 'in memory');
+  });
+
   it('gives up after commit.retry.num-retries, leaving no files behind', async () => {
     t.remove();
     t = await createTestTable({ properties: { 'commit.retry.num-retries': '0' } });

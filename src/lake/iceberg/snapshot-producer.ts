@@ -37,7 +37,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { TributaryError } from '../../common/errors.js';
-import { backOffBeforeRetry, type FileSystemCatalog, writeNewFile } from './catalog.js';
+import { backOffBeforeRetry, type FileSystemCatalog, type LoadedTable, writeNewFile } from './catalog.js';
 import {
   type DataFile,
   FileContent,
@@ -82,6 +82,11 @@ export interface CommitOptions {
    * commit.
    */
   addedFilesDurable?: Promise<void>;
+  /**
+   * The table as the caller loaded it before: while it is still the current version (one look for
+   * the next version), the first attempt starts from it instead of reading the metadata again.
+   */
+  base?: LoadedTable;
 }
 
 /** Commits `dataFiles` (possibly none: an empty snapshot still records its summary). Returns the snapshot id. */
@@ -165,7 +170,7 @@ class SnapshotProducer {
       const attemptFiles: string[] = [];
       let committing = false;
       try {
-        const base = await this.catalog.loadTable(this.db, this.table);
+        const base = await this.catalog.loadTable(this.db, this.table, attempt === 1 ? this.options.base : undefined);
         latest = base.metadata;
         if (tableUuid !== undefined && base.metadata.tableUuid !== tableUuid) {
           throw new TributaryError('TABLE_NOT_EXIST', `lake table ${this.db}.${this.table} was dropped and re-created during the commit`);

@@ -177,6 +177,7 @@ export async function runTieringRound(ctx: RoundContext): Promise<RoundResult> {
       [SUMMARY_BUCKET_OFFSETS]: bucketOffsetsSummary(offsets),
     },
     addedFilesDurable: writer.durable(),
+    base: loaded,
     validate: (current) => {
       ctx.signal.throwIfAborted();
       const now = latestTieredSnapshot(current, info.tableId);
