@@ -95,8 +95,9 @@ export interface RegisterOptions<R> {
    */
   decode?: (body: Buffer) => R;
   /**
-   * The handler keeps nothing that refers to its request's bytes once it has answered (it copies
-   * what it keeps), so the server reuses the frame's memory for later requests.
+   * Neither what the handler keeps nor its response refers to its request's bytes once it has
+   * answered (it copies what it keeps), so the server reuses the frame's memory for later requests
+   * as soon as the response is handed to the socket.
    */
   releasesBody?: boolean;
 }
