@@ -120,15 +120,6 @@ export class DuckSession {
     await this.exec(`DROP TABLE IF EXISTS ${relation.sql}`);
   }
 
-  /** Drops view `name` if this session created it, so that a table of that name can be created. */
-  async dropView(name: string): Promise<void> {
-    const relation = relationOf(name);
-    const existing = this.relations.get(relation.key);
-    if (existing === undefined || existing === 'table') return;
-    this.relations.delete(relation.key);
-    await this.exec(`DROP VIEW IF EXISTS ${relation.sql}`);
-  }
-
   /** Makes `schema` the one unqualified names resolve in, creating it when missing. */
   async useSchema(schema: string): Promise<void> {
     if (this.searchPath === schema) return;
