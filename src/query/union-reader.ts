@@ -52,7 +52,7 @@ import type { IcebergSchema } from '../lake/iceberg/types.js';
 import { BUCKET_COLUMN, OFFSET_COLUMN, TIMESTAMP_COLUMN } from '../lake/lake-schema.js';
 import { toArrowSchema } from '../record/arrow-schema.js';
 import type { ColumnFilter } from './duckdb/query-shapes.js';
-import type { DuckSession } from './duckdb/session.js';
+import { type DuckSession, relationSql } from './duckdb/session.js';
 import { duckTypeName } from './duckdb/type-name.js';
 import { pruneScanTasks, prunePartitions } from './lake-pruning.js';
 import { duckTypeOfIceberg, lakeFilesSql, scanTasksSql, schemaOf, snapshotAsOf } from './lake-reader.js';
@@ -68,11 +68,6 @@ const CHANGE_TYPE = '$change_type';
 const TAIL_META = [CHANGE_TYPE, '$log_offset', '$commit_timestamp'];
 
 const quote = (name: string): string => `"${name.replaceAll('"', '""')}"`;
-/** `schema.table` (split at the first dot) as a quoted DuckDB name. */
-const relation = (name: string): string => {
-  const dot = name.indexOf('.');
-  return `${quote(name.slice(0, dot))}.${quote(name.slice(dot + 1))}`;
-};
 
 /** A table a query reads, and how. */
 export interface TableRead {
@@ -112,7 +107,6 @@ export async function loadUnionRead(read: TableRead, catalog: FileSystemCatalog)
   const caughtUp = await caughtUpTail(read, columns, tailKey, lakeTable());
   if (caughtUp) {
     await createUnionView(read, columns, caughtUp.tail, caughtUp.lake);
-    read.cache.rememberUnionRead(read.name, table);
     return true;
   }
   for (let attempt = 1; ; attempt++) {
@@ -150,7 +144,6 @@ export async function loadUnionRead(read: TableRead, catalog: FileSystemCatalog)
       throw err;
     }
     await createUnionView(read, columns, tail, lake);
-    read.cache.rememberUnionRead(read.name, table);
     return true;
   }
 }
@@ -175,17 +168,21 @@ function tailKeyOf(name: string, columns: readonly string[], partitions: readonl
   return [name, columns.join(','), ...(partitions ?? []).map((p) => p.partitionId)].join('|');
 }
 
-/** Creates the union view `read.name` over the lake plan's rows and the tail table `tail` (see the header). */
+/**
+ * Creates the union view `read.name` over the lake plan's rows and the tail table `tail` (see the
+ * header), and remembers the table it reads, for the next read's early catch-up (startCatchUp).
+ */
 async function createUnionView(read: TableRead, columns: string[], tail: string, lake: LakePlan): Promise<void> {
   const lakeSql = await lakeRows(read, lake, columns);
   const cols = columns.map(quote).join(', ');
-  const t = relation(tail);
+  const t = relationSql(tail);
   const key = read.table.info.schema.primaryKey;
   const sql = key
     ? `${lakeSql} ANTI JOIN ${t} AS c ON ${key.map((k) => `c.${quote(k)} = l.${quote(k)}`).join(' AND ')}\n` +
       `UNION ALL SELECT ${cols} FROM ${t} WHERE ${quote(CHANGE_TYPE)} <> 'delete'`
     : `${lakeSql}\nUNION ALL SELECT ${cols} FROM ${t}`;
   await read.duck.createView(read.name, sql);
+  read.cache.rememberUnionRead(read.name, read.table);
 }
 
 /**
@@ -215,7 +212,7 @@ export async function loadLogFrom(read: TableRead, from: OffsetSpec): Promise<vo
   }
   const tables = tailTables(read, `${TAIL_SCHEMA}.${name}`);
   await loadTail(read, tables, tail);
-  await duck.createTableAs(name, `AS SELECT ${columns.map(quote).join(', ')} FROM ${relation(tables[0])} WHERE ${quote(CHANGE_TYPE)} <> 'delete'`);
+  await duck.createTableAs(name, `AS SELECT ${columns.map(quote).join(', ')} FROM ${relationSql(tables[0])} WHERE ${quote(CHANGE_TYPE)} <> 'delete'`);
   await duck.dropTable(tables[1]);
 }
 
@@ -391,7 +388,7 @@ async function loadTail(read: TableRead, tables: readonly string[], tail: Tail, 
   if (!key) return;
   await duck.createTableAs(
     name,
-    `AS SELECT ${[...tail.columns, CHANGE_TYPE].map(quote).join(', ')} FROM ${relation(changes)} ` +
+    `AS SELECT ${[...tail.columns, CHANGE_TYPE].map(quote).join(', ')} FROM ${relationSql(changes)} ` +
       `WHERE ${quote(CHANGE_TYPE)} <> 'update_before' QUALIFY row_number() OVER (PARTITION BY ${key.map(quote).join(', ')} ORDER BY ${quote(TAIL_META[1])} DESC) = 1`,
   );
 }

@@ -25,6 +25,11 @@ const quote = (name: string): string => `"${name.replaceAll('"', '""')}"`;
 /** Syntax trees kept, by query text. */
 const SYNTAX_TREES_KEPT = 64;
 
+/** Relation `schema.table` (a bare name is in `main`; split at the first dot) as a quoted DuckDB name. */
+export function relationSql(name: string): string {
+  return relationOf(name).sql;
+}
+
 /** A relation's `schema.table` (a bare name is in `main`), split and quoted for DuckDB, and its key: DuckDB compares names case-insensitively. */
 function relationOf(name: string): { schema: string; table: string; sql: string; key: string } {
   const dot = name.indexOf('.');
