@@ -84,7 +84,7 @@ interface Subscription {
 }
 
 /** How positions() and highWatermarks() name a bucket: `<partition>/<bucket>` or `<bucket>`. */
-const label = (partition: string | undefined, bucket: number): string => (partition !== undefined ? `${partition}/${bucket}` : String(bucket));
+export const bucketLabel = (partition: string | undefined, bucket: number): string => (partition !== undefined ? `${partition}/${bucket}` : String(bucket));
 
 const RETRY_BACKOFF_MS = 100;
 
@@ -158,9 +158,9 @@ export class LogScanner implements AsyncIterable<ScanRecord> {
    */
   positions(): Map<string, bigint> {
     const next = new Map<string, bigint>();
-    for (const s of this.subscriptions.values()) next.set(label(s.partition?.name, s.bucket), s.offset);
+    for (const s of this.subscriptions.values()) next.set(bucketLabel(s.partition?.name, s.bucket), s.offset);
     this.buffered.forEach((b, i) => {
-      const k = label(b.partition, b.bucket);
+      const k = bucketLabel(b.partition, b.bucket);
       const first = b.baseOffset + BigInt(i === 0 && this.headRows ? this.headRows.next : 0);
       const current = next.get(k);
       if (current !== undefined && first < current) next.set(k, first);
@@ -174,7 +174,7 @@ export class LogScanner implements AsyncIterable<ScanRecord> {
    */
   highWatermarks(): Map<string, bigint> {
     const out = new Map<string, bigint>();
-    for (const s of this.subscriptions.values()) if (s.highWatermark !== undefined) out.set(label(s.partition?.name, s.bucket), s.highWatermark);
+    for (const s of this.subscriptions.values()) if (s.highWatermark !== undefined) out.set(bucketLabel(s.partition?.name, s.bucket), s.highWatermark);
     return out;
   }
 

@@ -13,7 +13,7 @@ import * as arrow from 'apache-arrow';
 import { CHANGE_TYPE_BYTE, type ChangeType } from '../common/change-type.js';
 import { TributaryError } from '../common/errors.js';
 import type { OffsetSpec } from '../client/admin.js';
-import type { BucketRef, ScanBatch } from '../client/log-scanner.js';
+import { type BucketRef, bucketLabel, type ScanBatch } from '../client/log-scanner.js';
 import type { Table } from '../client/table.js';
 import type { Connection } from '../client/connection.js';
 import type { PartitionInfo } from '../common/schema.js';
@@ -84,16 +84,15 @@ export async function bucketRanges(conn: Connection, table: Table, options: { pa
   return perPartition.flat();
 }
 
-/** How readers name a bucket of a partition in maps: `<partition name>/<bucket>`. */
-export const bucketKey = (r: { partition?: PartitionInfo; bucket: number }): string => keyOf(r.partition?.partitionName, r.bucket);
-const keyOf = (partition: string | undefined, bucket: number): string => `${partition ?? ''}/${bucket}`;
+/** How readers name a bucket of a partition in maps: as the log scanner does (bucketLabel). */
+export const bucketKey = (r: { partition?: PartitionInfo; bucket: number }): string => bucketLabel(r.partition?.partitionName, r.bucket);
 
 /** Where to read one bucket (of one partition) from, up to the high watermark its first fetch reports. */
 export type BucketStart = Omit<BucketRange, 'end' | 'logStart'>;
 
 /**
  * The rows of `ranges` of a table's log (every bucket's whole log by default), batch by batch,
- * and where each bucket's rows end (by `<partition>/<bucket>`); `columns` are projected. A range
+ * and where each bucket's rows end (by bucketKey); `columns` are projected. A range
  * without an end reads up to the high watermark that its first fetch reports.
  */
 async function readScanBatches(conn: Connection, table: Table, columns?: string[], ranges?: readonly (BucketRange | BucketStart)[]): Promise<{ batches: ScanBatch[]; ends: Map<string, bigint> }> {
@@ -104,19 +103,17 @@ async function readScanBatches(conn: Connection, table: Table, columns?: string[
   /** The end of each bucket still read, undefined until its first fetch reports the high watermark. */
   const ends = new Map<string, bigint | undefined>();
   const reached = new Map<string, bigint>();
-  /** A bucket as the scanner names it (positions(), highWatermarks()). */
-  const parse = (label: string): { partition: string | undefined; bucket: number } => {
-    const slash = label.lastIndexOf('/');
-    return { partition: slash < 0 ? undefined : label.slice(0, slash), bucket: Number(slash < 0 ? label : label.slice(slash + 1)) };
-  };
+  const refs = new Map<string, BucketRef>();
   for (const r of ranges ?? (await bucketRanges(conn, table))) {
     const partition = r.partition?.partitionName;
+    const key = bucketKey(r);
     const end = 'end' in r ? r.end : undefined;
-    reached.set(keyOf(partition, r.bucket), r.start);
+    reached.set(key, r.start);
     if (end !== undefined && end <= r.start) continue;
     const ref: BucketRef = partition === undefined ? r.bucket : { partition, bucket: r.bucket };
     await scanner.subscribe(ref, r.start);
-    ends.set(keyOf(partition, r.bucket), end);
+    refs.set(key, ref);
+    ends.set(key, end);
   }
   const out: ScanBatch[] = [];
   try {
@@ -125,29 +122,24 @@ async function readScanBatches(conn: Connection, table: Table, columns?: string[
       // Without an end to wait for, the fetch must not wait for data: it answers at once.
       const polled = await scanner.pollBatches(unknown ? 0 : 1000);
       if (unknown) {
-        for (const [label, highWatermark] of scanner.highWatermarks()) {
-          const { partition, bucket } = parse(label);
-          const key = keyOf(partition, bucket);
+        for (const [key, highWatermark] of scanner.highWatermarks()) {
           if (ends.has(key) && ends.get(key) === undefined) ends.set(key, highWatermark);
         }
       }
       for (const sb of polled) {
-        const key = keyOf(sb.partition, sb.bucket);
-        const end = ends.get(key);
+        const end = ends.get(bucketLabel(sb.partition, sb.bucket));
         if (end === undefined || sb.baseOffset >= end) continue;
         const keep = Number(end - sb.baseOffset);
         out.push(keep < sb.batch.numRows ? { ...sb, batch: sb.batch.slice(0, keep), ...(sb.changeTypes ? { changeTypes: sb.changeTypes.subarray(0, keep) } : {}) } : sb);
       }
       // A bucket is done once its position reaches the end, also when the last batches were empty
       // changelog batches (writes that changed nothing), which yield no rows.
-      for (const [label, position] of scanner.positions()) {
-        const { partition, bucket } = parse(label);
-        const key = keyOf(partition, bucket);
+      for (const [key, position] of scanner.positions()) {
         const end = ends.get(key);
         if (end !== undefined && position >= end) {
           ends.delete(key);
           reached.set(key, end);
-          scanner.unsubscribe(partition === undefined ? bucket : { partition, bucket });
+          scanner.unsubscribe(refs.get(key)!);
         }
       }
     }
