@@ -45,12 +45,7 @@ export interface MetricSources {
 }
 
 /** What one scrape reads of the sources. */
-interface Scrape {
-  buckets: BucketMetrics[];
-  lakeTables: LakeTableMetrics[];
-  tables: { tables: number; partitions: number };
-  rpc: { connections: number; heldBytes: number };
-}
+type Scrape = { [K in keyof MetricSources]: ReturnType<MetricSources[K]> };
 
 const BUCKET_LABELS = ['database', 'table', 'partition', 'bucket'] as const;
 const TABLE_LABELS = ['database', 'table'] as const;
