@@ -24,6 +24,7 @@ export const ErrorCodes = {
   CORRUPT_RECORD_EXCEPTION: 14,
   INVALID_TABLE_EXCEPTION: 15,
   INVALID_DATABASE_EXCEPTION: 16,
+  INVALID_REPLICATION_FACTOR: 17,
   INVALID_REQUIRED_ACKS: 18,
   LOG_OFFSET_OUT_OF_RANGE_EXCEPTION: 19,
   NON_PRIMARY_KEY_TABLE_EXCEPTION: 20,
@@ -50,6 +51,8 @@ export const ErrorCodes = {
   LAKE_TABLE_ALREADY_EXIST: 54,
   INVALID_ALTER_TABLE_EXCEPTION: 56,
   DELETION_DISABLED_EXCEPTION: 57,
+  /** The data disk is fuller than `server.data-disk.write-limit-ratio`; reads go on, writes resume below the recover ratio. */
+  DISK_WRITE_LOCKED: 70,
   // Tributary's own.
   INVALID_TYPE: 100,
   DUPLICATE_COLUMN: 101,
@@ -64,6 +67,22 @@ export const ErrorCodes = {
   INVALID_ARGUMENT: 110,
   /** An optimistic commit lost to a concurrent writer; reload the table and re-apply. */
   COMMIT_FAILED: 111,
+  /** A SQL query ran past `sql.query.timeout`. */
+  QUERY_TIMEOUT: 112,
+  /** A result passed the row or byte limit of its request. */
+  RESULT_TOO_LARGE: 113,
+  /** A query stopped because its client went away or asked it to stop. */
+  QUERY_CANCELLED: 114,
+  /** A query needed more memory than `sql.memory-limit`. */
+  QUERY_MEMORY_EXCEEDED: 115,
+  /** A reader met rows written with a newer schema than the one it started with. */
+  SCHEMA_CHANGED: 116,
+  /** Another live process holds the data directory. */
+  DATA_DIR_LOCKED: 117,
+  /** The data directory cannot be used (not a directory, not writable, not creatable). */
+  INVALID_DATA_DIR: 118,
+  /** A listener's address is taken by another process. */
+  ADDRESS_IN_USE: 119,
 } as const;
 
 export type ErrorName = keyof typeof ErrorCodes;
