@@ -19,7 +19,7 @@ const isError = (name: string) => (err: TributaryError) => {
 async function holdingServer(t: TestContext, closeTimeoutMs = 1000) {
   const releases: (() => void)[] = [];
   let onEnter: (() => void) | undefined;
-  const server = new RpcServer({ host: '127.0.0.1', port: 0, maxFrameBytes: 1 << 20, maxInflightBytes: 1 << 20, closeTimeoutMs });
+  const server = new RpcServer({ host: '127.0.0.1', port: 0, maxFrameBytes: 1 << 20, maxInflightBytes: 1 << 20, frameTimeoutMs: 30_000, idleTimeoutMs: 600_000, closeTimeoutMs });
   server.register(ApiKeys.ListTables, async ({ databaseName }) => {
     await new Promise<void>((resolve) => {
       releases.push(resolve);

@@ -27,7 +27,7 @@ async function startServer(
   options: Partial<RpcServerOptions>,
   setup: (server: RpcServer) => void,
 ): Promise<{ server: RpcServer; port: number }> {
-  const server = new RpcServer({ host: '127.0.0.1', port: 0, maxFrameBytes: 1 << 20, maxInflightBytes: 1 << 24, closeTimeoutMs: 1000, ...options });
+  const server = new RpcServer({ host: '127.0.0.1', port: 0, maxFrameBytes: 1 << 20, maxInflightBytes: 1 << 24, frameTimeoutMs: 30_000, idleTimeoutMs: 600_000, closeTimeoutMs: 1000, ...options });
   setup(server);
   const { port } = await server.listen();
   t.after(() => server.close());
@@ -444,7 +444,7 @@ test('a request far bigger than the budget and than a socket read still gets thr
 
 test('close lets running requests answer, then closes connections', async (t) => {
   const h = holdingServer();
-  const server = new RpcServer({ host: '127.0.0.1', port: 0, maxFrameBytes: 1 << 20, maxInflightBytes: 1 << 20, closeTimeoutMs: 30_000 });
+  const server = new RpcServer({ host: '127.0.0.1', port: 0, maxFrameBytes: 1 << 20, maxInflightBytes: 1 << 20, frameTimeoutMs: 30_000, idleTimeoutMs: 600_000, closeTimeoutMs: 30_000 });
   h.setup(server);
   const { port } = await server.listen();
   const conn = await connect(t, port);
@@ -456,4 +456,103 @@ test('close lets running requests answer, then closes connections', async (t) =>
   await closed;
   await assert.rejects(conn.request(ApiKeys.ListTables, { databaseName: 'db' }), (err: TributaryError) => err.errorName === 'CONNECTION_CLOSED');
   await assert.rejects(RpcConnection.connect('127.0.0.1', port), (err: TributaryError) => err.errorName === 'NETWORK_EXCEPTION');
+});
+
+/** Waits until `condition` holds, checking every 20 ms, and fails after `ms`. */
+async function until(condition: () => boolean, what: string, ms = 10_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/** A raw peer that sends the header of a `declared`-byte request frame and `sent` bytes of its body, then stalls. */
+async function stalledPeer(t: TestContext, port: number, declared: number, sent: number): Promise<RawPeer> {
+  const peer = await RawPeer.open(t, port);
+  peer.socket.write(Buffer.concat([requestHeader(ApiKeys.DatabaseExists.key, 0, 1, declared), Buffer.alloc(sent)]));
+  return peer;
+}
+
+test('connections stalled in the middle of big frames do not keep other connections from being read', async (t) => {
+  const budget = 1 << 20;
+  const { port, server } = await startServer(t, { maxInflightBytes: budget, maxFrameBytes: 8 << 20 }, registerDatabaseExists);
+  const stalled = await Promise.all(Array.from({ length: 12 }, () => stalledPeer(t, port, 4 << 20, 200_000)));
+  await until(() => server.stats().heldBytes >= budget, 'the stalled frames fill the budget');
+  const conn = await connect(t, port);
+  assert.equal((await conn.request(ApiKeys.DatabaseExists, { databaseName: 'db' })).exists, true);
+  assert.ok(stalled.every((peer) => !peer.socket.destroyed), 'the stalled connections are still open');
+  assert.ok(server.stats().heldBytes < 12 * 200_000 + 65_536, 'connections past their share are not read');
+});
+
+test('a connection that stays silent loses its turn to read alone, and a big frame behind it gets through', async (t) => {
+  // Sweeps once a second; the stalled frame stays within its deadline for the whole test.
+  const { port } = await startServer(t, { maxInflightBytes: 64, maxFrameBytes: 8 << 20, frameTimeoutMs: 60_000 }, (server) =>
+    server.register(ApiKeys.ProduceLog, async (request) => ({ bucketsResp: [{ bucketId: 0, baseOffset: BigInt(request.bucketsReq[0].records.length) }] })),
+  );
+  const stalled = await stalledPeer(t, port, 1 << 20, 1000); // over the budget with nothing running: read alone
+  const conn = await connect(t, port);
+  const response = await conn.request(ApiKeys.ProduceLog, { tableId: 1n, bucketsReq: [{ bucketId: 0, records: Buffer.alloc(300_000, 1) }] });
+  assert.equal(response.bucketsResp[0].baseOffset, 300_000n);
+  assert.ok(!stalled.socket.destroyed);
+});
+
+test('a frame not complete within the frame deadline closes its connection and releases its bytes', async (t) => {
+  const closed: string[] = [];
+  const { port, server } = await startServer(t, { frameTimeoutMs: 300, onDeadlineClosed: (deadline) => closed.push(deadline) }, registerDatabaseExists);
+  const conn = await connect(t, port);
+  const stalled = await stalledPeer(t, port, 500_000, 100_000);
+  const slow = await RawPeer.open(t, port); // sends a byte of its frame now and then, never finishing in time
+  slow.socket.write(requestHeader(ApiKeys.DatabaseExists.key, 0, 1, 100));
+  const drip = setInterval(() => slow.socket.write(Buffer.alloc(1)), 50);
+  t.after(() => clearInterval(drip));
+  await Promise.race([Promise.all([stalled.closed, slow.closed]), new Promise((_, reject) => setTimeout(() => reject(new Error('still open')), 10_000))]);
+  assert.deepEqual(closed, ['frame-timeout', 'frame-timeout']);
+  await until(() => server.stats().heldBytes === 0, 'the stalled bytes are released');
+  assert.equal(server.stats().connections, 1);
+  assert.equal((await conn.request(ApiKeys.DatabaseExists, { databaseName: 'db' })).exists, true, 'complete frames are not affected');
+});
+
+test('a connection without bytes and without requests in flight is closed after the idle deadline', async (t) => {
+  const h = holdingServer();
+  const closed: string[] = [];
+  const { port } = await startServer(t, { idleTimeoutMs: 300, onDeadlineClosed: (deadline) => closed.push(deadline) }, h.setup);
+  const busy = await connect(t, port);
+  const response = busy.request(ApiKeys.ListTables, { databaseName: 'db' });
+  await h.waitEntered(1);
+  const idle = await RawPeer.open(t, port);
+  await Promise.race([idle.closed, new Promise((_, reject) => setTimeout(() => reject(new Error('idle connection still open')), 10_000))]);
+  assert.deepEqual(closed, ['idle']);
+  assert.ok(!busy.isClosed, 'a connection waiting for its answer is not idle');
+  h.held[0].release();
+  assert.deepEqual((await response).tableNames, ['db']);
+  await until(() => busy.isClosed, 'the answered connection is closed once idle');
+  assert.deepEqual(closed, ['idle', 'idle']);
+});
+
+test('readiness: ready while listening, not while requests wait for the budget longer than a frame may take, nor once closed', async (t) => {
+  const h = holdingServer();
+  const server = new RpcServer({ host: '127.0.0.1', port: 0, maxFrameBytes: 1 << 20, maxInflightBytes: 64, frameTimeoutMs: 200, idleTimeoutMs: 600_000, closeTimeoutMs: 1000 });
+  h.setup(server);
+  assert.deepEqual(server.readiness(), { ready: false, reason: 'the RPC listener is not listening' });
+  const { port } = await server.listen();
+  t.after(() => server.close());
+  assert.deepEqual(server.readiness(), { ready: true });
+
+  const conn = await connect(t, port);
+  const first = conn.request(ApiKeys.ListTables, { databaseName: 'a'.repeat(100) }); // bigger than the budget: runs alone
+  await h.waitEntered(1);
+  const second = conn.request(ApiKeys.ListTables, { databaseName: 'b' }); // waits for it
+  await until(() => !server.readiness().ready, 'the waiting request makes the server not ready');
+  const readiness = server.readiness();
+  assert.ok(!readiness.ready && /requests have waited \d+ ms/.test(readiness.reason), JSON.stringify(readiness));
+  h.held[0].release();
+  await first;
+  await h.waitEntered(2);
+  h.held[1].release();
+  await second;
+  await until(() => server.readiness().ready, 'ready again once requests start');
+
+  await server.close();
+  assert.deepEqual(server.readiness(), { ready: false, reason: 'the RPC listener is not listening' });
 });

@@ -17,10 +17,19 @@
  *
  * Memory: every byte read from a socket is held until the response of the request it belongs to
  * is written. When the bytes held across all connections reach maxInflightBytes, the server stops
- * reading sockets and resumes once responses release them. Requests start only while the bytes of
- * running requests stay within the budget, except that one request always may run alone, so a
- * request bigger than the budget cannot deadlock; if the budget is filled by frames still being
- * received and nothing is running, one connection is read on alone until its frame completes.
+ * reading the connections that hold their share of the budget or more (the budget divided by the
+ * open connections, at least SHARE_FLOOR) and resumes once responses release bytes: connections
+ * that stalled in the middle of big frames cannot keep the others' small requests from being read.
+ * Requests start only while the bytes of running requests stay within the budget, except that one
+ * request always may run alone, so a request bigger than the budget cannot deadlock; if the budget
+ * is filled by frames still being received and nothing is running, one connection is read on alone
+ * until its frame completes, and the turn passes on when it sends nothing for a sweep.
+ *
+ * Deadlines, checked by one sweep timer per server (no timer per frame or connection):
+ *   a frame not complete frameTimeoutMs after its first bytes     the connection is closed
+ *   no bytes and nothing held for idleTimeoutMs                   the connection is closed
+ * Either way its held bytes are released and running requests still answer into the closed socket
+ * (their bytes are released when they finish).
  */
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
@@ -58,12 +67,24 @@ export interface RpcServerOptions {
   maxFrameBytes: number;
   /** Request bytes held across connections before reading stops, `server.buffer.memory-size`. */
   maxInflightBytes: number;
+  /** How long a frame may take from its first bytes to its last, `rpc.frame-timeout`. */
+  frameTimeoutMs: number;
+  /** How long a connection may stay without bytes and without requests, `netty.connection.max-idle-time`. */
+  idleTimeoutMs: number;
   logger?: RpcLogger;
   /** How long close() waits for running requests and for responses to flush. */
   closeTimeoutMs?: number;
   /** Told of every answered request: its API, seconds from decoded to answered, the error name it got. */
   onAnswered?: (api: Api, seconds: number, errorName: string | undefined) => void;
+  /** Told of every connection the server closed because it missed a deadline. */
+  onDeadlineClosed?: (deadline: ConnectionDeadline) => void;
 }
+
+/** Why the server closed a connection on its own: a frame too slow, or a connection idle too long. */
+export type ConnectionDeadline = 'frame-timeout' | 'idle';
+
+/** Whether the listener serves new requests; `reason` says why not. */
+export type RpcReadiness = { ready: true } | { ready: false; reason: string };
 
 export interface RequestContext {
   connectionId: number;
@@ -112,6 +133,13 @@ interface Registration {
 /** After a fatal frame error the server sends its answer and half-closes; a peer that keeps the connection open longer is cut off. */
 const LINGER_MS = 1000;
 const DEFAULT_CLOSE_TIMEOUT_MS = 10_000;
+/**
+ * The least share of the budget a connection keeps reading into when the budget is full: one socket
+ * read, which holds any small request whole.
+ */
+const SHARE_FLOOR = 64 * 1024;
+/** The sweep runs a few times per shortest deadline, and at least once a second. */
+const MAX_SWEEP_INTERVAL_MS = 1000;
 const silentLogger: RpcLogger = { debug() {}, warn() {}, error() {} };
 
 class ServerConnection {
@@ -127,6 +155,15 @@ class ServerConnection {
   writeBlocked = false;
   reading = true;
   lingerTimer: NodeJS.Timeout | undefined;
+  /** Frames completed so far: the sweep tells a frame still under way from a later one by it. */
+  framesRead = 0;
+  /** Bytes arrived or a response was written since the last sweep. */
+  heard = false;
+  /** When the sweep last saw the connection active (ms since epoch). */
+  activeAt: number;
+  /** When the sweep first saw the frame under way (0: none was), and the frame count then. */
+  frameSeenAt = 0;
+  frameSeenCount = 0;
 
   constructor(
     readonly socket: net.Socket,
@@ -135,6 +172,7 @@ class ServerConnection {
     frames: FramePool,
   ) {
     this.decoder = new FrameDecoder(REQUEST_HEADER_SIZE, maxFrameBytes, (length) => frames.take(length));
+    this.activeAt = Date.now();
   }
 }
 
@@ -151,6 +189,11 @@ export class RpcServer {
   private overBudget = false;
   /** The connection read alone while the budget is full of partial frames and nothing runs. */
   private lone: ServerConnection | undefined;
+  /** The lone connection as the previous sweep saw it: one that stays silent a whole sweep loses its turn. */
+  private loneAtSweep: ServerConnection | undefined;
+  private sweepTimer: NodeJS.Timeout | undefined;
+  /** Since when (ms since epoch) every sweep found requests waiting for the budget; 0 when the last one did not. */
+  private saturatedSince = 0;
   private closing = false;
   /** Set while a loop starts queued requests, so requests answered at once do not start more recursively. */
   private starting = false;
@@ -185,6 +228,9 @@ export class RpcServer {
       this.server.once('error', onError);
       this.server.listen(port, host, () => {
         this.server.off('error', onError);
+        const { frameTimeoutMs, idleTimeoutMs } = this.options;
+        const interval = Math.max(1, Math.min(MAX_SWEEP_INTERVAL_MS, Math.floor(Math.min(frameTimeoutMs, idleTimeoutMs) / 4)));
+        this.sweepTimer = setInterval(() => this.sweep(), interval).unref();
         const address = this.server.address() as AddressInfo;
         resolve({ host: address.address, port: address.port });
       });
@@ -195,6 +241,20 @@ export class RpcServer {
     return { connections: this.connections.size, heldBytes: this.heldBytes, runningBytes: this.runningBytes };
   }
 
+  /**
+   * Not ready while the listener is not listening (before listen, when closing) and once requests
+   * have waited for the budget at every sweep for longer than a frame may take: the running
+   * requests hold it all and do not answer.
+   */
+  readiness(): RpcReadiness {
+    if (this.closing || !this.server.listening) return { ready: false, reason: 'the RPC listener is not listening' };
+    const waited = this.saturatedSince === 0 ? 0 : Date.now() - this.saturatedSince;
+    if (waited > this.options.frameTimeoutMs) {
+      return { ready: false, reason: `requests have waited ${waited} ms for the request memory held by running requests (server.buffer.memory-size)` };
+    }
+    return { ready: true };
+  }
+
   /** Stops accepting, lets running requests answer (up to closeTimeoutMs), then closes every connection. */
   close(): Promise<void> {
     this.closed ??= this.shutdown();
@@ -203,6 +263,7 @@ export class RpcServer {
 
   private async shutdown(): Promise<void> {
     this.closing = true;
+    clearInterval(this.sweepTimer);
     const listenerClosed = new Promise<void>((resolve) => this.server.close(() => resolve()));
     for (const conn of this.connections) {
       this.dropQueued(conn);
@@ -234,7 +295,11 @@ export class RpcServer {
     if (conn.failed || this.closing) return; // discarded until the peer closes
     conn.heldBytes += chunk.length;
     this.heldBytes += chunk.length;
-    const error = conn.decoder.push(chunk, (frame) => conn.queue.push(frame));
+    conn.heard = true;
+    const error = conn.decoder.push(chunk, (frame) => {
+      conn.framesRead++;
+      conn.queue.push(frame);
+    });
     this.startQueued(conn);
     if (error) this.failFrame(conn, error);
     this.updateGate();
@@ -247,7 +312,7 @@ export class RpcServer {
     this.dropQueued(conn);
     this.releaseIdleBytes(conn);
     if (this.lone === conn) this.lone = undefined;
-    this.updateGate();
+    if (!this.updateGate() && this.overBudget) this.refreshAll(); // the others' shares grew
   }
 
   private canStart(size: number): boolean {
@@ -345,6 +410,7 @@ export class RpcServer {
     conn.heldBytes -= size;
     this.runningBytes -= size;
     this.heldBytes -= size;
+    conn.heard = true;
     if (conn.failed && conn.runningBytes === 0) this.endFailed(conn);
     if (this.runningBytes === 0 && this.onIdle) {
       this.onIdle();
@@ -398,8 +464,49 @@ export class RpcServer {
     this.heldBytes -= idle;
   }
 
-  /** Recomputes the global read gate; on a change, every connection re-evaluates whether it reads. */
-  private updateGate(): void {
+  /**
+   * Closes the connections past a deadline, passes the lone turn on from a connection that sent
+   * nothing since the previous sweep, and notes whether requests wait for the budget.
+   */
+  private sweep(): void {
+    const now = Date.now();
+    const { frameTimeoutMs, idleTimeoutMs } = this.options;
+    const silentLone = this.lone !== undefined && this.lone === this.loneAtSweep && !this.lone.heard ? this.lone : undefined;
+    let waiting = false;
+    for (const conn of this.connections) {
+      if (conn.heard) conn.activeAt = now;
+      conn.heard = false;
+      if (conn.queue.length > 0) waiting = true;
+      if (conn.failed) continue; // closing already
+      if (conn.decoder.bufferedBytes === 0) {
+        conn.frameSeenAt = 0;
+        if (conn.heldBytes === 0 && now - conn.activeAt >= idleTimeoutMs) this.closeOnDeadline(conn, 'idle', `no request for ${now - conn.activeAt} ms`);
+      } else if (conn.frameSeenAt === 0 || conn.frameSeenCount !== conn.framesRead) {
+        conn.frameSeenAt = now;
+        conn.frameSeenCount = conn.framesRead;
+      } else if (now - conn.frameSeenAt >= frameTimeoutMs) {
+        this.closeOnDeadline(conn, 'frame-timeout', `request frame incomplete after ${now - conn.frameSeenAt} ms, ${conn.decoder.bufferedBytes} bytes received`);
+      }
+    }
+    this.saturatedSince = !waiting ? 0 : this.saturatedSince || now;
+    if (silentLone && silentLone === this.lone) {
+      // To the end of the turn order, so the next connection receiving a frame gets the turn.
+      this.connections.delete(silentLone);
+      this.connections.add(silentLone);
+      this.lone = undefined;
+      this.updateGate();
+    }
+    this.loneAtSweep = this.lone;
+  }
+
+  private closeOnDeadline(conn: ServerConnection, deadline: ConnectionDeadline, reason: string): void {
+    this.logger.debug({ ...conn.ctx, deadline, reason }, 'closing rpc connection');
+    conn.socket.destroy();
+    this.options.onDeadlineClosed?.(deadline);
+  }
+
+  /** Recomputes the global read gate; on a change, every connection re-evaluates whether it reads (and true is returned). */
+  private updateGate(): boolean {
     const over = this.heldBytes >= this.options.maxInflightBytes;
     let lone: ServerConnection | undefined;
     if (over && this.runningBytes === 0) {
@@ -410,16 +517,24 @@ export class RpcServer {
         if (receiving(conn)) lone = conn;
       }
     }
-    if (over === this.overBudget && lone === this.lone) return;
+    if (over === this.overBudget && lone === this.lone) return false;
     this.overBudget = over;
     this.lone = lone;
+    this.refreshAll();
+    return true;
+  }
+
+  private refreshAll(): void {
     for (const conn of this.connections) this.refresh(conn);
   }
 
   private refresh(conn: ServerConnection): void {
     const read =
       conn.failed ||
-      (!this.closing && !conn.writeBlocked && conn.queue.length === 0 && (!this.overBudget || conn === this.lone));
+      (!this.closing &&
+        !conn.writeBlocked &&
+        conn.queue.length === 0 &&
+        (!this.overBudget || conn === this.lone || conn.heldBytes < Math.max(SHARE_FLOOR, this.options.maxInflightBytes / this.connections.size)));
     if (read === conn.reading) return;
     conn.reading = read;
     if (read) conn.socket.resume();

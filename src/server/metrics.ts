@@ -55,6 +55,7 @@ export class NodeMetrics {
   private readonly requests: Counter<'api'>;
   private readonly errors: Counter<'api' | 'error'>;
   private readonly latency: Histogram<'api'>;
+  private readonly deadlineClosed: Counter<'deadline'>;
   /** The sources as read for the scrape under way, so each is read once per scrape, not once per gauge. */
   private scrape?: Scrape;
 
@@ -71,6 +72,13 @@ export class NodeMetrics {
       buckets: [0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30],
       registers,
     });
+    this.deadlineClosed = new Counter({
+      name: 'tributary_rpc_connections_closed_total',
+      help: 'RPC connections the server closed because they missed a deadline: frame-timeout (rpc.frame-timeout), idle (netty.connection.max-idle-time).',
+      labelNames: ['deadline'],
+      registers,
+    });
+    for (const deadline of ['frame-timeout', 'idle']) this.deadlineClosed.inc({ deadline }, 0);
     const scalar = (name: string, help: string, value: () => number): void => {
       new Gauge({
         name,
@@ -106,6 +114,11 @@ export class NodeMetrics {
     this.requests.inc({ api });
     this.latency.observe({ api }, seconds);
     if (error !== undefined) this.errors.inc({ api, error });
+  }
+
+  /** Counts a connection the RPC server closed on a deadline (`frame-timeout`, `idle`). */
+  connectionClosed(deadline: string): void {
+    this.deadlineClosed.inc({ deadline });
   }
 
   get contentType(): string {

@@ -70,8 +70,11 @@ export class TributaryServer {
       port: listen.port,
       maxFrameBytes: options.bytes('rpc.max-frame-size'),
       maxInflightBytes: options.bytes('server.buffer.memory-size'),
+      frameTimeoutMs: options.durationMs('rpc.frame-timeout'),
+      idleTimeoutMs: options.durationMs('netty.connection.max-idle-time'),
       logger: log.child({ role: 'rpc' }),
       onAnswered: (api, seconds, errorName) => metrics.requestDone(api.name, seconds, errorName),
+      onDeadlineClosed: (deadline) => metrics.connectionClosed(deadline),
     });
     let self = { nodeId: 0, host: listen.host, port: listen.port };
     registerCoordinatorService(rpc, coordinator, () => self);
@@ -119,6 +122,7 @@ export class TributaryServer {
       tables: coordinator,
       catalog: lakeCatalog.catalog,
       metrics,
+      readiness: () => rpc.readiness(),
       log: log.child({ role: 'http' }),
     });
     log.info({ rpc: rpcAddress, http: httpServer.address.port, dataDir }, 'server started');

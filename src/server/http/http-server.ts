@@ -1,7 +1,9 @@
 /**
  * The HTTP endpoint of a node (fastify, on `http.port`):
  *
- *   GET  /health      {"status":"ok"}, for load balancers and supervisors
+ *   GET  /health      {"status":"ok"} while the process answers (liveness), for supervisors
+ *   GET  /ready       {"status":"ready"} while the RPC listener serves requests, else 503
+ *                     {"status":"not ready","reason":…} (readiness), for load balancers
  *   GET  /metrics     the node's metrics in the Prometheus text format (metrics.ts)
  *   …    /api/v1/…    the REST API for admin and rows (rest-api-routes.ts)
  *   …    /iceberg/v1/… the Iceberg REST catalog over the lake tables (iceberg-catalog-routes.ts)
@@ -14,6 +16,7 @@
 import { fastify, type FastifyInstance, type FastifyReply } from 'fastify';
 import { Connection } from '../../client/connection.js';
 import type { FileSystemCatalog } from '../../lake/iceberg/catalog.js';
+import type { RpcReadiness } from '../../rpc/server.js';
 import type { Logger } from '../logger.js';
 import type { NodeMetrics } from '../metrics.js';
 import { ARROW_STREAM } from './encoding.js';
@@ -37,6 +40,8 @@ export interface HttpServerOptions {
   tables: TributaryTables;
   catalog: FileSystemCatalog;
   metrics: NodeMetrics;
+  /** Whether the node's RPC listener serves requests (RpcServer.readiness). */
+  readiness: () => RpcReadiness;
   log: Logger;
 }
 
@@ -54,6 +59,11 @@ export class HttpServer {
     try {
       app.addContentTypeParser(ARROW_STREAM, { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
       app.get('/health', (_req, reply) => plainJson(reply, 200, '{"status":"ok"}'));
+      app.get('/ready', (_req, reply) => {
+        const readiness = options.readiness();
+        if (readiness.ready) plainJson(reply, 200, '{"status":"ready"}');
+        else plainJson(reply, 503, JSON.stringify({ status: 'not ready', reason: readiness.reason }));
+      });
       app.get('/metrics', async (_req, reply) => {
         const body = await options.metrics.text();
         reply.hijack();
