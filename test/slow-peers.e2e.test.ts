@@ -1,0 +1,94 @@
+/**
+ * Peers that stall in the middle of requests (slowloris), against real server processes with a
+ * small request memory: a client and the REST API are still served while stalled connections fill
+ * it, the stalled and the idle connections are closed on their deadlines and counted, and
+ * `GET /ready` says whether the RPC listener serves while `GET /health` stays the liveness check.
+ */
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import { after, before, test } from 'node:test';
+import { Connection } from '../src/client/index.js';
+import { ServerProcess } from './support/server-process.js';
+
+const FRAME_TIMEOUT_S = 8;
+let server: ServerProcess;
+
+before(async () => {
+  server = await ServerProcess.start({
+    args: ['--no-tiering'],
+    settings: { 'server.buffer.memory-size': '1mb', 'rpc.frame-timeout': `${FRAME_TIMEOUT_S}s`, 'netty.connection.max-idle-time': '3s' },
+  });
+});
+
+after(async () => {
+  assert.equal(await server?.stop(), 0, 'a clean shutdown');
+});
+
+/** Fails with `what` unless `promise` settles within `ms`. */
+async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms)));
+  try {
+    return await Promise.race([promise, expired]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** A raw TCP connection to the RPC port and a promise of its closing. */
+async function rawSocket(port: number): Promise<{ socket: net.Socket; closed: Promise<void> }> {
+  const socket = net.connect({ host: '127.0.0.1', port });
+  socket.on('error', () => {});
+  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+  await new Promise((resolve) => socket.once('connect', resolve));
+  return { socket, closed };
+}
+
+/** One sample of the node's metrics, by `name{labels}` as written. */
+async function metric(key: string): Promise<number> {
+  const text = await (await fetch(`http://${server.http}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(`${key} `));
+  return line === undefined ? NaN : Number(line.slice(key.length + 1));
+}
+
+test('a client and the REST API are served while a dozen connections stall in big frames, and those are closed after rpc.frame-timeout', async () => {
+  const header = Buffer.alloc(12);
+  header.writeInt32BE(8 + (64 << 20), 0); // a 64 MiB DatabaseExists request (api key 1004), within rpc.max-frame-size
+  header.writeInt16BE(1004, 4);
+  const stalled = await Promise.all(Array.from({ length: 12 }, () => rawSocket(server.port)));
+  for (const { socket } of stalled) socket.write(Buffer.concat([header, Buffer.alloc(256 * 1024)]));
+  const startedAt = Date.now();
+  while ((await metric('tributary_rpc_held_bytes')) < 1 << 20) {
+    assert.ok(Date.now() - startedAt < 10_000, 'the stalled frames fill server.buffer.memory-size');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+
+  const conn = await within(Connection.create({ 'bootstrap.servers': server.bootstrap, 'client.request-timeout': '5s' }), 6000, 'a client connects');
+  try {
+    assert.ok((await within(conn.getAdmin().listDatabases(), 6000, 'a client request')).includes('tributary'));
+  } finally {
+    await conn.close();
+  }
+  const rest = await within(fetch(`http://${server.http}/api/v1/databases`), 6000, 'a REST call');
+  assert.equal(rest.status, 200);
+  assert.ok(((await rest.json()) as { databases: string[] }).databases.includes('tributary'));
+  assert.ok(Date.now() - startedAt < FRAME_TIMEOUT_S * 1000, 'served while the stalled connections were still open');
+
+  await within(Promise.all(stalled.map((s) => s.closed)), (FRAME_TIMEOUT_S + 20) * 1000, 'the stalled connections are closed');
+  assert.ok((await metric('tributary_rpc_connections_closed_total{deadline="frame-timeout"}')) >= 12);
+  assert.ok((await metric('tributary_rpc_held_bytes')) < 1 << 20, 'their bytes are released');
+});
+
+test('a connection that sends nothing is closed after netty.connection.max-idle-time', async () => {
+  const before = await metric('tributary_rpc_connections_closed_total{deadline="idle"}');
+  const { closed } = await rawSocket(server.port);
+  await within(closed, 20_000, 'the idle connection is closed');
+  assert.ok((await metric('tributary_rpc_connections_closed_total{deadline="idle"}')) > before);
+});
+
+test('GET /ready answers 200 while the RPC listener serves, and /health stays 200', async () => {
+  const ready = await fetch(`http://${server.http}/ready`);
+  assert.deepEqual([ready.status, ready.headers.get('content-type'), await ready.json()], [200, 'application/json', { status: 'ready' }]);
+  const health = await fetch(`http://${server.http}/health`);
+  assert.deepEqual([health.status, await health.json()], [200, { status: 'ok' }]);
+});
