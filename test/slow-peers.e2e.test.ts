@@ -44,9 +44,9 @@ async function rawSocket(port: number): Promise<{ socket: net.Socket; closed: Pr
   return { socket, closed };
 }
 
-/** One sample of the node's metrics, by `name{labels}` as written. */
-async function metric(key: string): Promise<number> {
-  const text = await (await fetch(`http://${server.http}/metrics`)).text();
+/** One sample of the node's metrics (of `node`, by default the shared server), by `name{labels}` as written. */
+async function metric(key: string, node = server): Promise<number> {
+  const text = await (await fetch(`http://${node.http}/metrics`)).text();
   const line = text.split('\n').find((l) => l.startsWith(`${key} `));
   return line === undefined ? NaN : Number(line.slice(key.length + 1));
 }
@@ -91,4 +91,47 @@ test('GET /ready answers 200 while the RPC listener serves, and /health stays 20
   assert.deepEqual([ready.status, ready.headers.get('content-type'), await ready.json()], [200, 'application/json', { status: 'ready' }]);
   const health = await fetch(`http://${server.http}/health`);
   assert.deepEqual([health.status, await health.json()], [200, { status: 'ok' }]);
+});
+
+test('GET /ready answers 503 with the reason while a running request holds all the request memory and others wait, and 200 again after', async () => {
+  // 16 bytes of request memory: a long-polling fetch runs alone and every other request waits for it.
+  const busy = await ServerProcess.start({ args: ['--no-tiering'], settings: { 'server.buffer.memory-size': '16b', 'rpc.frame-timeout': '1s' } });
+  const conn = await Connection.create({
+    'bootstrap.servers': busy.bootstrap,
+    'client.scanner.log.fetch.min-bytes': '1mb',
+    'client.scanner.log.fetch.wait-max-time': '6s',
+  });
+  try {
+    const path = { database: 'tributary', table: 'quiet' };
+    await conn.getAdmin().createTable(path, { columns: [{ name: 'a', type: 'INT' }] });
+    const scanner = (await conn.getTable(path)).newScan().createLogScanner();
+    await scanner.subscribe(0, 'earliest');
+    const polled = scanner.poll(6000); // the fetch waits for bytes that never come
+    for (const startedAt = Date.now(); (await metric('tributary_rpc_held_bytes', busy)) === 0; ) {
+      assert.ok(Date.now() - startedAt < 5000, 'the fetch is running');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    const listed = conn.getAdmin().listDatabases(); // waits for the fetch's memory
+    const readiness = async (): Promise<{ status: number; body: { status: string; reason?: string } }> => {
+      const res = await fetch(`http://${busy.http}/ready`);
+      return { status: res.status, body: (await res.json()) as { status: string; reason?: string } };
+    };
+    let notReady = await readiness();
+    for (const startedAt = Date.now(); notReady.status === 200 && Date.now() - startedAt < 5000; notReady = await readiness()) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    assert.equal(notReady.status, 503);
+    assert.equal(notReady.body.status, 'not ready');
+    assert.match(notReady.body.reason ?? '', /requests have waited \d+ ms for the request memory held by running requests/);
+    assert.deepEqual(await polled, []);
+    assert.ok((await listed).includes('tributary'));
+    let ready = await readiness();
+    for (const startedAt = Date.now(); ready.status !== 200 && Date.now() - startedAt < 10_000; ready = await readiness()) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    assert.deepEqual(ready, { status: 200, body: { status: 'ready' } });
+  } finally {
+    await conn.close();
+    assert.equal(await busy.stop(), 0);
+  }
 });
