@@ -111,7 +111,11 @@ test('GET /ready answers 503 with the reason while a running request holds all t
       assert.ok(Date.now() - startedAt < 5000, 'the fetch is running');
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
-    const listed = conn.getAdmin().listDatabases(); // waits for the fetch's memory
+    // Another client's handshake waits for the fetch's memory.
+    const other = Connection.create({ 'bootstrap.servers': busy.bootstrap }).then(async (c) => {
+      await c.close();
+      return true;
+    });
     const readiness = async (): Promise<{ status: number; body: { status: string; reason?: string } }> => {
       const res = await fetch(`http://${busy.http}/ready`);
       return { status: res.status, body: (await res.json()) as { status: string; reason?: string } };
@@ -124,7 +128,7 @@ test('GET /ready answers 503 with the reason while a running request holds all t
     assert.equal(notReady.body.status, 'not ready');
     assert.match(notReady.body.reason ?? '', /requests have waited \d+ ms for the request memory held by running requests/);
     assert.deepEqual(await polled, []);
-    assert.ok((await listed).includes('tributary'));
+    assert.ok(await other);
     let ready = await readiness();
     for (const startedAt = Date.now(); ready.status !== 200 && Date.now() - startedAt < 10_000; ready = await readiness()) {
       await new Promise((resolve) => setTimeout(resolve, 100));

@@ -540,9 +540,10 @@ test('readiness: ready while listening, not while requests wait for the budget l
   assert.deepEqual(server.readiness(), { ready: true });
 
   const conn = await connect(t, port);
+  const other = await connect(t, port); // the first connection will hold its share and not be read on
   const first = conn.request(ApiKeys.ListTables, { databaseName: 'a'.repeat(100) }); // bigger than the budget: runs alone
   await h.waitEntered(1);
-  const second = conn.request(ApiKeys.ListTables, { databaseName: 'b' }); // waits for it
+  const second = other.request(ApiKeys.ListTables, { databaseName: 'b' }); // waits for it
   await until(() => !server.readiness().ready, 'the waiting request makes the server not ready');
   const readiness = server.readiness();
   assert.ok(!readiness.ready && /requests have waited \d+ ms/.test(readiness.reason), JSON.stringify(readiness));

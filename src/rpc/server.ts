@@ -18,7 +18,7 @@
  * Memory: every byte read from a socket is held until the response of the request it belongs to
  * is written. When the bytes held across all connections reach maxInflightBytes, the server stops
  * reading the connections that hold their share of the budget or more (the budget divided by the
- * open connections, at least SHARE_FLOOR) and resumes once responses release bytes: connections
+ * open connections, at least SHARE_FLOOR or the whole budget if smaller) and resumes once responses release bytes: connections
  * that stalled in the middle of big frames cannot keep the others' small requests from being read.
  * Requests start only while the bytes of running requests stay within the budget, except that one
  * request always may run alone, so a request bigger than the budget cannot deadlock; if the budget
@@ -183,6 +183,8 @@ export class RpcServer {
   private readonly logger: RpcLogger;
   /** Memory of request frames that span socket chunks; idle buffers up to a quarter of the in-flight budget. */
   private readonly frames: FramePool;
+  /** The least share of the budget: SHARE_FLOOR, or the whole budget when it is smaller. */
+  private readonly shareFloor: number;
   private nextConnectionId = 1;
   private heldBytes = 0;
   private runningBytes = 0;
@@ -203,6 +205,7 @@ export class RpcServer {
   constructor(private readonly options: RpcServerOptions) {
     this.logger = options.logger ?? silentLogger;
     this.frames = new FramePool(Math.floor(options.maxInflightBytes / 4));
+    this.shareFloor = Math.min(SHARE_FLOOR, options.maxInflightBytes);
     this.server = net.createServer({ noDelay: true }, (socket) => this.accept(socket));
     this.server.on('error', (err) => this.logger.error({ err }, 'rpc listener error'));
     this.handlers.set(ApiKeys.ApiVersions.key, {
@@ -534,7 +537,7 @@ export class RpcServer {
       (!this.closing &&
         !conn.writeBlocked &&
         conn.queue.length === 0 &&
-        (!this.overBudget || conn === this.lone || conn.heldBytes < Math.max(SHARE_FLOOR, this.options.maxInflightBytes / this.connections.size)));
+        (!this.overBudget || conn === this.lone || conn.heldBytes < Math.max(this.shareFloor, this.options.maxInflightBytes / this.connections.size)));
     if (read === conn.reading) return;
     conn.reading = read;
     if (read) conn.socket.resume();
