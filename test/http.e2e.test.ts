@@ -210,7 +210,7 @@ test('the REST API answers bad requests with named errors and HTTP statuses, and
   assertError(await call('POST', path, arrowStream({ id: arrow.vectorFromArray([1, 2], new arrow.Int32()) })), 400, 'INVALID_ROW');
   assertError(await call('POST', path, new Uint8Array([1, 2, 3, 4, 5, 6, 7, 8, 9])), 400, 'CORRUPT_MESSAGE');
   assertError(await call('POST', path, '[{"id": 1},'), 400, 'CORRUPT_MESSAGE');
-  assertError(await call('POST', path, 'id=1', { 'content-type': 'application/x-www-form-urlencoded' }), 400, 'INVALID_ARGUMENT');
+  assertError(await call('POST', path, 'id=1', { 'content-type': 'application/x-www-form-urlencoded' }), 415, 'UNSUPPORTED_MEDIA_TYPE');
   assert.equal(await rowCount('checked'), '0');
 
   const huge = await postHuge(path, 65 * 1024 * 1024);

@@ -9,7 +9,7 @@
  * Anything else is 404 {"error":"not found"}. Request bodies are JSON, text/plain (SQL) or Arrow
  * IPC streams (application/vnd.apache.arrow.stream), at most MAX_BODY_BYTES: a bigger one is
  * refused with 413, from its Content-Length before it is read, or once a chunked body passes the
- * limit. Whatever a request holds, it gets an answer and the server stays up.
+ * limit; a body of another content type with 415. Whatever a request holds, it gets an answer and the server stays up.
  */
 import { fastify, type FastifyInstance, type FastifyReply } from 'fastify';
 import { Connection } from '../../client/connection.js';
