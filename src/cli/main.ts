@@ -9,21 +9,25 @@ import { SOFTWARE_VERSION } from '../rpc/version.js';
 import { lakeCommand } from './lake.js';
 import { parseSetting } from './settings.js';
 import { describeError, sql } from './sql.js';
-import { start } from './start.js';
+import { parseListener } from '../server/server.js';
+import { serverDefault, start } from './start.js';
 import { tail } from './tail.js';
 import { tiering } from './tiering.js';
+
+const defaultListener = parseListener(serverDefault('bind.listeners'));
 
 const program = new Command('tributary').description('Streaming storage for real-time analytics, native to the lakehouse').version(SOFTWARE_VERSION);
 
 program
   .command('start')
   .description('start an embedded server (coordinator + tablet server) with a local data directory')
-  .option('--data-dir <dir>', 'data directory (data.dir)')
-  .option('--host <host>', 'address to listen on', undefined)
-  .option('--port <port>', 'RPC port; 0 picks a free one (bind.listeners)')
-  .option('--http-port <port>', 'HTTP port; 0 picks a free one (http.port)')
+  // Defaults are shown, not set: a flag left out must not override the config file or --set.
+  .option('--data-dir <dir>', `data directory (data.dir, default: ${serverDefault('data.dir')})`)
+  .option('--host <host>', `address to listen on (bind.listeners, default: ${defaultListener.host})`)
+  .option('--port <port>', `RPC port; 0 picks a free one (bind.listeners, default: ${defaultListener.port})`)
+  .option('--http-port <port>', `HTTP port; 0 picks a free one (http.port, default: ${serverDefault('http.port')})`)
   .option('--config <file>', "config file of 'key: value' lines")
-  .option('--set <key=value>', 'set a server option (repeatable)', parseSetting, {})
+  .option('--set <key=value>', 'set a server option (repeatable)', parseSetting)
   .option('--no-tiering', 'do not run the embedded lake tiering worker')
   .action(async (opts) => {
     await start(opts);
