@@ -1,6 +1,7 @@
 /**
  * `tributary lake`: maintenance of one lake table, run on the Iceberg warehouse directly (no
- * server needed):
+ * server needed). The warehouse is `--warehouse`, else the `lake` directory of `--data-dir` as a
+ * node with that data directory and no datalake.iceberg.warehouse has it:
  *
  *   expire-snapshots  drops old snapshots (never the current one) and the files only they reached
  *   remove-orphans    deletes files under the table location that no metadata references
@@ -11,14 +12,15 @@
  * are written as strings in JSON: they exceed JavaScript's exact integers.
  */
 import { Command, Option } from 'commander';
-import { parseDuration } from '../common/config.js';
+import { lakeWarehouse, optionDefault, Options, parseDuration } from '../common/config.js';
 import { TributaryError } from '../common/errors.js';
 import { FileSystemCatalog } from '../lake/iceberg/catalog.js';
 import { expireSnapshots, removeOrphanFiles } from '../lake/iceberg/maintenance.js';
 import { compactLakeTable } from '../lake/tiering/compaction.js';
 
 interface LakeFlags {
-  warehouse: string;
+  warehouse?: string;
+  dataDir?: string;
   table: string;
   format: 'text' | 'json';
   olderThan?: string;
@@ -30,7 +32,8 @@ export function lakeCommand(): Command {
   const lake = new Command('lake').description('maintain a lake table of an Iceberg warehouse: snapshot expiry, orphan-file removal, compaction');
   const target = (cmd: Command): Command =>
     cmd
-      .requiredOption('--warehouse <dir>', 'the Iceberg warehouse directory (datalake.iceberg.warehouse)')
+      .option('--warehouse <dir>', 'the Iceberg warehouse directory (datalake.iceberg.warehouse, default: <data-dir>/lake)')
+      .option('--data-dir <dir>', `the data directory of the node whose lake it is, when --warehouse is not given (data.dir, default: ${optionDefault('data.dir')})`)
       .requiredOption('--table <db.table>', 'the lake table')
       .addOption(new Option('--format <format>', 'output format').choices(['text', 'json']).default('text'));
 
@@ -84,7 +87,8 @@ export function lakeCommand(): Command {
 function open(flags: LakeFlags): { catalog: FileSystemCatalog; db: string; table: string } {
   const dot = flags.table.indexOf('.');
   if (dot <= 0 || dot === flags.table.length - 1) throw new TributaryError('INVALID_ARGUMENT', `--table must be <database>.<table>, got '${flags.table}'`);
-  return { catalog: new FileSystemCatalog(flags.warehouse), db: flags.table.slice(0, dot), table: flags.table.slice(dot + 1) };
+  const warehouse = lakeWarehouse(new Options('server', { ...(flags.warehouse ? { 'datalake.iceberg.warehouse': flags.warehouse } : {}), ...(flags.dataDir ? { 'data.dir': flags.dataDir } : {}) }));
+  return { catalog: new FileSystemCatalog(warehouse), db: flags.table.slice(0, dot), table: flags.table.slice(dot + 1) };
 }
 
 function duration(text: string): number {

@@ -5,16 +5,17 @@
  */
 import './v8-options.js';
 import { Command, Option } from 'commander';
+import { optionDefault } from '../common/config.js';
+import { parseListener } from '../server/server.js';
 import { SOFTWARE_VERSION } from '../rpc/version.js';
 import { lakeCommand } from './lake.js';
 import { parseSetting } from './settings.js';
 import { describeError, sql } from './sql.js';
-import { parseListener } from '../server/server.js';
-import { serverDefault, start } from './start.js';
+import { start } from './start.js';
 import { tail } from './tail.js';
 import { tiering } from './tiering.js';
 
-const defaultListener = parseListener(serverDefault('bind.listeners'));
+const defaultListener = parseListener(optionDefault('bind.listeners'));
 
 const program = new Command('tributary').description('Streaming storage for real-time analytics, native to the lakehouse').version(SOFTWARE_VERSION);
 
@@ -22,10 +23,10 @@ program
   .command('start')
   .description('start an embedded server (coordinator + tablet server) with a local data directory')
   // Defaults are shown, not set: a flag left out must not override the config file or --set.
-  .option('--data-dir <dir>', `data directory (data.dir, default: ${serverDefault('data.dir')})`)
+  .option('--data-dir <dir>', `data directory (data.dir, default: ${optionDefault('data.dir')})`)
   .option('--host <host>', `address to listen on (bind.listeners, default: ${defaultListener.host})`)
   .option('--port <port>', `RPC port; 0 picks a free one (bind.listeners, default: ${defaultListener.port})`)
-  .option('--http-port <port>', `HTTP port; 0 picks a free one (http.port, default: ${serverDefault('http.port')})`)
+  .option('--http-port <port>', `HTTP port; 0 picks a free one (http.port, default: ${optionDefault('http.port')})`)
   .option('--config <file>', "config file of 'key: value' lines")
   .option('--set <key=value>', 'set a server option (repeatable)', parseSetting)
   .option('--no-tiering', 'do not run the embedded lake tiering worker')

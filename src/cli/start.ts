@@ -2,7 +2,7 @@
  * `tributary start`: runs one embedded node (coordinator + tablet server) until SIGTERM or SIGINT,
  * then shuts down gracefully. An embedded lake tiering worker runs beside it unless `--no-tiering`. Prints exactly one line to stdout once it serves: `ready …`.
  */
-import { optionDef } from '../common/config.js';
+import { optionDefault } from '../common/config.js';
 import { TieringWorker } from '../lake/tiering/tiering-worker.js';
 import { parseListener, TributaryServer } from '../server/server.js';
 import { createLogger } from '../server/logger.js';
@@ -20,19 +20,12 @@ export interface StartFlags {
   tiering?: boolean;
 }
 
-/** The default of a server option, as src/common/config.ts declares it (for help texts). */
-export function serverDefault(key: string): string {
-  const value = optionDef(key)?.default;
-  if (value === undefined) throw new Error(`server option '${key}' has no default`);
-  return value;
-}
-
 export function serverSettings(flags: StartFlags): Record<string, string> {
   const settings: Record<string, string> = { ...(flags.config ? readConfigFile(flags.config) : {}), ...(flags.set ?? {}) };
   if (flags.dataDir) settings['data.dir'] = flags.dataDir;
   if (flags.port !== undefined || flags.host !== undefined) {
     // The flag not given keeps its part of the configured listener.
-    const listener = parseListener(settings['bind.listeners'] ?? serverDefault('bind.listeners'));
+    const listener = parseListener(settings['bind.listeners'] ?? optionDefault('bind.listeners'));
     settings['bind.listeners'] = `TRIBUTARY://${flags.host ?? listener.host}:${flags.port ?? listener.port}`;
   }
   if (flags.httpPort !== undefined) settings['http.port'] = flags.httpPort;
