@@ -337,19 +337,34 @@ function describe(info: TableInfo): QueryResult {
   return rows(['name', 'type', 'null', 'key', 'comment'], data);
 }
 
-/** SHOW LAKE STATUS: one row per bucket (and partition) of a lake-enabled table. */
+/**
+ * SHOW LAKE STATUS: one row per bucket (and partition) of a lake-enabled table; the table's
+ * tiering state, epoch, failures, registered snapshot, last round and time lag repeat on each.
+ */
 function lakeStatus(status: LakeTieringStatus): QueryResult {
+  const table = [
+    status.state,
+    status.tieringEpoch ?? null,
+    status.failures,
+    status.snapshotId ?? null,
+    status.lastTieredTime === undefined ? null : new Date(status.lastTieredTime).toISOString(),
+    BigInt(status.lagMs),
+  ];
   return {
     columns: [
       { name: 'state', type: 'VARCHAR' },
+      { name: 'tiering_epoch', type: 'BIGINT' },
+      { name: 'failures', type: 'INTEGER' },
       { name: 'snapshot_id', type: 'BIGINT' },
+      { name: 'last_tiered_time', type: 'TIMESTAMP WITH TIME ZONE' },
+      { name: 'lag_ms', type: 'BIGINT' },
       { name: 'partition', type: 'VARCHAR' },
       { name: 'bucket', type: 'INTEGER' },
       { name: 'lake_end_offset', type: 'BIGINT' },
       { name: 'high_watermark', type: 'BIGINT' },
       { name: 'records_behind', type: 'BIGINT' },
     ],
-    rows: status.buckets.map((b) => [status.state, status.snapshotId ?? null, b.partition ?? null, b.bucket, b.lakeEndOffset, b.highWatermark, b.recordsBehind]),
+    rows: status.buckets.map((b) => [...table, b.partition ?? null, b.bucket, b.lakeEndOffset, b.highWatermark, b.recordsBehind]),
   };
 }
 
