@@ -46,13 +46,15 @@ program
 
 program
   .command('sql')
-  .description('run SQL: interactively, with -e, or from a file with -f')
+  .description('run SQL: with -e, from a file with -f, from stdin when it is piped, else interactively')
   .option('-e, --execute <statements>', 'statements to run, separated by ;')
   .option('-f, --file <file>', 'SQL script to run')
   .addOption(new Option('--format <format>', 'result format').choices(['table', 'json', 'csv']).default('table'))
   .option('--bootstrap <host:port>', 'server to connect to', '127.0.0.1:9123')
   .option('-d, --database <db>', 'database to start in')
   .option('--stream', 'run queries as streaming queries (as if they ended in EMIT CHANGES): print the result, then changes until Ctrl-C')
+  .option('--continue-on-error', 'run the rest of a script after a failed statement (the exit code is still 1)')
+  .option('--no-progress', 'no progress line for long statements (shown only when stderr is a terminal)')
   .action(async (opts) => {
     process.exitCode = await sql(opts);
   });
