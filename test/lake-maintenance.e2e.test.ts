@@ -186,6 +186,7 @@ test('tributary lake compact, expire-snapshots and remove-orphans on a lake tabl
 
     const compact = await runLakeCli(['compact', ...common, '--format', 'json']);
     assert.equal(compact.code, 0, compact.stderr);
+    assert.equal(compact.stderr, '', 'no progress line when stderr is not a terminal');
     const compacted = JSON.parse(compact.stdout) as { snapshot_id: string; partitions: { partition: string; removed_data_files: number; removed_delete_files: number; records: number }[] };
     assert.deepEqual(
       compacted.partitions.map(({ partition, removed_data_files, removed_delete_files, records }) => ({ partition, removed_data_files, removed_delete_files, records })),
