@@ -60,7 +60,7 @@ export class HttpServer {
         reply.raw.writeHead(200, { 'content-type': options.metrics.contentType, 'content-length': Buffer.byteLength(body) }).end(body);
       });
       app.setNotFoundHandler((_req, reply) => plainJson(reply, 404, '{"error":"not found"}'));
-      await app.register(restApiRoutes(conn, log), { prefix: '/api/v1' });
+      await app.register(restApiRoutes(conn, options.catalog, log), { prefix: '/api/v1' });
       await app.register(icebergCatalogRoutes(options.tables, options.catalog, log), { prefix: '/iceberg' });
       await app.listen({ host: options.host, port: options.port });
     } catch (err) {
