@@ -14,18 +14,21 @@ function setup(isTTY: boolean, enabled?: boolean) {
 test('on a terminal: rows, rate and elapsed time once the work runs past the delay, at most 4 times a second, erased at the end', () => {
   const { line, written, advance } = setup(true);
   line.start();
-  advance(500);
+  advance(400);
+  line.update('reading db.s', 500);
+  advance(100);
   line.update('writing db.t', 1000, 3000);
   assert.deepEqual(written, [], 'quick work shows nothing');
   advance(500);
   line.update('writing db.t', 2000, 3000);
-  assert.deepEqual(written, ['\r\x1b[Kwriting db.t: 2,000 of 3,000 rows, 2,000 rows/s, 1.0 s']);
+  // The rate counts from the write's first report, half a second ago.
+  assert.deepEqual(written, ['\r\x1b[Kwriting db.t: 2,000 of 3,000 rows, 4,000 rows/s, 1.0 s']);
   advance(100);
   line.update('writing db.t', 2100, 3000);
   assert.equal(written.length, 1, 'throttled');
   advance(150);
-  line.update('reading db.t', 2500);
-  assert.equal(written[1], '\r\x1b[Kreading db.t: 2,500 rows, 2,000 rows/s, 1.3 s');
+  line.update('reading db.u', 2500);
+  assert.equal(written[1], '\r\x1b[Kreading db.u: 2,500 rows, 1.3 s', 'no rate at the first report of new work');
   line.end();
   assert.equal(written[2], '\r\x1b[K');
   line.end();
@@ -37,6 +40,11 @@ test('a line longer than the terminal is cut to its width', () => {
   advance(2000);
   line.update(`reading ${'x'.repeat(100)}`, 1);
   assert.equal(written[0].length, '\r\x1b[K'.length + 59);
+  // A terminal that reports no width gets 80 columns.
+  const wide = { isTTY: true, columns: 0, text: '', write(text: string) { this.text = text; } };
+  const unknown = new ProgressLine(wide, { delayMs: 0, now: () => 0 });
+  unknown.update(`reading ${'x'.repeat(100)}`, 1);
+  assert.equal(wide.text.length, '\r\x1b[K'.length + 79);
 });
 
 test('nothing is written when the stream is not a terminal, or with --no-progress', () => {

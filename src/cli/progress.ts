@@ -1,6 +1,6 @@
 /**
- * The progress line of long work on a terminal: `\r` and the text (what, rows so far, rate,
- * elapsed time), rewritten at most every `intervalMs` (4 times a second), shown only once the work
+ * The progress line of long work on a terminal: `\r` and the text (what, rows so far, their rate
+ * since that work's first report, the statement's elapsed time), rewritten at most every `intervalMs` (4 times a second), shown only once the work
  * has run `delayMs` (quick statements print nothing), and erased by `end()` before the result is
  * printed. It is off when its stream is not a terminal (stderr piped or redirected) and with
  * `--no-progress`, so captured output never holds progress characters.
@@ -33,6 +33,8 @@ export class ProgressLine {
   private startedAt: number;
   private drawnAt = Number.NEGATIVE_INFINITY;
   private shown = false;
+  /** What is being done, and since when: the rate counts from its first report, not from the start. */
+  private phase?: { what: string; since: number };
 
   constructor(
     private readonly out: ProgressOutput,
@@ -50,19 +52,22 @@ export class ProgressLine {
     this.end();
     this.startedAt = this.now();
     this.drawnAt = Number.NEGATIVE_INFINITY;
+    this.phase = undefined;
   }
 
   /** The work so far: `what` (e.g. "writing db.t"), `done` of `total` (when known) `unit`s. */
   update(what: string, done: number, total?: number, unit = 'rows'): void {
     if (!this.enabled) return;
     const now = this.now();
+    if (this.phase?.what !== what) this.phase = { what, since: now };
     const elapsedMs = now - this.startedAt;
     if (elapsedMs < this.delayMs || now - this.drawnAt < this.intervalMs) return;
     this.drawnAt = now;
-    const seconds = elapsedMs / 1000;
-    const text = `${what}: ${count.format(done)}${total !== undefined ? ` of ${count.format(total)}` : ''} ${unit}, ${count.format(Math.round(done / seconds))} ${unit}/s, ${seconds.toFixed(1)} s`;
-    // Kept to one terminal line: a wrapped line cannot be rewritten with \r.
-    const width = (this.out.columns ?? 80) - 1;
+    const phaseSeconds = (now - this.phase.since) / 1000;
+    const rate = phaseSeconds > 0 ? `, ${count.format(Math.round(done / phaseSeconds))} ${unit}/s` : '';
+    const text = `${what}: ${count.format(done)}${total !== undefined ? ` of ${count.format(total)}` : ''} ${unit}${rate}, ${(elapsedMs / 1000).toFixed(1)} s`;
+    // Kept to one terminal line: a wrapped line cannot be rewritten with \r. Some terminals report 0 columns.
+    const width = (this.out.columns || 80) - 1;
     this.out.write(`${ERASE_LINE}${text.length > width ? text.slice(0, width) : text}`);
     this.shown = true;
   }
