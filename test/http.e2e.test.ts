@@ -210,7 +210,7 @@ test('the REST API answers bad requests with named errors and HTTP statuses, and
   assertError(await call('POST', path, arrowStream({ id: arrow.vectorFromArray([1, 2], new arrow.Int32()) })), 400, 'INVALID_ROW');
   assertError(await call('POST', path, new Uint8Array([1, 2, 3, 4, 5, 6, 7, 8, 9])), 400, 'CORRUPT_MESSAGE');
   assertError(await call('POST', path, '[{"id": 1},'), 400, 'CORRUPT_MESSAGE');
-  assertError(await call('POST', path, 'id=1', { 'content-type': 'application/x-www-form-urlencoded' }), 400, 'INVALID_ARGUMENT');
+  assertError(await call('POST', path, 'id=1', { 'content-type': 'application/x-www-form-urlencoded' }), 415, 'UNSUPPORTED_MEDIA_TYPE');
   assert.equal(await rowCount('checked'), '0');
 
   const huge = await postHuge(path, 65 * 1024 * 1024);
@@ -273,6 +273,13 @@ test('iceberg-js lists and loads lake tables from the Iceberg REST catalog, and 
   assert.equal(metadata['format-version'], 2);
   const schema = metadata.schemas.find((s) => s['schema-id'] === metadata['current-schema-id'])!;
   assert.deepEqual(schema.fields.map((f) => f.name), ['id', 'note', '__bucket', '__offset', '__timestamp']);
+  // The REST API's field_id is Tributary's column id; lake_field_id is the id the catalog serves.
+  const restColumns = (await call('GET', '/api/v1/databases/tributary/tables/lake_events')).json.schema.columns as { name: string; field_id: number; lake_field_id: number }[];
+  assert.deepEqual(
+    restColumns.map((c) => [c.name, c.field_id, c.lake_field_id]),
+    schema.fields.filter((f) => !f.name.startsWith('__')).map((f, i) => [f.name, i, f.id]),
+  );
+  assert.equal((await call('GET', '/api/v1/databases/tributary/tables/not_in_lake')).json.schema.columns[0].lake_field_id, undefined);
   const snapshot = metadata.snapshots!.find((s) => s['snapshot-id'] === metadata['current-snapshot-id'])!;
   assert.ok(snapshot, 'the current snapshot is listed');
 

@@ -142,7 +142,8 @@ function runLakeCli(args: string[]): Promise<{ code: number | null; stdout: stri
 }
 
 test('tributary lake compact, expire-snapshots and remove-orphans on a lake table', async () => {
-  const warehouse = tempDir('lake-cli');
+  const dataDir = tempDir('lake-cli');
+  const warehouse = path.join(dataDir, 'lake');
   try {
     const catalog = new FileSystemCatalog(warehouse);
     const location = catalog.tableLocation('db', 't');
@@ -185,12 +186,14 @@ test('tributary lake compact, expire-snapshots and remove-orphans on a lake tabl
 
     const compact = await runLakeCli(['compact', ...common, '--format', 'json']);
     assert.equal(compact.code, 0, compact.stderr);
+    assert.equal(compact.stderr, '', 'no progress line when stderr is not a terminal');
     const compacted = JSON.parse(compact.stdout) as { snapshot_id: string; partitions: { partition: string; removed_data_files: number; removed_delete_files: number; records: number }[] };
     assert.deepEqual(
       compacted.partitions.map(({ partition, removed_data_files, removed_delete_files, records }) => ({ partition, removed_data_files, removed_delete_files, records })),
       [{ partition: '__bucket=0', removed_data_files: 2, removed_delete_files: 1, records: 4 }],
     );
-    const again = await runLakeCli(['compact', ...common]);
+    // Without --warehouse: the lake directory of the data directory, as the node has it.
+    const again = await runLakeCli(['compact', '--data-dir', dataDir, '--table', 'db.t']);
     assert.equal(again.stdout, 'nothing to compact\n');
 
     const before = (await catalog.loadTable('db', 't')).metadata;
@@ -220,6 +223,6 @@ test('tributary lake compact, expire-snapshots and remove-orphans on a lake tabl
     assert.equal(bad.code, 1);
     assert.match(bad.stderr, /ERROR INVALID_ARGUMENT: --older-than/);
   } finally {
-    fs.rmSync(warehouse, { recursive: true, force: true });
+    fs.rmSync(dataDir, { recursive: true, force: true });
   }
 });

@@ -61,17 +61,22 @@ async function caughtUp(table: string): Promise<LakeTieringStatus> {
   }
 }
 
-/** SHOW LAKE STATUS says the lake is at the high watermark of every bucket, at the status's snapshot. */
+/** SHOW LAKE STATUS says the lake is at the high watermark of every bucket, at the status's snapshot, without lag or failures. */
 async function assertNoLag(table: string, status: LakeTieringStatus): Promise<void> {
   const out = await executor.execute(`SHOW LAKE STATUS ${table}`);
   assert.deepEqual(
     out.result!.columns.map((c) => c.name),
-    ['state', 'snapshot_id', 'partition', 'bucket', 'lake_end_offset', 'high_watermark', 'records_behind'],
+    ['state', 'tiering_epoch', 'failures', 'snapshot_id', 'last_tiered_time', 'lag_ms', 'partition', 'bucket', 'lake_end_offset', 'high_watermark', 'records_behind'],
   );
   assert.equal(out.result!.rows.length, status.buckets.length);
-  for (const [state, snapshotId, partition, bucket, lakeEnd, highWatermark, behind] of out.result!.rows) {
+  for (const [state, epoch, failures, snapshotId, lastTiered, lagMs, partition, bucket, lakeEnd, highWatermark, behind] of out.result!.rows) {
     assert.ok(['SCHEDULED', 'PENDING', 'TIERING'].includes(state as string), String(state));
+    // An epoch while a round runs, none between rounds.
+    assert.equal(epoch === null, state !== 'TIERING', `epoch ${epoch} in state ${state}`);
+    assert.equal(failures, 0);
     assert.equal(snapshotId, status.snapshotId);
+    assert.ok(typeof lastTiered === 'string' && Date.parse(lastTiered) <= Date.now(), String(lastTiered));
+    assert.equal(lagMs, 0n);
     assert.equal(partition, null);
     assert.equal(typeof bucket, 'number');
     assert.equal(lakeEnd, highWatermark);

@@ -1,28 +1,34 @@
 /**
  * `tributary lake`: maintenance of one lake table, run on the Iceberg warehouse directly (no
- * server needed):
+ * server needed). The warehouse is `--warehouse`, else the `lake` directory of `--data-dir` as a
+ * node with that data directory and no datalake.iceberg.warehouse has it:
  *
  *   expire-snapshots  drops old snapshots (never the current one) and the files only they reached
  *   remove-orphans    deletes files under the table location that no metadata references
  *   compact           rewrites each partition's data files into one without the deleted rows
  *
+ * A long compaction shows the rows it has rewritten on stderr when that is a terminal (progress.ts).
  * Text output is one line per item (`expired snapshot <id>`, `deleted <file>`, `compacted
  * <partition> …`) and a summary line; `--format json` prints one JSON object instead. Snapshot ids
  * are written as strings in JSON: they exceed JavaScript's exact integers.
  */
 import { Command, Option } from 'commander';
-import { parseDuration } from '../common/config.js';
+import { lakeWarehouse, optionDefault, Options, parseDuration } from '../common/config.js';
 import { TributaryError } from '../common/errors.js';
 import { FileSystemCatalog } from '../lake/iceberg/catalog.js';
 import { expireSnapshots, removeOrphanFiles } from '../lake/iceberg/maintenance.js';
 import { compactLakeTable } from '../lake/tiering/compaction.js';
+import { ProgressLine } from './progress.js';
 
 interface LakeFlags {
-  warehouse: string;
+  warehouse?: string;
+  dataDir?: string;
   table: string;
   format: 'text' | 'json';
   olderThan?: string;
   retainLast?: string;
+  /** commander's `--no-progress`. */
+  progress?: boolean;
 }
 
 /** The `lake` command and its subcommands. */
@@ -30,9 +36,11 @@ export function lakeCommand(): Command {
   const lake = new Command('lake').description('maintain a lake table of an Iceberg warehouse: snapshot expiry, orphan-file removal, compaction');
   const target = (cmd: Command): Command =>
     cmd
-      .requiredOption('--warehouse <dir>', 'the Iceberg warehouse directory (datalake.iceberg.warehouse)')
+      .option('--warehouse <dir>', 'the Iceberg warehouse directory (datalake.iceberg.warehouse, default: <data-dir>/lake)')
+      .option('--data-dir <dir>', `the data directory of the node whose lake it is, when --warehouse is not given (data.dir, default: ${optionDefault('data.dir')})`)
       .requiredOption('--table <db.table>', 'the lake table')
-      .addOption(new Option('--format <format>', 'output format').choices(['text', 'json']).default('text'));
+      .addOption(new Option('--format <format>', 'output format').choices(['text', 'json']).default('text'))
+      .option('--no-progress', 'no progress line for a long compaction (shown only when stderr is a terminal)');
 
   target(lake.command('expire-snapshots').description('expire old snapshots and delete the files only they reached'))
     .option('--older-than <duration>', 'snapshots older than this may expire (default: the table property history.expire.max-snapshot-age-ms, else 5d)')
@@ -61,7 +69,8 @@ export function lakeCommand(): Command {
 
   target(lake.command('compact').description("rewrite each partition's data files into one, without deleted rows and delete files")).action(async (flags: LakeFlags) => {
     const { catalog, db, table } = open(flags);
-    const result = await compactLakeTable(catalog, db, table);
+    const progress = new ProgressLine(process.stderr, { enabled: flags.progress !== false });
+    const result = await compactLakeTable(catalog, db, table, { onProgress: (rows) => progress.update(`compacting ${flags.table}`, rows) }).finally(() => progress.end());
     const partitions = (result?.partitions ?? []).map((p) => ({
       partition: p.name,
       removed_data_files: p.removedDataFiles.length,
@@ -84,7 +93,8 @@ export function lakeCommand(): Command {
 function open(flags: LakeFlags): { catalog: FileSystemCatalog; db: string; table: string } {
   const dot = flags.table.indexOf('.');
   if (dot <= 0 || dot === flags.table.length - 1) throw new TributaryError('INVALID_ARGUMENT', `--table must be <database>.<table>, got '${flags.table}'`);
-  return { catalog: new FileSystemCatalog(flags.warehouse), db: flags.table.slice(0, dot), table: flags.table.slice(dot + 1) };
+  const warehouse = lakeWarehouse(new Options('server', { ...(flags.warehouse ? { 'datalake.iceberg.warehouse': flags.warehouse } : {}), ...(flags.dataDir ? { 'data.dir': flags.dataDir } : {}) }));
+  return { catalog: new FileSystemCatalog(warehouse), db: flags.table.slice(0, dot), table: flags.table.slice(dot + 1) };
 }
 
 function duration(text: string): number {

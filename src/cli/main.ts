@@ -5,6 +5,8 @@
  */
 import './v8-options.js';
 import { Command, Option } from 'commander';
+import { optionDefault } from '../common/config.js';
+import { parseListener } from '../server/server.js';
 import { SOFTWARE_VERSION } from '../rpc/version.js';
 import { lakeCommand } from './lake.js';
 import { parseSetting } from './settings.js';
@@ -13,17 +15,20 @@ import { start } from './start.js';
 import { tail } from './tail.js';
 import { tiering } from './tiering.js';
 
+const defaultListener = parseListener(optionDefault('bind.listeners'));
+
 const program = new Command('tributary').description('Streaming storage for real-time analytics, native to the lakehouse').version(SOFTWARE_VERSION);
 
 program
   .command('start')
   .description('start an embedded server (coordinator + tablet server) with a local data directory')
-  .option('--data-dir <dir>', 'data directory (data.dir)')
-  .option('--host <host>', 'address to listen on', undefined)
-  .option('--port <port>', 'RPC port; 0 picks a free one (bind.listeners)')
-  .option('--http-port <port>', 'HTTP port; 0 picks a free one (http.port)')
+  // Defaults are shown, not set: a flag left out must not override the config file or --set.
+  .option('--data-dir <dir>', `data directory (data.dir, default: ${optionDefault('data.dir')})`)
+  .option('--host <host>', `address to listen on (bind.listeners, default: ${defaultListener.host})`)
+  .option('--port <port>', `RPC port; 0 picks a free one (bind.listeners, default: ${defaultListener.port})`)
+  .option('--http-port <port>', `HTTP port; 0 picks a free one (http.port, default: ${optionDefault('http.port')})`)
   .option('--config <file>', "config file of 'key: value' lines")
-  .option('--set <key=value>', 'set a server option (repeatable)', parseSetting, {})
+  .option('--set <key=value>', 'set a server option (repeatable)', parseSetting)
   .option('--no-tiering', 'do not run the embedded lake tiering worker')
   .action(async (opts) => {
     await start(opts);
@@ -41,13 +46,15 @@ program
 
 program
   .command('sql')
-  .description('run SQL: interactively, with -e, or from a file with -f')
+  .description('run SQL: with -e, from a file with -f, from stdin when it is piped, else interactively')
   .option('-e, --execute <statements>', 'statements to run, separated by ;')
   .option('-f, --file <file>', 'SQL script to run')
   .addOption(new Option('--format <format>', 'result format').choices(['table', 'json', 'csv']).default('table'))
   .option('--bootstrap <host:port>', 'server to connect to', '127.0.0.1:9123')
   .option('-d, --database <db>', 'database to start in')
   .option('--stream', 'run queries as streaming queries (as if they ended in EMIT CHANGES): print the result, then changes until Ctrl-C')
+  .option('--continue-on-error', 'run the rest of a script after a failed statement (the exit code is still 1)')
+  .option('--no-progress', 'no progress line for long statements (shown only when stderr is a terminal)')
   .action(async (opts) => {
     process.exitCode = await sql(opts);
   });

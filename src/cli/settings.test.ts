@@ -33,3 +33,8 @@ test('flags override --set, which overrides the config file', () => {
     'bind.listeners': 'TRIBUTARY://127.0.0.1:0',
   });
 });
+
+test('--port or --host alone keeps the other part of the configured listener', () => {
+  assert.equal(serverSettings({ set: { 'bind.listeners': 'TRIBUTARY://0.0.0.0:7000' }, port: '7001' })['bind.listeners'], 'TRIBUTARY://0.0.0.0:7001');
+  assert.equal(serverSettings({ host: '10.0.0.1' })['bind.listeners'], 'TRIBUTARY://10.0.0.1:9123');
+});

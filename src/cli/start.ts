@@ -2,8 +2,9 @@
  * `tributary start`: runs one embedded node (coordinator + tablet server) until SIGTERM or SIGINT,
  * then shuts down gracefully. An embedded lake tiering worker runs beside it unless `--no-tiering`. Prints exactly one line to stdout once it serves: `ready …`.
  */
+import { optionDefault } from '../common/config.js';
 import { TieringWorker } from '../lake/tiering/tiering-worker.js';
-import { TributaryServer } from '../server/server.js';
+import { parseListener, TributaryServer } from '../server/server.js';
 import { createLogger } from '../server/logger.js';
 import { readConfigFile } from './settings.js';
 import { onShutdown } from './tiering.js';
@@ -23,7 +24,9 @@ export function serverSettings(flags: StartFlags): Record<string, string> {
   const settings: Record<string, string> = { ...(flags.config ? readConfigFile(flags.config) : {}), ...(flags.set ?? {}) };
   if (flags.dataDir) settings['data.dir'] = flags.dataDir;
   if (flags.port !== undefined || flags.host !== undefined) {
-    settings['bind.listeners'] = `TRIBUTARY://${flags.host ?? '127.0.0.1'}:${flags.port ?? '9123'}`;
+    // The flag not given keeps its part of the configured listener.
+    const listener = parseListener(settings['bind.listeners'] ?? optionDefault('bind.listeners'));
+    settings['bind.listeners'] = `TRIBUTARY://${flags.host ?? listener.host}:${flags.port ?? listener.port}`;
   }
   if (flags.httpPort !== undefined) settings['http.port'] = flags.httpPort;
   return settings;

@@ -3,6 +3,7 @@
  * `docs/configuration.md` is generated from this list (`npm run docs:config`); keep names and
  * defaults the same as Apache Fluss where Fluss has the option.
  */
+import path from 'node:path';
 import { TributaryError } from './errors.js';
 
 export type OptionScope = 'table' | 'server' | 'client';
@@ -104,6 +105,13 @@ const BY_KEY = new Map(OPTIONS.map((o) => [o.key, o]));
 
 export function optionDef(key: string): OptionDef | undefined {
   return BY_KEY.get(key);
+}
+
+/** The declared default of an option that has one (for help texts). */
+export function optionDefault(key: string): string {
+  const value = BY_KEY.get(key)?.default;
+  if (value === undefined) throw new TributaryError('INVALID_CONFIG_EXCEPTION', `option '${key}' has no default`);
+  return value;
 }
 
 const DURATION_UNITS: Record<string, number> = {
@@ -256,4 +264,9 @@ export function validateTableProperties(props: Record<string, string>): void {
 /** Reads a table option with its declared default. */
 export function tableOption(props: Record<string, string>, key: string): string | undefined {
   return props[key] ?? BY_KEY.get(key)?.default;
+}
+
+/** The Iceberg warehouse of a node with these server options: datalake.iceberg.warehouse, else `<data.dir>/lake`. */
+export function lakeWarehouse(options: Options): string {
+  return path.resolve(options.string('datalake.iceberg.warehouse') ?? path.join(options.string('data.dir')!, 'lake'));
 }

@@ -83,6 +83,8 @@ export const ErrorCodes = {
   INVALID_DATA_DIR: 118,
   /** A listener's address is taken by another process. */
   ADDRESS_IN_USE: 119,
+  /** An HTTP request body of a content type the endpoint does not take. */
+  UNSUPPORTED_MEDIA_TYPE: 150,
 } as const;
 
 export type ErrorName = keyof typeof ErrorCodes;

@@ -36,6 +36,7 @@ import { duckTypeName } from './duckdb/type-name.js';
 import type { Statement, TableName } from './sql/ast.js';
 import type { SourcePosition } from './sql/lexer.js';
 import { checkScanOption, extractTableHints } from './scan-options.js';
+import { type ProgressListener, rowCounter, withProgress } from './progress.js';
 import { parseStatement } from './sql/parser.js';
 import { streamQuery } from './stream-query.js';
 import { quoteIdentifier as quote, type ReadPlan, TableLoader } from './table-loader.js';
@@ -73,12 +74,23 @@ const rows = (columns: string[], data: unknown[][]): QueryResult => ({
 /** The row objects of a result, by its column names. */
 const rowObjects = (result: QueryResult): Row[] => result.rows.map((values) => Object.fromEntries(result.columns.map((c, i) => [c.name, values[i]])));
 
-/** Writes every row through a writer made for them (none for no rows), flushes, and closes it whatever happens. */
-async function writeAll<W extends { flush(): Promise<void>; close(): Promise<void> }>(create: () => Promise<W>, data: Row[], write: (writer: W, row: Row) => Promise<void>): Promise<void> {
+/** Rows between two progress reports of a write. */
+const PROGRESS_ROWS = 1024;
+
+/**
+ * Writes every row of `table` through a writer made for them (none for no rows), flushes, and
+ * closes it whatever happens; reports its progress (progress.ts) as rows are handed to the writer.
+ */
+async function writeAll<W extends { flush(): Promise<void>; close(): Promise<void> }>(table: TableInfo, create: () => Promise<W>, data: Row[], write: (writer: W, row: Row) => Promise<void>): Promise<void> {
   if (data.length === 0) return;
+  const written = rowCounter('write', tablePathString(table.path), data.length);
   const writer = await create();
   try {
-    for (const row of data) await write(writer, row);
+    for (let i = 0; i < data.length; i++) {
+      await write(writer, data[i]);
+      if ((i + 1) % PROGRESS_ROWS === 0) written(PROGRESS_ROWS);
+    }
+    written(data.length % PROGRESS_ROWS);
     await writer.flush();
   } finally {
     await writer.close().catch(() => undefined);
@@ -100,15 +112,19 @@ export class SqlExecutor {
     this.loader = new TableLoader(conn, duck);
   }
 
-  /** Runs one statement; `origin` (its place in a script) makes parse errors name script lines. */
-  /** `stream` runs every query as a streaming query, as if it ended in EMIT CHANGES. */
-  async execute(sql: string, origin?: SourcePosition, options: { stream?: boolean } = {}): Promise<ExecutionResult> {
+  /**
+   * Runs one statement; `origin` (its place in a script) makes parse errors name script lines.
+   * `stream` runs every query as a streaming query, as if it ended in EMIT CHANGES. `onProgress`
+   * hears the rows the statement's reads and writes have handled so far (progress.ts); a streaming
+   * query reports those of its first result.
+   */
+  async execute(sql: string, origin?: SourcePosition, options: { stream?: boolean; onProgress?: ProgressListener } = {}): Promise<ExecutionResult> {
     const s = parseStatement(sql, origin);
     if (s.kind === 'query' && (s.emitChanges || options.stream)) {
       const ctx = { conn: this.conn, duck: this.duck, database: this.database, session: this.options, batchQuery: async (q: string) => (await this.query(q, this.options)).result };
-      return streamQuery(ctx, s.sql);
+      return withProgress(options.onProgress, () => streamQuery(ctx, s.sql));
     }
-    return this.run(s);
+    return withProgress(options.onProgress, () => this.run(s));
   }
 
   private path(name: TableName): TablePath {
@@ -258,12 +274,12 @@ export class SqlExecutor {
     }
     const data = rowObjects(result);
     if (!schema.primaryKey) {
-      await writeAll(() => table.newAppend().createWriter(), data, (w, row) => w.append(row));
+      await writeAll(info, () => table.newAppend().createWriter(), data, (w, row) => w.append(row));
       return { message: `${data.length} row(s) inserted into '${tablePathString(info.path)}'.` };
     }
     const upsert = table.newUpsert();
     if (partial) upsert.partialUpdate(targets);
-    await writeAll(() => upsert.createWriter(), data, (w, row) => w.upsert(row));
+    await writeAll(info, () => upsert.createWriter(), data, (w, row) => w.upsert(row));
     return { message: `${data.length} row(s) upserted into '${tablePathString(info.path)}'.` };
   }
 
@@ -281,7 +297,7 @@ export class SqlExecutor {
     const targets = [...primaryKey, ...assignments.map((a) => a.column)];
     this.checkPartialUpdate(info, targets);
     const { data, plan } = await this.matchingRows(info, [...primaryKey.map(quote), ...set], where, 'UPDATE');
-    await writeAll(() => table.newUpsert().partialUpdate(targets).createWriter(), data, (w, row) => w.upsert(row));
+    await writeAll(info, () => table.newUpsert().partialUpdate(targets).createWriter(), data, (w, row) => w.upsert(row));
     return { message: `${data.length} row(s) updated in '${tablePathString(info.path)}'.`, ...(plan ? { plan } : {}) };
   }
 
@@ -294,7 +310,7 @@ export class SqlExecutor {
       throw new TributaryError('DELETION_DISABLED_EXCEPTION', `DELETE cannot remove rows of '${tablePathString(info.path)}': the table ${why}`);
     }
     const { data, plan } = await this.matchingRows(info, primaryKey.map(quote), where, 'DELETE');
-    await writeAll(() => table.newUpsert().createWriter(), data, (w, key) => w.delete(key));
+    await writeAll(info, () => table.newUpsert().createWriter(), data, (w, key) => w.delete(key));
     return { message: `${data.length} row(s) deleted from '${tablePathString(info.path)}'.`, ...(plan ? { plan } : {}) };
   }
 
@@ -337,19 +353,34 @@ function describe(info: TableInfo): QueryResult {
   return rows(['name', 'type', 'null', 'key', 'comment'], data);
 }
 
-/** SHOW LAKE STATUS: one row per bucket (and partition) of a lake-enabled table. */
+/**
+ * SHOW LAKE STATUS: one row per bucket (and partition) of a lake-enabled table; the table's
+ * tiering state, epoch, failures, registered snapshot, last round and time lag repeat on each.
+ */
 function lakeStatus(status: LakeTieringStatus): QueryResult {
+  const table = [
+    status.state,
+    status.tieringEpoch ?? null,
+    status.failures,
+    status.snapshotId ?? null,
+    status.lastTieredTime === undefined ? null : new Date(status.lastTieredTime).toISOString(),
+    BigInt(status.lagMs),
+  ];
   return {
     columns: [
       { name: 'state', type: 'VARCHAR' },
+      { name: 'tiering_epoch', type: 'BIGINT' },
+      { name: 'failures', type: 'INTEGER' },
       { name: 'snapshot_id', type: 'BIGINT' },
+      { name: 'last_tiered_time', type: 'TIMESTAMP WITH TIME ZONE' },
+      { name: 'lag_ms', type: 'BIGINT' },
       { name: 'partition', type: 'VARCHAR' },
       { name: 'bucket', type: 'INTEGER' },
       { name: 'lake_end_offset', type: 'BIGINT' },
       { name: 'high_watermark', type: 'BIGINT' },
       { name: 'records_behind', type: 'BIGINT' },
     ],
-    rows: status.buckets.map((b) => [status.state, status.snapshotId ?? null, b.partition ?? null, b.bucket, b.lakeEndOffset, b.highWatermark, b.recordsBehind]),
+    rows: status.buckets.map((b) => [...table, b.partition ?? null, b.bucket, b.lakeEndOffset, b.highWatermark, b.recordsBehind]),
   };
 }
 

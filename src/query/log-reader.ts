@@ -16,8 +16,9 @@ import type { OffsetSpec } from '../client/admin.js';
 import { type BucketRef, bucketLabel, type ScanBatch } from '../client/log-scanner.js';
 import type { Table } from '../client/table.js';
 import type { Connection } from '../client/connection.js';
-import type { PartitionInfo } from '../common/schema.js';
+import { type PartitionInfo, tablePathString } from '../common/schema.js';
 import { toArrowSchema } from '../record/arrow-schema.js';
+import { rowCounter } from './progress.js';
 
 /** The metadata columns of `$changelog`, in order. */
 export const CHANGELOG_COLUMNS = ['_change_type', '_log_offset', '_commit_timestamp'];
@@ -116,6 +117,7 @@ async function readScanBatches(conn: Connection, table: Table, columns?: string[
     ends.set(key, end);
   }
   const out: ScanBatch[] = [];
+  const read = rowCounter('read', tablePathString(table.info.path));
   try {
     while (ends.size > 0) {
       const unknown = [...ends.values()].includes(undefined);
@@ -131,6 +133,7 @@ async function readScanBatches(conn: Connection, table: Table, columns?: string[
         if (end === undefined || sb.baseOffset >= end) continue;
         const keep = Number(end - sb.baseOffset);
         out.push(keep < sb.batch.numRows ? { ...sb, batch: sb.batch.slice(0, keep), ...(sb.changeTypes ? { changeTypes: sb.changeTypes.subarray(0, keep) } : {}) } : sb);
+        read(Math.min(keep, sb.batch.numRows));
       }
       // A bucket is done once its position reaches the end, also when the last batches were empty
       // changelog batches (writes that changed nothing), which yield no rows.

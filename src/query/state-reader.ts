@@ -9,6 +9,8 @@ import type { Schema } from '../common/schema.js';
 import type { Row } from '../common/values.js';
 import type { Table } from '../client/table.js';
 import { ColumnBatchBuilder } from '../record/column-batch-builder.js';
+import { tablePathString } from '../common/schema.js';
+import { rowCounter } from './progress.js';
 
 /** Builds batches of the projected columns from rows that hold (at least) those columns. */
 class ProjectedBatches {
@@ -24,12 +26,15 @@ class ProjectedBatches {
     this.projected = Object.fromEntries(columns.map((c) => [c, null]));
   }
 
-  add(rows: Iterable<Row>): void {
+  /** Adds rows; returns how many. */
+  add(rows: Iterable<Row>): number {
     for (const row of rows) {
       for (const c of this.columns) this.projected[c] = row[c];
       this.builder.appendRow(this.projected);
     }
-    if (this.builder.rowCount > 0) this.batches.push(this.builder.build());
+    const n = this.builder.rowCount;
+    if (n > 0) this.batches.push(this.builder.build());
+    return n;
   }
 }
 
@@ -37,7 +42,8 @@ class ProjectedBatches {
 export async function readState(table: Table, columns: string[]): Promise<{ schema: arrow.Schema; batches: arrow.RecordBatch[] }> {
   const out = new ProjectedBatches(table.info.schema, columns);
   const scanner = table.newScan().project(columns).createBatchScanner();
-  for (let rows = await scanner.pollBatch(); rows; rows = await scanner.pollBatch()) out.add(rows);
+  const read = rowCounter('read', tablePathString(table.info.path));
+  for (let rows = await scanner.pollBatch(); rows; rows = await scanner.pollBatch()) read(out.add(rows));
   return { schema: out.builder.arrowSchema, batches: out.batches };
 }
 

@@ -5,7 +5,7 @@
  */
 import path from 'node:path';
 import fs from 'node:fs';
-import { Options } from '../common/config.js';
+import { lakeWarehouse, Options } from '../common/config.js';
 import { IcebergLakeCatalog } from '../lake/lake-catalog-sync.js';
 import { TributaryError } from '../common/errors.js';
 import { initArrowCompression } from '../record/compression.js';
@@ -55,7 +55,7 @@ export class TributaryServer {
     await lockDataDir(dataDir);
     await initArrowCompression();
     const store = await LocalMetadataStore.open(path.join(dataDir, 'metadata'));
-    const warehouse = path.resolve(options.string('datalake.iceberg.warehouse') ?? path.join(dataDir, 'lake'));
+    const warehouse = lakeWarehouse(options);
     const lakeCatalog = new IcebergLakeCatalog(warehouse);
     const coordinator = new Coordinator(store, options, log.child({ role: 'coordinator' }), lakeCatalog);
     const tablets = new TabletServer(dataDir, options, coordinator, log.child({ role: 'tablet-server' }));

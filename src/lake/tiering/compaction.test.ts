@@ -166,9 +166,13 @@ describe('lake compaction', () => {
     const read = currentSnapshot(before.metadata)!;
     assert.equal((await filesByBucket()).get(0)!.data.length, 4);
 
-    const result = await compactLakeTable(catalog, DB, TABLE);
+    const progress: number[] = [];
+    const result = await compactLakeTable(catalog, DB, TABLE, { onProgress: (rows) => progress.push(rows) });
     assert.ok(result);
     assert.deepEqual(result.partitions.map((p) => p.name).sort(), ['__bucket=0', '__bucket=1']);
+    // The rows written so far, after each partition.
+    const records = result.partitions.map((p) => p.added?.recordCount ?? 0);
+    assert.deepEqual(progress, [records[0], records[0] + records[1]]);
     const bucket0 = result.partitions.find((p) => p.name === '__bucket=0')!;
     assert.equal(bucket0.removedDataFiles.length, 4);
     assert.equal(bucket0.removedDeleteFiles.length, 5); // 3 equality + 2 position delete files

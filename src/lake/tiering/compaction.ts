@@ -62,6 +62,8 @@ export interface CompactionOptions {
    * only when it has a delete file or more than one data file.
    */
   minDeleteFiles?: number;
+  /** Told the rows written so far after each partition is rewritten (the CLI's progress line). */
+  onProgress?: (rowsWritten: number) => void;
 }
 
 export interface CompactedPartition {
@@ -135,14 +137,18 @@ export async function prepareCompaction(catalog: FileSystemCatalog, db: string, 
   const duck = await DuckSession.create();
   try {
     const writer = new PartitionWriter(duck, metadata, schema, spec);
+    let rowsWritten = 0;
     for (const files of chosen) {
+      const written = await writer.write(files);
       partitions.push({
         partition: files.partition,
         name: writer.partitionPath(files.partition).join('/'),
         removedDataFiles: files.tasks.map((t) => t.file),
         removedDeleteFiles: files.deletes,
-        ...(await writer.write(files)),
+        ...written,
       });
+      rowsWritten += written.added?.recordCount ?? 0;
+      options.onProgress?.(rowsWritten);
     }
   } catch (err) {
     await deleteQuietly(partitions);

@@ -43,6 +43,8 @@ export class Lexer {
   private offset = 0;
   private readonly lookahead: Token[] = [];
   private lineStarts?: number[];
+  /** Set when lexing failed on a literal, quoted identifier or comment that the source leaves open. */
+  unterminated = false;
 
   /** `origin` is where `source` begins inside a larger script, so positions name the script's lines. */
   constructor(
@@ -87,6 +89,11 @@ export class Lexer {
     return new TributaryError('SQL_PARSE_ERROR', `${this.where(offset)}: ${message}`);
   }
 
+  private unterminatedError(offset: number, what: string): TributaryError {
+    this.unterminated = true;
+    return this.error(offset, `unterminated ${what}`);
+  }
+
   private skipBlanks(): void {
     const s = this.source;
     for (;;) {
@@ -97,7 +104,7 @@ export class Lexer {
         this.offset = nl < 0 ? s.length : nl + 1;
       } else if (c === '/' && s[this.offset + 1] === '*') {
         const close = s.indexOf('*/', this.offset + 2);
-        if (close < 0) throw this.error(this.offset, 'unterminated comment');
+        if (close < 0) throw this.unterminatedError(this.offset, 'comment');
         this.offset = close + 2;
       } else return;
     }
@@ -111,7 +118,7 @@ export class Lexer {
     let from = start + 1;
     for (;;) {
       const close = s.indexOf(quote, from);
-      if (close < 0) throw this.error(start, `unterminated ${what}`);
+      if (close < 0) throw this.unterminatedError(start, what);
       text += s.slice(from, close);
       if (s[close + 1] === quote) {
         text += quote;
@@ -183,4 +190,20 @@ export function splitStatements(script: string): StatementText[] {
       last = t;
     }
   }
+}
+
+/**
+ * Whether a script read so far ends with a complete statement: its last token is a `;` outside
+ * string literals, quoted identifiers and comments. A literal or comment left open may close on a
+ * later line: not complete. Any other lexing error is complete, for the statement to report.
+ */
+export function endsWithStatement(script: string): boolean {
+  const lexer = new Lexer(script);
+  let last: Token | undefined;
+  try {
+    for (let t = lexer.next(); t.kind !== 'eof'; t = lexer.next()) last = t;
+  } catch {
+    return !lexer.unterminated;
+  }
+  return last?.kind === 'symbol' && last.text === ';';
 }

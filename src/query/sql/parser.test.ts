@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import { TributaryError } from '../../common/errors.js';
 import { type DataType, formatDataType } from '../../common/types.js';
 import type { Statement } from './ast.js';
-import { splitStatements } from './lexer.js';
+import { endsWithStatement, splitStatements } from './lexer.js';
 import { parseStatement } from './parser.js';
 
 interface Case {
@@ -82,3 +82,14 @@ for (const c of cases) {
     );
   });
 }
+
+test('endsWithStatement: a `;` outside literals, identifiers and comments ends the statement read so far', () => {
+  assert.equal(endsWithStatement('SELECT 1;\n'), true);
+  assert.equal(endsWithStatement('SELECT 1; -- done\n'), true);
+  assert.equal(endsWithStatement('SELECT 1\n'), false);
+  assert.equal(endsWithStatement("INSERT INTO t VALUES ('a;\n"), false, 'a string literal still open');
+  assert.equal(endsWithStatement("INSERT INTO t VALUES ('a;\nb');\n"), true);
+  assert.equal(endsWithStatement('SELECT 1 /* ;\n'), false, 'a comment still open');
+  assert.equal(endsWithStatement('SELECT 1 -- ;\n'), false);
+  assert.equal(endsWithStatement('SELECT "";\n'), true, 'an error the statement reports');
+});

@@ -34,6 +34,8 @@ async function setup(tables: TableInfo[], leaseMs = 1000) {
   let now = 1_000_000;
   const byId = new Map(tables.map((t) => [t.tableId, t]));
   const notified: LakeBucketOffset[][] = [];
+  const logs: { level: number; msg: string }[] = [];
+  const log = pino({ level: 'debug' }, { write: (line: string) => logs.push(JSON.parse(line)) });
   const make = () =>
     new LakeTieringManager(
       {
@@ -41,7 +43,7 @@ async function setup(tables: TableInfo[], leaseMs = 1000) {
         tablePathById: (id) => byId.get(id)?.path,
         tableInfo: (p: TablePath) => [...byId.values()].find((t) => t.path.table === p.table)!,
         lakeOffsetsChanged: (_t, offsets) => notified.push([...offsets]),
-        log: pino({ level: 'silent' }),
+        log,
       },
       leaseMs,
       () => now,
@@ -49,7 +51,7 @@ async function setup(tables: TableInfo[], leaseMs = 1000) {
   const manager = make();
   manager.start(tables, 1_000_000);
   after(() => manager.stop());
-  return { manager, make, store, notified, advance: (ms: number) => (now += ms), byId };
+  return { manager, make, store, notified, logs, advance: (ms: number) => (now += ms), byId };
 }
 
 const lake = { 'table.datalake.enabled': 'true', 'table.datalake.freshness': '10s' };
@@ -127,6 +129,23 @@ describe('LakeTieringManager', () => {
     assert.equal(restarted.lakeSnapshot({ database: 'db', table: 'a' })!.snapshotId, 7n);
     assert.equal(notified.length, 3);
     assert.equal(restarted.status(table(1, 'a', lake)).state, 'SCHEDULED');
+  });
+
+  it('logs at info only the rounds that register a snapshot, not those of an idle table', async () => {
+    const { manager, logs, advance } = await setup([table(1, 'a', lake)]);
+    const info = (): string[] => logs.filter((l) => l.level >= 30).map((l) => l.msg);
+    const idle = (await manager.assignTable())!;
+    manager.finished(1, idle.epoch, false);
+    advance(10_000);
+    const idleAgain = (await manager.assignTable())!;
+    manager.finished(1, idleAgain.epoch, false);
+    assert.deepEqual(info(), []);
+    assert.equal(logs.filter((l) => l.msg === 'tiering round assigned').length, 2); // at debug
+    advance(10_000);
+    const moving = (await manager.assignTable())!;
+    await manager.commitSnapshot(1, moving.epoch, { snapshotId: 3n, bucketOffsets: [{ bucket: 0, endOffset: 10n }] });
+    manager.finished(1, moving.epoch, false);
+    assert.deepEqual(info(), ['lake snapshot registered']);
   });
 
   it('stops tracking tables whose lake is switched off or that are dropped', async () => {

@@ -130,7 +130,8 @@ export class LakeTieringManager {
       t.state = 'TIERING';
       t.roundStartedAt = this.now();
       t.leaseDeadline = t.roundStartedAt + this.leaseTimeoutMs;
-      this.ctx.log.info({ table: tablePathString(path), epoch: t.epoch.toString() }, 'tiering round assigned');
+      // Debug: an idle table is assigned a round every freshness; rounds that move data log their registered snapshot.
+      this.ctx.log.debug({ table: tablePathString(path), epoch: t.epoch.toString() }, 'tiering round assigned');
       return { tableId, path, epoch: t.epoch };
     }
     return undefined;
@@ -183,7 +184,7 @@ export class LakeTieringManager {
     };
     await this.ctx.store.commit([{ op: 'put', path: lakePath(path), value: stored }]);
     this.ctx.lakeOffsetsChanged(info, bucketOffsets);
-    this.ctx.log.info({ table: tablePathString(path), snapshotId: stored.snapshot_id, buckets: bucketOffsets.length }, 'lake snapshot registered');
+    this.ctx.log.info({ table: tablePathString(path), epoch: epoch.toString(), snapshotId: stored.snapshot_id, buckets: bucketOffsets.length }, 'lake snapshot registered');
   }
 
   // ------------------------------------------------------------------ reads

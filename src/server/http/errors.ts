@@ -13,6 +13,7 @@
  *   409  it already exists, or a concurrent change won (*_ALREADY_EXIST(S), DATABASE_NOT_EMPTY,
  *        COMMIT_FAILED)
  *   413  a request or record too large (RECORD_TOO_LARGE_EXCEPTION)
+ *   415  a body of a content type the endpoint does not take (UNSUPPORTED_MEDIA_TYPE)
  *   400  the request is wrong: validation (INVALID_*, DUPLICATE_COLUMN, SQL_PARSE_ERROR, …)
  *   503  retry later (SERVER_BUSY, BUFFER_EXHAUSTED, REQUEST_TIME_OUT, NETWORK_EXCEPTION, …)
  *   500  anything else
@@ -61,6 +62,7 @@ export function httpStatusOf(err: TributaryError): number {
   if (NOT_FOUND.has(name)) return 404;
   if (CONFLICT.has(name)) return 409;
   if (name === 'RECORD_TOO_LARGE_EXCEPTION') return 413;
+  if (name === 'UNSUPPORTED_MEDIA_TYPE') return 415;
   if (BAD_REQUEST.has(name)) return 400;
   if (err.retriable || name === 'BUFFER_EXHAUSTED') return 503;
   return 500;
@@ -79,7 +81,7 @@ export function requestError(err: unknown): TributaryError {
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return new TributaryError('CORRUPT_MESSAGE', message);
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return new TributaryError('INVALID_ARGUMENT', message);
+      return new TributaryError('UNSUPPORTED_MEDIA_TYPE', message);
   }
   // Other client errors fastify raises (a malformed URL, JSON with __proto__, …).
   if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) return new TributaryError('INVALID_ARGUMENT', message);
@@ -125,8 +127,8 @@ export function icebergError(err: unknown): { status: number; body: { error: { m
   if (err instanceof IcebergCatalogError) return { status: err.status, body: { error: { message: err.message, type: err.type, code: err.status } } };
   const e = requestError(err);
   const status = httpStatusOf(e);
-  // 413 is not among the spec's statuses: a body over the limit is a bad request there.
-  const code = status === 413 ? 400 : status;
+  // 413 and 415 are not among the spec's statuses: a body over the limit or of another type is a bad request there.
+  const code = status === 413 || status === 415 ? 400 : status;
   const type = ICEBERG_TYPES[e.errorName] ?? TYPE_BY_STATUS[code] ?? 'InternalServerError';
   return { status: code, body: { error: { message: e.message, type, code } } };
 }

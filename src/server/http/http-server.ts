@@ -11,7 +11,7 @@
  * Anything else is 404 {"error":"not found"}. Request bodies are JSON, text/plain (SQL) or Arrow
  * IPC streams (application/vnd.apache.arrow.stream), at most MAX_BODY_BYTES: a bigger one is
  * refused with 413, from its Content-Length before it is read, or once a chunked body passes the
- * limit. Whatever a request holds, it gets an answer and the server stays up.
+ * limit; a body of another content type with 415. Whatever a request holds, it gets an answer and the server stays up.
  */
 import { fastify, type FastifyInstance, type FastifyReply } from 'fastify';
 import { Connection } from '../../client/connection.js';
@@ -70,7 +70,7 @@ export class HttpServer {
         reply.raw.writeHead(200, { 'content-type': options.metrics.contentType, 'content-length': Buffer.byteLength(body) }).end(body);
       });
       app.setNotFoundHandler((_req, reply) => plainJson(reply, 404, '{"error":"not found"}'));
-      await app.register(restApiRoutes(conn, log), { prefix: '/api/v1' });
+      await app.register(restApiRoutes(conn, options.catalog, log), { prefix: '/api/v1' });
       await app.register(icebergCatalogRoutes(options.tables, options.catalog, log), { prefix: '/iceberg' });
       await app.listen({ host: options.host, port: options.port });
     } catch (err) {

@@ -5,7 +5,12 @@
  *
  *   GET  /databases                           { "databases": [name …] }
  *   GET  /databases/{db}/tables               { "tables": [name …] }
- *   GET  /databases/{db}/tables/{table}       the table info JSON (common/schema.ts tableInfoToJson)
+ *   GET  /databases/{db}/tables/{table}       the table info JSON (common/schema.ts tableInfoToJson); each
+ *                                             column's `field_id` is Tributary's column id (from 0, as
+ *                                             Fluss's), and of a lake-enabled table also `lake_field_id`,
+ *                                             the Iceberg field id the lake table (and the Iceberg REST
+ *                                             catalog) gives it: the two differ, as the lake's ids count
+ *                                             from 1 and its system columns take ids too
  *   POST /databases/{db}/tables/{table}/rows  rows as JSON or Arrow IPC (encoding.ts): appended to a
  *                                             log table, upserted into a primary-key table; answers
  *                                             { "rows": n } once the server acknowledged them all
@@ -22,7 +27,10 @@
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { Connection } from '../../client/connection.js';
 import { TributaryError } from '../../common/errors.js';
-import { DEFAULT_DATABASE, tableInfoToJson } from '../../common/schema.js';
+import { DEFAULT_DATABASE, type TableInfo, tableInfoToJson } from '../../common/schema.js';
+import type { FileSystemCatalog } from '../../lake/iceberg/catalog.js';
+import { currentSchema } from '../../lake/iceberg/table-metadata.js';
+import { isLakeEnabled } from '../coordinator/lake-tiering-manager.js';
 import { DuckSession } from '../../query/duckdb/session.js';
 import { SqlExecutor } from '../../query/executor.js';
 import { recordBatchRows } from '../../record/arrow-payload.js';
@@ -55,7 +63,22 @@ function sqlRequest(req: FastifyRequest<SqlRequest>): { sql: string; database: s
   return { sql: j.sql, database: (j.database as string | undefined) ?? req.query.database ?? DEFAULT_DATABASE };
 }
 
-export function restApiRoutes(conn: Connection, log: Logger): FastifyPluginAsync {
+type ColumnJson = { name: string; field_id: number; lake_field_id?: number };
+
+/** The table info JSON, with the lake's field id of each column of a lake-enabled table. */
+async function tableInfoJson(info: TableInfo, catalog: FileSystemCatalog): Promise<unknown> {
+  const json = tableInfoToJson(info) as { schema: { columns: ColumnJson[] } };
+  if (!isLakeEnabled(info)) return json;
+  const lake = new Map(currentSchema((await catalog.loadTable(info.path.database, info.path.table)).metadata).fields.map((f) => [f.name, f.id]));
+  for (const c of json.schema.columns) {
+    const id = lake.get(c.name);
+    // A column added since the lake schema last evolved has no lake field yet.
+    if (id !== undefined) c.lake_field_id = id;
+  }
+  return json;
+}
+
+export function restApiRoutes(conn: Connection, catalog: FileSystemCatalog, log: Logger): FastifyPluginAsync {
   const admin = conn.getAdmin();
 
   return async (app: FastifyInstance) => {
@@ -74,7 +97,7 @@ export function restApiRoutes(conn: Connection, log: Logger): FastifyPluginAsync
 
     app.get('/databases/:database/tables', async (req: FastifyRequest<DatabaseParams>) => ({ tables: await admin.listTables(req.params.database) }));
 
-    app.get('/databases/:database/tables/:table', async (req: FastifyRequest<TableParams>) => tableInfoToJson(await admin.getTableInfo(req.params)));
+    app.get('/databases/:database/tables/:table', async (req: FastifyRequest<TableParams>) => tableInfoJson(await admin.getTableInfo(req.params), catalog));
 
     app.post('/databases/:database/tables/:table/rows', async (req: FastifyRequest<TableParams & { Body: unknown }>) => {
       const table = await conn.getTable(req.params);
