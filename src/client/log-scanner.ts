@@ -17,7 +17,8 @@
  * takes that schema as its own: the rows and batches it hands out from then on have the added
  * columns (null in rows written before them), so a reader started before an ALTER TABLE … ADD
  * COLUMN never drops the new values. A caller that prints columns compares `schemaId` after each
- * poll: every row and batch a poll returns is in the schema the scanner has after it. A scanner
+ * poll: every row and batch a poll returns is in the schema the scanner has after it. Such a
+ * scanner reads the lake in the table's latest schema (the lake table has every column). A scanner
  * with a projection keeps its columns.
  *
  * Reading from the past: on a lake-enabled table, a subscription whose offset is below the log
@@ -121,7 +122,7 @@ export class LogScanner implements AsyncIterable<ScanRecord> {
     this.readerSchemaId = table.schemaId;
     this.decodeSchema = toArrowSchema(table.schema, projection);
     this.layouts.set(table.schemaId, { decodeSchema: this.decodeSchema });
-    if (!options.logOnly && LakeBackfill.enabledFor(table)) this.lake = new LakeBackfill(conn, table, this.decodeSchema);
+    if (!options.logOnly && LakeBackfill.enabledFor(table)) this.lake = new LakeBackfill(conn, table, () => this.decodeSchema);
   }
 
   /** The columns of the rows (and batches) the scanner hands out now: its projection of `schemaId`. */
@@ -301,6 +302,12 @@ export class LogScanner implements AsyncIterable<ScanRecord> {
    * `earliest` or timestamp subscription goes to where the log starts now; else the offset is gone.
    */
   private async enterLake(sub: Subscription, outOfRange: Error): Promise<void> {
+    // The lake has every column the table has, whatever schema id its rows were written with:
+    // a scanner without a projection reads it in the table's latest schema.
+    if (this.lake && this.projection === undefined) {
+      const latest = await this.conn.getAdmin().getTableSchema(this.table.path);
+      if (latest.schemaId > this.readerSchemaId) await this.adoptSchema(latest.schemaId, latest.schema);
+    }
     const part = await this.lake?.open(sub, sub.offset, sub.startTimestampMs);
     delete sub.startTimestampMs;
     if (part) {
@@ -372,8 +379,8 @@ export class LogScanner implements AsyncIterable<ScanRecord> {
    * Takes the table's schema `schemaId` as the scanner's own (see the header): batches of every
    * schema id decode into it from now on, and the batches already buffered are shown in it.
    */
-  private async adoptSchema(schemaId: number): Promise<void> {
-    const schema = await this.conn.metadata.schema(this.table, schemaId);
+  private async adoptSchema(schemaId: number, known?: Schema): Promise<void> {
+    const schema = known ?? (await this.conn.metadata.schema(this.table, schemaId));
     this.projectedSchema = schema;
     this.readerSchemaId = schemaId;
     this.decodeSchema = toArrowSchema(schema);
