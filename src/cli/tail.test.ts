@@ -41,7 +41,7 @@ test('one line per record, in json or table form', () => {
     changeType: '+A' as const,
     row: { id: 7n, at: new Timestamp(1_000_001n), seen: new Timestamp(1_000_001n), note: 'a\tb', raw: new Uint8Array([1, 255]) },
   };
-  assert.deepEqual(JSON.parse(lineFormat(info, 'json').of(record)), {
+  assert.deepEqual(JSON.parse(lineFormat(info, info.schema, 'json').of(record)), {
     op: '+A',
     partition: 'eu',
     bucket: 1,
@@ -49,7 +49,7 @@ test('one line per record, in json or table form', () => {
     timestamp: '2024-01-02T03:04:05.006Z',
     row: { id: 7, at: '1970-01-01T00:00:01.000001', seen: '1970-01-01T00:00:01.000001Z', note: 'a\tb', raw: 'Af8=' },
   });
-  const table = lineFormat(info, 'table');
+  const table = lineFormat(info, info.schema, 'table');
   assert.equal(table.header, 'op | bucket | offset | timestamp | id | at | seen | note | raw');
   assert.equal(table.of({ ...record, row: { ...record.row, id: null } }), '+A | eu/1 | 9007199254740993 | 2024-01-02T03:04:05.006Z | NULL | 1970-01-01T00:00:01.000001 | 1970-01-01T00:00:01.000001Z | a\\tb | 01ff');
 });

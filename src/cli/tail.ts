@@ -11,13 +11,17 @@
  *          timestamps as ISO-8601 (TIMESTAMP_LTZ with a Z), bytes in base64)
  *   table  a header line, then `op | bucket | offset | timestamp | <column> | …`, the bucket as
  *          `<partition>/<bucket>` for partitioned tables, NULL for nulls
+ *
+ * A tail that meets rows written after an ALTER TABLE … ADD COLUMN goes on in the new schema (the
+ * LogScanner takes it on): json rows gain the new keys (a note goes to stderr), a table prints
+ * `-- schema changed (schema id N): added <column>, …` and a new header line before those rows.
  */
 import type { OffsetSpec } from '../client/admin.js';
 import { Connection } from '../client/connection.js';
 import type { ScanRecord } from '../client/log-scanner.js';
 import { TableFollower } from '../client/table-follower.js';
 import { TributaryError } from '../common/errors.js';
-import { DEFAULT_DATABASE, type TableInfo, type TablePath } from '../common/schema.js';
+import { DEFAULT_DATABASE, type Schema, type TableInfo, type TablePath } from '../common/schema.js';
 import { Timestamp } from '../common/values.js';
 
 export interface TailFlags {
@@ -61,12 +65,21 @@ export async function tail(tableName: string, flags: TailFlags): Promise<void> {
   });
   try {
     const table = await conn.getTable(path);
-    follower = new TableFollower(conn, table.info, table.newScan().createLogScanner(), from);
+    const scanner = table.newScan().createLogScanner();
+    follower = new TableFollower(conn, table.info, scanner, from);
     await follower.start();
-    const line = lineFormat(table.info, flags.format);
+    let schema = scanner.schema;
+    let line = lineFormat(table.info, schema, flags.format);
     if (flags.format === 'table') process.stdout.write(`${line.header}\n`);
     while (!stopped) {
       const records = await follower.poll(POLL_TIMEOUT_MS);
+      if (scanner.schema !== schema) {
+        const note = schemaChange(schema, scanner.schema, scanner.schemaId);
+        schema = scanner.schema;
+        line = lineFormat(table.info, schema, flags.format);
+        if (flags.format === 'table') process.stdout.write(`-- ${note}\n${line.header}\n`);
+        else process.stderr.write(`${note}\n`);
+      }
       if (records.length > 0) process.stdout.write(`${records.map(line.of).join('\n')}\n`);
     }
   } finally {
@@ -76,11 +89,18 @@ export async function tail(tableName: string, flags: TailFlags): Promise<void> {
   }
 }
 
-/** The header and the line of a record, in `format` (see the header comment). */
-export function lineFormat(info: TableInfo, format: 'json' | 'table'): { header: string; of: (r: ScanRecord) => string } {
-  const columns = info.schema.columns.map((c) => c.name);
+/** What a tail says when its rows change schema: `schema changed (schema id 2): added tag, note`. */
+export function schemaChange(before: Schema, after: Schema, schemaId: number): string {
+  const known = new Set(before.columns.map((c) => c.fieldId));
+  const added = after.columns.filter((c) => !known.has(c.fieldId)).map((c) => c.name);
+  return `schema changed (schema id ${schemaId}): added ${added.join(', ')}`;
+}
+
+/** The header and the line of a record of `schema` (the table's, or a later one of it), in `format` (see the header comment). */
+export function lineFormat(info: TableInfo, schema: Schema, format: 'json' | 'table'): { header: string; of: (r: ScanRecord) => string } {
+  const columns = schema.columns.map((c) => c.name);
   // TIMESTAMP is a wall-clock time: ISO-8601 without a zone, as SQL results show it.
-  const wallClock = new Set(info.schema.columns.filter((c) => c.type.kind === 'TIMESTAMP').map((c) => c.name));
+  const wallClock = new Set(schema.columns.filter((c) => c.type.kind === 'TIMESTAMP').map((c) => c.name));
   const value = (r: ScanRecord, c: string): unknown => {
     const v = r.row[c];
     return v instanceof Timestamp && wallClock.has(c) ? v.toISOString().slice(0, -1) : v;

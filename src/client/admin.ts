@@ -62,6 +62,17 @@ export interface LakeTieringStatus {
   buckets: { partition?: string; bucket: number; lakeEndOffset: bigint; highWatermark: bigint; recordsBehind: bigint }[];
 }
 
+/** A lake table of the warehouse (listLakeTables). */
+export interface LakeTable {
+  path: TablePath;
+  /** The id of the Tributary table it was created for. */
+  tableId?: number;
+  /** Whether a live table of that path and id owns it; false for one left by a plain DROP TABLE. */
+  owned: boolean;
+  /** Its directory. */
+  location: string;
+}
+
 export class Admin {
   constructor(private readonly conn: Connection) {}
 
@@ -97,9 +108,32 @@ export class Admin {
     return Number(resp.tableId);
   }
 
-  async dropTable(path: TablePath, options: { ignoreIfNotExists?: boolean } = {}): Promise<void> {
-    await this.call(ApiKeys.DropTable, { tablePath: pbPath(path), ignoreIfNotExists: options.ignoreIfNotExists ?? false });
+  /**
+   * Drops a table. Its lake table (of a lake-enabled table) stays in the warehouse unless `purge`,
+   * which deletes it too: its Iceberg metadata and files, under its own directory.
+   */
+  async dropTable(path: TablePath, options: { ignoreIfNotExists?: boolean; purge?: boolean } = {}): Promise<void> {
+    await this.call(ApiKeys.DropTable, { tablePath: pbPath(path), ignoreIfNotExists: options.ignoreIfNotExists ?? false, purge: options.purge ?? false });
     this.conn.metadata.invalidate(path);
+  }
+
+  /** The lake tables of the warehouse, each with whether a live table owns it (a plain drop leaves one that none owns). */
+  async listLakeTables(): Promise<{ warehouse: string; tables: LakeTable[] }> {
+    const r = await this.call(ApiKeys.ListLakeTables, {});
+    return {
+      warehouse: r.warehouse,
+      tables: r.tables.map((t) => ({
+        path: { database: t.tablePath!.databaseName, table: t.tablePath!.tableName },
+        ...(t.tableId !== undefined ? { tableId: Number(t.tableId) } : {}),
+        owned: t.owned,
+        location: t.location,
+      })),
+    };
+  }
+
+  /** Deletes a lake table that no live table owns: LAKE_TABLE_IN_USE for one a table owns, LAKE_TABLE_NOT_EXIST for none. */
+  async dropLakeTable(path: TablePath, options: { ignoreIfNotExists?: boolean } = {}): Promise<void> {
+    await this.call(ApiKeys.DropLakeTable, { tablePath: pbPath(path), ignoreIfNotExists: options.ignoreIfNotExists ?? false });
   }
 
   /**

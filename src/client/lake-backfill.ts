@@ -88,11 +88,11 @@ interface LakePlan {
 export class LakeBackfill {
   private reader?: Promise<LakeReader>;
 
-  /** `schema`: the Arrow schema rows are presented in (the scanner's, projection applied). */
+  /** `schema`: the Arrow schema rows are presented in now (the scanner's, projection applied; it grows when the scanner takes on a newer schema). */
   constructor(
     private readonly conn: Connection,
     private readonly table: TableInfo,
-    private readonly schema: arrow.Schema,
+    private readonly schema: () => arrow.Schema,
   ) {}
 
   static enabledFor(table: TableInfo): boolean {
@@ -138,11 +138,11 @@ export class LakeReader {
   private plan?: Promise<LakePlan>;
   private readonly changeType: number;
 
-  /** `schema`: the Arrow schema rows are presented in, columns of `table` by name. */
+  /** `schema`: the Arrow schema rows are presented in when they are read, columns of `table` (or of a newer schema of it) by name. */
   constructor(
     private readonly catalog: FileSystemCatalog,
     private readonly table: TableInfo,
-    private readonly schema: arrow.Schema,
+    private readonly schema: () => arrow.Schema,
   ) {
     this.changeType = CHANGE_TYPE_BYTE[table.schema.primaryKey ? '+I' : '+A'];
   }
@@ -201,7 +201,7 @@ class FileReader {
   constructor(
     readonly plan: LakePlan,
     private readonly table: TableInfo,
-    readonly schema: arrow.Schema,
+    private readonly schema: () => arrow.Schema,
   ) {
     this.fields = new Map(currentSchema(plan.metadata).fields.map((f) => [f.name, f]));
     this.offsetId = this.fieldId(OFFSET_COLUMN);
@@ -256,12 +256,13 @@ class FileReader {
   /** A file batch in the scanner's schema (see the header). */
   present(batch: arrow.RecordBatch): arrow.RecordBatch {
     const rows = batch.numRows;
-    const children = this.schema.fields.map((target) => {
+    const schema = this.schema();
+    const children = schema.fields.map((target) => {
       const field = this.fields.get(target.name);
       const source = field && this.column(batch, field.id, field.name);
       return source ? converted(source, target) : nullColumn(target.type, rows);
     });
-    return new arrow.RecordBatch(this.schema, arrow.makeData({ type: new arrow.Struct(this.schema.fields), length: rows, nullCount: 0, children }));
+    return new arrow.RecordBatch(schema, arrow.makeData({ type: new arrow.Struct(schema.fields), length: rows, nullCount: 0, children }));
   }
 
   /** Data sequence numbers of the snapshot's delete files, by location. */

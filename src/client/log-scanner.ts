@@ -10,9 +10,16 @@
  * CRC, decodes the projected Arrow payload and advances the bucket's position. Positions belong to
  * the application: there are no consumer groups or committed offsets.
  *
- * Rows come in the scanner's schema, the table's when the scanner was made: a batch written with
- * another schema id (before or after an ADD COLUMN) is decoded with that schema, fetched once, and
- * its columns are matched by field id; columns it lacks read as null (batch-evolution.ts).
+ * Rows come in the scanner's schema (`schema`, `schemaId`), at first the table's when the scanner
+ * was made: a batch written with another schema id (before or after an ADD COLUMN) is decoded with
+ * that schema, fetched once, and its columns are matched by field id; columns it lacks read as null
+ * (batch-evolution.ts). A scanner without a projection that meets a batch of a newer schema id
+ * takes that schema as its own: the rows and batches it hands out from then on have the added
+ * columns (null in rows written before them), so a reader started before an ALTER TABLE … ADD
+ * COLUMN never drops the new values. A caller that prints columns compares `schemaId` after each
+ * poll: every row and batch a poll returns is in the schema the scanner has after it. Such a
+ * scanner reads the lake in the table's latest schema (the lake table has every column). A scanner
+ * with a projection keeps its columns.
  *
  * Reading from the past: on a lake-enabled table, a subscription whose offset is below the log
  * start (retention deleted those segments once the lake held them) first reads the bucket's rows
@@ -30,7 +37,7 @@ import type { Schema, TableInfo } from '../common/schema.js';
 import type { Row } from '../common/values.js';
 import { decodeArrowPayload, recordBatchRows } from '../record/arrow-payload.js';
 import { toArrowSchema } from '../record/arrow-schema.js';
-import { type BatchLayout, batchLayout, evolvedBatch } from '../record/batch-evolution.js';
+import { type BatchLayout, batchLayout, evolvedBatch, inReaderSchema } from '../record/batch-evolution.js';
 import { splitChangelogPayload } from '../record/changelog.js';
 import { logBatchPayload, readLogBatchHeader, splitLogBatches } from '../record/log-batch.js';
 import { ApiKeys } from '../rpc/api-keys.js';
@@ -93,9 +100,11 @@ export class LogScanner implements AsyncIterable<ScanRecord> {
   private buffered: ScanBatch[] = [];
   /** Rows of the head batch of `buffered` already handed out by `poll`. */
   private headRows?: { next: number };
-  private readonly projectedSchema: Schema;
+  private projectedSchema: Schema;
+  /** The table's schema id the rows handed out are in (see the header). */
+  private readerSchemaId: number;
   /** The Arrow schema of the rows handed out: the projection of the scanner's schema. */
-  private readonly decodeSchema: arrow.Schema;
+  private decodeSchema: arrow.Schema;
   /** How batches of each schema id decode, once that schema is known. */
   private readonly layouts = new Map<number, BatchLayout>();
   /** Reads offsets below the log start from the lake; absent for tables without a lake and log-only scanners. */
@@ -110,9 +119,20 @@ export class LogScanner implements AsyncIterable<ScanRecord> {
   ) {
     const columns = projection ? projection.map((i) => table.schema.columns[i]) : table.schema.columns;
     this.projectedSchema = { columns, highestFieldId: table.schema.highestFieldId };
+    this.readerSchemaId = table.schemaId;
     this.decodeSchema = toArrowSchema(table.schema, projection);
     this.layouts.set(table.schemaId, { decodeSchema: this.decodeSchema });
-    if (!options.logOnly && LakeBackfill.enabledFor(table)) this.lake = new LakeBackfill(conn, table, this.decodeSchema);
+    if (!options.logOnly && LakeBackfill.enabledFor(table)) this.lake = new LakeBackfill(conn, table, () => this.decodeSchema);
+  }
+
+  /** The columns of the rows (and batches) the scanner hands out now: its projection of `schemaId`. */
+  get schema(): Schema {
+    return this.projectedSchema;
+  }
+
+  /** The schema id of the table the scanner reads in: newer after it met an ADD COLUMN, unless projected. */
+  get schemaId(): number {
+    return this.readerSchemaId;
   }
 
   /** Starts reading `ref` from an offset, or from the earliest/latest offset, or from a timestamp. */
@@ -271,7 +291,7 @@ export class LogScanner implements AsyncIterable<ScanRecord> {
         delete sub.lake;
         continue;
       }
-      this.buffered.push(...batches);
+      for (const b of batches) this.buffered.push({ ...b, batch: inReaderSchema(b.batch, this.decodeSchema) });
       const last = batches[batches.length - 1];
       sub.offset = last.baseOffset + BigInt(last.batch.numRows);
     }
@@ -282,6 +302,12 @@ export class LogScanner implements AsyncIterable<ScanRecord> {
    * `earliest` or timestamp subscription goes to where the log starts now; else the offset is gone.
    */
   private async enterLake(sub: Subscription, outOfRange: Error): Promise<void> {
+    // The lake has every column the table has, whatever schema id its rows were written with:
+    // a scanner without a projection reads it in the table's latest schema.
+    if (this.lake && this.projection === undefined) {
+      const latest = await this.conn.getAdmin().getTableSchema(this.table.path);
+      if (latest.schemaId > this.readerSchemaId) await this.adoptSchema(latest.schemaId, latest.schema);
+    }
     const part = await this.lake?.open(sub, sub.offset, sub.startTimestampMs);
     delete sub.startTimestampMs;
     if (part) {
@@ -331,18 +357,36 @@ export class LogScanner implements AsyncIterable<ScanRecord> {
       sub.highWatermark = b.highWatermark;
       if (b.records.length > 0) fetched.push({ sub, batches: splitLogBatches(Buffer.from(b.records.buffer, b.records.byteOffset, b.records.byteLength)) });
     }
+    const schemaIds = new Set<number>();
     for (const { batches } of fetched) {
       for (const batch of batches) {
         const header = readLogBatchHeader(batch);
-        if (header.recordCount > 0 && !this.layouts.has(header.schemaId)) await this.learnSchema(header.schemaId);
+        if (header.recordCount > 0) schemaIds.add(header.schemaId);
       }
     }
+    const newest = Math.max(...schemaIds);
+    if (this.projection === undefined && newest > this.readerSchemaId) await this.adoptSchema(newest);
+    for (const schemaId of schemaIds) if (!this.layouts.has(schemaId)) await this.learnSchema(schemaId);
     for (const { sub, batches } of fetched) {
       if (this.subscriptions.get(key(sub.partition?.id, sub.bucket)) === sub) this.decode(sub, batches);
     }
     for (const { sub, err } of belowLogStart) {
       if (this.subscriptions.get(key(sub.partition?.id, sub.bucket)) === sub) await this.enterLake(sub, err);
     }
+  }
+
+  /**
+   * Takes the table's schema `schemaId` as the scanner's own (see the header): batches of every
+   * schema id decode into it from now on, and the batches already buffered are shown in it.
+   */
+  private async adoptSchema(schemaId: number, known?: Schema): Promise<void> {
+    const schema = known ?? (await this.conn.metadata.schema(this.table, schemaId));
+    this.projectedSchema = schema;
+    this.readerSchemaId = schemaId;
+    this.decodeSchema = toArrowSchema(schema);
+    this.layouts.clear();
+    this.layouts.set(schemaId, { decodeSchema: this.decodeSchema });
+    this.buffered = this.buffered.map((b) => ({ ...b, batch: inReaderSchema(b.batch, this.decodeSchema) }));
   }
 
   /** Makes the layout of batches of `schemaId` known, fetching the schema the first time. */

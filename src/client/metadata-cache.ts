@@ -73,6 +73,11 @@ export class MetadataCache {
     return resp.partitionsInfo.map(toPartitionInfo);
   }
 
+  /** The table info cached for `path`, if any, without asking the server. */
+  cachedTable(path: TablePath): TableInfo | undefined {
+    return this.tables.get(tablePathString(path));
+  }
+
   invalidate(path: TablePath): void {
     this.tables.delete(tablePathString(path));
     this.partitions.delete(tablePathString(path));

@@ -83,6 +83,10 @@ export const ErrorCodes = {
   INVALID_DATA_DIR: 118,
   /** A listener's address is taken by another process. */
   ADDRESS_IN_USE: 119,
+  /** No lake table of that name in the warehouse. */
+  LAKE_TABLE_NOT_EXIST: 145,
+  /** A lake table a live table owns: drop the table (with PURGE) instead. */
+  LAKE_TABLE_IN_USE: 146,
   /** An HTTP request body of a content type the endpoint does not take. */
   UNSUPPORTED_MEDIA_TYPE: 150,
 } as const;

@@ -1,12 +1,12 @@
 /**
  * The coordinator's hold on lake metadata: creates the Iceberg table of a lake-enabled table and
  * keeps its schema in step with the table's (ADD COLUMN), in the filesystem catalog under the
- * warehouse. Table options `iceberg.<key>` become lake table properties `<key>`. The lake table records which Tributary table it belongs to (`tributary.table-id`
+ * warehouse; lists the lake tables and deletes one (DROP TABLE … PURGE, DROP LAKE TABLE). Table options `iceberg.<key>` become lake table properties `<key>`. The lake table records which Tributary table it belongs to (`tributary.table-id`
  * property), so a re-created table of the same name is not mixed into another table's history.
  */
 import { TributaryError } from '../common/errors.js';
-import { type TableInfo, tablePathString } from '../common/schema.js';
-import type { LakeCatalogSync } from '../server/coordinator/coordinator.js';
+import { type TableInfo, type TablePath, tablePathString } from '../common/schema.js';
+import type { LakeCatalogSync, LakeTableEntry } from '../server/coordinator/coordinator.js';
 import { FileSystemCatalog } from './iceberg/catalog.js';
 import { manifestMergePolicy } from './iceberg/manifest-merge.js';
 import { currentSchema, newTableMetadata } from './iceberg/table-metadata.js';
@@ -28,6 +28,37 @@ export class IcebergLakeCatalog implements LakeCatalogSync {
 
   constructor(warehouse: string) {
     this.catalog = new FileSystemCatalog(warehouse);
+  }
+
+  get warehouse(): string {
+    return this.catalog.warehouse;
+  }
+
+  async listTables(): Promise<LakeTableEntry[]> {
+    const out: LakeTableEntry[] = [];
+    for (const database of await this.catalog.listNamespaces()) {
+      for (const table of await this.catalog.listTables(database)) {
+        const entry = await this.describeTable({ database, table });
+        if (entry) out.push(entry); // else dropped meanwhile
+      }
+    }
+    return out;
+  }
+
+  async describeTable(path: TablePath): Promise<LakeTableEntry | undefined> {
+    let owner: string | undefined;
+    try {
+      owner = (await this.catalog.loadTable(path.database, path.table)).metadata.properties[TABLE_ID_PROPERTY];
+    } catch (err) {
+      if (err instanceof TributaryError && err.errorName === 'TABLE_NOT_EXIST') return undefined;
+      throw err;
+    }
+    const location = this.catalog.tableLocation(path.database, path.table);
+    return { path, location, ...(owner !== undefined && /^\d+$/.test(owner) ? { tableId: Number(owner) } : {}) };
+  }
+
+  async dropTable(path: TablePath): Promise<void> {
+    await this.catalog.dropTable(path.database, path.table, { purge: true });
   }
 
   async syncTable(info: TableInfo): Promise<void> {
@@ -57,7 +88,7 @@ export class IcebergLakeCatalog implements LakeCatalogSync {
     if (owner !== String(info.tableId)) {
       throw new TributaryError(
         'LAKE_TABLE_ALREADY_EXIST',
-        `the lake already holds a table ${tablePathString(info.path)} of another table (id ${owner}); drop or move it from the warehouse first`,
+        `the lake already holds a table ${tablePathString(info.path)} of another table (id ${owner}), left by a plain DROP TABLE: remove it with DROP LAKE TABLE ${tablePathString(info.path)} (its history goes with it), or move it out of the warehouse`,
       );
     }
     const evolved = evolveLakeSchema(currentSchema(loaded.metadata), info);

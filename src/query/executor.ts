@@ -26,7 +26,7 @@ import { validatePartialUpdate, primaryKeyTableOptions } from '../common/pk-tabl
 import { DEFAULT_DATABASE, type TableInfo, type TablePath, tablePathString } from '../common/schema.js';
 import { formatDataType } from '../common/types.js';
 import type { Row } from '../common/values.js';
-import type { LakeTieringStatus } from '../client/admin.js';
+import type { LakeTable, LakeTieringStatus } from '../client/admin.js';
 import type { Connection } from '../client/connection.js';
 import type { Table } from '../client/table.js';
 import { countStarOf } from './duckdb/query-shapes.js';
@@ -161,9 +161,16 @@ export class SqlExecutor {
       }
       case 'dropTable': {
         const path = this.path(s.table);
-        await admin.dropTable(path, { ignoreIfNotExists: s.ifExists });
-        return { message: `Table '${tablePathString(path)}' dropped.` };
+        await admin.dropTable(path, { ignoreIfNotExists: s.ifExists, purge: s.purge ?? false });
+        return { message: `Table '${tablePathString(path)}' dropped${s.purge ? ', with its lake table' : ''}.` };
       }
+      case 'dropLakeTable': {
+        const path = this.path(s.table);
+        await admin.dropLakeTable(path, { ignoreIfNotExists: s.ifExists });
+        return { message: `Lake table '${tablePathString(path)}' dropped.` };
+      }
+      case 'showLakeTables':
+        return { result: lakeTables((await admin.listLakeTables()).tables) };
       case 'showTables':
         return { result: rows(['table name'], (await admin.listTables(s.database ?? this.database)).map((t) => [t])) };
       case 'describeTable':
@@ -351,6 +358,20 @@ function describe(info: TableInfo): QueryResult {
     return [c.name, formatDataType(c.type), c.nullable ? 'YES' : 'NO', keys, c.comment ?? ''];
   });
   return rows(['name', 'type', 'null', 'key', 'comment'], data);
+}
+
+/** SHOW LAKE TABLES: one row per lake table; `owned` false for one that a plain DROP TABLE left. */
+function lakeTables(tables: readonly LakeTable[]): QueryResult {
+  return {
+    columns: [
+      { name: 'database', type: 'VARCHAR' },
+      { name: 'table', type: 'VARCHAR' },
+      { name: 'table_id', type: 'BIGINT' },
+      { name: 'owned', type: 'BOOLEAN' },
+      { name: 'location', type: 'VARCHAR' },
+    ],
+    rows: tables.map((t) => [t.path.database, t.path.table, t.tableId === undefined ? null : BigInt(t.tableId), t.owned, t.location]),
+  };
 }
 
 /**

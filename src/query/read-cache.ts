@@ -7,8 +7,10 @@
  *                replaced: a table created again gets a new id); reused while its version is still
  *                the current one (the catalog checks that the next version does not exist): a
  *                version's file never changes once written.
- *   lake plans   the scan of a snapshot planned from one metadata version, by that version's file
- *                and the snapshot: an Iceberg snapshot's manifests never change either.
+ *   lake plans   the scan of a snapshot planned from one metadata version, by the lake table's uuid,
+ *                that version's file and the snapshot: an Iceberg snapshot's manifests never change
+ *                either. (A lake table purged and created again for a namesake reuses the file
+ *                names of its versions, not its uuid.)
  *   tails        the log rows that union reads loaded into DuckDB (union-reader.ts), each in its
  *                own tables, by what the read asked for (table, columns, partitions). A tail says
  *                which table version and lake snapshot it was read for and where each bucket's
@@ -63,7 +65,7 @@ export class ReadCache {
 
   /** The data files (with their deletes) of a snapshot of `loaded`, the current one by default. */
   lakePlan(loaded: LoadedTable, snapshotId?: bigint): Promise<ScanTask[]> {
-    const key = `${loaded.metadataLocation}#${snapshotId ?? 'current'}`;
+    const key = `${loaded.metadata.tableUuid}/${loaded.metadataLocation}#${snapshotId ?? 'current'}`;
     let plan = this.lakePlans.get(key);
     if (!plan) {
       plan = planScan(loaded, snapshotId === undefined ? {} : { snapshotId }).then((p) => p.dataFiles);

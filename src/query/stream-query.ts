@@ -22,6 +22,9 @@
  *             (+I, -U, +U, -D): the query runs as `SELECT "$op" AS op, <its select list> …` over
  *             the batches with a column `$op` that no table column can be named; a `*` picks it up
  *             too, and those copies are left out of the result.
+ *   schema    a query that reads `*` follows the table's schema: once rows written after an ALTER
+ *             TABLE … ADD COLUMN arrive, its results have the new columns (null in the rows
+ *             written before them). A query that names its columns reads those alone.
  */
 import * as arrow from 'apache-arrow';
 import { changeTypeOf } from '../common/change-type.js';
@@ -31,6 +34,7 @@ import type { Connection } from '../client/connection.js';
 import type { BucketRef, LogScanner, ScanBatch } from '../client/log-scanner.js';
 import { type FollowFrom, TableFollower } from '../client/table-follower.js';
 import { toArrowSchema } from '../record/arrow-schema.js';
+import { inReaderSchema } from '../record/batch-evolution.js';
 import { referencesOf } from './duckdb/references.js';
 import type { QueryResult } from './duckdb/result.js';
 import type { DuckSession } from './duckdb/session.js';
@@ -82,7 +86,8 @@ export async function streamQuery(ctx: StreamContext, sql: string): Promise<Stre
   const keyed = info.schema.primaryKey !== undefined;
   const changesSql = keyed ? withOpColumn(text) : text;
   const load = new BatchLoader(ctx, name, toArrowSchema(info.schema, columns.map((c) => info.schema.columns.findIndex((x) => x.name === c))));
-  const scanner = (): LogScanner => table.newScan().project(columns).createLogScanner();
+  // Without a projection the scanner takes on the columns added later (see the header).
+  const scanner = (): LogScanner => (refs.columns === '*' ? table.newScan() : table.newScan().project(columns)).createLogScanner();
 
   let result: QueryResult | undefined;
   let from: FollowFrom;
@@ -229,25 +234,36 @@ async function readUpTo(scanner: LogScanner, ends: ReadonlyMap<string, { ref: Bu
   return out;
 }
 
-/** Loads batches into DuckDB as the table the query names. */
+/**
+ * Loads batches into DuckDB as the table the query names, in the schema of the newest of them (the
+ * scanner's, which grows with ADD COLUMN when the query reads `*`).
+ */
 class BatchLoader {
-  private readonly withOp: arrow.Schema;
+  private withOp!: arrow.Schema;
 
   constructor(
     private readonly ctx: StreamContext,
     private readonly name: string,
-    private readonly schema: arrow.Schema,
+    private schema: arrow.Schema,
   ) {
-    this.withOp = new arrow.Schema([...schema.fields, new arrow.Field(OP_COLUMN, new arrow.Utf8(), false)]);
+    this.use(schema);
   }
 
   /** Replaces the table's rows by `batches`; with `op`, adds the change type column. */
   async batches(batches: readonly ScanBatch[], op: boolean): Promise<void> {
     const { duck, database } = this.ctx;
-    if (op) await duck.loadArrowTable(this.name, this.withOp, batches.map((b) => this.withChangeTypes(b)));
-    else await duck.loadArrowTable(this.name, this.schema, batches.map((b) => b.batch));
+    const last = batches.at(-1)?.batch.schema;
+    if (last && last !== this.schema) this.use(last);
+    const inSchema = batches.map((b) => ({ ...b, batch: inReaderSchema(b.batch, this.schema) }));
+    if (op) await duck.loadArrowTable(this.name, this.withOp, inSchema.map((b) => this.withChangeTypes(b)));
+    else await duck.loadArrowTable(this.name, this.schema, inSchema.map((b) => b.batch));
     // The current database is DuckDB's default schema, so unqualified names resolve as in Tributary.
     await duck.useSchema(database);
+  }
+
+  private use(schema: arrow.Schema): void {
+    this.schema = schema;
+    this.withOp = new arrow.Schema([...schema.fields, new arrow.Field(OP_COLUMN, new arrow.Utf8(), false)]);
   }
 
   private withChangeTypes(b: ScanBatch): arrow.RecordBatch {

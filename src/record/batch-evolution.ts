@@ -45,6 +45,16 @@ export function evolvedBatch(batch: arrow.RecordBatch, target: arrow.Schema, sou
   return new arrow.RecordBatch(target, arrow.makeData({ type: new arrow.Struct(target.fields), length: rows, nullCount: 0, children }));
 }
 
+/**
+ * `batch`, presented in an older reader schema of a table, in a newer one (`target`): columns are
+ * only ever added, so a name names the same column in both; the columns added since are null.
+ */
+export function inReaderSchema(batch: arrow.RecordBatch, target: arrow.Schema): arrow.RecordBatch {
+  if (batch.schema === target) return batch;
+  const names = batch.schema.fields.map((f) => f.name);
+  return evolvedBatch(batch, target, Int32Array.from(target.fields, (f) => names.indexOf(f.name)));
+}
+
 /** A column of `length` nulls, with zeroed buffers of its own. */
 export function nullColumn(type: arrow.DataType, length: number): arrow.Data {
   const nullBitmap = new Uint8Array((length + 7) >> 3);

@@ -61,6 +61,10 @@ export const ApiKeys = {
   LakeTieringHeartbeat: api(1042, 'LakeTieringHeartbeat', pb.LakeTieringHeartbeatRequestSchema, pb.LakeTieringHeartbeatResponseSchema),
   /** Tributary's own: where tiering of a table stands (state, lake snapshot, lag per bucket). */
   GetLakeTieringStatus: api(2002, 'GetLakeTieringStatus', pb.GetLakeTieringStatusRequestSchema, pb.GetLakeTieringStatusResponseSchema),
+  /** Tributary's own: the lake tables of the warehouse, and whether a live table owns each. */
+  ListLakeTables: api(2003, 'ListLakeTables', pb.ListLakeTablesRequestSchema, pb.ListLakeTablesResponseSchema),
+  /** Tributary's own: delete a lake table no live table owns. */
+  DropLakeTable: api(2004, 'DropLakeTable', pb.DropLakeTableRequestSchema, pb.DropLakeTableResponseSchema),
   /** Tributary's own: take KV snapshots of a table now. */
   TriggerKvSnapshot: api(2001, 'TriggerKvSnapshot', pb.TriggerKvSnapshotRequestSchema, pb.TriggerKvSnapshotResponseSchema),
 } as const;

@@ -53,6 +53,7 @@ import { currentSchema, partitionSpecById, type TableMetadata } from '../iceberg
 import { parseTransform } from '../iceberg/transforms.js';
 import type { IcebergSchema } from '../iceberg/types.js';
 import { consecutiveOffsets, toLakeBatch } from '../lake-batch.js';
+import { TABLE_ID_PROPERTY } from '../lake-catalog-sync.js';
 import { BUCKET_COLUMN } from '../lake-schema.js';
 import { COMPACT_AT_DELETE_FILES, compactLakeTable } from './compaction.js';
 import { bucketOffsetsSummary, latestTieredSnapshot, SUMMARY_BUCKET_OFFSETS, SUMMARY_TABLE_ID, SUMMARY_TIERING_EPOCH, type TieredSnapshot } from './tiered-offsets.js';
@@ -142,6 +143,8 @@ export async function runTieringRound(ctx: RoundContext): Promise<RoundResult> {
   if (info.tableId !== ctx.tableId) {
     throw new TributaryError('TABLE_NOT_EXIST', `table ${tablePathString(ctx.path)} was re-created (id ${info.tableId}, tiering ${ctx.tableId})`);
   }
+  // The connection's reads (offsets, scans) go by its cached table: one of a dropped namesake must not answer for this one.
+  if (ctx.conn.metadata.cachedTable(ctx.path)?.tableId !== info.tableId) ctx.conn.metadata.invalidate(ctx.path);
   const deadline = Date.now() + parseDuration(tableOption(info.properties, 'table.datalake.freshness')!)!;
   const catalog = new FileSystemCatalog(ctx.warehouse);
   const loaded = await catalog.loadTable(info.path.database, info.path.table);
@@ -180,6 +183,10 @@ export async function runTieringRound(ctx: RoundContext): Promise<RoundResult> {
     base: loaded,
     validate: (current) => {
       ctx.signal.throwIfAborted();
+      // Purged with its table and created anew for a namesake meanwhile: not this round's table.
+      if (current.properties[TABLE_ID_PROPERTY] !== String(info.tableId)) {
+        throw new TributaryError('TABLE_NOT_EXIST', `lake table ${tablePathString(info.path)} now belongs to another table (id ${current.properties[TABLE_ID_PROPERTY]})`);
+      }
       const now = latestTieredSnapshot(current, info.tableId);
       if (now?.snapshotId !== tiered?.snapshotId) {
         throw new TributaryError('FENCED_TIERING_EPOCH_EXCEPTION', `lake snapshot ${now?.snapshotId} of table ${tablePathString(info.path)} was committed by another tiering worker meanwhile`);

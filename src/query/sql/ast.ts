@@ -21,7 +21,8 @@ export type Statement =
   | { kind: 'useDatabase'; database: string }
   /** `bucket.num` and `bucket.key` stay in `descriptor.properties`, as written in WITH. */
   | { kind: 'createTable'; table: TableName; ifNotExists: boolean; descriptor: TableDescriptor }
-  | { kind: 'dropTable'; table: TableName; ifExists: boolean }
+  /** `purge`: the lake table of a lake-enabled table goes too (PURGE); without it the lake keeps it. */
+  | { kind: 'dropTable'; table: TableName; ifExists: boolean; purge?: true }
   | { kind: 'showTables'; database?: string }
   | { kind: 'describeTable'; table: TableName }
   | { kind: 'showCreateTable'; table: TableName }
@@ -35,6 +36,10 @@ export type Statement =
   | { kind: 'showPartitions'; table: TableName; partition?: PartitionSpec }
   /** Where tiering of a lake-enabled table into the lake stands, per bucket. */
   | { kind: 'showLakeStatus'; table: TableName }
+  /** The lake tables of the warehouse, with whether a live table owns each. */
+  | { kind: 'showLakeTables' }
+  /** Deletes a lake table that no live table owns (left by a plain DROP TABLE). */
+  | { kind: 'dropLakeTable'; table: TableName; ifExists: boolean }
   /** Session options (scan options of queries): SET 'key' = 'value', bare SET lists them, RESET [key] removes one or all. */
   | { kind: 'setOption'; key: string; value: string }
   | { kind: 'showOptions' }

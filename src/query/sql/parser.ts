@@ -15,9 +15,9 @@
  *   type        = the tokens up to NOT, NULL, PRIMARY, CONSTRAINT, COMMENT, FIRST, AFTER, ',' or ')' outside
  *                 parentheses and angle brackets, read by `parseDataType`
  *   drop        = DROP DATABASE [IF EXISTS] name [RESTRICT | CASCADE]
- *               | DROP TABLE [IF EXISTS] table
+ *               | DROP TABLE [IF EXISTS] table [PURGE] | DROP LAKE TABLE [IF EXISTS] table
  *   show        = SHOW DATABASES | SHOW TABLES [(FROM | IN) name] | SHOW CREATE TABLE table
- *               | SHOW PARTITIONS table [PARTITION partition] | SHOW LAKE STATUS table
+ *               | SHOW PARTITIONS table [PARTITION partition] | SHOW LAKE STATUS table | SHOW LAKE TABLES
  *   use         = USE name
  *   set         = SET [text '=' text] | RESET [text]      session options; bare SET lists them
  *   describe    = (DESCRIBE | DESC) table
@@ -272,10 +272,16 @@ class Parser {
     }
     if (what.upper === 'TABLE') {
       const ifExists = this.ifExists();
-      return { kind: 'dropTable', table: this.tableName(), ifExists };
+      const table = this.tableName();
+      return this.acceptWord('PURGE') ? { kind: 'dropTable', table, ifExists, purge: true } : { kind: 'dropTable', table, ifExists };
+    }
+    if (what.upper === 'LAKE') {
+      this.word('TABLE');
+      const ifExists = this.ifExists();
+      return { kind: 'dropLakeTable', table: this.tableName(), ifExists };
     }
     if (what.kind === 'word') throw this.unsupported(what, `DROP ${what.upper} is not supported`);
-    throw this.expected(what, 'DATABASE or TABLE');
+    throw this.expected(what, 'DATABASE, TABLE or LAKE TABLE');
   }
 
   private show(): Statement {
@@ -297,11 +303,12 @@ class Parser {
         return { kind: 'showPartitions', table };
       }
       case 'LAKE':
+        if (this.acceptWord('TABLES')) return { kind: 'showLakeTables' };
         this.word('STATUS');
         return { kind: 'showLakeStatus', table: this.tableName() };
       default:
         if (what.kind === 'word') throw this.unsupported(what, `SHOW ${what.upper} is not supported`);
-        throw this.expected(what, 'DATABASES, TABLES, PARTITIONS, CREATE TABLE or LAKE STATUS');
+        throw this.expected(what, 'DATABASES, TABLES, PARTITIONS, CREATE TABLE, LAKE STATUS or LAKE TABLES');
     }
   }
 

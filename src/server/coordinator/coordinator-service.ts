@@ -53,7 +53,23 @@ export function registerCoordinatorService(rpc: RpcServer, coordinator: Coordina
     return { tableId: BigInt(tableId) };
   });
   rpc.register(ApiKeys.DropTable, async (req) => {
-    await coordinator.dropTable(toPath(req.tablePath), req.ignoreIfNotExists);
+    await coordinator.dropTable(toPath(req.tablePath), req.ignoreIfNotExists, req.purge);
+    return {};
+  });
+  rpc.register(ApiKeys.ListLakeTables, async () => {
+    const { warehouse, tables } = await coordinator.listLakeTables();
+    return {
+      warehouse,
+      tables: tables.map((t) => ({
+        tablePath: { databaseName: t.path.database, tableName: t.path.table },
+        ...(t.tableId !== undefined ? { tableId: BigInt(t.tableId) } : {}),
+        owned: t.owned,
+        location: t.location,
+      })),
+    };
+  });
+  rpc.register(ApiKeys.DropLakeTable, async (req) => {
+    await coordinator.dropLakeTable(toPath(req.tablePath), req.ignoreIfNotExists);
     return {};
   });
   rpc.register(ApiKeys.AlterTable, async (req) => {

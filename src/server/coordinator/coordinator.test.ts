@@ -86,11 +86,13 @@ describe('Coordinator.alterTable: ADD COLUMN', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'coordinator-'));
     dirs.push(dir);
     const warehouse = path.join(dir, 'lake');
-    const lake = new IcebergLakeCatalog(warehouse);
     let refuse = false;
-    const { coordinator } = await start(dir, {
-      syncTable: (info) => (refuse ? Promise.reject(new TributaryError('COMMIT_FAILED', 'lake unavailable')) : lake.syncTable(info)),
-    });
+    const lake = new (class extends IcebergLakeCatalog {
+      override syncTable(info: TableInfo): Promise<void> {
+        return refuse ? Promise.reject(new TributaryError('COMMIT_FAILED', 'lake unavailable')) : super.syncTable(info);
+      }
+    })(warehouse);
+    const { coordinator } = await start(dir, lake);
     const p = { database: 'tributary', table: 'events' };
     await coordinator.createTable(p, { columns: [{ name: 'id', type: 'BIGINT' }], properties: { 'table.datalake.enabled': 'true' } }, false);
     await coordinator.alterTable(p, { addColumns: [{ name: 'tag', type: 'STRING' }] }, false);

@@ -69,10 +69,30 @@ export interface BucketLifecycle {
   lakeOffsetsChanged(table: TableInfo, offsets: readonly LakeBucketOffset[]): void;
 }
 
-/** Creates and evolves the lake table of a lake-enabled table (the coordinator owns lake metadata). */
+/** A lake table of the warehouse. */
+export interface LakeTableEntry {
+  path: TablePath;
+  /** The Tributary table it was created for (absent for a table not created by Tributary). */
+  tableId?: number;
+  location: string;
+}
+
+/** Creates, evolves and deletes the lake tables of lake-enabled tables (the coordinator owns lake metadata). */
 export interface LakeCatalogSync {
+  readonly warehouse: string;
   /** Creates the lake table, or brings its schema up to date; idempotent. */
   syncTable(table: TableInfo): Promise<void>;
+  /** Every lake table of the warehouse. */
+  listTables(): Promise<LakeTableEntry[]>;
+  /** The lake table at `path`, or undefined. */
+  describeTable(path: TablePath): Promise<LakeTableEntry | undefined>;
+  /** Deletes the lake table at `path`: its metadata and files, its own directory and nothing else. */
+  dropTable(path: TablePath): Promise<void>;
+}
+
+/** A lake table, and whether a live table (of its path and table id) owns it. */
+export interface LakeTableListing extends LakeTableEntry {
+  owned: boolean;
 }
 
 /** What one ALTER TABLE changes. */
@@ -306,7 +326,12 @@ export class Coordinator {
     });
   }
 
-  dropTable(path: TablePath, ignoreIfNotExists: boolean): Promise<void> {
+  /**
+   * DROP TABLE. The table's lake table stays (the lake keeps its history, readable by any Iceberg
+   * engine; a table of the same name can be lake-enabled again only once it is gone: DROP LAKE
+   * TABLE) unless `purge`, which deletes it too, after the table is gone and tiering has let go.
+   */
+  dropTable(path: TablePath, ignoreIfNotExists: boolean, purge = false): Promise<void> {
     return this.serially(async () => {
       if (!this.tableExists(path)) {
         if (ignoreIfNotExists) return;
@@ -315,8 +340,44 @@ export class Coordinator {
       const info = this.getTableInfo(path);
       await this.store.commit([{ op: 'delete', path: tablePath(path), recursive: true }]);
       await this.forgetTable(info);
-      this.log.info({ table: tablePathString(path), tableId: info.tableId }, 'table dropped');
+      // Only the table's own lake table: never a namesake's left by an earlier drop.
+      const purged = purge && this.lakeCatalog !== undefined && (await this.lakeCatalog.describeTable(path))?.tableId === info.tableId;
+      if (purged) await this.lakeCatalog!.dropTable(path);
+      this.log.info({ table: tablePathString(path), tableId: info.tableId, lakeTablePurged: purged }, 'table dropped');
     });
+  }
+
+  /** The lake tables of the warehouse, each with whether a live table owns it (SHOW LAKE TABLES). */
+  async listLakeTables(): Promise<{ warehouse: string; tables: LakeTableListing[] }> {
+    const lake = this.requireLake();
+    const tables = await lake.listTables();
+    return { warehouse: lake.warehouse, tables: tables.map((t) => ({ ...t, owned: this.ownsLakeTable(t) })) };
+  }
+
+  /** Deletes a lake table that no live table owns (DROP LAKE TABLE): LAKE_TABLE_IN_USE otherwise. */
+  dropLakeTable(path: TablePath, ignoreIfNotExists: boolean): Promise<void> {
+    return this.serially(async () => {
+      const lake = this.requireLake();
+      const entry = await lake.describeTable(path);
+      if (!entry) {
+        if (ignoreIfNotExists) return;
+        throw new TributaryError('LAKE_TABLE_NOT_EXIST', `the lake holds no table ${tablePathString(path)}`);
+      }
+      if (this.ownsLakeTable(entry)) {
+        throw new TributaryError('LAKE_TABLE_IN_USE', `lake table ${tablePathString(path)} belongs to table ${tablePathString(path)} (id ${entry.tableId}): drop that table with PURGE instead`);
+      }
+      await lake.dropTable(path);
+      this.log.info({ table: tablePathString(path), tableId: entry.tableId }, 'lake table dropped');
+    });
+  }
+
+  private ownsLakeTable(entry: LakeTableEntry): boolean {
+    return entry.tableId !== undefined && this.store.get<TableRegistration>(tablePath(entry.path))?.table_id === entry.tableId;
+  }
+
+  private requireLake(): LakeCatalogSync {
+    if (!this.lakeCatalog) throw new TributaryError('LAKE_STORAGE_NOT_CONFIGURED_EXCEPTION', 'this server has no lake configured (datalake.format)');
+    return this.lakeCatalog;
   }
 
   /**
@@ -437,8 +498,7 @@ export class Coordinator {
   /** Creates or evolves the lake table of a lake-enabled table before its metadata is committed. */
   private async syncLakeTable(info: TableInfo): Promise<void> {
     if (!isLakeEnabled(info)) return;
-    if (!this.lakeCatalog) throw new TributaryError('LAKE_STORAGE_NOT_CONFIGURED_EXCEPTION', 'this server has no lake configured (datalake.format)');
-    await this.lakeCatalog.syncTable(info);
+    await this.requireLake().syncTable(info);
   }
 
   private toTableInfo(path: TablePath, reg: TableRegistration, schema = schemaFromJson(this.store.get(`${tablePath(path)}/schemas/${reg.schema_id}`))): TableInfo {

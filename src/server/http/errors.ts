@@ -10,8 +10,8 @@
  * HTTP statuses of TributaryErrors:
  *
  *   404  something named does not exist (*_NOT_EXIST, PARTITION_NOT_EXISTS)
- *   409  it already exists, or a concurrent change won (*_ALREADY_EXIST(S), DATABASE_NOT_EMPTY,
- *        COMMIT_FAILED)
+ *   409  it already exists, is in use, or a concurrent change won (*_ALREADY_EXIST(S),
+ *        LAKE_TABLE_IN_USE, DATABASE_NOT_EMPTY, COMMIT_FAILED)
  *   413  a request or record too large (RECORD_TOO_LARGE_EXCEPTION)
  *   415  a body of a content type the endpoint does not take (UNSUPPORTED_MEDIA_TYPE)
  *   400  the request is wrong: validation (INVALID_*, DUPLICATE_COLUMN, SQL_PARSE_ERROR, …)
@@ -53,9 +53,9 @@ const BAD_REQUEST = new Set<ErrorName>([
   'UNSUPPORTED_VERSION',
 ]);
 
-const CONFLICT = new Set<ErrorName>(['DATABASE_ALREADY_EXIST', 'TABLE_ALREADY_EXIST', 'PARTITION_ALREADY_EXISTS', 'LAKE_TABLE_ALREADY_EXIST', 'DATABASE_NOT_EMPTY', 'COMMIT_FAILED']);
+const CONFLICT = new Set<ErrorName>(['DATABASE_ALREADY_EXIST', 'TABLE_ALREADY_EXIST', 'PARTITION_ALREADY_EXISTS', 'LAKE_TABLE_ALREADY_EXIST', 'LAKE_TABLE_IN_USE', 'DATABASE_NOT_EMPTY', 'COMMIT_FAILED']);
 
-const NOT_FOUND = new Set<ErrorName>(['DATABASE_NOT_EXIST', 'TABLE_NOT_EXIST', 'SCHEMA_NOT_EXIST', 'PARTITION_NOT_EXISTS', 'LAKE_SNAPSHOT_NOT_EXIST']);
+const NOT_FOUND = new Set<ErrorName>(['DATABASE_NOT_EXIST', 'TABLE_NOT_EXIST', 'SCHEMA_NOT_EXIST', 'PARTITION_NOT_EXISTS', 'LAKE_SNAPSHOT_NOT_EXIST', 'LAKE_TABLE_NOT_EXIST']);
 
 export function httpStatusOf(err: TributaryError): number {
   const name = err.errorName;
