@@ -20,7 +20,7 @@ const run = promisify(execFile);
 
 type Block =
   | { kind: 'ok'; sql: string; plan?: string; message?: string }
-  | { kind: 'error'; name: string; sql: string }
+  | { kind: 'error'; name: string; sql: string; message?: string }
   | { kind: 'query'; sql: string; plan?: string; expected: string };
 
 /** Splits a block's lines at `----`: the SQL before, the expectation after (if any). */
@@ -40,7 +40,10 @@ function parseSqlTest(text: string): Block[] {
     if (directive === 'statement ok') {
       const { sql, expected } = splitAtSeparator(body);
       blocks.push({ kind: 'ok', sql, ...withPlan, ...(expected !== undefined ? { message: expected.trim() } : {}) });
-    } else if (head.startsWith('statement error ')) blocks.push({ kind: 'error', name: head.slice(16).trim(), sql: body.join('\n') });
+    } else if (head.startsWith('statement error ')) {
+      const { sql, expected } = splitAtSeparator(body);
+      blocks.push({ kind: 'error', name: head.slice(16).trim(), sql, ...(expected !== undefined ? { message: expected.trim() } : {}) });
+    }
     else if (directive === 'query') {
       const { sql, expected } = splitAtSeparator(body);
       assert.ok(sql && expected !== undefined, `query block without ---- : ${raw}`);
@@ -75,6 +78,7 @@ describe('SQL scripts', () => {
             await assert.rejects(executor.execute(block.sql), (e: unknown) => {
               assert.ok(e instanceof TributaryError, `${where}: expected ${block.name}, got ${String(e)}`);
               assert.equal(e.errorName, block.name, `${where}: ${e.message}`);
+              if (block.message !== undefined) assert.equal(e.message, block.message, where);
               return true;
             });
             continue;
