@@ -212,8 +212,11 @@ export class SqlExecutor {
         return { result: { columns: [{ name: count.column, type: 'BIGINT' }], rows: [[await this.rowCount(path)]] }, plan: 'stats' };
       }
     }
-    const plan = await this.loader.load(tree, this.database, { hints, session });
-    return { result: await this.duck.run(text), ...(plan ? { plan } : {}) };
+    const { plan, reads } = await this.loader.load(tree, this.database, { hints, session });
+    const result = await this.duck.run(text);
+    // EXPLAIN: how Tributary read the tables, before DuckDB's plan of the query over what it read.
+    if (tree.explain) result.rows.unshift(['tributary_plan', reads.length > 0 ? reads.join('\n') : 'reads no table']);
+    return { result, ...(plan ? { plan } : {}) };
   }
 
   /** Rows of a table from its stats: live keys of a primary-key table, HW − log start of a log table. */

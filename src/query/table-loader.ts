@@ -43,7 +43,7 @@ import type { DuckSession } from './duckdb/session.js';
 import type { SyntaxTree } from './duckdb/syntax-tree.js';
 import { duckTypeName } from './duckdb/type-name.js';
 import { loadLakeSnapshots } from './lake-reader.js';
-import { bucketRanges, CHANGELOG_COLUMNS, readChangelogUpToHighWatermark, readLogUpToHighWatermark } from './log-reader.js';
+import { bucketRanges, CHANGELOG_COLUMNS, type LogRange, logRangesOf, readChangelogUpToHighWatermark, readLogUpToHighWatermark } from './log-reader.js';
 import { type ScanOptions, scanOptionsOf, type ScanTarget, type TableHint } from './scan-options.js';
 import { lookupState, readState } from './state-reader.js';
 import { ReadCache } from './read-cache.js';
@@ -65,6 +65,24 @@ const SYSTEM_TABLES: Record<SystemTable, string> = {
 };
 /** Which scan options each system table takes (scan-options.ts). */
 const SCAN_TARGETS: Record<SystemTable, ScanTarget> = { $changelog: 'table', $lake$snapshots: 'none', $lake$files: 'lake', $lake: 'lake' };
+
+/**
+ * What loading a query's tables did: how it read the last one (ReadPlan), and for each table a
+ * few lines saying how, as EXPLAIN shows them before DuckDB's plan: the relation and its read
+ * (key lookup, KV scan, log scan, union read, ...), the columns read, and where it applies the log
+ * ranges per bucket [from, to) and the lake snapshot with its data files read and pruned.
+ */
+export interface LoadedTables {
+  plan?: ReadPlan;
+  reads: string[];
+}
+
+/** The lines of one table's read in LoadedTables.reads. */
+function describeRead(name: string, how: string, columns: readonly string[] | undefined, details: string[] = []): string {
+  return [`${name}: ${how}${columns ? `, columns (${columns.join(', ')})` : ''}`, ...details.map((d) => `  ${d}`)].join('\n');
+}
+
+const rangeLines = (ranges: readonly LogRange[]): string[] => ranges.map((r) => `bucket ${r.bucket}: log offsets [${r.from}, ${r.to})`);
 
 /** The scan options of a query (scan-options.ts): its tables' hints and the session's options. */
 export interface QueryScan {
@@ -110,12 +128,13 @@ export class TableLoader {
     return info.schema.primaryKey !== undefined || tableOption(info.properties, 'table.datalake.enabled') !== 'true';
   }
 
-  /** Loads every table the query reads; undefined when it reads none. */
-  async load(tree: SyntaxTree, database: string, scan: QueryScan = {}): Promise<ReadPlan | undefined> {
+  /** Loads every table the query reads, and says how (LoadedTables; no plan when it reads none). */
+  async load(tree: SyntaxTree, database: string, scan: QueryScan = {}): Promise<LoadedTables> {
     const refs = referencesOf(tree.json);
     const loaded = new Set<string>();
     const hinted = new Set<TableHint>();
     let plan: ReadPlan | undefined;
+    const reads: string[] = [];
     for (const ref of refs.tables) {
       const path = TableLoader.pathOf(ref, database);
       const name = `${path.database}.${path.table}`;
@@ -135,6 +154,7 @@ export class TableLoader {
           await loadLakeRows(this.cache, this.duck, catalog, table.info, name, refs.columns, filters, options);
         } else if (system.system === '$lake$files') await loadLakeFiles(this.cache, this.duck, catalog, table.info, name, options);
         else await loadLakeSnapshots(this.duck, name, catalog, table.info.path.database, table.info.path.table);
+        reads.push(describeRead(name, `lake read (${system.shows}), from the lake's files`, undefined));
         plan = 'lake';
         continue;
       }
@@ -144,30 +164,38 @@ export class TableLoader {
         const clash = table.info.schema.columns.find((c) => CHANGELOG_COLUMNS.includes(c.name.toLowerCase()));
         if (clash) throw new TributaryError('SQL_UNSUPPORTED', `'${tablePathString(table.info.path)}' has a column named '${clash.name}', which ${system.system} uses for its metadata`);
         const from = startOf(options);
-        const ranges = from === undefined ? undefined : await bucketRanges(this.conn, table, { from });
+        const ranges = await bucketRanges(this.conn, table, from === undefined ? {} : { from });
         const { schema, batches } = await readChangelogUpToHighWatermark(this.conn, table, columns, ranges);
         await this.duck.loadArrowTable(name, schema, batches);
+        reads.push(describeRead(name, 'changelog scan (log scan with change types)', columns, rangeLines(logRangesOf(ranges))));
         plan = 'scan';
         continue;
       }
       const from = startOf(options);
       if (from !== undefined) {
         await loadLogFrom(read, from);
+        reads.push(describeRead(name, `log scan from ${typeof from === 'object' ? `timestamp ${from.timestamp}` : from} (scan.startup.mode ${options.mode})${table.info.schema.primaryKey ? ', changes folded by key' : ''}`, columns));
         plan = 'scan';
         continue;
       }
       const keys = table.info.schema.primaryKey && refs.tables.length === 1 ? await this.lookupKeys(tree, table) : undefined;
-      if (!keys && tableOption(table.info.properties, 'table.datalake.enabled') === 'true' && (await loadUnionRead(read, await this.lakeCatalog(table.info, 'union read')))) {
+      const union = !keys && tableOption(table.info.properties, 'table.datalake.enabled') === 'true' ? await loadUnionRead(read, await this.lakeCatalog(table.info, 'union read')) : undefined;
+      if (union) {
+        const lake = `lake snapshot ${union.snapshotId}: ${union.filesRead} data file(s) read, ${union.filesPruned} pruned by the query's filters`;
+        reads.push(describeRead(name, 'union read (lake snapshot, then the log after it)', columns, [lake, ...rangeLines(union.log)]));
         plan = 'union';
         continue;
       }
       if (!table.info.schema.primaryKey) {
         const projected = columns.map((c) => table.info.schema.columns.findIndex((x) => x.name === c));
-        await this.duck.loadArrowTable(name, toArrowSchema(table.info.schema, projected), await readLogUpToHighWatermark(this.conn, table, columns));
+        const ranges = await bucketRanges(this.conn, table);
+        await this.duck.loadArrowTable(name, toArrowSchema(table.info.schema, projected), await readLogUpToHighWatermark(this.conn, table, columns, ranges));
+        reads.push(describeRead(name, 'log scan', columns, rangeLines(logRangesOf(ranges))));
         plan = 'scan';
       } else {
         const { schema, batches } = keys ? await lookupState(table, keys, columns) : await readState(table, columns);
         await this.duck.loadArrowTable(name, schema, batches);
+        reads.push(describeRead(name, keys ? `key lookup of ${keys.length} key(s)` : 'KV scan (the committed state of every bucket)', columns));
         plan = keys ? 'lookup' : 'scan';
       }
     }
@@ -177,7 +205,7 @@ export class TableLoader {
     }
     // The current database is DuckDB's default schema, so unqualified names resolve as in Tributary.
     await this.duck.useSchema(database);
-    return plan;
+    return { ...(plan ? { plan } : {}), reads };
   }
 
   /** The filesystem catalog of the lake that a lake-enabled table is tiered into; `use` says what for. */
