@@ -11,7 +11,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { OPTIONS, type OptionDef, type OptionScope } from '../src/common/config.js';
+import { FLUSS_TABLE_OPTIONS_NOT_SUPPORTED, OPTIONS, type OptionDef, type OptionScope } from '../src/common/config.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const CONFIGURATION_DOC = path.join(ROOT, 'docs', 'configuration.md');
@@ -31,7 +31,8 @@ has the option. Values are always written as strings.
   alterable can be changed later with \`ALTER TABLE t SET ('table.log.ttl' = '1d')\` and reset to the
   default with \`ALTER TABLE t RESET ('table.log.ttl')\` (\`admin.alterTable(path, { set, reset })\`);
   changing any other table option fails with INVALID_ALTER_TABLE_EXCEPTION. An unknown key starting
-  with \`table.\` or \`bucket.\` fails with INVALID_CONFIG_EXCEPTION; other keys are kept as custom
+  with \`table.\` or \`bucket.\` fails with INVALID_CONFIG_EXCEPTION (a Fluss option Tributary does not honour
+  says so, see the last section); other keys are kept as custom
   table properties and shown by \`SHOW CREATE TABLE\`.
 - **Server options** are given to \`tributary start\`: \`--set key=value\` (repeatable),
   \`--config FILE\` with one \`key: value\` per line (\`#\` starts a comment; the value may be quoted),
@@ -72,7 +73,7 @@ function code(text: string): string {
 }
 
 function allowedValues(def: OptionDef): string {
-  if (def.enumValues) return def.enumValues.map(code).join(', ');
+  if (def.enumValues) return `${def.enumValues.map(code).join(', ')}${def.flussOnlyValues ? ` (Fluss's ${def.flussOnlyValues.map(code).join(', ')}: not supported)` : ''}`;
   if (def.type === 'bool') return `${code('true')}, ${code('false')}`;
   if (def.min !== undefined && def.max !== undefined) return `${def.min} to ${def.max}`;
   if (def.min !== undefined) return `≥ ${def.min}`;
@@ -99,9 +100,23 @@ function section(scope: OptionScope, title: string): string {
   return lines.join('\n');
 }
 
+/** Fluss's table options that Tributary refuses by name. */
+function notSupported(): string {
+  const lines = [
+    '## Fluss table options not supported',
+    '',
+    "These Fluss table options fail with INVALID_CONFIG_EXCEPTION: `'<key>' is a Fluss option not supported by Tributary`, and why.",
+    '',
+    '| Key | Why |',
+    '|---|---|',
+  ];
+  for (const o of FLUSS_TABLE_OPTIONS_NOT_SUPPORTED) lines.push(`| ${code(o.key)} | ${cell(o.why)} |`);
+  return lines.join('\n');
+}
+
 /** The full text of docs/configuration.md. */
 export function renderConfigurationDocs(): string {
-  return `${[INTRO.trimEnd(), ...SECTIONS.map((s) => section(s.scope, s.title))].join('\n\n')}\n`;
+  return `${[INTRO.trimEnd(), ...SECTIONS.map((s) => section(s.scope, s.title)), notSupported()].join('\n\n')}\n`;
 }
 
 function main(args: string[]): number {

@@ -63,9 +63,10 @@ async function call(method: string, path: string, body?: unknown, headers: Recor
 const sql = (statement: string, headers: Record<string, string> = {}) => call('POST', '/api/v1/sql', { sql: statement }, headers);
 
 /** Asserts a REST API error: status, name and the numeric code beside it. */
-function assertError(a: Answer, status: number, name: string): void {
+function assertError(a: Answer, status: number, name: string, message?: string): void {
   assert.equal(a.status, status, JSON.stringify(a.json));
   assert.equal(a.json.error.name, name);
+  if (message !== undefined) assert.equal(a.json.error.message, message);
   assert.equal(typeof a.json.error.code, 'number');
   assert.ok(a.json.error.message.length > 0);
 }
@@ -202,12 +203,19 @@ test('the REST API answers bad requests with named errors and HTTP statuses, and
 
   // Rows are all checked before any is written.
   const path = '/api/v1/databases/tributary/tables/checked/rows';
-  assertError(await call('POST', path, [{ id: 1 }, { id: 2, colour: 'red' }]), 400, 'INVALID_ROW');
-  assertError(await call('POST', path, [{ id: 1 }, { id: 'two' }]), 400, 'INVALID_ROW');
-  assertError(await call('POST', path, [{ id: 1 }, { name: 'no id' }]), 400, 'INVALID_ROW');
-  assertError(await call('POST', path, [{ id: 1 }, 7]), 400, 'INVALID_ROW');
+  // Each error names the row (from 1), the column, the value and the type.
+  assertError(await call('POST', path, [{ id: 1 }, { id: 2, colour: 'red' }]), 400, 'INVALID_ROW', 'row 2, unknown column colour (the columns are id, name)');
+  assertError(await call('POST', path, [{ id: 1 }, { id: 'two' }]), 400, 'INVALID_ROW', "row 2, column id: 'two' is not a BIGINT");
+  assertError(await call('POST', path, [{ id: 1 }, { id: 2 ** 60 }]), 400, 'INVALID_ROW', 'row 2, column id: 1152921504606847000 is not a BIGINT exactly: a number beyond 2^53 has lost digits, give it as a string or a bigint');
+  assertError(await call('POST', path, [{ id: 1 }, { name: 'no id' }]), 400, 'INVALID_ROW', 'row 2, column id: missing, but the column is NOT NULL');
+  assertError(await call('POST', path, [{ id: 1 }, { id: null }]), 400, 'INVALID_ROW', 'row 2, column id: null, but the column is NOT NULL');
+  assertError(await call('POST', path, [{ id: 1 }, 7]), 400, 'INVALID_ROW', 'row 2, 7 is not a row: a row is an object of column names to values (the columns are id, name)');
+  // Rows are objects: an array, of the right width or not, is refused, not read by position.
+  assertError(await call('POST', path, [[1, 'a']]), 400, 'INVALID_ROW', 'row 1, an array is not a row: a row is an object of column names to values (the columns are id, name)');
+  assertError(await call('POST', path, [{ id: 1 }, [2, 'b', 'extra']]), 400, 'INVALID_ROW', 'row 2, an array is not a row: a row is an object of column names to values (the columns are id, name)');
   assertError(await call('POST', path, { id: 1 }), 400, 'INVALID_ARGUMENT');
   assertError(await call('POST', path, arrowStream({ id: arrow.vectorFromArray([1, 2], new arrow.Int32()) })), 400, 'INVALID_ROW');
+  assertError(await call('POST', path, arrowStream({ id: arrow.vectorFromArray([1n], new arrow.Int64()), colour: arrow.vectorFromArray(['red']) })), 400, 'INVALID_ROW', 'unknown column colour (the columns are id, name)');
   assertError(await call('POST', path, new Uint8Array([1, 2, 3, 4, 5, 6, 7, 8, 9])), 400, 'CORRUPT_MESSAGE');
   assertError(await call('POST', path, '[{"id": 1},'), 400, 'CORRUPT_MESSAGE');
   assertError(await call('POST', path, 'id=1', { 'content-type': 'application/x-www-form-urlencoded' }), 415, 'UNSUPPORTED_MEDIA_TYPE');

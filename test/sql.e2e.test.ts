@@ -20,7 +20,7 @@ const run = promisify(execFile);
 
 type Block =
   | { kind: 'ok'; sql: string; plan?: string; message?: string }
-  | { kind: 'error'; name: string; sql: string }
+  | { kind: 'error'; name: string; sql: string; message?: string }
   | { kind: 'query'; sql: string; plan?: string; expected: string };
 
 /** Splits a block's lines at `----`: the SQL before, the expectation after (if any). */
@@ -40,7 +40,10 @@ function parseSqlTest(text: string): Block[] {
     if (directive === 'statement ok') {
       const { sql, expected } = splitAtSeparator(body);
       blocks.push({ kind: 'ok', sql, ...withPlan, ...(expected !== undefined ? { message: expected.trim() } : {}) });
-    } else if (head.startsWith('statement error ')) blocks.push({ kind: 'error', name: head.slice(16).trim(), sql: body.join('\n') });
+    } else if (head.startsWith('statement error ')) {
+      const { sql, expected } = splitAtSeparator(body);
+      blocks.push({ kind: 'error', name: head.slice(16).trim(), sql, ...(expected !== undefined ? { message: expected.trim() } : {}) });
+    }
     else if (directive === 'query') {
       const { sql, expected } = splitAtSeparator(body);
       assert.ok(sql && expected !== undefined, `query block without ---- : ${raw}`);
@@ -75,6 +78,7 @@ describe('SQL scripts', () => {
             await assert.rejects(executor.execute(block.sql), (e: unknown) => {
               assert.ok(e instanceof TributaryError, `${where}: expected ${block.name}, got ${String(e)}`);
               assert.equal(e.errorName, block.name, `${where}: ${e.message}`);
+              if (block.message !== undefined) assert.equal(e.message, block.message, where);
               return true;
             });
             continue;
@@ -123,5 +127,39 @@ describe('tributary sql', () => {
       return true;
     });
     assert.equal(DEFAULT_DATABASE, 'tributary');
+  });
+});
+
+describe('EXPLAIN', () => {
+  test("shows how Tributary reads each table (lookup, KV scan, log scan with its columns and ranges) before DuckDB's plan", async () => {
+    const conn = await Connection.create({ 'bootstrap.servers': server.bootstrap });
+    const duck = await DuckSession.create();
+    await conn.getAdmin().createDatabase('explained');
+    const executor = new SqlExecutor(conn, duck, 'explained');
+    try {
+      await executor.execute("CREATE TABLE events (id INT, kind STRING, at BIGINT) WITH ('bucket.num' = '2', 'bucket.key' = 'id')");
+      await executor.execute("CREATE TABLE users (id INT NOT NULL, name STRING, PRIMARY KEY (id) NOT ENFORCED) WITH ('bucket.num' = '1')");
+      await executor.execute("INSERT INTO events VALUES (1, 'a', 10), (2, 'b', 20), (3, 'c', 30)");
+      await executor.execute("INSERT INTO users VALUES (1, 'ann'), (2, 'bob')");
+      const plan = async (sql: string): Promise<{ tributary: string; duckdb: unknown[] }> => {
+        const { result } = await executor.execute(sql);
+        assert.ok(result);
+        assert.deepEqual(result.rows[0][0], 'tributary_plan');
+        return { tributary: String(result.rows[0][1]), duckdb: result.rows.slice(1).map((r) => r[0]) };
+      };
+      const offsets = async (bucket: number): Promise<bigint> => (await conn.getAdmin().listOffsets({ database: 'explained', table: 'events' }, [bucket], 'latest')).get(bucket)!;
+      const [end0, end1] = [await offsets(0), await offsets(1)];
+      const joined = await plan('EXPLAIN SELECT e.kind, u.name FROM events e JOIN users u ON u.id = e.id');
+      assert.equal(
+        joined.tributary,
+        ['explained.events: log scan, columns (id, kind)', `  bucket 0: log offsets [0, ${end0})`, `  bucket 1: log offsets [0, ${end1})`, 'explained.users: KV scan (the committed state of every bucket), columns (id, name)'].join('\n'),
+      );
+      assert.deepEqual(joined.duckdb, ['physical_plan']);
+      assert.equal((await plan('EXPLAIN SELECT name FROM users WHERE id IN (1, 2)')).tributary, 'explained.users: key lookup of 2 key(s), columns (id, name)');
+      assert.equal((await plan('EXPLAIN SELECT 1')).tributary, 'reads no table');
+    } finally {
+      duck.close();
+      await conn.close();
+    }
   });
 });

@@ -112,6 +112,17 @@ describe('union read, lake rounds run by the test', () => {
       [1, 1n, 0.5],
       [2, 1n, 1],
     ]);
+    // EXPLAIN says what the union read reads: the snapshot, its files read and pruned, the log after it.
+    const snapshot = await sql.conn.getAdmin().getLakeSnapshot({ database: DB, table: 'events' });
+    const explained = String((await sql.run('EXPLAIN SELECT id FROM events WHERE id = 120')).result!.rows[0][1]).split('\n');
+    assert.equal(explained[0], `${DB}.events: union read (lake snapshot, then the log after it), columns (id)`);
+    const files = /^  lake snapshot (\d+): (\d+) data file\(s\) read, (\d+) pruned by the query's filters$/.exec(explained[1]);
+    assert.ok(files, explained[1]);
+    assert.equal(BigInt(files[1]), snapshot.snapshotId);
+    assert.ok(Number(files[3]) > 0, 'the filter on the bucket key prunes files');
+    const lakeEnds = new Map(snapshot.bucketOffsets.map((o) => [o.bucket, o.endOffset]));
+    const latest = await sql.conn.getAdmin().listOffsets({ database: DB, table: 'events' }, [0, 1, 2], 'latest');
+    assert.deepEqual(explained.slice(2), [0, 1, 2].map((b) => `  bucket ${b}: log offsets [${lakeEnds.get(b)}, ${latest.get(b)})`));
     // COUNT(*) of a lake-enabled log table counts the union, not the log's stats.
     assert.deepEqual(await sql.rows('SELECT count(*) FROM events', 'union'), [[130n]]);
     assert.deepEqual(await sql.rows('SELECT count(*) AS n FROM events e, events f WHERE e.id = f.id'), [[130n]]);

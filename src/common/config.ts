@@ -17,6 +17,8 @@ export interface OptionDef {
   default?: string;
   description: string;
   enumValues?: readonly string[];
+  /** Values Fluss takes for the option that Tributary refuses by name (its storage differs). */
+  flussOnlyValues?: readonly string[];
   min?: number;
   max?: number;
   /** Table options that ALTER TABLE SET/RESET may change after creation. */
@@ -29,7 +31,9 @@ export const OPTIONS: readonly OptionDef[] = [
   // ---- table options
   d({ key: 'bucket.num', scope: 'table', type: 'int', min: 1, max: 4096, description: 'Number of buckets of the table (or of each partition); defaults to the server\'s default.bucket.number.' }),
   d({ key: 'bucket.key', scope: 'table', type: 'list', description: 'Comma-separated columns hashed to choose a bucket; empty means sticky assignment for log tables.' }),
-  d({ key: 'table.log.format', scope: 'table', type: 'enum', enumValues: ['ARROW'], default: 'ARROW', description: 'Record format of the log; ARROW stores Arrow IPC record batches.' }),
+  d({ key: 'table.replication.factor', scope: 'table', type: 'int', default: '1', min: 1, description: 'Replicas of each bucket. Tributary runs one tablet server, so the factor is 1; more fails with INVALID_REPLICATION_FACTOR.' }),
+  d({ key: 'table.log.format', scope: 'table', type: 'enum', enumValues: ['ARROW'], flussOnlyValues: ['INDEXED', 'COMPACTED'], default: 'ARROW', description: 'Record format of the log; ARROW stores Arrow IPC record batches. Fluss\'s INDEXED and COMPACTED are not supported.' }),
+  d({ key: 'table.kv.format', scope: 'table', type: 'enum', enumValues: ['COMPACTED'], flussOnlyValues: ['INDEXED'], default: 'COMPACTED', description: 'Row format of a primary-key table\'s KV state; Tributary stores CompactedRow values (Fluss\'s default). Fluss\'s INDEXED is not supported.' }),
   d({ key: 'table.log.ttl', scope: 'table', type: 'duration', default: '7d', alterable: true, description: 'How long log segments are kept; 0 keeps them forever.' }),
   d({ key: 'table.log.arrow.compression.type', scope: 'table', type: 'enum', enumValues: ['ZSTD', 'LZ4_FRAME', 'NONE'], default: 'ZSTD', description: 'Arrow IPC body compression of log batches.' }),
   d({ key: 'table.log.arrow.compression.zstd.level', scope: 'table', type: 'int', default: '3', min: 1, max: 22, description: 'ZSTD level for Arrow body compression.' }),
@@ -101,7 +105,24 @@ export const OPTIONS: readonly OptionDef[] = [
   d({ key: 'client.scanner.log.fetch.wait-max-time', scope: 'client', type: 'duration', default: '500ms', description: 'Longest the server holds a fetch waiting for min-bytes.' }),
 ];
 
+/**
+ * Fluss table options that Tributary does not honour, and why: refused by name rather than as
+ * unknown keys, so that Fluss DDL says what it asks for that is missing here.
+ */
+export const FLUSS_TABLE_OPTIONS_NOT_SUPPORTED: readonly { key: string; why: string }[] = [
+  { key: 'table.auto-partition.time-format', why: 'automatic partition values have the fixed format of their time unit' },
+  { key: 'table.log.local-ttl', why: 'there is no remote log tier: table.log.ttl bounds the log' },
+  { key: 'table.log.tiered.local-segments', why: 'there is no remote log tier' },
+  { key: 'table.statistics.columns', why: 'log batches carry no column statistics' },
+  { key: 'table.kv.format-version', why: 'primary keys have one encoding' },
+  { key: 'table.kv.standby-replica.enabled', why: 'one tablet server holds every bucket, with no standby' },
+  { key: 'table.datalake.historical-partition.enabled', why: 'lookups read the table\'s live partitions only' },
+  { key: 'table.auto-increment.cache-size', why: 'there are no auto-increment columns' },
+  { key: 'auto-increment.fields', why: 'there are no auto-increment columns' },
+];
+
 const BY_KEY = new Map(OPTIONS.map((o) => [o.key, o]));
+const NOT_SUPPORTED = new Map(FLUSS_TABLE_OPTIONS_NOT_SUPPORTED.map((o) => [o.key, o.why]));
 
 export function optionDef(key: string): OptionDef | undefined {
   return BY_KEY.get(key);
@@ -164,6 +185,9 @@ export function validateOptionValue(def: OptionDef, value: string): void {
       if (parseMemory(value) === undefined) throw invalidOption(def.key, value, "expected a size such as '4kb', '2mb', '1gb'");
       return;
     case 'enum':
+      if (def.flussOnlyValues?.includes(value.trim().toUpperCase())) {
+        throw invalidOption(def.key, value, `a Fluss value not supported by Tributary, which takes ${def.enumValues!.join(', ')}`);
+      }
       if (!def.enumValues!.includes(value.trim().toUpperCase()) && !def.enumValues!.includes(value.trim())) {
         throw invalidOption(def.key, value, `expected one of ${def.enumValues!.join(', ')}`);
       }
@@ -250,12 +274,21 @@ export class Options {
   }
 }
 
-/** Table options are the declared `table.*`/`bucket.*` keys; other keys are kept as custom properties. */
+/**
+ * Table options are the declared `table.*`/`bucket.*` keys; Fluss's options that Tributary does not
+ * honour are refused by name; other keys are kept as custom properties.
+ */
 export function validateTableProperties(props: Record<string, string>): void {
   for (const [k, v] of Object.entries(props)) {
     const def = BY_KEY.get(k);
-    if (def && def.scope === 'table') validateOptionValue(def, v);
-    else if (k.startsWith('table.') || k.startsWith('bucket.')) {
+    const notSupported = NOT_SUPPORTED.get(k);
+    if (notSupported) throw new TributaryError('INVALID_CONFIG_EXCEPTION', `'${k}' is a Fluss option not supported by Tributary: ${notSupported}`);
+    if (def && def.scope === 'table') {
+      validateOptionValue(def, v);
+      if (k === 'table.replication.factor' && Number(v) > 1) {
+        throw new TributaryError('INVALID_REPLICATION_FACTOR', `'table.replication.factor' = '${v}' asks for ${v} replicas, but there is one tablet server: the factor can only be 1`);
+      }
+    } else if (k.startsWith('table.') || k.startsWith('bucket.')) {
       throw new TributaryError('INVALID_CONFIG_EXCEPTION', `unknown table option '${k}'`);
     }
   }

@@ -22,6 +22,9 @@ import { type DataType, formatDataType } from './types.js';
 
 export type Row = Record<string, unknown>;
 
+/** `YYYY-MM-DD[ T]HH:MM:SS[.ffffff][Z|±HH:MM]`. */
+const TIMESTAMP_TEXT = /^(-?\d{4,6})-(\d{2})-(\d{2})(?:[ T](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?)?\s*(Z|[+-]\d{2}:?\d{2})?$/i;
+
 /** A timestamp with microsecond precision. For TIMESTAMP it is a wall-clock time read as UTC. */
 export class Timestamp {
   constructor(readonly epochMicros: bigint) {}
@@ -32,7 +35,7 @@ export class Timestamp {
 
   /** Parses `YYYY-MM-DD[ T]HH:MM:SS[.ffffff][Z|±HH:MM]`; without a zone the time is read as UTC. */
   static parse(text: string): Timestamp {
-    const m = /^(-?\d{4,6})-(\d{2})-(\d{2})(?:[ T](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?)?\s*(Z|[+-]\d{2}:?\d{2})?$/i.exec(text.trim());
+    const m = TIMESTAMP_TEXT.exec(text.trim());
     if (!m) throw new TributaryError('INVALID_ROW', `cannot read '${text}' as a timestamp`);
     const ms = Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]), Number(m[4] ?? 0), Number(m[5] ?? 0), Number(m[6] ?? 0));
     if (Number.isNaN(ms)) throw new TributaryError('INVALID_ROW', `cannot read '${text}' as a timestamp`);
@@ -72,9 +75,35 @@ function floorDiv(a: bigint, b: bigint): bigint {
   return a % b !== 0n && (a < 0n) !== (b < 0n) ? q - 1n : q;
 }
 
+/** A value as a message shows it: strings quoted as SQL writes them, numbers as digits, long ones cut. */
+export function shownValue(value: unknown): string {
+  let text: string;
+  if (typeof value === 'string') text = `'${value.replaceAll("'", "''")}'`;
+  else if (value instanceof Uint8Array) return `${value.length} bytes`;
+  else if (value instanceof Date) text = Number.isNaN(value.getTime()) ? 'an invalid Date' : value.toISOString();
+  else if (value !== null && typeof value === 'object' && !(value instanceof Timestamp)) text = JSON.stringify(value, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v)) ?? String(value);
+  else text = String(value);
+  return text.length > 60 ? `${text.slice(0, 57)}...` : text;
+}
+
 function bad(col: Column, value: unknown, why: string): TributaryError {
-  const shown = typeof value === 'bigint' ? `${value}n` : typeof value === 'string' ? JSON.stringify(value) : String(value);
-  return new TributaryError('INVALID_ROW', `column '${col.name}' (${formatDataType(col.type)}): ${shown} ${why}`);
+  return new TributaryError('INVALID_ROW', `column ${col.name}: ${shownValue(value)} ${why}`);
+}
+
+/** `is not a T`, in the type's SQL spelling, with the written form it takes when given. */
+export const notA = (t: DataType, form = ''): string => `is not a${/^[AEIOU]/.test(t.kind) ? 'n' : ''} ${formatDataType(t)}${form ? ` (${form})` : ''}`;
+
+/** A row naming a column the table does not have. */
+export function unknownColumn(name: string, columns: readonly Column[]): TributaryError {
+  return new TributaryError('INVALID_ROW', `unknown column ${name} (the columns are ${columns.map((c) => c.name).join(', ')})`);
+}
+
+/**
+ * The error of the `n`-th row (from 1) of a statement or request: `row 2, column amount: 'x' is
+ * not a BIGINT`. Other errors pass as they are.
+ */
+export function atRow(err: unknown, n: number): unknown {
+  return err instanceof TributaryError && err.errorName === 'INVALID_ROW' ? new TributaryError('INVALID_ROW', `row ${n}, ${err.message}`, { cause: err }) : err;
 }
 
 const INT_RANGE: Record<string, [number, number]> = {
@@ -158,21 +187,21 @@ function truncateMicros(micros: bigint, precision: number): bigint {
  */
 export function toInternal(col: Column, value: unknown): unknown {
   if (value === null || value === undefined) {
-    if (!col.nullable) throw bad(col, value, 'is null but the column is NOT NULL');
+    if (!col.nullable) throw new TributaryError('INVALID_ROW', `column ${col.name}: ${value === null ? 'null' : 'missing'}, but the column is NOT NULL`);
     return null;
   }
   const t = col.type;
   switch (t.kind) {
     case 'BOOLEAN':
-      if (typeof value !== 'boolean') throw bad(col, value, 'is not a boolean');
+      if (typeof value !== 'boolean') throw bad(col, value, notA(t));
       return value;
     case 'TINYINT':
     case 'SMALLINT':
     case 'INT': {
       const n = typeof value === 'bigint' ? Number(value) : value;
       const [lo, hi] = INT_RANGE[t.kind];
-      if (typeof n !== 'number' || !Number.isInteger(n)) throw bad(col, value, 'is not an integer');
-      if (n < lo || n > hi) throw bad(col, value, `is out of range [${lo}, ${hi}]`);
+      if (typeof n !== 'number' || !Number.isInteger(n)) throw bad(col, value, notA(t));
+      if (n < lo || n > hi) throw bad(col, value, `is out of the range of ${t.kind}, [${lo}, ${hi}]`);
       return n;
     }
     case 'BIGINT': {
@@ -180,13 +209,14 @@ export function toInternal(col: Column, value: unknown): unknown {
       if (typeof value === 'bigint') b = value;
       else if (typeof value === 'number' && Number.isSafeInteger(value)) b = BigInt(value);
       else if (typeof value === 'string' && /^[+-]?\d+$/.test(value.trim())) b = BigInt(value.trim());
-      else throw bad(col, value, 'is not an exact integer (use a bigint beyond 2^53)');
-      if (b < BIGINT_MIN || b > BIGINT_MAX) throw bad(col, value, 'is out of BIGINT range');
+      else if (typeof value === 'number' && Number.isInteger(value)) throw bad(col, value, `${notA(t)} exactly: a number beyond 2^53 has lost digits, give it as a string or a bigint`);
+      else throw bad(col, value, notA(t));
+      if (b < BIGINT_MIN || b > BIGINT_MAX) throw bad(col, value, `is out of the range of BIGINT, [${BIGINT_MIN}, ${BIGINT_MAX}]`);
       return b;
     }
     case 'FLOAT':
     case 'DOUBLE':
-      if (typeof value !== 'number') throw bad(col, value, 'is not a number');
+      if (typeof value !== 'number') throw bad(col, value, notA(t));
       return value;
     case 'DECIMAL': {
       const text = typeof value === 'string' ? value : typeof value === 'bigint' ? value.toString() : typeof value === 'number' && Number.isFinite(value) ? String(value) : undefined;
@@ -196,26 +226,26 @@ export function toInternal(col: Column, value: unknown): unknown {
     }
     case 'CHAR':
     case 'STRING':
-      if (typeof value !== 'string') throw bad(col, value, 'is not a string');
+      if (typeof value !== 'string') throw bad(col, value, notA(t));
       if (t.kind === 'CHAR' && [...value].length > t.length) throw bad(col, value, `is longer than ${t.length} characters`);
       return value;
     case 'BINARY':
     case 'BYTES':
-      if (!(value instanceof Uint8Array)) throw bad(col, value, 'is not a Uint8Array');
+      if (!(value instanceof Uint8Array)) throw bad(col, value, notA(t, 'bytes'));
       if (t.kind === 'BINARY' && value.length !== t.length) throw bad(col, value, `is not exactly ${t.length} bytes`);
       return value;
     case 'DATE': {
       if (typeof value === 'number' && Number.isInteger(value)) return value;
       if (value instanceof Date && !Number.isNaN(value.getTime())) return Math.floor(value.getTime() / 86_400_000);
       const days = typeof value === 'string' ? daysFromDateString(value) : undefined;
-      if (days === undefined) throw bad(col, value, "is not a date ('YYYY-MM-DD')");
+      if (days === undefined) throw bad(col, value, notA(t, "'YYYY-MM-DD'"));
       return days;
     }
     case 'TIME': {
       let micros: number | undefined;
       if (typeof value === 'number' && Number.isInteger(value) && value >= 0 && value < 86_400_000) micros = value * 1000;
       else if (typeof value === 'string') micros = timeMicrosFromString(value);
-      if (micros === undefined) throw bad(col, value, "is not a time of day ('HH:MM:SS[.ffffff]')");
+      if (micros === undefined) throw bad(col, value, notA(t, "'HH:MM:SS[.ffffff]'"));
       return Number(truncateMicros(BigInt(micros), t.precision));
     }
     case 'TIMESTAMP':
@@ -224,8 +254,8 @@ export function toInternal(col: Column, value: unknown): unknown {
       if (value instanceof Timestamp) micros = value.epochMicros;
       else if (value instanceof Date && !Number.isNaN(value.getTime())) micros = BigInt(value.getTime()) * 1000n;
       else if (typeof value === 'bigint') micros = value;
-      else if (typeof value === 'string') micros = Timestamp.parse(value).epochMicros;
-      else throw bad(col, value, 'is not a timestamp (Timestamp, Date, ISO string or bigint microseconds)');
+      else if (typeof value === 'string' && TIMESTAMP_TEXT.test(value.trim())) micros = Timestamp.parse(value).epochMicros;
+      else throw bad(col, value, notA(t, "'YYYY-MM-DD HH:MM:SS[.ffffff]', a Timestamp, a Date or bigint microseconds"));
       return truncateMicros(micros, t.precision);
     }
   }
@@ -267,7 +297,7 @@ export class RowReader {
   read(row: Row, out: unknown[] = new Array(this.columns.length), only?: ReadonlySet<string>, required?: ReadonlySet<string>): unknown[] {
     if (row === null || typeof row !== 'object') throw new TributaryError('INVALID_ROW', 'a row must be an object of column names to values');
     for (const name in row) {
-      if (!this.names.has(name)) throw new TributaryError('INVALID_ROW', `unknown column '${name}'`);
+      if (!this.names.has(name)) throw unknownColumn(name, this.columns);
     }
     for (let i = 0; i < this.columns.length; i++) {
       const c = this.columns[i];
@@ -276,7 +306,7 @@ export class RowReader {
         continue;
       }
       const v = row[c.name];
-      if (required?.has(c.name) && (v === undefined || v === null)) throw new TributaryError('INVALID_ROW', `key column '${c.name}' must have a value`);
+      if (required?.has(c.name) && (v === undefined || v === null)) throw new TributaryError('INVALID_ROW', `column ${c.name}: ${v === null ? 'null' : 'missing'}, but a key column must have a value`);
       out[i] = toInternal(c, v);
     }
     return out;

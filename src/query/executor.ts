@@ -23,9 +23,9 @@
  */
 import { TributaryError } from '../common/errors.js';
 import { validatePartialUpdate, primaryKeyTableOptions } from '../common/pk-table.js';
-import { DEFAULT_DATABASE, type TableInfo, type TablePath, tablePathString } from '../common/schema.js';
+import { type Column, DEFAULT_DATABASE, type TableInfo, type TablePath, tablePathString } from '../common/schema.js';
 import { formatDataType } from '../common/types.js';
-import type { Row } from '../common/values.js';
+import { atRow, notA, type Row, RowReader, shownValue } from '../common/values.js';
 import type { LakeTable, LakeTieringStatus } from '../client/admin.js';
 import type { Connection } from '../client/connection.js';
 import type { Table } from '../client/table.js';
@@ -87,7 +87,7 @@ async function writeAll<W extends { flush(): Promise<void>; close(): Promise<voi
   const writer = await create();
   try {
     for (let i = 0; i < data.length; i++) {
-      await write(writer, data[i]);
+      await write(writer, data[i]).catch((err: unknown) => Promise.reject(atRow(err, i + 1)));
       if ((i + 1) % PROGRESS_ROWS === 0) written(PROGRESS_ROWS);
     }
     written(data.length % PROGRESS_ROWS);
@@ -201,7 +201,7 @@ export class SqlExecutor {
       case 'showLakeStatus':
         return { result: lakeStatus(await admin.getLakeTieringStatus(this.path(s.table))) };
       case 'insert':
-        return this.insert(await this.writable(s.table), s.columns, s.query);
+        return this.insert(await this.writable(s.table), s.columns, s.query, s.rows);
       case 'update':
         return this.update(await this.writable(s.table), s.assignments, s.where);
       case 'delete':
@@ -235,8 +235,11 @@ export class SqlExecutor {
         return { result: { columns: [{ name: count.column, type: 'BIGINT' }], rows: [[await this.rowCount(path)]] }, plan: 'stats' };
       }
     }
-    const plan = await this.loader.load(tree, this.database, { hints, session });
-    return { result: await this.duck.run(text), ...(plan ? { plan } : {}) };
+    const { plan, reads } = await this.loader.load(tree, this.database, { hints, session });
+    const result = await this.duck.run(text);
+    // EXPLAIN: how Tributary read the tables, before DuckDB's plan of the query over what it read.
+    if (tree.explain) result.rows.unshift(['tributary_plan', reads.length > 0 ? reads.join('\n') : 'reads no table']);
+    return { result, ...(plan ? { plan } : {}) };
   }
 
   /** Rows of a table from its stats: live keys of a primary-key table, HW − log start of a log table. */
@@ -249,7 +252,7 @@ export class SqlExecutor {
     return n;
   }
 
-  private async insert(table: Table, columns: string[] | undefined, query: string): Promise<ExecutionResult> {
+  private async insert(table: Table, columns: string[] | undefined, query: string, values: string[][] | undefined): Promise<ExecutionResult> {
     const { info } = table;
     const schema = info.schema;
     const targets = columns ?? schema.columns.map((c) => c.name);
@@ -257,29 +260,42 @@ export class SqlExecutor {
       if (!schema.columns.some((x) => x.name === c)) throw new TributaryError('INVALID_ROW', `column '${c}' is not a column of '${tablePathString(info.path)}'`);
       if (targets.indexOf(c) !== i) throw new TributaryError('INVALID_ROW', `column '${c}' is listed twice`);
     });
+    const expects = `INSERT INTO '${tablePathString(info.path)}' expects ${targets.length} (${targets.join(', ')}): nothing was written`;
+    const wrongRow = values?.findIndex((row) => row.length !== targets.length) ?? -1;
+    if (wrongRow >= 0) throw new TributaryError('INVALID_ROW', `row ${wrongRow + 1} has ${values![wrongRow].length} value(s), ${expects}`);
     // On a primary-key table, a column list that leaves columns out is a partial update of the listed ones.
     const partial = schema.primaryKey !== undefined && targets.length < schema.columns.length;
     if (partial) this.checkPartialUpdate(info, targets);
-    const written = partial ? schema.columns.filter((c) => targets.includes(c.name)) : schema.columns;
     const { sql: source, hints } = extractTableHints(query);
     await this.loader.load(await this.duck.syntaxTree(source), this.database, { hints, session: this.options });
-    const aliases = targets.map((_, i) => quote(`__c${i}`)).join(', ');
-    const select = written
-      .map((c) => {
-        const i = targets.indexOf(c.name);
-        return i < 0 ? `NULL AS ${quote(c.name)}` : `CAST(q.${quote(`__c${i}`)} AS ${duckTypeName(c.type)}) AS ${quote(c.name)}`;
-      })
-      .join(', ');
+    // The query on a line of its own: it may end in a line comment.
+    const given = (await this.duck.run(`SELECT * FROM (${source}\n) LIMIT 0`)).columns;
+    if (given.length !== targets.length) {
+      throw new TributaryError('INVALID_ROW', `${values ? `row 1 has ${given.length} value(s)` : `the query gives ${given.length} column(s) (${given.map((c) => c.name).join(', ')})`}, ${expects}`);
+    }
+    // Only the listed columns: the writers leave the others null (a partial update, as they are).
+    const written = schema.columns.filter((c) => targets.includes(c.name));
+    const from = `FROM (${source}\n) AS q(${targets.map((_, i) => quote(`__c${i}`)).join(', ')})`;
+    const select = written.map((c) => `CAST(q.${quote(`__c${targets.indexOf(c.name)}`)} AS ${duckTypeName(c.type)}) AS ${quote(c.name)}`);
     let result: QueryResult;
     try {
-      result = await this.duck.run(`SELECT ${select} FROM (${source}) AS q(${aliases})`);
+      result = await this.duck.run(`SELECT ${select.join(', ')} ${from}`);
     } catch (err) {
-      if (err instanceof TributaryError && /expected|columns|alias/i.test(err.message)) {
-        throw new TributaryError('INVALID_ROW', `INSERT INTO '${tablePathString(info.path)}' lists ${targets.length} column(s) that do not match the query: ${err.message}`);
-      }
-      throw err;
+      const columnsOf = targets.map((name) => schema.columns.find((c) => c.name === name)!);
+      throw (await this.unconvertible(values ?? from, columnsOf).catch(() => undefined)) ?? err;
     }
     const data = rowObjects(result);
+    // Every row is checked before the first is written.
+    const reader = new RowReader(schema.columns);
+    const only = partial ? new Set(targets) : undefined;
+    const required = partial ? new Set(schema.primaryKey) : undefined;
+    data.forEach((row, i) => {
+      try {
+        reader.read(row, undefined, only, required);
+      } catch (err) {
+        throw atRow(err, i + 1);
+      }
+    });
     if (!schema.primaryKey) {
       await writeAll(info, () => table.newAppend().createWriter(), data, (w, row) => w.append(row));
       return { message: `${data.length} row(s) inserted into '${tablePathString(info.path)}'.` };
@@ -288,6 +304,29 @@ export class SqlExecutor {
     if (partial) upsert.partialUpdate(targets);
     await writeAll(info, () => upsert.createWriter(), data, (w, row) => w.upsert(row));
     return { message: `${data.length} row(s) upserted into '${tablePathString(info.path)}'.` };
+  }
+
+  /**
+   * The first value of an INSERT's query that does not convert to its target column's type, as
+   * INVALID_ROW naming its row, column, value and the type; undefined when every value converts.
+   * The query is the text of each value of a VALUES list, each checked by itself (in the list,
+   * DuckDB converts them all to one type first), or else `FROM (query) AS q(__c0, ...)`.
+   */
+  private async unconvertible(query: string[][] | string, columns: Column[]): Promise<TributaryError | undefined> {
+    const check = (value: string, column: Column): string =>
+      `CASE WHEN (${value}) IS NOT NULL AND TRY_CAST((${value}) AS ${duckTypeName(column.type)}) IS NULL THEN (CASE WHEN typeof(${value}) = 'VARCHAR' THEN 's' ELSE 'v' END) || CAST((${value}) AS VARCHAR) END`;
+    const name = (i: number): string => quote(`__c${i}`);
+    const found =
+      typeof query === 'string'
+        ? `SELECT row_number() OVER () AS n, ${columns.map((c, i) => `${check(`q.${name(i)}`, c)} AS ${name(i)}`).join(', ')} ${query}`
+        : query.map((row, r) => `SELECT ${r + 1} AS n, ${row.map((v, i) => `${check(v, columns[i])} AS ${name(i)}`).join(', ')}`).join('\nUNION ALL ');
+    const { rows } = await this.duck.run(`SELECT * FROM (${found}) WHERE ${columns.map((_, i) => `${name(i)} IS NOT NULL`).join(' OR ')} ORDER BY n LIMIT 1`);
+    const row = rows[0];
+    if (!row) return undefined;
+    const i = row.findIndex((v, j) => j > 0 && v !== null) - 1;
+    // Strings (marked 's') are shown quoted, other values ('v') as DuckDB prints them.
+    const value = String(row[i + 1]);
+    return new TributaryError('INVALID_ROW', `row ${row[0]}, column ${columns[i].name}: ${value[0] === 's' ? shownValue(value.slice(1)) : value.slice(1)} ${notA(columns[i].type)}: nothing was written`);
   }
 
   private async update(table: Table, assignments: { column: string; expression: string }[], where: string | undefined): Promise<ExecutionResult> {

@@ -88,6 +88,15 @@ export async function bucketRanges(conn: Connection, table: Table, options: { pa
 /** How readers name a bucket of a partition in maps: as the log scanner does (bucketLabel). */
 export const bucketKey = (r: { partition?: PartitionInfo; bucket: number }): string => bucketLabel(r.partition?.partitionName, r.bucket);
 
+/** The offsets [from, to) of one bucket (bucketKey) that a read holds, as EXPLAIN shows them. */
+export interface LogRange {
+  bucket: string;
+  from: bigint;
+  to: bigint;
+}
+
+export const logRangesOf = (ranges: readonly BucketRange[]): LogRange[] => ranges.map((r) => ({ bucket: bucketKey(r), from: r.start, to: r.end }));
+
 /** Where to read one bucket (of one partition) from, up to the high watermark its first fetch reports. */
 export type BucketStart = Omit<BucketRange, 'end' | 'logStart'>;
 

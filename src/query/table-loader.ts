@@ -11,6 +11,8 @@
  *                        (union-reader.ts)                                         plan 'union'
  *   table$changelog      the table's log with change type, offset and commit
  *                        timestamp in front (log-reader.ts), for either kind       plan 'scan'
+ *   table$binlog         a primary-key table's changelog as Fluss's binlog: one row
+ *                        per change with its before and after rows (binlogSql)   plan 'scan'
  *   table$lake           a view of the rows of the current (or a chosen) snapshot
  *                        of the table's lake (Iceberg) table, deletes applied
  *                        (lake-reader.ts)                                          plan 'lake'
@@ -39,11 +41,11 @@ import { FileSystemCatalog } from '../lake/iceberg/catalog.js';
 import { toArrowSchema } from '../record/arrow-schema.js';
 import { columnFiltersOf, keyLookupOf } from './duckdb/query-shapes.js';
 import { referencesOf, type TableReference } from './duckdb/references.js';
-import type { DuckSession } from './duckdb/session.js';
+import { type DuckSession, relationSql } from './duckdb/session.js';
 import type { SyntaxTree } from './duckdb/syntax-tree.js';
 import { duckTypeName } from './duckdb/type-name.js';
 import { loadLakeSnapshots } from './lake-reader.js';
-import { bucketRanges, CHANGELOG_COLUMNS, readChangelogUpToHighWatermark, readLogUpToHighWatermark } from './log-reader.js';
+import { bucketRanges, CHANGELOG_COLUMNS, type LogRange, logRangesOf, readChangelogUpToHighWatermark, readLogUpToHighWatermark } from './log-reader.js';
 import { type ScanOptions, scanOptionsOf, type ScanTarget, type TableHint } from './scan-options.js';
 import { lookupState, readState } from './state-reader.js';
 import { ReadCache } from './read-cache.js';
@@ -56,15 +58,34 @@ export type ReadPlan = 'scan' | 'lookup' | 'stats' | 'lake' | 'union';
 const MAX_LOOKUP_KEYS = 1024;
 
 /** The read-only views of a table, named `<table><suffix>`, and what each shows. */
-export type SystemTable = '$changelog' | '$lake' | '$lake$snapshots' | '$lake$files';
+export type SystemTable = '$changelog' | '$binlog' | '$lake' | '$lake$snapshots' | '$lake$files';
 const SYSTEM_TABLES: Record<SystemTable, string> = {
   $changelog: 'the changelog of a table',
+  $binlog: 'the changes of a primary-key table with their before and after rows',
   $lake$snapshots: 'the lake snapshots of a table',
   $lake$files: 'the lake files of a table',
   $lake: 'the lake rows of a table',
 };
 /** Which scan options each system table takes (scan-options.ts). */
-const SCAN_TARGETS: Record<SystemTable, ScanTarget> = { $changelog: 'table', $lake$snapshots: 'none', $lake$files: 'lake', $lake: 'lake' };
+const SCAN_TARGETS: Record<SystemTable, ScanTarget> = { $changelog: 'table', $binlog: 'table', $lake$snapshots: 'none', $lake$files: 'lake', $lake: 'lake' };
+
+/**
+ * What loading a query's tables did: how it read the last one (ReadPlan), and for each table a
+ * few lines saying how, as EXPLAIN shows them before DuckDB's plan: the relation and its read
+ * (key lookup, KV scan, log scan, union read, ...), the columns read, and where it applies the log
+ * ranges per bucket [from, to) and the lake snapshot with its data files read and pruned.
+ */
+export interface LoadedTables {
+  plan?: ReadPlan;
+  reads: string[];
+}
+
+/** The lines of one table's read in LoadedTables.reads. */
+function describeRead(name: string, how: string, columns: readonly string[] | undefined, details: string[] = []): string {
+  return [`${name}: ${how}${columns ? `, columns (${columns.join(', ')})` : ''}`, ...details.map((d) => `  ${d}`)].join('\n');
+}
+
+const rangeLines = (ranges: readonly LogRange[]): string[] => ranges.map((r) => `bucket ${r.bucket}: log offsets [${r.from}, ${r.to})`);
 
 /** The scan options of a query (scan-options.ts): its tables' hints and the session's options. */
 export interface QueryScan {
@@ -91,7 +112,7 @@ export class TableLoader {
     return { database: ref.schema ?? database, table: ref.table };
   }
 
-  /** The system table a reference names (`t$changelog`, `t$lake`, `t$lake$snapshots`), with the table it belongs to. */
+  /** The system table a reference names (`t$changelog`, `t$binlog`, `t$lake`, ...), with the table it belongs to. */
   static systemTableOf(ref: TableReference): { system: SystemTable; table: string; shows: string } | undefined {
     const lower = ref.table.toLowerCase();
     for (const [system, shows] of Object.entries(SYSTEM_TABLES) as [SystemTable, string][]) {
@@ -110,12 +131,13 @@ export class TableLoader {
     return info.schema.primaryKey !== undefined || tableOption(info.properties, 'table.datalake.enabled') !== 'true';
   }
 
-  /** Loads every table the query reads; undefined when it reads none. */
-  async load(tree: SyntaxTree, database: string, scan: QueryScan = {}): Promise<ReadPlan | undefined> {
+  /** Loads every table the query reads, and says how (LoadedTables; no plan when it reads none). */
+  async load(tree: SyntaxTree, database: string, scan: QueryScan = {}): Promise<LoadedTables> {
     const refs = referencesOf(tree.json);
     const loaded = new Set<string>();
     const hinted = new Set<TableHint>();
     let plan: ReadPlan | undefined;
+    const reads: string[] = [];
     for (const ref of refs.tables) {
       const path = TableLoader.pathOf(ref, database);
       const name = `${path.database}.${path.table}`;
@@ -128,46 +150,63 @@ export class TableLoader {
       const last = system || startOf(options) !== undefined ? undefined : this.cache.lastUnionRead(name);
       const speculated = last && startCatchUp({ conn: this.conn, duck: this.duck, table: last, name, columns: columnsToRead(last.info, refs.columns), filters: [], cache: this.cache });
       const table = await this.conn.getTable({ ...path, table: system?.table ?? path.table });
-      if (system && system.system !== '$changelog') {
-        const catalog = await this.lakeCatalog(table.info, system.system);
-        if (system.system === '$lake') {
+      if (system?.system.startsWith('$lake')) {
+        const catalog = await this.lakeCatalog(table.info, system!.system);
+        if (system!.system === '$lake') {
           const filters = columnFiltersOf(tree.json, lakeColumns(table.info));
           await loadLakeRows(this.cache, this.duck, catalog, table.info, name, refs.columns, filters, options);
-        } else if (system.system === '$lake$files') await loadLakeFiles(this.cache, this.duck, catalog, table.info, name, options);
+        } else if (system!.system === '$lake$files') await loadLakeFiles(this.cache, this.duck, catalog, table.info, name, options);
         else await loadLakeSnapshots(this.duck, name, catalog, table.info.path.database, table.info.path.table);
+        reads.push(describeRead(name, `lake read (${system!.shows}), from the lake's files`, undefined));
         plan = 'lake';
         continue;
       }
       const columns = columnsToRead(table.info, refs.columns);
       const read: TableRead = { conn: this.conn, duck: this.duck, table, name, columns, filters: columnFiltersOf(tree.json, table.info.schema.columns), cache: this.cache, ...(speculated ? { speculated } : {}) };
-      if (system?.system === '$changelog') {
+      if (system?.system === '$changelog' || system?.system === '$binlog') {
         const clash = table.info.schema.columns.find((c) => CHANGELOG_COLUMNS.includes(c.name.toLowerCase()));
         if (clash) throw new TributaryError('SQL_UNSUPPORTED', `'${tablePathString(table.info.path)}' has a column named '${clash.name}', which ${system.system} uses for its metadata`);
+        const binlog = system.system === '$binlog';
+        const primaryKey = table.info.schema.primaryKey;
+        if (binlog && !primaryKey) {
+          throw new TributaryError('SQL_UNSUPPORTED', `'${ref.table}' needs a primary-key table: '${tablePathString(table.info.path)}' is a log table, whose rows are only inserted (read '${system.table}$changelog')`);
+        }
+        // The binlog's before and after rows hold every column.
+        const read = binlog ? table.info.schema.columns.map((c) => c.name) : columns;
         const from = startOf(options);
-        const ranges = from === undefined ? undefined : await bucketRanges(this.conn, table, { from });
-        const { schema, batches } = await readChangelogUpToHighWatermark(this.conn, table, columns, ranges);
-        await this.duck.loadArrowTable(name, schema, batches);
+        const ranges = await bucketRanges(this.conn, table, from === undefined ? {} : { from });
+        const { schema, batches } = await readChangelogUpToHighWatermark(this.conn, table, read, ranges);
+        await this.duck.loadArrowTable(binlog ? `${BINLOG_SCHEMA}.${name}` : name, schema, batches);
+        if (binlog) await this.duck.createView(name, binlogSql(`${BINLOG_SCHEMA}.${name}`, read, primaryKey!));
+        reads.push(describeRead(name, `${binlog ? 'binlog' : 'changelog'} scan (log scan with change types)`, read, rangeLines(logRangesOf(ranges))));
         plan = 'scan';
         continue;
       }
       const from = startOf(options);
       if (from !== undefined) {
         await loadLogFrom(read, from);
+        reads.push(describeRead(name, `log scan from ${typeof from === 'object' ? `timestamp ${from.timestamp}` : from} (scan.startup.mode ${options.mode})${table.info.schema.primaryKey ? ', changes folded by key' : ''}`, columns));
         plan = 'scan';
         continue;
       }
       const keys = table.info.schema.primaryKey && refs.tables.length === 1 ? await this.lookupKeys(tree, table) : undefined;
-      if (!keys && tableOption(table.info.properties, 'table.datalake.enabled') === 'true' && (await loadUnionRead(read, await this.lakeCatalog(table.info, 'union read')))) {
+      const union = !keys && tableOption(table.info.properties, 'table.datalake.enabled') === 'true' ? await loadUnionRead(read, await this.lakeCatalog(table.info, 'union read')) : undefined;
+      if (union) {
+        const lake = `lake snapshot ${union.snapshotId}: ${union.filesRead} data file(s) read, ${union.filesPruned} pruned by the query's filters`;
+        reads.push(describeRead(name, 'union read (lake snapshot, then the log after it)', columns, [lake, ...rangeLines(union.log)]));
         plan = 'union';
         continue;
       }
       if (!table.info.schema.primaryKey) {
         const projected = columns.map((c) => table.info.schema.columns.findIndex((x) => x.name === c));
-        await this.duck.loadArrowTable(name, toArrowSchema(table.info.schema, projected), await readLogUpToHighWatermark(this.conn, table, columns));
+        const ranges = await bucketRanges(this.conn, table);
+        await this.duck.loadArrowTable(name, toArrowSchema(table.info.schema, projected), await readLogUpToHighWatermark(this.conn, table, columns, ranges));
+        reads.push(describeRead(name, 'log scan', columns, rangeLines(logRangesOf(ranges))));
         plan = 'scan';
       } else {
         const { schema, batches } = keys ? await lookupState(table, keys, columns) : await readState(table, columns);
         await this.duck.loadArrowTable(name, schema, batches);
+        reads.push(describeRead(name, keys ? `key lookup of ${keys.length} key(s)` : 'KV scan (the committed state of every bucket)', columns));
         plan = keys ? 'lookup' : 'scan';
       }
     }
@@ -177,7 +216,7 @@ export class TableLoader {
     }
     // The current database is DuckDB's default schema, so unqualified names resolve as in Tributary.
     await this.duck.useSchema(database);
-    return plan;
+    return { ...(plan ? { plan } : {}), reads };
   }
 
   /** The filesystem catalog of the lake that a lake-enabled table is tiered into; `use` says what for. */
@@ -208,6 +247,29 @@ export class TableLoader {
     // A literal that does not convert to the column's type equals no stored key.
     return cast.rows.filter((r) => r.every((v) => v !== null)).map((r) => Object.fromEntries(keyColumns.map((c, i) => [c.name, r[i]])));
   }
+}
+
+/** The DuckDB schema of the changelogs that `$binlog` views read. */
+const BINLOG_SCHEMA = '__binlog';
+
+/**
+ * The `$binlog` of a primary-key table (Fluss's shape) over its changelog loaded as `changes`:
+ * one row per change, `insert`, `update` or `delete`, with the row before it and the row after it
+ * as structs. An update's -U and +U are a key's consecutive records in its bucket's log, so the
+ * -U is the +U's previous change of the same key; without one (table.changelog.image WAL) an
+ * update has no before row.
+ */
+function binlogSql(changes: string, columns: readonly string[], primaryKey: readonly string[]): string {
+  const [type, offset, timestamp] = CHANGELOG_COLUMNS.map(quoteIdentifier);
+  const row = `struct_pack(${columns.map((c) => `${quoteIdentifier(c)} := ${quoteIdentifier(c)}`).join(', ')})`;
+  return (
+    `SELECT CASE ${type} WHEN 'update_after' THEN 'update' ELSE ${type} END AS ${type}, ${offset}, ${timestamp},\n` +
+    `  CASE WHEN ${type} = 'delete' THEN "row" WHEN ${type} = 'update_after' AND previous_type = 'update_before' THEN previous END AS "before",\n` +
+    `  CASE WHEN ${type} <> 'delete' THEN "row" END AS "after"\n` +
+    `FROM (SELECT ${type}, ${offset}, ${timestamp}, ${row} AS "row", lag(${type}) OVER w AS previous_type, lag(${row}) OVER w AS previous\n` +
+    `  FROM ${relationSql(changes)} WINDOW w AS (PARTITION BY ${primaryKey.map(quoteIdentifier).join(', ')} ORDER BY ${offset}))\n` +
+    `WHERE ${type} <> 'update_before'`
+  );
 }
 
 /** Where a read starts by its startup mode: undefined for `full` (the whole table). */

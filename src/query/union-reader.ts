@@ -56,7 +56,7 @@ import { type DuckSession, relationSql } from './duckdb/session.js';
 import { duckTypeName } from './duckdb/type-name.js';
 import { pruneScanTasks, prunePartitions } from './lake-pruning.js';
 import { duckTypeOfIceberg, lakeFilesSql, scanTasksSql, schemaOf, snapshotAsOf } from './lake-reader.js';
-import { type BucketRange, bucketKey, bucketRanges, type BucketStart, readChangelogUpToHighWatermark, readLogRanges } from './log-reader.js';
+import { type BucketRange, bucketKey, bucketRanges, type BucketStart, type LogRange, readChangelogUpToHighWatermark, readLogRanges } from './log-reader.js';
 import type { LoadedTail, ReadCache } from './read-cache.js';
 import type { ScanOptions } from './scan-options.js';
 
@@ -86,12 +86,21 @@ export interface TableRead {
   speculated?: Promise<CatchUp | undefined>;
 }
 
+/** What a union read reads: the lake snapshot, its data files read and pruned, the log range of each bucket. */
+export interface UnionReadPlan {
+  snapshotId: bigint;
+  filesRead: number;
+  filesPruned: number;
+  log: LogRange[];
+}
+
 /**
- * Creates the union read of a lake-enabled table (see the header) as view `read.name`; false,
- * creating nothing, when the table has no lake snapshot yet or a primary-key table's log alone no
- * longer tells its state (the caller then reads the table as without a lake).
+ * Creates the union read of a lake-enabled table (see the header) as view `read.name`, and says
+ * what it reads; undefined, creating nothing, when the table has no lake snapshot yet or a
+ * primary-key table's log alone no longer tells its state (the caller then reads the table as
+ * without a lake).
  */
-export async function loadUnionRead(read: TableRead, catalog: FileSystemCatalog): Promise<boolean> {
+export async function loadUnionRead(read: TableRead, catalog: FileSystemCatalog): Promise<UnionReadPlan | undefined> {
   const { conn, table } = read;
   const info = table.info;
   const admin = conn.getAdmin();
@@ -104,11 +113,13 @@ export async function loadUnionRead(read: TableRead, catalog: FileSystemCatalog)
     loaded.catch(() => undefined); // awaited below, or dropped with the read
     return loaded;
   };
+  // The tail kept for the read says what the log side holds.
+  const planOf = (files: { filesRead: number; filesPruned: number }): UnionReadPlan => {
+    const kept = read.cache.tail(tailKey)!;
+    return { snapshotId: kept.snapshotId, ...files, log: kept.ranges.map((r) => ({ bucket: bucketKey(r), from: r.start, to: kept.ends.get(bucketKey(r)) ?? r.start })) };
+  };
   const caughtUp = await caughtUpTail(read, columns, tailKey, lakeTable());
-  if (caughtUp) {
-    await createUnionView(read, columns, caughtUp.tail, caughtUp.lake);
-    return true;
-  }
+  if (caughtUp) return planOf(await createUnionView(read, columns, caughtUp.tail, caughtUp.lake));
   for (let attempt = 1; ; attempt++) {
     const last = attempt === MAX_ATTEMPTS;
     // The offsets are listed while the snapshot is asked for: the snapshot's own offsets bound what the lake holds, whatever the order.
@@ -119,7 +130,7 @@ export async function loadUnionRead(read: TableRead, catalog: FileSystemCatalog)
     try {
       snapshot = await admin.getLakeSnapshot(info.path);
     } catch (err) {
-      if (err instanceof TributaryError && err.errorName === 'LAKE_SNAPSHOT_NOT_EXIST') return false;
+      if (err instanceof TributaryError && err.errorName === 'LAKE_SNAPSHOT_NOT_EXIST') return undefined;
       throw err;
     }
     // The lake side is planned while the log side is read.
@@ -129,7 +140,7 @@ export async function loadUnionRead(read: TableRead, catalog: FileSystemCatalog)
     const ranges = (await listed).map((r) => ({ ...r, lakeEnd: lakeEnds.get(lakeBucketKey({ ...(r.partition ? { partitionId: r.partition.partitionId } : {}), bucket: r.bucket })) }));
     const expired = ranges.some((r) => r.lakeEnd !== undefined && r.lakeEnd < r.logStart);
     if (expired && !last && (await admin.getLakeSnapshot(info.path)).snapshotId !== snapshot.snapshotId) continue;
-    if (info.schema.primaryKey && (expired || ranges.some((r) => r.lakeEnd === undefined && r.logStart > 0n))) return false;
+    if (info.schema.primaryKey && (expired || ranges.some((r) => r.lakeEnd === undefined && r.logStart > 0n))) return undefined;
     let tail: string;
     let lake: LakePlan;
     try {
@@ -143,8 +154,7 @@ export async function loadUnionRead(read: TableRead, catalog: FileSystemCatalog)
       if (retry && !last) continue;
       throw err;
     }
-    await createUnionView(read, columns, tail, lake);
-    return true;
+    return planOf(await createUnionView(read, columns, tail, lake));
   }
 }
 
@@ -171,9 +181,10 @@ function tailKeyOf(name: string, columns: readonly string[], partitions: readonl
 /**
  * Creates the union view `read.name` over the lake plan's rows and the tail table `tail` (see the
  * header), and remembers the table it reads, for the next read's early catch-up (startCatchUp).
+ * Returns how many of the snapshot's data files it reads and how many the filters pruned.
  */
-async function createUnionView(read: TableRead, columns: string[], tail: string, lake: LakePlan): Promise<void> {
-  const lakeSql = await lakeRows(read, lake, columns);
+async function createUnionView(read: TableRead, columns: string[], tail: string, lake: LakePlan): Promise<{ filesRead: number; filesPruned: number }> {
+  const { sql: lakeSql, filesRead } = await lakeRows(read, lake, columns);
   const cols = columns.map(quote).join(', ');
   const t = relationSql(tail);
   const key = read.table.info.schema.primaryKey;
@@ -183,6 +194,7 @@ async function createUnionView(read: TableRead, columns: string[], tail: string,
     : `${lakeSql}\nUNION ALL SELECT ${cols} FROM ${t}`;
   await read.duck.createView(read.name, sql);
   read.cache.rememberUnionRead(read.name, read.table);
+  return { filesRead, filesPruned: lake.tasks.length - filesRead };
 }
 
 /**
@@ -405,7 +417,7 @@ async function planLake(cache: ReadCache, loaded: Promise<LoadedTable>, snapshot
 }
 
 /** `SELECT <columns> FROM (<rows of the snapshot>) AS l` (see the header), files pruned by the read's filters. */
-async function lakeRows(read: TableRead, lake: LakePlan, columns: readonly string[]): Promise<string> {
+async function lakeRows(read: TableRead, lake: LakePlan, columns: readonly string[]): Promise<{ sql: string; filesRead: number }> {
   const info = read.table.info;
   const { metadata } = lake;
   const schema: IcebergSchema = currentSchema(metadata);
@@ -416,5 +428,5 @@ async function lakeRows(read: TableRead, lake: LakePlan, columns: readonly strin
     if (!field) return `CAST(NULL AS ${type}) AS ${quote(c)}`;
     return duckTypeOfIceberg(field.type) === type.replaceAll(' ', '') ? `l.${quote(c)}` : `CAST(l.${quote(c)} AS ${type}) AS ${quote(c)}`;
   });
-  return `SELECT ${select.join(', ')} FROM (${scanTasksSql(metadata, tasks, { schema, columns })}) AS l`;
+  return { sql: `SELECT ${select.join(', ')} FROM (${scanTasksSql(metadata, tasks, { schema, columns })}) AS l`, filesRead: tasks.length };
 }

@@ -26,7 +26,7 @@ import { type CompactedReader, MAX_COMPACT_DECIMAL_PRECISION } from '../common/k
 import { CompactedRowDecoder, type CompactedRowVisitor } from '../common/row-encoder.js';
 import type { Column, Schema } from '../common/schema.js';
 import { formatDataType } from '../common/types.js';
-import { type Row, RowReader, toInternal } from '../common/values.js';
+import { type Row, RowReader, toInternal, unknownColumn } from '../common/values.js';
 import { align8 } from './arrow-payload.js';
 import { sameArrowType, toArrowSchema } from './arrow-schema.js';
 
@@ -647,7 +647,7 @@ export class ColumnBatchBuilder {
     let count: number | undefined;
     let firstName = '';
     for (const name in columns) {
-      if (!this.indexByName.has(name)) throw invalidRow(`unknown column '${name}'`);
+      if (!this.indexByName.has(name)) throw unknownColumn(name, this.schema.columns);
       const length = columns[name].length;
       if (count === undefined) [count, firstName] = [length, name];
       else if (length !== count) throw invalidRow(`column '${name}' has ${length} values, column '${firstName}' ${count}`);
@@ -659,7 +659,7 @@ export class ColumnBatchBuilder {
       const appender = this.appenders[i];
       const given = columns[column.name];
       if (given === undefined) {
-        if (!column.nullable) throw invalidRow(`column '${column.name}' is NOT NULL but was not given`);
+        if (!column.nullable) throw invalidRow(`column ${column.name}: missing, but the column is NOT NULL`);
         return () => {
           for (let r = 0; r < n; r++) appender.appendNull();
         };

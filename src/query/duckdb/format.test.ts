@@ -27,12 +27,40 @@ test('table: aligned box, numbers right-aligned, NULL shown, row count', () => {
       '| id               | name            | price                             | ts                          | tags      | raw       |',
       '+------------------+-----------------+-----------------------------------+-----------------------------+-----------+-----------+',
       '| 9007199254740993 | comma, "quoted" | 123456789012345678901234567890.25 | 2024-01-02T03:04:05.000006Z | ["a","b"] | a\\x00\\xFF |',
-      '|               42 | line\\nbreak     |                             -0.50 | NULL                        | []        | NULL      |',
+      '|               42 | line           +|                             -0.50 | NULL                        | []        | NULL      |',
+      '|                  | break           |                                   |                             |           |           |',
       '|               -7 | NULL            |                              NULL | 1969-12-31T23:59:59.999999Z | NULL      | \\x5C      |',
       '+------------------+-----------------+-----------------------------------+-----------------------------+-----------+-----------+',
       '3 rows',
     ].join('\n'),
   );
+});
+
+test('table: multi-line values take several lines, marked + (as psql), other control characters escaped', () => {
+  const plan: QueryResult = {
+    columns: [{ name: 'create table', type: 'VARCHAR' }, { name: 'n', type: 'INTEGER' }],
+    rows: [
+      ['CREATE TABLE t (\r\n  a INT\n)', 1],
+      ['tab\there', 22],
+    ],
+  };
+  assert.equal(
+    formatResult(plan, 'table'),
+    [
+      '+------------------+----+',
+      '| create table     | n  |',
+      '+------------------+----+',
+      '| CREATE TABLE t (+|  1 |',
+      '|   a INT         +|    |',
+      '| )                |    |',
+      '| tab\\there        | 22 |',
+      '+------------------+----+',
+      '2 rows',
+    ].join('\n'),
+  );
+  // csv and json keep the value exact.
+  assert.equal(formatResult(plan, 'csv'), 'create table,n\r\n"CREATE TABLE t (\r\n  a INT\n)",1\r\ntab\there,22');
+  assert.equal(JSON.parse(formatResult(plan, 'json').split('\n')[0])['create table'], 'CREATE TABLE t (\r\n  a INT\n)');
 });
 
 test('table: one row, no rows, no columns', () => {

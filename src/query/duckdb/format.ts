@@ -1,8 +1,10 @@
 /**
  * Query results as text for the SQL shell. None of the forms ends with a newline.
  *
- *   table  an aligned ASCII box (numbers right-aligned), then `N rows`; NULL shows as NULL,
- *          control characters as \n, \r, \t
+ *   table  an aligned ASCII box (numbers right-aligned), then `N rows`; NULL shows as NULL. A
+ *          value with line breaks takes as many lines of the box, each line but its last marked
+ *          `+` at the cell's right edge (as psql does), so SHOW CREATE TABLE and EXPLAIN read as
+ *          written; other control characters show as \r and \t
  *   json   one JSON object per row and line: integers within ±(2^53 - 1) as numbers, larger
  *          ones and decimals as strings, timestamps as ISO-8601 strings, BLOBs in base64,
  *          NaN and ±Infinity as strings
@@ -59,19 +61,25 @@ function formatTable(result: QueryResult): string {
   const count = result.rows.length;
   const footer = `${count} ${count === 1 ? 'row' : 'rows'}`;
   if (result.columns.length === 0) return footer;
-  const escape = (s: string): string => s.replace(/[\n\r\t]/g, (c) => (c === '\n' ? '\\n' : c === '\r' ? '\\r' : '\\t'));
-  const header = result.columns.map((c) => escape(c.name));
-  const cells = result.rows.map((row) => row.map((v) => (v === null || v === undefined ? 'NULL' : escape(text(v)))));
-  const widths = header.map((h, c) => cells.reduce((w, row) => Math.max(w, displayWidth(row[c])), displayWidth(h)));
+  const escape = (s: string): string => s.replace(/\r\n/g, '\n').replace(/[\r\t]/g, (c) => (c === '\r' ? '\\r' : '\\t'));
+  const lines = (s: string): string[] => escape(s).split('\n');
+  const header = result.columns.map((c) => lines(c.name));
+  const cells = result.rows.map((row) => row.map((v) => (v === null || v === undefined ? ['NULL'] : lines(text(v)))));
+  const widest = (cell: string[]): number => Math.max(...cell.map(displayWidth));
+  const widths = header.map((h, c) => cells.reduce((w, row) => Math.max(w, widest(row[c])), widest(h)));
   const right = result.columns.map((c) => NUMERIC_TYPE.test(c.type));
   const pad = (s: string, c: number, alignRight: boolean): string => {
     const fill = ' '.repeat(widths[c] - displayWidth(s));
     return alignRight ? fill + s : s + fill;
   };
   const border = `+${widths.map((w) => '-'.repeat(w + 2)).join('+')}+`;
-  const line = (values: string[], alignRight: (c: number) => boolean): string => `| ${values.map((s, c) => pad(s, c, alignRight(c))).join(' | ')} |`;
-  const out = [border, line(header, () => false), border];
-  for (const row of cells) out.push(line(row, (c) => right[c]));
+  // A row of cells as its lines of text: a cell's lines but its last end in '+'.
+  const row = (values: string[][], alignRight: (c: number) => boolean): string[] => {
+    const height = Math.max(...values.map((v) => v.length));
+    return Array.from({ length: height }, (_, l) => `|${values.map((v, c) => ` ${pad(v[l] ?? '', c, alignRight(c) && v.length === 1)}${l < v.length - 1 ? '+' : ' '}`).join('|')}|`);
+  };
+  const out = [border, ...row(header, () => false), border];
+  for (const values of cells) out.push(...row(values, (c) => right[c]));
   if (count > 0) out.push(border);
   out.push(footer);
   return out.join('\n');

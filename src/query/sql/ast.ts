@@ -44,8 +44,12 @@ export type Statement =
   | { kind: 'setOption'; key: string; value: string }
   | { kind: 'showOptions' }
   | { kind: 'resetOption'; key?: string }
-  /** `query` is the raw `VALUES ...`, `SELECT ...` or `WITH ...` text. */
-  | { kind: 'insert'; table: TableName; columns?: string[]; query: string }
+  /**
+   * `query` is the raw `VALUES ...`, `SELECT ...` or `WITH ...` text; `rows`, for a `VALUES` query,
+   * the text of each value of each row, so that a row of the wrong width, or a value that does not
+   * fit, can be named (DuckDB gives a VALUES column one type, so one value can fail the whole list).
+   */
+  | { kind: 'insert'; table: TableName; columns?: string[]; query: string; rows?: string[][] }
   /** Expressions and the condition are raw DuckDB text; no condition means every row. */
   | { kind: 'update'; table: TableName; assignments: { column: string; expression: string }[]; where?: string }
   | { kind: 'delete'; table: TableName; where?: string }

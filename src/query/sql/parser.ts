@@ -56,6 +56,41 @@ const UNSUPPORTED = new Set(['MERGE', 'TRUNCATE', 'CALL', 'LOAD', 'UNLOAD']);
  * Parses one statement. `origin` is where `sql` starts inside a larger script (see
  * `splitStatements`), so that error positions name the script's lines.
  */
+/**
+ * The values of each row of `VALUES (...), (...)`, as text: split at the commas outside nested
+ * brackets. Undefined when the text is beyond this lexer (DuckDB's own literal syntax).
+ */
+function valuesRows(query: string): string[][] | undefined {
+  const lx = new Lexer(query);
+  const isSymbol = (t: Token, c: string): boolean => t.kind === 'symbol' && t.text === c;
+  try {
+    lx.next(); // VALUES
+    const rows: string[][] = [];
+    do {
+      if (!isSymbol(lx.next(), '(')) return undefined;
+      const row: string[] = [];
+      let depth = 0;
+      let value: { start: number; end: number } | undefined;
+      for (let t = lx.next(); depth > 0 || !isSymbol(t, ')'); t = lx.next()) {
+        if (t.kind === 'eof') return undefined;
+        if (depth === 0 && isSymbol(t, ',')) {
+          row.push(value ? query.slice(value.start, value.end) : '');
+          value = undefined;
+          continue;
+        }
+        if (t.kind === 'symbol' && '([{'.includes(t.text)) depth++;
+        else if (t.kind === 'symbol' && ')]}'.includes(t.text)) depth--;
+        value = { start: value?.start ?? t.start, end: t.end };
+      }
+      if (value || row.length > 0) row.push(value ? query.slice(value.start, value.end) : '');
+      rows.push(row);
+    } while (isSymbol(lx.peek(), ',') && lx.next());
+    return rows;
+  } catch {
+    return undefined;
+  }
+}
+
 export function parseStatement(sql: string, origin?: SourcePosition): Statement {
   return new Parser(new Lexer(sql, origin)).statement();
 }
@@ -396,7 +431,9 @@ class Parser {
     if (this.isSymbol(this.lx.peek(), '(') && !this.startsQuery(this.lx.peek(1))) columns = this.names();
     const q = this.lx.peek();
     if (!this.startsQuery(q)) throw this.expected(q, 'VALUES, SELECT or WITH');
-    return { kind: 'insert', table, ...(columns ? { columns } : {}), query: this.restOfStatement(q) };
+    const query = this.restOfStatement(q);
+    const rows = q.upper === 'VALUES' ? valuesRows(query) : undefined;
+    return { kind: 'insert', table, ...(columns ? { columns } : {}), query, ...(rows ? { rows } : {}) };
   }
 
   private update(): Statement {

@@ -12,7 +12,8 @@
  *                                       table's by name and must have the table's Arrow types
  *                                       (record/arrow-schema.ts)
  *
- * Columns left out are null. Every row is checked before any is written.
+ * Columns left out are null. Every row is checked before any is written; an error names the row
+ * (from 1), the column, the value and the column's type: `row 2, column amount: 'x' is not a BIGINT`.
  *
  * Results out (POST /api/v1/sql), by Accept:
  *
@@ -31,7 +32,7 @@ import * as arrow from 'apache-arrow';
 import { TributaryError } from '../../common/errors.js';
 import type { Column, Schema } from '../../common/schema.js';
 import { type DataType, parseDataType } from '../../common/types.js';
-import { type Row, toInternal } from '../../common/values.js';
+import { atRow, type Row, shownValue, toInternal } from '../../common/values.js';
 import type { QueryResult } from '../../query/duckdb/result.js';
 import { arrowIpcStream, encodeArrowPayload } from '../../record/arrow-payload.js';
 import { ColumnBatchBuilder } from '../../record/column-batch-builder.js';
@@ -58,12 +59,13 @@ export function rowsBatch(schema: Schema, body: unknown): arrow.RecordBatch {
   if (!Array.isArray(body)) throw new TributaryError('INVALID_ARGUMENT', 'the body must be a JSON array of row objects, or an Arrow IPC stream');
   const binary = schema.columns.filter((c) => c.type.kind === 'BINARY' || c.type.kind === 'BYTES').map((c) => c.name);
   body.forEach((row: unknown, i) => {
-    if (row === null || typeof row !== 'object' || Array.isArray(row)) throw new TributaryError('INVALID_ROW', `row ${i} is not an object of column names to values`);
     try {
+      if (row === null || typeof row !== 'object' || Array.isArray(row)) {
+        throw new TributaryError('INVALID_ROW', `${Array.isArray(row) ? 'an array' : shownValue(row)} is not a row: a row is an object of column names to values (the columns are ${schema.columns.map((c) => c.name).join(', ')})`);
+      }
       builder.appendRow(binary.length === 0 ? (row as Row) : withBytes(row as Row, binary));
     } catch (err) {
-      if (err instanceof TributaryError) throw new TributaryError(err.errorName, `row ${i}: ${err.message}`);
-      throw err;
+      throw atRow(err, i + 1);
     }
   });
   return builder.build();
@@ -75,7 +77,7 @@ function withBytes(row: Row, binary: readonly string[]): Row {
   for (const name of binary) {
     const v = out[name];
     if (typeof v === 'string') {
-      if (!/^[A-Za-z0-9+/]*={0,2}$/.test(v) || v.length % 4 !== 0) throw new TributaryError('INVALID_ROW', `column '${name}': '${v}' is not base64`);
+      if (!/^[A-Za-z0-9+/]*={0,2}$/.test(v) || v.length % 4 !== 0) throw new TributaryError('INVALID_ROW', `column ${name}: ${shownValue(v)} is not base64`);
       out[name] = new Uint8Array(Buffer.from(v, 'base64'));
     }
   }
