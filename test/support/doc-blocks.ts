@@ -12,8 +12,10 @@ export interface CodeBlock {
   /** The info string after the opening fence (`ts`, `sh`, `sql`, …). */
   lang: string;
   text: string;
-  /** Where it is, `docs/client.md:24`, for messages. */
+  /** Where it is, `docs/client.md:24` (its opening fence), for messages. */
   where: string;
+  /** The page's line number of the block's first line. */
+  line: number;
 }
 
 /** The blocks of `doc` (a path from the repository root) in page order, of one language if given. */
@@ -26,7 +28,7 @@ export function codeBlocks(doc: string, lang?: string): CodeBlock[] {
     const start = i;
     const body: string[] = [];
     for (i++; i < lines.length && !lines[i].startsWith('```'); i++) body.push(lines[i]);
-    if (lang === undefined || open[1] === lang) blocks.push({ lang: open[1], text: body.join('\n') + '\n', where: `${doc}:${start + 1}` });
+    if (lang === undefined || open[1] === lang) blocks.push({ lang: open[1], text: body.join('\n') + '\n', where: `${doc}:${start + 1}`, line: start + 2 });
   }
   return blocks;
 }
