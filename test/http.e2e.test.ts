@@ -15,6 +15,7 @@ import { Connection } from '../src/client/index.js';
 import { ManifestContent } from '../src/lake/iceberg/data-file.js';
 import { isLive, readManifest, readManifestList } from '../src/lake/iceberg/scan.js';
 import { ServerProcess } from './support/server-process.js';
+import { waitTiered } from './support/tiering-rounds.js';
 
 const ARROW_STREAM = 'application/vnd.apache.arrow.stream';
 
@@ -234,17 +235,6 @@ test('the REST API answers bad requests with named errors and HTTP statuses, and
   assert.deepEqual([missing.status, missing.json], [404, { error: 'not found' }]);
 });
 
-async function waitTiered(path: { database: string; table: string }): Promise<void> {
-  const admin = conn.getAdmin();
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    const status = await admin.getLakeTieringStatus(path);
-    if (status.snapshotId !== undefined && status.buckets.every((b) => b.recordsBehind === 0n)) return;
-    if (Date.now() > deadline) throw new Error(`the lake did not catch up: ${JSON.stringify(status, (_, v) => (typeof v === 'bigint' ? String(v) : v))}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
-
 test('iceberg-js lists and loads lake tables from the Iceberg REST catalog, and DuckDB reads the files its metadata names', async () => {
   const created = await sql(
     "CREATE TABLE lake_events (id BIGINT NOT NULL, note STRING) WITH ('bucket.num' = '2', 'bucket.key' = 'id', 'table.datalake.enabled' = 'true', 'table.datalake.freshness' = '1s')",
@@ -253,7 +243,7 @@ test('iceberg-js lists and loads lake tables from the Iceberg REST catalog, and 
   await sql('CREATE TABLE IF NOT EXISTS not_in_lake (id BIGINT)');
   const rows = Array.from({ length: 500 }, (_, i) => ({ id: i, note: `n${i}` }));
   assert.deepEqual((await call('POST', '/api/v1/databases/tributary/tables/lake_events/rows', rows)).json, { rows: 500 });
-  await waitTiered({ database: 'tributary', table: 'lake_events' });
+  await waitTiered(conn, { database: 'tributary', table: 'lake_events' });
 
   const catalog = new IcebergRestCatalog({ baseUrl: `${base}/iceberg`, auth: { type: 'none' } });
   const config = await catalog.loadConfig();

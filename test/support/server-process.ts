@@ -28,10 +28,15 @@ export class ServerProcess {
     this.exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
   }
 
-  /** Starts a server on `dataDir` (a new temp dir by default); `port` 0 picks a free one; `args` are more CLI flags (e.g. `--no-tiering`). */
-  static async start(options: { dataDir?: string; port?: number; settings?: Record<string, string>; args?: string[] } = {}): Promise<ServerProcess> {
+  /**
+   * Starts a server on `dataDir` (a new temp dir by default); `port` 0 picks a free one; `args` are
+   * more CLI flags (e.g. `--no-tiering`); `cli` is a built CLI to run instead of the source (e.g. an
+   * installed package's `dist/cli/main.js`).
+   */
+  static async start(options: { dataDir?: string; port?: number; settings?: Record<string, string>; args?: string[]; cli?: string } = {}): Promise<ServerProcess> {
     const dataDir = options.dataDir ?? tempDir('data');
-    const args = ['--import', 'tsx', CLI, 'start', '--data-dir', dataDir, '--port', String(options.port ?? 0), '--http-port', '0'];
+    const cli = options.cli === undefined ? ['--import', 'tsx', CLI] : [options.cli];
+    const args = [...cli, 'start', '--data-dir', dataDir, '--port', String(options.port ?? 0), '--http-port', '0'];
     for (const [k, v] of Object.entries(options.settings ?? {})) args.push('--set', `${k}=${v}`);
     args.push(...(options.args ?? []));
     const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, TRIBUTARY_LOG_LEVEL: 'warn' } });

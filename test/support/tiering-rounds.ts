@@ -37,3 +37,15 @@ export async function tierOnce(conn: Connection, path: TablePath, pool: DataFile
   }
   throw new Error(`table ${path.database}.${path.table} was not handed out for tiering within ${timeoutMs} ms`);
 }
+
+/** Waits until the lake holds every record of the table, as the tiering its server runs puts them there. */
+export async function waitTiered(conn: Connection, path: TablePath, timeoutMs = 60_000): Promise<void> {
+  const admin = conn.getAdmin();
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const status = await admin.getLakeTieringStatus(path);
+    if (status.snapshotId !== undefined && status.buckets.every((b) => b.recordsBehind === 0n)) return;
+    if (Date.now() > deadline) throw new Error(`the lake did not catch up: ${JSON.stringify(status, (_, v) => (typeof v === 'bigint' ? String(v) : v))}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
