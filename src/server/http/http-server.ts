@@ -13,6 +13,7 @@
  */
 import { fastify, type FastifyInstance, type FastifyReply } from 'fastify';
 import { Connection } from '../../client/connection.js';
+import { listenError } from '../../common/errors.js';
 import type { FileSystemCatalog } from '../../lake/iceberg/catalog.js';
 import type { Logger } from '../logger.js';
 import type { NodeMetrics } from '../metrics.js';
@@ -62,7 +63,9 @@ export class HttpServer {
       app.setNotFoundHandler((_req, reply) => plainJson(reply, 404, '{"error":"not found"}'));
       await app.register(restApiRoutes(conn, log), { prefix: '/api/v1' });
       await app.register(icebergCatalogRoutes(options.tables, options.catalog, log), { prefix: '/iceberg' });
-      await app.listen({ host: options.host, port: options.port });
+      await app.listen({ host: options.host, port: options.port }).catch((err: unknown) => {
+        throw listenError('http.port', options.host, options.port, err);
+      });
     } catch (err) {
       await app.close().catch(() => undefined);
       await conn.close();
