@@ -6,7 +6,7 @@
 import { TributaryError } from './errors.js';
 
 export type OptionScope = 'table' | 'server' | 'client';
-export type OptionType = 'int' | 'bool' | 'string' | 'list' | 'duration' | 'memory' | 'enum';
+export type OptionType = 'int' | 'double' | 'bool' | 'string' | 'list' | 'duration' | 'memory' | 'enum';
 
 export interface OptionDef {
   key: string;
@@ -66,6 +66,9 @@ export const OPTIONS: readonly OptionDef[] = [
   d({ key: 'log.retention.check-interval', scope: 'server', type: 'duration', default: '5min', description: 'How often expired log segments are deleted.' }),
   d({ key: 'auto-partition.check.interval', scope: 'server', type: 'duration', default: '10min', description: 'How often automatic partitions are created and expired.' }),
   d({ key: 'server.writer-id.expiration-time', scope: 'server', type: 'duration', default: '7d', description: 'Idle writer ids older than this are forgotten.' }),
+  d({ key: 'server.data-disk.write-limit-ratio', scope: 'server', type: 'double', default: '0.85', min: 0, max: 1, description: 'Once the disk of data.dir is fuller than this share of its size (or a write finds it full), the server refuses writes with DISK_WRITE_LOCKED (retriable) and goes on serving reads.' }),
+  d({ key: 'server.data-disk.write-recover-ratio', scope: 'server', type: 'double', default: '0.80', min: 0, max: 1, description: 'Writes resume once the disk of data.dir is back at or below this share of its size; at most server.data-disk.write-limit-ratio.' }),
+  d({ key: 'server.data-disk.check-interval', scope: 'server', type: 'duration', default: '1s', description: 'How often the server reads the disk use of data.dir (statfs), for server.data-disk.write-limit-ratio.' }),
   d({ key: 'rpc.max-frame-size', scope: 'server', type: 'memory', default: '100mb', description: 'Largest request frame accepted; bigger frames get RECORD_TOO_LARGE_EXCEPTION and the connection is closed.' }),
   d({ key: 'server.buffer.memory-size', scope: 'server', type: 'memory', default: '256mb', description: 'Request bytes the server holds in flight across connections before it stops reading sockets.' }),
   d({ key: 'rpc.max-wait', scope: 'server', type: 'duration', default: '30s', description: 'Longest a FetchLog may wait for min-bytes, whatever the client asks.' }),
@@ -144,6 +147,13 @@ export function validateOptionValue(def: OptionDef, value: string): void {
       if (def.max !== undefined && n > def.max) throw invalidOption(def.key, value, `must be at most ${def.max}`);
       return;
     }
+    case 'double': {
+      if (!/^-?\d+(\.\d+)?$/.test(value.trim())) throw invalidOption(def.key, value, 'expected a decimal number');
+      const n = Number(value);
+      if (def.min !== undefined && n < def.min) throw invalidOption(def.key, value, `must be at least ${def.min}`);
+      if (def.max !== undefined && n > def.max) throw invalidOption(def.key, value, `must be at most ${def.max}`);
+      return;
+    }
     case 'bool':
       if (!/^(true|false)$/i.test(value.trim())) throw invalidOption(def.key, value, 'expected true or false');
       return;
@@ -195,6 +205,10 @@ export class Options {
   }
 
   int(key: string): number {
+    return Number(this.required(key));
+  }
+
+  double(key: string): number {
     return Number(this.required(key));
   }
 

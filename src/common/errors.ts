@@ -99,6 +99,7 @@ const RETRIABLE = new Set<ErrorName>([
   'CONNECTION_CLOSED',
   'SERVER_BUSY',
   'COMMIT_FAILED',
+  'DISK_WRITE_LOCKED',
 ]);
 
 export class TributaryError extends Error {

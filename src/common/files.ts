@@ -1,15 +1,17 @@
 /** File helpers shared by every component that keeps state on disk. */
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { type ErrorName, TributaryError } from './errors.js';
 
-/** errno codes of a write that found no room: the disk (or the user's quota) is full. */
-const NO_SPACE = new Set(['ENOSPC', 'EDQUOT']);
+/** errno codes of a write that found no room: the disk (or the user's quota) is full; by name (Node) or number (lmdb). */
+const NO_SPACE = new Set<string | number>(['ENOSPC', 'EDQUOT', os.constants.errno.ENOSPC, os.constants.errno.EDQUOT]);
 
 /** Whether `err`, or an error it wraps, is a write that found no space left. */
 export function isNoSpace(err: unknown): boolean {
   for (let e = err; e instanceof Error; e = e.cause) {
-    if (NO_SPACE.has((e as NodeJS.ErrnoException).code ?? '')) return true;
+    const code = (e as { code?: unknown }).code;
+    if ((typeof code === 'string' || typeof code === 'number') && NO_SPACE.has(code)) return true;
     if (e instanceof TributaryError && e.errorName === 'DISK_WRITE_LOCKED') return true;
   }
   return false;

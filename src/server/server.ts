@@ -15,6 +15,7 @@ import { decodeLookupRequest } from '../rpc/lookup-messages.js';
 import { RpcServer, type RpcServerStats } from '../rpc/server.js';
 import { Coordinator } from './coordinator/coordinator.js';
 import { DataDirLock } from './data-dir-lock.js';
+import { DataDisk } from './data-disk.js';
 import { isLakeEnabled } from './coordinator/lake-tiering-manager.js';
 import { lakeTieringLag, registerTieringService, type TieringServiceDeps } from './coordinator/tiering-service.js';
 import { registerCoordinatorService } from './coordinator/coordinator-service.js';
@@ -48,6 +49,7 @@ export class TributaryServer {
     private readonly coordinator: Coordinator,
     private readonly tablets: TabletServer,
     private readonly store: LocalMetadataStore,
+    private readonly disk: DataDisk,
     private readonly lock: DataDirLock,
     private readonly log: Logger,
   ) {}
@@ -76,19 +78,21 @@ export class TributaryServer {
   /** The start after the lock: each part opened pushes its closing onto `undo`. */
   private static async open(options: Options, listen: Address, dataDir: string, lock: DataDirLock, log: Logger, undo: (() => Promise<unknown>)[]): Promise<TributaryServer> {
     await initArrowCompression();
+    const disk = await DataDisk.start(dataDir, options, log.child({ role: 'data-disk' }));
+    undo.push(async () => disk.stop());
     const store = await LocalMetadataStore.open(path.join(dataDir, 'metadata'));
     undo.push(() => store.close());
     const warehouse = path.resolve(options.string('datalake.iceberg.warehouse') ?? path.join(dataDir, 'lake'));
     const lakeCatalog = new IcebergLakeCatalog(warehouse);
-    const coordinator = new Coordinator(store, options, log.child({ role: 'coordinator' }), lakeCatalog);
-    const tablets = new TabletServer(dataDir, options, coordinator, log.child({ role: 'tablet-server' }));
+    const coordinator = new Coordinator(store, options, log.child({ role: 'coordinator' }), lakeCatalog, disk);
+    const tablets = new TabletServer(dataDir, options, coordinator, log.child({ role: 'tablet-server' }), disk);
     undo.push(() => tablets.stop());
     await tablets.start(coordinator.allTables());
     undo.push(() => coordinator.stop());
     await coordinator.start(tablets);
 
     const tiering: TieringServiceDeps = { coordinator, warehouse, highWatermarks: (id) => tablets.highWatermarks(id) };
-    const metrics = nodeMetrics(tiering, tablets, () => rpc.stats());
+    const metrics = nodeMetrics(tiering, tablets, () => rpc.stats(), disk);
     const rpc = new RpcServer({
       host: listen.host,
       port: listen.port,
@@ -155,6 +159,7 @@ export class TributaryServer {
       coordinator,
       tablets,
       store,
+      disk,
       lock,
       log,
     );
@@ -169,13 +174,14 @@ export class TributaryServer {
     await this.coordinator.stop();
     await this.tablets.stop();
     await this.store.close();
+    this.disk.stop();
     await this.lock.release();
     this.log.info('server stopped');
   }
 }
 
 /** The node's metrics, read from the coordinator, the tablet server and the RPC listener when scraped. */
-function nodeMetrics(tiering: TieringServiceDeps, tablets: TabletServer, rpcStats: () => RpcServerStats): NodeMetrics {
+function nodeMetrics(tiering: TieringServiceDeps, tablets: TabletServer, rpcStats: () => RpcServerStats, disk: DataDisk): NodeMetrics {
   const { coordinator } = tiering;
   return new NodeMetrics({
     buckets: () => tablets.bucketMetrics(),
@@ -199,5 +205,6 @@ function nodeMetrics(tiering: TieringServiceDeps, tablets: TabletServer, rpcStat
           };
         }),
     rpc: rpcStats,
+    dataDisk: () => disk.state,
   });
 }
