@@ -90,6 +90,7 @@ export const OPTIONS: readonly OptionDef[] = [
   d({ key: 'client.writer.buffer.wait-timeout', scope: 'client', type: 'duration', default: '60s', description: 'How long append() waits for buffer memory before failing with BUFFER_EXHAUSTED.' }),
   d({ key: 'client.writer.request-max-size', scope: 'client', type: 'memory', default: '10mb', description: 'Largest ProduceLog request the writer sends.' }),
   d({ key: 'client.writer.retries', scope: 'client', type: 'int', default: '2147483647', min: 0, description: 'Retries of each batch after a retriable failure (backing off up to 2 s); by default a writer keeps retrying while the server is unreachable.' }),
+  d({ key: 'client.writer.delivery-timeout', scope: 'client', type: 'duration', default: '2min', description: 'How long a batch may be retried after retriable failures (a server unreachable, a full data disk: DISK_WRITE_LOCKED), counted from its first row; then the write fails with the last error.' }),
   d({ key: 'client.writer.enable-idempotence', scope: 'client', type: 'bool', default: 'true', description: 'Tag batches with a writer id and sequence so retries never duplicate.' }),
   d({ key: 'client.writer.max-inflight-requests-per-bucket', scope: 'client', type: 'int', default: '5', min: 1, description: 'Unacknowledged batches per bucket.' }),
   d({ key: 'client.writer.bucket.no-key-assigner', scope: 'client', type: 'enum', enumValues: ['STICKY', 'ROUND_ROBIN'], default: 'STICKY', description: 'Bucket choice for tables without a bucket key.' }),

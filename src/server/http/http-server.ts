@@ -21,6 +21,9 @@ import { ARROW_STREAM } from './encoding.js';
 import { icebergCatalogRoutes, type TributaryTables } from './iceberg-catalog-routes.js';
 import { restApiRoutes } from './rest-api-routes.js';
 
+/** How long the REST API retries a write the server refuses with a retriable error. */
+export const REST_DELIVERY_TIMEOUT = '10s';
+
 /** Largest request body: rows to insert are sent in requests of at most this size. */
 export const MAX_BODY_BYTES = 64 * 1024 * 1024;
 
@@ -50,7 +53,11 @@ export class HttpServer {
 
   static async start(options: HttpServerOptions): Promise<HttpServer> {
     const { rpc, log } = options;
-    const conn = await Connection.create({ 'bootstrap.servers': `${rpc.host.includes(':') ? `[${rpc.host}]` : rpc.host}:${rpc.port}` });
+    const conn = await Connection.create({
+      'bootstrap.servers': `${rpc.host.includes(':') ? `[${rpc.host}]` : rpc.host}:${rpc.port}`,
+      // A write the server keeps refusing (a full disk) is answered with its error while the HTTP client still waits.
+      'client.writer.delivery-timeout': REST_DELIVERY_TIMEOUT,
+    });
     const app = fastify({ bodyLimit: MAX_BODY_BYTES, routerOptions: { maxParamLength: 1000 } });
     try {
       app.addContentTypeParser(ARROW_STREAM, { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
