@@ -454,6 +454,8 @@ export class KvTablet {
         this.flushBelow(this.log.highWatermark);
       },
       async (err: unknown) => {
+        // lmdb also rejects a commit promise of its own for the failed batch, which nobody holds.
+        this.env.committed.then(ignore, ignore);
         const reason = await commitFailure(err);
         // The versions stay readable here; lmdb's state stays at its last good offset.
         this.storeWrite = undefined;
@@ -719,6 +721,14 @@ export class KvTablet {
     await this.written().catch(() => undefined); // a failed store keeps its last good state
     await this.storeIdle();
     this.closed = true;
+    if (this.storeBlocked) {
+      // lmdb's close waits for the batch its failed commit left open, which a full disk never
+      // ends: the environment is left to the process. Its state stays at its last good offset.
+      this.logger.warn({ dir: this.dir }, 'kv state closed on a full disk: lmdb is left open');
+      clearTimeout(this.storeRetry);
+      this.unsubscribe();
+      return;
+    }
     await this.closeStore();
   }
 
