@@ -35,7 +35,6 @@ const logDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kv-disk-full-log-'));
 const mountPoint = fs.mkdtempSync(path.join(os.tmpdir(), 'kv-disk-full-'));
 const filler = path.join(mountPoint, 'filler');
 let mountRefused: string | undefined;
-
 before(async () => {
   await initArrowCompression();
   try {
