@@ -49,6 +49,7 @@ Value forms:
 | type | form |
 |---|---|
 | int | decimal integer |
+| double | decimal number, e.g. \`0.85\` |
 | bool | \`true\` or \`false\` (any case) |
 | string | any text |
 | list | comma-separated items; spaces around items are ignored |

@@ -37,7 +37,13 @@ export async function start(flags: StartFlags): Promise<void> {
   const server = await TributaryServer.start(serverSettings(flags), log);
   const { rpcAddress: rpc, httpAddress: http } = server;
   // The embedded tiering worker is a client of this node like any other worker.
-  const worker = flags.tiering === false ? undefined : await TieringWorker.start(`${rpc.host}:${rpc.port}`, { log: log.child({ role: 'tiering' }) });
+  let worker: TieringWorker | undefined;
+  try {
+    worker = flags.tiering === false ? undefined : await TieringWorker.start(`${rpc.host}:${rpc.port}`, { log: log.child({ role: 'tiering' }) });
+  } catch (err) {
+    await server.stop();
+    throw err;
+  }
   process.stdout.write(`ready bootstrap=${rpc.host}:${rpc.port} http=${http.host}:${http.port}\n`);
   onShutdown(log, async () => {
     await worker?.stop();

@@ -54,6 +54,7 @@ export abstract class BucketWriter<C extends BatchContent> {
         maxInflightPerBucket: writerId === undefined ? 1 : o.int('client.writer.max-inflight-requests-per-bucket'),
         requestMaxBytes: o.bytes('client.writer.request-max-size'),
         retries: o.int('client.writer.retries'),
+        deliveryTimeoutMs: o.durationMs('client.writer.delivery-timeout'),
         requestTimeoutMs: o.durationMs('client.request-timeout'),
         idempotent: writerId !== undefined,
       },

@@ -29,6 +29,8 @@ export interface SenderOptions {
   maxInflightPerBucket: number;
   requestMaxBytes: number;
   retries: number;
+  /** client.writer.delivery-timeout: a batch is not retried once this long has passed since it was made. */
+  deliveryTimeoutMs: number;
   requestTimeoutMs: number;
   idempotent: boolean;
 }
@@ -196,7 +198,8 @@ export class Sender {
       return;
     }
     const retriable = err.retriable || isSequenceGapAfterRetry(err.errorName, q);
-    const exhausted = list.some((b) => b.attempts >= this.options.retries);
+    const now = Date.now();
+    const exhausted = list.some((b) => b.attempts >= this.options.retries || now - b.createdMs >= this.options.deliveryTimeoutMs);
     if (!retriable || exhausted || (!this.options.idempotent && err.errorName === 'REQUEST_TIME_OUT')) {
       this.fail(new TributaryError(err.errorName, `write to bucket ${list[0].target.bucket} failed: ${err.message}`, { cause: err }));
       return;

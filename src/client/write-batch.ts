@@ -25,6 +25,8 @@ export class WriteBatch<C extends BatchContent = BatchContent> {
   reservedBytes = 0;
   sequence = -1;
   attempts = 0;
+  /** When its first row came (ms), for client.writer.delivery-timeout. */
+  readonly createdMs = Date.now();
   bytes: Buffer = Buffer.alloc(0);
   lingerTimer?: NodeJS.Timeout;
 

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { TributaryError } from './errors.js';
 
 export type OptionScope = 'table' | 'server' | 'client';
-export type OptionType = 'int' | 'bool' | 'string' | 'list' | 'duration' | 'memory' | 'enum';
+export type OptionType = 'int' | 'double' | 'bool' | 'string' | 'list' | 'duration' | 'memory' | 'enum';
 
 export interface OptionDef {
   key: string;
@@ -71,6 +71,9 @@ export const OPTIONS: readonly OptionDef[] = [
   d({ key: 'log.retention.check-interval', scope: 'server', type: 'duration', default: '5min', description: 'How often expired log segments are deleted.' }),
   d({ key: 'auto-partition.check.interval', scope: 'server', type: 'duration', default: '10min', description: 'How often automatic partitions are created and expired.' }),
   d({ key: 'server.writer-id.expiration-time', scope: 'server', type: 'duration', default: '7d', description: 'Idle writer ids older than this are forgotten.' }),
+  d({ key: 'server.data-disk.write-limit-ratio', scope: 'server', type: 'double', default: '0.85', min: 0, max: 1, description: 'Once the disk of data.dir is fuller than this share of its size (or a write finds it full), the server refuses writes with DISK_WRITE_LOCKED (retriable) and goes on serving reads.' }),
+  d({ key: 'server.data-disk.write-recover-ratio', scope: 'server', type: 'double', default: '0.80', min: 0, max: 1, description: 'Writes resume once the disk of data.dir is back at or below this share of its size; at most server.data-disk.write-limit-ratio.' }),
+  d({ key: 'server.data-disk.check-interval', scope: 'server', type: 'duration', default: '1s', description: 'How often the server reads the disk use of data.dir (statfs), for server.data-disk.write-limit-ratio.' }),
   d({ key: 'rpc.max-frame-size', scope: 'server', type: 'memory', default: '100mb', description: 'Largest request frame accepted; bigger frames get RECORD_TOO_LARGE_EXCEPTION and the connection is closed.' }),
   d({ key: 'server.buffer.memory-size', scope: 'server', type: 'memory', default: '256mb', description: 'Request bytes the server holds in flight across connections; once they reach it, the server stops reading the connections that hold their share of it (this size divided by the open connections, at least 64 KiB or all of it when smaller) until responses free memory.' }),
   d({ key: 'rpc.frame-timeout', scope: 'server', type: 'duration', default: '30s', description: 'Longest a request frame may take from its first bytes to its last; a connection whose frame is not complete by then is closed and its bytes released.' }),
@@ -94,6 +97,7 @@ export const OPTIONS: readonly OptionDef[] = [
   d({ key: 'client.writer.buffer.wait-timeout', scope: 'client', type: 'duration', default: '60s', description: 'How long append() waits for buffer memory before failing with BUFFER_EXHAUSTED.' }),
   d({ key: 'client.writer.request-max-size', scope: 'client', type: 'memory', default: '10mb', description: 'Largest ProduceLog request the writer sends.' }),
   d({ key: 'client.writer.retries', scope: 'client', type: 'int', default: '2147483647', min: 0, description: 'Retries of each batch after a retriable failure (backing off up to 2 s); by default a writer keeps retrying while the server is unreachable.' }),
+  d({ key: 'client.writer.delivery-timeout', scope: 'client', type: 'duration', default: '2min', description: 'How long a batch may be retried after retriable failures (a server unreachable, a full data disk: DISK_WRITE_LOCKED), counted from its first row; then the write fails with the last error.' }),
   d({ key: 'client.writer.enable-idempotence', scope: 'client', type: 'bool', default: 'true', description: 'Tag batches with a writer id and sequence so retries never duplicate.' }),
   d({ key: 'client.writer.max-inflight-requests-per-bucket', scope: 'client', type: 'int', default: '5', min: 1, description: 'Unacknowledged batches per bucket.' }),
   d({ key: 'client.writer.bucket.no-key-assigner', scope: 'client', type: 'enum', enumValues: ['STICKY', 'ROUND_ROBIN'], default: 'STICKY', description: 'Bucket choice for tables without a bucket key.' }),
@@ -175,6 +179,13 @@ export function validateOptionValue(def: OptionDef, value: string): void {
       if (def.max !== undefined && n > def.max) throw invalidOption(def.key, value, `must be at most ${def.max}`);
       return;
     }
+    case 'double': {
+      if (!/^-?\d+(\.\d+)?$/.test(value.trim())) throw invalidOption(def.key, value, 'expected a decimal number');
+      const n = Number(value);
+      if (def.min !== undefined && n < def.min) throw invalidOption(def.key, value, `must be at least ${def.min}`);
+      if (def.max !== undefined && n > def.max) throw invalidOption(def.key, value, `must be at most ${def.max}`);
+      return;
+    }
     case 'bool':
       if (!/^(true|false)$/i.test(value.trim())) throw invalidOption(def.key, value, 'expected true or false');
       return;
@@ -229,6 +240,10 @@ export class Options {
   }
 
   int(key: string): number {
+    return Number(this.required(key));
+  }
+
+  double(key: string): number {
     return Number(this.required(key));
   }
 

@@ -105,6 +105,7 @@ const RETRIABLE = new Set<ErrorName>([
   'CONNECTION_CLOSED',
   'SERVER_BUSY',
   'COMMIT_FAILED',
+  'DISK_WRITE_LOCKED',
 ]);
 
 export class TributaryError extends Error {
@@ -140,4 +141,16 @@ export function asTributaryError(err: unknown): TributaryError {
   if (err instanceof TributaryError) return err;
   const message = err instanceof Error ? err.message : String(err);
   return new TributaryError('UNKNOWN_SERVER_ERROR', message, { cause: err });
+}
+
+/**
+ * A listener that cannot bind `host:port`: ADDRESS_IN_USE when another socket holds the address,
+ * else INVALID_CONFIG_EXCEPTION (a host that is not local, a port that needs privileges) naming
+ * the option (`what`) that set it.
+ */
+export function listenError(what: string, host: string, port: number, err: unknown): TributaryError {
+  const code = (err as NodeJS.ErrnoException).code;
+  const address = `${host.includes(':') ? `[${host}]` : host}:${port}`;
+  if (code === 'EADDRINUSE') return new TributaryError('ADDRESS_IN_USE', `${address} (${what}) is in use by another process`, { cause: err });
+  return new TributaryError('INVALID_CONFIG_EXCEPTION', `cannot listen on ${address} (${what}): ${(err as Error).message}`, { cause: err });
 }

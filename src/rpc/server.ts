@@ -34,7 +34,7 @@
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
-import { ErrorCodes, TributaryError } from '../common/errors.js';
+import { ErrorCodes, listenError, TributaryError } from '../common/errors.js';
 import type { ErrorName } from '../common/errors.js';
 import { ApiKeys, apiByKey, describeApi, versionRange } from './api-keys.js';
 import type { Api, RequestMessage, ResponseInit } from './api-keys.js';
@@ -226,8 +226,7 @@ export class RpcServer {
   listen(): Promise<{ host: string; port: number }> {
     const { host, port } = this.options;
     return new Promise((resolve, reject) => {
-      const onError = (err: Error): void =>
-        reject(new TributaryError('NETWORK_EXCEPTION', `cannot listen on ${host}:${port}: ${err.message}`, { cause: err }));
+      const onError = (err: Error): void => reject(listenError('bind.listeners', host, port, err));
       this.server.once('error', onError);
       this.server.listen(port, host, () => {
         this.server.off('error', onError);

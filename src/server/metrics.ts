@@ -7,6 +7,7 @@
  * metrics where there is one (docs/operations.md lists them all).
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { DataDiskState } from './data-disk.js';
 
 /** One bucket hosted by this node, as metrics see it. */
 export interface BucketMetrics {
@@ -42,6 +43,7 @@ export interface MetricSources {
   lakeTables(): LakeTableMetrics[];
   tables(): { tables: number; partitions: number };
   rpc(): { connections: number; heldBytes: number };
+  dataDisk(): DataDiskState;
 }
 
 /** What one scrape reads of the sources. */
@@ -93,6 +95,8 @@ export class NodeMetrics {
     scalar('tributary_rpc_held_bytes', 'Request bytes read and not yet answered (bounded by server.buffer.memory-size).', () => current().rpc.heldBytes);
     scalar('tributary_tables', 'Tables of all databases.', () => current().tables.tables);
     scalar('tributary_partitions', 'Partitions of all tables.', () => current().tables.partitions);
+    scalar('tributary_data_disk_write_locked', '1 while writes are refused because the data disk is full (DISK_WRITE_LOCKED), else 0.', () => (current().dataDisk.writeLocked ? 1 : 0));
+    scalar('tributary_data_disk_used_ratio', 'Share of the data disk in use, 0 to 1, as of its last check.', () => current().dataDisk.usedRatio);
     const bucket = (name: string, help: string, value: (b: BucketMetrics) => number | undefined): void =>
       seriesGauge(registers, name, help, BUCKET_LABELS, () => current().buckets, bucketLabels, value);
     const lake = (name: string, help: string, value: (t: LakeTableMetrics) => number | undefined): void =>
@@ -138,7 +142,7 @@ export class NodeMetrics {
 
   private read(): Scrape {
     const { sources } = this;
-    return { buckets: sources.buckets(), lakeTables: sources.lakeTables(), tables: sources.tables(), rpc: sources.rpc() };
+    return { buckets: sources.buckets(), lakeTables: sources.lakeTables(), tables: sources.tables(), rpc: sources.rpc(), dataDisk: sources.dataDisk() };
   }
 }
 

@@ -8,11 +8,14 @@ import fs from 'node:fs';
 import { lakeWarehouse, Options } from '../common/config.js';
 import { IcebergLakeCatalog } from '../lake/lake-catalog-sync.js';
 import { TributaryError } from '../common/errors.js';
+import { makeDirectory } from '../common/files.js';
 import { initArrowCompression } from '../record/compression.js';
 import { ApiKeys } from '../rpc/api-keys.js';
 import { decodeLookupRequest } from '../rpc/lookup-messages.js';
 import { RpcServer, type RpcServerStats } from '../rpc/server.js';
 import { Coordinator } from './coordinator/coordinator.js';
+import { DataDirLock } from './data-dir-lock.js';
+import { DataDisk } from './data-disk.js';
 import { isLakeEnabled } from './coordinator/lake-tiering-manager.js';
 import { lakeTieringLag, registerTieringService, type TieringServiceDeps } from './coordinator/tiering-service.js';
 import { registerCoordinatorService } from './coordinator/coordinator-service.js';
@@ -32,7 +35,9 @@ export function parseListener(spec: string): Address {
   const first = spec.split(',')[0].trim();
   const m = /^(?:[A-Za-z_][A-Za-z0-9_]*:\/\/)?(\[[^\]]+\]|[^:]+):(\d+)$/.exec(first);
   if (!m) throw new TributaryError('INVALID_CONFIG_EXCEPTION', `invalid bind.listeners '${spec}': expected NAME://host:port`);
-  return { host: m[1].replace(/^\[|\]$/g, ''), port: Number(m[2]) };
+  const port = Number(m[2]);
+  if (port > 65535) throw new TributaryError('INVALID_CONFIG_EXCEPTION', `invalid bind.listeners '${spec}': port ${port} is above 65535`);
+  return { host: m[1].replace(/^\[|\]$/g, ''), port };
 }
 
 export class TributaryServer {
@@ -44,27 +49,50 @@ export class TributaryServer {
     private readonly coordinator: Coordinator,
     private readonly tablets: TabletServer,
     private readonly store: LocalMetadataStore,
+    private readonly disk: DataDisk,
+    private readonly lock: DataDirLock,
     private readonly log: Logger,
-    private readonly dataDir: string,
   ) {}
 
+  /**
+   * Opens the data dir and serves it. A start that fails stops what it opened, releases the lock
+   * and removes the data dir if it created it, then throws the named error.
+   */
   static async start(settings: Record<string, string>, log: Logger = createLogger()): Promise<TributaryServer> {
     const options = new Options('server', settings);
+    const listen = parseListener(options.string('bind.listeners')!);
     const dataDir = path.resolve(options.string('data.dir')!);
-    await fs.promises.mkdir(dataDir, { recursive: true });
-    await lockDataDir(dataDir);
+    const createdDir = await makeDirectory(dataDir, 'INVALID_DATA_DIR');
+    const undo: (() => Promise<unknown>)[] = [];
+    try {
+      const lock = await DataDirLock.acquire(dataDir);
+      undo.push(() => lock.abandon());
+      return await TributaryServer.open(options, listen, dataDir, lock, log, undo);
+    } catch (err) {
+      for (const step of undo.reverse()) await step().catch((e: unknown) => log.warn({ err: e }, 'cleanup after a failed start failed'));
+      if (createdDir) await fs.promises.rm(createdDir, { recursive: true, force: true });
+      throw err;
+    }
+  }
+
+  /** The start after the lock: each part opened pushes its closing onto `undo`. */
+  private static async open(options: Options, listen: Address, dataDir: string, lock: DataDirLock, log: Logger, undo: (() => Promise<unknown>)[]): Promise<TributaryServer> {
     await initArrowCompression();
+    const disk = await DataDisk.start(dataDir, options, log.child({ role: 'data-disk' }));
+    undo.push(async () => disk.stop());
     const store = await LocalMetadataStore.open(path.join(dataDir, 'metadata'));
+    undo.push(() => store.close());
     const warehouse = lakeWarehouse(options);
     const lakeCatalog = new IcebergLakeCatalog(warehouse);
-    const coordinator = new Coordinator(store, options, log.child({ role: 'coordinator' }), lakeCatalog);
-    const tablets = new TabletServer(dataDir, options, coordinator, log.child({ role: 'tablet-server' }));
+    const coordinator = new Coordinator(store, options, log.child({ role: 'coordinator' }), lakeCatalog, disk);
+    const tablets = new TabletServer(dataDir, options, coordinator, log.child({ role: 'tablet-server' }), disk);
+    undo.push(() => tablets.stop());
     await tablets.start(coordinator.allTables());
+    undo.push(() => coordinator.stop());
     await coordinator.start(tablets);
 
-    const listen = parseListener(options.string('bind.listeners')!);
     const tiering: TieringServiceDeps = { coordinator, warehouse, highWatermarks: (id) => tablets.highWatermarks(id) };
-    const metrics = nodeMetrics(tiering, tablets, () => rpc.stats());
+    const metrics = nodeMetrics(tiering, tablets, () => rpc.stats(), disk);
     const rpc = new RpcServer({
       host: listen.host,
       port: listen.port,
@@ -112,6 +140,7 @@ export class TributaryServer {
         })),
       };
     });
+    undo.push(() => rpc.close());
     const rpcAddress = await rpc.listen();
     self = { nodeId: 0, host: rpcAddress.host, port: rpcAddress.port };
 
@@ -134,8 +163,9 @@ export class TributaryServer {
       coordinator,
       tablets,
       store,
+      disk,
+      lock,
       log,
-      dataDir,
     );
   }
 
@@ -148,13 +178,14 @@ export class TributaryServer {
     await this.coordinator.stop();
     await this.tablets.stop();
     await this.store.close();
-    await fs.promises.rm(path.join(this.dataDir, LOCK_FILE), { force: true });
+    this.disk.stop();
+    await this.lock.release();
     this.log.info('server stopped');
   }
 }
 
 /** The node's metrics, read from the coordinator, the tablet server and the RPC listener when scraped. */
-function nodeMetrics(tiering: TieringServiceDeps, tablets: TabletServer, rpcStats: () => RpcServerStats): NodeMetrics {
+function nodeMetrics(tiering: TieringServiceDeps, tablets: TabletServer, rpcStats: () => RpcServerStats, disk: DataDisk): NodeMetrics {
   const { coordinator } = tiering;
   return new NodeMetrics({
     buckets: () => tablets.bucketMetrics(),
@@ -178,34 +209,6 @@ function nodeMetrics(tiering: TieringServiceDeps, tablets: TabletServer, rpcStat
           };
         }),
     rpc: rpcStats,
+    dataDisk: () => disk.state,
   });
-}
-
-const LOCK_FILE = 'server.lock';
-
-/**
- * Claims the data dir for this process: `server.lock` holds the owner's pid. A lock whose process
- * is gone (a crash, kill -9) is taken over; one held by a live process is refused, so two servers
- * never write the same logs.
- */
-async function lockDataDir(dataDir: string): Promise<void> {
-  const file = path.join(dataDir, LOCK_FILE);
-  try {
-    const owner = Number((await fs.promises.readFile(file, 'utf8')).trim());
-    if (Number.isInteger(owner) && owner > 0 && owner !== process.pid && isAlive(owner)) {
-      throw new TributaryError('STORAGE_EXCEPTION', `data dir ${dataDir} is in use by the server with pid ${owner}`);
-    }
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-  }
-  await fs.promises.writeFile(file, `${process.pid}\n`);
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }

@@ -13,6 +13,7 @@
  */
 import { type Options, optionDef, validateTableProperties } from '../../common/config.js';
 import { TributaryError } from '../../common/errors.js';
+import { isNoSpace } from '../../common/files.js';
 import { autoPartitionPlan, autoPartitionStrategy, parsePartitionSpec } from '../../common/partitions.js';
 import { validateLogTableOptions, validatePrimaryKeyTable } from '../../common/pk-table.js';
 import {
@@ -109,6 +110,8 @@ export interface PartitionEntry extends PartitionInfo {
 
 /** Batches and KV values carry the schema id as an i16. */
 const MAX_SCHEMA_ID = 0x7fff;
+/** Writer ids reserved by one metadata write. */
+const WRITER_ID_BLOCK = 1000;
 
 const dbPath = (db: string): string => `/databases/${db}`;
 const tablePath = (p: TablePath): string => `/databases/${p.database}/tables/${p.table}`;
@@ -121,6 +124,9 @@ export class Coordinator {
   private readonly tablesWithoutBuckets = new Set<number>();
   private readonly schemaCache = new Map<string, Schema>();
   private autoPartitionTimer?: NodeJS.Timeout;
+  /** Writer ids reserved in the store and not yet handed out: [next, end). */
+  private writerIds = { next: 0n, end: 0n };
+  private reservingWriterIds?: Promise<void>;
   private lifecycle?: BucketLifecycle;
   /** Lake tiering: which table is tiered next and what the lake holds. */
   readonly tiering: LakeTieringManager;
@@ -130,6 +136,8 @@ export class Coordinator {
     private readonly options: Options,
     private readonly log: Logger,
     private readonly lakeCatalog?: LakeCatalogSync,
+    /** Refuses creations while the data disk is full (DISK_WRITE_LOCKED). */
+    private readonly disk?: { checkWritable(): void },
   ) {
     this.tiering = new LakeTieringManager(
       {
@@ -160,7 +168,11 @@ export class Coordinator {
     if (this.store.children('/databases').length === 0) {
       await this.createDatabase(DEFAULT_DATABASE, { comment: 'default database' }, true);
     }
-    await this.runAutoPartitioning();
+    // On a full disk the partitions ahead wait for the next round: the server starts, read-only.
+    await this.runAutoPartitioning().catch((err: unknown) => {
+      if (!isNoSpace(err)) throw err;
+      this.log.warn({ err }, 'automatic partitions not created: the data disk is full');
+    });
     this.tiering.start([...this.pathsById.values()].map((p) => this.getTableInfo(p)));
     const every = this.options.durationMs('auto-partition.check.interval');
     this.autoPartitionTimer = setInterval(() => {
@@ -268,6 +280,7 @@ export class Coordinator {
         if (ignoreIfExists) return;
         throw new TributaryError('DATABASE_ALREADY_EXIST', `database '${db}' already exists`);
       }
+      this.disk?.checkWritable();
       const reg: DatabaseRegistration = { ...(descriptor.comment ? { comment: descriptor.comment } : {}), created_time: Date.now() };
       await this.store.commit([{ op: 'put', path: dbPath(db), value: reg }]);
       this.log.info({ database: db }, 'database created');
@@ -303,6 +316,7 @@ export class Coordinator {
         throw new TributaryError('TABLE_ALREADY_EXIST', `table '${tablePathString(path)}' already exists`);
       }
       const { schema, registration } = this.validateDescriptor(descriptor);
+      this.disk?.checkWritable();
       const tableId = await this.store.nextId('table_id');
       const now = Date.now();
       const reg: TableRegistration = { ...registration, table_id: tableId, schema_id: 0, created_time: now, modified_time: now };
@@ -444,8 +458,26 @@ export class Coordinator {
 
   // ------------------------------------------------------------------ writers
 
+  /**
+   * A writer id no writer had before. Ids are reserved in the store WRITER_ID_BLOCK at a time, so
+   * most writers need no metadata write (and get one on a full disk); the ids of a block not used
+   * up before a restart are never handed out.
+   */
   async allocateWriterId(): Promise<bigint> {
-    return BigInt(await this.store.nextId('writer_id'));
+    while (this.writerIds.next >= this.writerIds.end) {
+      this.reservingWriterIds ??= this.store.nextId('writer_id', WRITER_ID_BLOCK).then(
+        (first) => {
+          this.writerIds = { next: BigInt(first), end: BigInt(first + WRITER_ID_BLOCK) };
+          this.reservingWriterIds = undefined;
+        },
+        (err: unknown) => {
+          this.reservingWriterIds = undefined;
+          throw err;
+        },
+      );
+      await this.reservingWriterIds;
+    }
+    return this.writerIds.next++;
   }
 
   // ------------------------------------------------------------------ internals
@@ -537,6 +569,7 @@ export class Coordinator {
     if (this.store.children(`${tablePath(info.path)}/partitions`).length >= max) {
       throw new TributaryError('PARTITION_MAX_NUM_EXCEPTION', `table '${tablePathString(info.path)}' already has max.partition.num = ${max} partitions`);
     }
+    this.disk?.checkWritable();
     const partitionId = await this.store.nextId('partition_id');
     const normalized = Object.fromEntries(info.partitionKeys.map((k, i) => [k, values[i]]));
     await this.store.commit([{ op: 'put', path: regPath, value: { partition_id: partitionId, spec: normalized, created_time: Date.now() } satisfies PartitionRegistration }]);

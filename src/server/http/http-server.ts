@@ -15,6 +15,7 @@
  */
 import { fastify, type FastifyInstance, type FastifyReply } from 'fastify';
 import { Connection } from '../../client/connection.js';
+import { listenError } from '../../common/errors.js';
 import type { FileSystemCatalog } from '../../lake/iceberg/catalog.js';
 import type { RpcReadiness } from '../../rpc/server.js';
 import type { Logger } from '../logger.js';
@@ -22,6 +23,9 @@ import type { NodeMetrics } from '../metrics.js';
 import { ARROW_STREAM } from './encoding.js';
 import { icebergCatalogRoutes, type TributaryTables } from './iceberg-catalog-routes.js';
 import { restApiRoutes } from './rest-api-routes.js';
+
+/** How long the REST API retries a write the server refuses with a retriable error. */
+export const REST_DELIVERY_TIMEOUT = '10s';
 
 /** Largest request body: rows to insert are sent in requests of at most this size. */
 export const MAX_BODY_BYTES = 64 * 1024 * 1024;
@@ -54,7 +58,11 @@ export class HttpServer {
 
   static async start(options: HttpServerOptions): Promise<HttpServer> {
     const { rpc, log } = options;
-    const conn = await Connection.create({ 'bootstrap.servers': `${rpc.host.includes(':') ? `[${rpc.host}]` : rpc.host}:${rpc.port}` });
+    const conn = await Connection.create({
+      'bootstrap.servers': `${rpc.host.includes(':') ? `[${rpc.host}]` : rpc.host}:${rpc.port}`,
+      // A write the server keeps refusing (a full disk) is answered with its error while the HTTP client still waits.
+      'client.writer.delivery-timeout': REST_DELIVERY_TIMEOUT,
+    });
     const app = fastify({ bodyLimit: MAX_BODY_BYTES, routerOptions: { maxParamLength: 1000 } });
     try {
       app.addContentTypeParser(ARROW_STREAM, { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
@@ -72,7 +80,9 @@ export class HttpServer {
       app.setNotFoundHandler((_req, reply) => plainJson(reply, 404, '{"error":"not found"}'));
       await app.register(restApiRoutes(conn, options.catalog, log), { prefix: '/api/v1' });
       await app.register(icebergCatalogRoutes(options.tables, options.catalog, log), { prefix: '/iceberg' });
-      await app.listen({ host: options.host, port: options.port });
+      await app.listen({ host: options.host, port: options.port }).catch((err: unknown) => {
+        throw listenError('http.port', options.host, options.port, err);
+      });
     } catch (err) {
       await app.close().catch(() => undefined);
       await conn.close();

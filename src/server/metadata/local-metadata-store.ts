@@ -75,11 +75,12 @@ export class LocalMetadataStore implements MetadataStore {
     });
   }
 
-  nextId(counter: string): Promise<number> {
+  nextId(counter: string, count = 1): Promise<number> {
     return this.serially(async () => {
       const counters = new Map(this.counters);
       const id = (counters.get(counter) ?? -1) + 1;
-      counters.set(counter, id);
+      // The counter holds the last value handed out.
+      counters.set(counter, id + count - 1);
       await this.persist(this.nodes, counters);
       this.counters = counters;
       return id;

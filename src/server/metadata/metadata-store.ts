@@ -16,7 +16,7 @@ export interface MetadataStore {
   children(path: string): string[];
   /** Applies the operations atomically and durably. */
   commit(ops: MetadataOp[]): Promise<void>;
-  /** Allocates the next value of a named counter (durably). */
-  nextId(counter: string): Promise<number>;
+  /** Allocates the next value of a named counter (durably); with `count`, that many consecutive values, returning the first. */
+  nextId(counter: string, count?: number): Promise<number>;
   close(): Promise<void>;
 }

@@ -55,10 +55,11 @@ export class KvService {
           const r = this.kvReplica(Number(req.tableId), optionalId(b.partitionId), b.bucketId);
           const batches = splitKvBatches(asBuffer(b.records));
           if (batches.length === 0) throw new TributaryError('CORRUPT_MESSAGE', 'PutKv request for a bucket holds no KV batch');
+          this.tablets.disk.checkWritable();
           const result = await r.kv.putKv(batches, req.targetColumns.length > 0 ? req.targetColumns : undefined, req.acks === -1 ? 'high-watermark' : 'written');
           return { ...head, logEndOffset: result.logEndOffset };
         } catch (err) {
-          return { ...head, logEndOffset: -1n, ...bucketError(err) };
+          return { ...head, logEndOffset: -1n, ...bucketError(this.tablets.disk.writeFailed(err)) };
         }
       }),
     );

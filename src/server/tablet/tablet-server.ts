@@ -30,6 +30,7 @@ import type {
 import type { BucketLifecycle } from '../coordinator/coordinator.js';
 import type { LakeBucketOffset } from '../../common/lake.js';
 import type { Logger } from '../logger.js';
+import type { DataDisk } from '../data-disk.js';
 import type { BucketMetrics } from '../metrics.js';
 import { asBuffer, bucketError, optionalId } from './bucket-responses.js';
 import { KvService } from './kv-service.js';
@@ -70,6 +71,8 @@ export class TabletServer implements BucketLifecycle {
     private readonly options: Options,
     private readonly metadata: TableMetadataSource,
     private readonly log: Logger,
+    /** Writes wait while the data disk is full. */
+    readonly disk: DataDisk,
   ) {
     this.maxBatchBytes = options.bytes('log.segment.file-size');
   }
@@ -196,11 +199,12 @@ export class TabletServer implements BucketLifecycle {
           const batches = splitLogBatches(asBuffer(b.records));
           if (batches.length === 0) throw new TributaryError('CORRUPT_MESSAGE', 'produce request for a bucket holds no record batch');
           for (const batch of batches) this.checkIncomingBatch(replica, batch);
+          this.disk.checkWritable();
           // acks=-1 (all): below the high watermark, i.e. durable per the flush policy; 0 and 1: written.
           const results = await replica.log.append(batches, replica.leaderEpoch, req.acks === -1 ? 'high-watermark' : 'written');
           return { ...head, baseOffset: results[0].baseOffset };
         } catch (err) {
-          return { ...head, baseOffset: -1n, ...bucketError(err) };
+          return { ...head, baseOffset: -1n, ...bucketError(this.disk.writeFailed(err)) };
         }
       }),
     );

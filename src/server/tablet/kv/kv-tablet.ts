@@ -46,6 +46,7 @@ import { open, type Database, type RootDatabase } from 'lmdb';
 import { CHANGE_TYPE_BYTE, changeTypeOf } from '../../../common/change-type.js';
 import { tableOption } from '../../../common/config.js';
 import { TributaryError } from '../../../common/errors.js';
+import { ioError, isNoSpace } from '../../../common/files.js';
 import { CompactedKeyEncoder } from '../../../common/key-encoder.js';
 import { type PrimaryKeyTableOptions, primaryKeyTableOptions, validatePartialUpdate } from '../../../common/pk-table.js';
 import { CompactedRowEncoder, encodeKvValue, KV_VALUE_ROW_START, KvValueDecoder, KvValuePacker, kvValueSchemaId, primaryKeyLayout } from '../../../common/row-encoder.js';
@@ -67,6 +68,9 @@ const FLUSHED_OFFSET = 'flushed-offset';
 const ROW_COUNT = 'row-count';
 /** Rows per lmdb transaction while replaying the changelog. */
 const REPLAY_TXN_ROWS = 50_000;
+/** How long a KV state write that found the disk full waits before it is tried again. */
+const STORE_RETRY_MS = 5000;
+const ignore = (): void => undefined;
 /** The last offset of a batch being appended: above every high watermark. */
 const PENDING = Number.POSITIVE_INFINITY;
 
@@ -174,6 +178,9 @@ export class KvTablet {
   /** The lmdb transaction in flight: resolves (never rejects) once it is visible or has failed. */
   private storeWrite: Promise<void> | undefined;
   private storeFailure: TributaryError | undefined;
+  /** Set while lmdb's last write found the disk full (DISK_WRITE_LOCKED): it is retried on a timer. */
+  private storeBlocked: TributaryError | undefined;
+  private storeRetry: NodeJS.Timeout | undefined;
   /** Live keys in lmdb once the transaction in flight is visible. */
   private rowCountValue: number;
   private flushPaused = 0;
@@ -229,6 +236,7 @@ export class KvTablet {
     }
     const fromOffset = tablet.flushedOffset;
     const replayed = await tablet.replay();
+    tablet.flushBelow(log.highWatermark);
     if (restored || replayed > 0) {
       logger.info({ snapshot: restored?.snapshotId, fromOffset: String(fromOffset), replayed, rows: tablet.rowCount }, 'kv state recovered');
     }
@@ -414,24 +422,25 @@ export class KvTablet {
    * visible.
    */
   private flushBelow(highWatermark: bigint): void {
-    if (this.closed || this.flushPaused > 0 || this.storeWrite || this.storeFailure) return;
+    if (this.closed || this.flushPaused > 0 || this.storeWrite || this.storeFailure || this.storeRetry) return;
     const upTo = this.committedEnd(highWatermark);
     if (upTo <= this.flushingOffset) return;
     const end = Number(upTo);
     const written: AppendedBatch[] = [];
     let delta = 0;
-    // Every async write of one synchronous stretch goes into the same lmdb transaction.
+    // Every async write of one synchronous stretch goes into the same lmdb transaction. A failed
+    // commit rejects every write of it: `done` is awaited, the others are seen through it.
     while (this.unwritten.length > 0 && this.unwritten[0].lastOffset < end) {
       const batch = this.unwritten.shift()!;
       delta += this.rowDeltaOf(batch);
       for (const v of batch.versions) {
-        if (v.value === null) void this.state.remove(v.key);
-        else void this.state.put(v.key, v.value);
+        if (v.value === null) this.state.remove(v.key).catch(ignore);
+        else this.state.put(v.key, v.value).catch(ignore);
       }
       written.push(batch);
     }
     this.rowCountValue += delta;
-    void this.meta.put(ROW_COUNT, String(this.rowCountValue));
+    this.meta.put(ROW_COUNT, String(this.rowCountValue)).catch(ignore);
     const done = this.meta.put(FLUSHED_OFFSET, upTo.toString());
     this.flushingOffset = upTo;
     this.storeWrite = done.then(
@@ -440,14 +449,33 @@ export class KvTablet {
         for (const batch of written) for (const v of batch.versions) this.forget(v);
         this.flushedOffset = upTo;
         this.storeWrite = undefined;
+        if (this.storeBlocked) this.logger.info({ dir: this.dir }, 'kv state written again');
+        this.storeBlocked = undefined;
         this.flushBelow(this.log.highWatermark);
       },
-      (err: unknown) => {
-        // The versions stay readable here; nothing more goes to lmdb, whose state stays at its
-        // last good offset, from which a restart replays the changelog.
-        this.storeFailure = new TributaryError('KV_STORAGE_EXCEPTION', `cannot write the KV state of ${this.dir}: ${(err as Error).message}`, { cause: err });
-        this.logger.error({ err, dir: this.dir }, 'kv state write failed');
+      async (err: unknown) => {
+        // lmdb also rejects a commit promise of its own for the failed batch, which nobody holds.
+        this.env.committed.then(ignore, ignore);
+        const reason = await commitFailure(err);
+        // The versions stay readable here; lmdb's state stays at its last good offset.
         this.storeWrite = undefined;
+        if (isNoSpace(reason)) {
+          // A full disk: the same versions go again once there may be space.
+          this.unwritten.unshift(...written);
+          this.rowCountValue -= delta;
+          this.flushingOffset = this.flushedOffset;
+          if (!this.storeBlocked) this.logger.warn({ err: reason, dir: this.dir }, 'kv state write waits for space on the data disk');
+          this.storeBlocked = ioError('KV_STORAGE_EXCEPTION', `cannot write the KV state of ${this.dir}`, reason);
+          this.storeRetry = setTimeout(() => {
+            this.storeRetry = undefined;
+            this.flushBelow(this.log.highWatermark);
+          }, STORE_RETRY_MS);
+          this.storeRetry.unref();
+          return;
+        }
+        // Anything else stops writes to lmdb; a restart replays the changelog from its last good offset.
+        this.storeFailure = new TributaryError('KV_STORAGE_EXCEPTION', `cannot write the KV state of ${this.dir}: ${(reason as Error).message}`, { cause: reason });
+        this.logger.error({ err: reason, dir: this.dir }, 'kv state write failed');
       },
     );
   }
@@ -485,6 +513,7 @@ export class KvTablet {
     const target = this.committedEnd();
     while (this.flushedOffset < target && !this.closed) {
       if (this.storeFailure) throw this.storeFailure;
+      if (this.storeBlocked && !this.storeWrite) throw this.storeBlocked;
       if (!this.storeWrite && this.flushPaused === 0) this.flushBelow(this.log.highWatermark);
       if (this.storeWrite) await this.storeWrite;
       else if (this.flushPaused > 0) await this.snapshotTaken; // it flushes when it ends
@@ -648,22 +677,42 @@ export class KvTablet {
   /**
    * Writes replayed changes and the offset they bring the state to in one synchronous
    * transaction, before the tablet serves (no asynchronous write is in flight then). Each key is
-   * checked for existence to keep the row count.
+   * checked for existence to keep the row count. On a full disk they, and all replayed after them,
+   * are kept as committed versions instead, which reads see and the store takes once it can
+   * (flushBelow), so a restart on a full disk needs no write.
    */
   private writeReplayed(changes: { key: Uint8Array; value: Uint8Array | null }[], upTo: bigint): void {
-    let delta = 0;
-    this.env.transactionSync(() => {
-      for (const c of changes) {
-        delta += (c.value === null ? 0 : 1) - (this.state.doesExist(c.key) ? 1 : 0);
-        if (c.value === null) this.state.removeSync(c.key);
-        else this.state.putSync(c.key, c.value);
+    if (changes.length === 0 && upTo === this.flushedOffset) return;
+    if (this.unwritten.length === 0) {
+      try {
+        let delta = 0;
+        this.env.transactionSync(() => {
+          for (const c of changes) {
+            delta += (c.value === null ? 0 : 1) - (this.state.doesExist(c.key) ? 1 : 0);
+            if (c.value === null) this.state.removeSync(c.key);
+            else this.state.putSync(c.key, c.value);
+          }
+          this.meta.putSync(ROW_COUNT, String(this.rowCountValue + delta));
+          this.meta.putSync(FLUSHED_OFFSET, upTo.toString());
+        });
+        this.rowCountValue += delta;
+        this.flushedOffset = upTo;
+        this.flushingOffset = upTo;
+        return;
+      } catch (err) {
+        if (!isNoSpace(err)) throw err;
+        this.logger.warn({ err, dir: this.dir, fromOffset: String(this.flushedOffset) }, 'kv state replay kept in memory: the data disk is full');
       }
-      this.rowCountValue += delta;
-      this.meta.putSync(ROW_COUNT, String(this.rowCountValue));
-      this.meta.putSync(FLUSHED_OFFSET, upTo.toString());
-    });
-    this.flushedOffset = upTo;
-    this.flushingOffset = upTo;
+    }
+    // One batch ending below `upTo`: committed, since recovery ends at the high watermark.
+    if (changes.length === 0) return;
+    const batch: AppendedBatch = { lastOffset: Number(upTo) - 1, versions: [], rowDelta: undefined };
+    for (const c of changes) {
+      const version: Version = { key: c.key, value: c.value, batch, older: this.versions.get(c.key) };
+      this.versions.set(c.key, version);
+      batch.versions.push(version);
+    }
+    this.unwritten.push(batch);
   }
 
   async close(): Promise<void> {
@@ -672,10 +721,19 @@ export class KvTablet {
     await this.written().catch(() => undefined); // a failed store keeps its last good state
     await this.storeIdle();
     this.closed = true;
+    if (this.storeBlocked) {
+      // lmdb's close waits for the batch its failed commit left open, which a full disk never
+      // ends: the environment is left to the process. Its state stays at its last good offset.
+      this.logger.warn({ dir: this.dir }, 'kv state closed on a full disk: lmdb is left open');
+      clearTimeout(this.storeRetry);
+      this.unsubscribe();
+      return;
+    }
     await this.closeStore();
   }
 
   private async closeStore(): Promise<void> {
+    clearTimeout(this.storeRetry);
     this.unsubscribe();
     await this.env.close();
   }
@@ -683,6 +741,12 @@ export class KvTablet {
   private checkOpen(): void {
     if (this.closed) throw new TributaryError('NOT_LEADER_OR_FOLLOWER', `the KV state of ${this.dir} is closed`);
   }
+}
+
+/** lmdb rejects each write of a failed commit with the same generic error; its `commitError` holds the reason. */
+async function commitFailure(err: unknown): Promise<unknown> {
+  const reason = (err as { commitError?: Promise<unknown> }).commitError;
+  return reason ? reason.then(() => err, (e: unknown) => e) : err;
 }
 
 function startsWith(key: Uint8Array, prefix: Uint8Array): boolean {

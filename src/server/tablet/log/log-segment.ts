@@ -76,7 +76,7 @@ export class LogSegment {
   nextOffset: bigint;
   /** Largest commit timestamp of the segment's batches (ms), -1 while empty. */
   maxTimestamp = -1;
-  /** Set when a failed write could not be cut off: the file's end is unknown. */
+  /** Set when a failed write could not be cut off, or an fsync failed: what the file holds is unknown. */
   damaged = false;
   private offsetOfMaxTimestamp = 0;
   private bytesSinceIndexEntry = 0;
@@ -427,6 +427,8 @@ export class LogSegment {
     try {
       await this.fh.datasync();
     } catch (err) {
+      // After a failed fsync the kernel may have dropped the unwritten pages (even for ENOSPC).
+      this.damaged = true;
       throw storageError(`cannot fsync ${this.file('.log')}`, err);
     }
   }

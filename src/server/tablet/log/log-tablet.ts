@@ -25,6 +25,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { TributaryError } from '../../../common/errors.js';
+import { isNoSpace } from '../../../common/files.js';
 import { type LogBatchHeader, NO_WRITER_ID, readLogBatchHeader, stampLogBatch } from '../../../record/log-batch.js';
 import { readCheckpoint, writeCheckpoint } from './checkpoint-file.js';
 import { LeaderEpochCache } from './leader-epoch-cache.js';
@@ -313,7 +314,7 @@ export class LogTablet {
     return this.enqueue(async () => {
       if (this.closed) return;
       try {
-        if (!this.failure) await this.writeCheckpoint();
+        if (!this.failure) await this.checkpointUnlessFull();
       } finally {
         this.closed = true;
         clearTimeout(this.flushTimer);
@@ -409,9 +410,21 @@ export class LogTablet {
     }
     // What was scanned may sit in the page cache only (the process died): make it durable, and
     // give sealed segments the closing time-index entry they get when they roll.
+    // On a full disk rebuilt indexes stay in memory (written at the next roll or checkpoint): the
+    // log files themselves are fsynced first and need no space.
+    let indexesUnwritten = false;
+    const durable = async (segment: LogSegment, flush: () => Promise<void>): Promise<void> => {
+      try {
+        await flush();
+      } catch (err) {
+        if (segment.damaged || !isNoSpace(err)) throw err;
+        indexesUnwritten = true;
+      }
+    };
     const last = this.segments.length - 1;
-    for (let i = first; i < last; i++) await this.segments[i].seal();
-    await this.segments[last].flush();
+    for (let i = first; i < last; i++) await durable(this.segments[i], () => this.segments[i].seal());
+    await durable(this.segments[last], () => this.segments[last].flush());
+    if (indexesUnwritten) this.log.warn({ dir: this.dir }, 'log indexes not written: the data disk is full');
     if (cutFrom < bases.length) await syncDirectory(this.dir);
 
     const active = this.segments[this.segments.length - 1];
@@ -423,7 +436,20 @@ export class LogTablet {
     this.writers.removeExpired(this.clock(), this.config.writerIdExpirationMs);
     this.epochs.truncateFromEnd(this.logEnd.offset);
     this.epochs.truncateFromStart(this.logStartOffset);
-    await this.writeCheckpoint();
+    await this.checkpointUnlessFull();
+  }
+
+  /**
+   * A checkpoint where one is optional (end of recovery, close): on a full disk the log is
+   * complete without it, and a restart scans from the previous recovery point instead.
+   */
+  private async checkpointUnlessFull(): Promise<void> {
+    try {
+      await this.writeCheckpoint();
+    } catch (err) {
+      if (!isNoSpace(err) || this.failure) throw err;
+      this.log.warn({ dir: this.dir, err }, 'log checkpoint skipped: the data disk is full');
+    }
   }
 
   /** A damaged checkpoint is reported and treated as missing: recovery then scans more of the log. */
@@ -501,7 +527,9 @@ export class LogTablet {
     try {
       await active.seal();
     } catch (err) {
-      throw this.fail(err);
+      // An index that found no space is written again at the next roll; the log file is intact.
+      if (active.damaged || !isNoSpace(err)) throw this.fail(err);
+      throw storageError(`cannot roll ${this.dir}`, err);
     }
     const rollOffset = this.logEnd.offset;
     if (rollOffset > this.flushedOffset) this.flushedOffset = rollOffset;
@@ -630,7 +658,7 @@ export class LogTablet {
   /** Stops writes after an I/O failure whose effect on the files is unknown; reopening recovers. */
   private fail(err: unknown): TributaryError {
     if (!this.failure) {
-      this.failure = storageError(`log ${this.dir} takes no more writes until it is reopened`, err);
+      this.failure = new TributaryError('LOG_STORAGE_EXCEPTION', `log ${this.dir} takes no more writes until it is reopened: ${(err as Error).message}`, { cause: err });
       this.log.error({ dir: this.dir, err }, 'log storage failure: the log stops taking writes');
     }
     return this.failure;

@@ -1,7 +1,10 @@
-/** I/O failures of the log become LOG_STORAGE_EXCEPTION, with the failing file in the message. */
-import { TributaryError } from '../../../common/errors.js';
+/**
+ * I/O failures of the log become LOG_STORAGE_EXCEPTION, with the failing file in the message; a
+ * write that found the disk full becomes DISK_WRITE_LOCKED (retriable).
+ */
+import type { TributaryError } from '../../../common/errors.js';
+import { ioError } from '../../../common/files.js';
 
 export function storageError(what: string, err: unknown): TributaryError {
-  if (err instanceof TributaryError) return err;
-  return new TributaryError('LOG_STORAGE_EXCEPTION', `${what}: ${(err as Error).message}`, { cause: err });
+  return ioError('LOG_STORAGE_EXCEPTION', what, err);
 }

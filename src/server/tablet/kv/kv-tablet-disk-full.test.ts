@@ -1,0 +1,124 @@
+/**
+ * The KV state on a full disk, for real: the lmdb environment sits on a small tmpfs filled up with
+ * a file (the bucket's log on a normal disk), so lmdb's writes fail with ENOSPC. The tablet must
+ * stay up (lmdb rejects every write of a failed commit), serve the committed changes from memory,
+ * and write them once space returns; opening it on the full disk keeps the replayed changelog in
+ * memory instead of failing.
+ */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import { pino } from 'pino';
+import { CompactedKeyEncoder } from '../../../common/key-encoder.js';
+import { CompactedRowDecoder, CompactedRowEncoder, primaryKeyLayout, readKvValue } from '../../../common/row-encoder.js';
+import { buildSchema, type TableInfo } from '../../../common/schema.js';
+import { initArrowCompression } from '../../../record/compression.js';
+import { buildKvBatch } from '../../../record/kv-batch.js';
+import { LogTablet } from '../log/log-tablet.js';
+import { KvSnapshotStore } from './kv-snapshot-store.js';
+import { KvTablet } from './kv-tablet.js';
+
+const schema = buildSchema([{ name: 'k', type: 'BIGINT' }, { name: 'v', type: 'STRING' }], ['k']);
+const table: TableInfo = {
+  path: { database: 'db', table: 't' }, tableId: 1, schemaId: 0, schema, partitionKeys: [], bucketCount: 1, bucketKeys: ['k'],
+  properties: {}, createdTime: 0, modifiedTime: 0,
+};
+const keys = CompactedKeyEncoder.forColumns(schema, primaryKeyLayout(schema, ['k']));
+const rows = new CompactedRowEncoder(schema.columns.map((c) => c.type));
+const decoder = new CompactedRowDecoder(schema.columns.map((c) => c.type));
+const silent = pino({ level: 'silent' });
+
+const logDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kv-disk-full-log-'));
+const mountPoint = fs.mkdtempSync(path.join(os.tmpdir(), 'kv-disk-full-'));
+const filler = path.join(mountPoint, 'filler');
+let mountRefused: string | undefined;
+before(async () => {
+  await initArrowCompression();
+  try {
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=4m', 'tmpfs', mountPoint], { stdio: 'pipe' });
+  } catch (err) {
+    mountRefused = `cannot mount a tmpfs to fill (needs root): ${(err as Error).message.split('\n')[0]}`;
+  }
+});
+after(() => {
+  if (!mountRefused) execFileSync('umount', ['-l', mountPoint]);
+  fs.rmSync(mountPoint, { recursive: true, force: true });
+  fs.rmSync(logDir, { recursive: true, force: true });
+});
+
+function fillDisk(): void {
+  const fd = fs.openSync(filler, 'a');
+  const chunk = Buffer.alloc(64 * 1024, 7);
+  try {
+    for (let size = chunk.length; size >= 512; ) {
+      try {
+        fs.writeSync(fd, chunk, 0, size);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'ENOSPC') throw err;
+        size >>= 1;
+      }
+    }
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** A batch of big values, so that lmdb must grow its file to hold them. */
+function batch(seq: number, round: string): Buffer {
+  const records = [1n, 2n, 3n, 4n].map((k) => ({ key: keys.encode([k, null]), row: rows.encode([k, `${round}:${'x'.repeat(60_000)}`]) }));
+  return buildKvBatch({ schemaId: 0, writerId: 7n, batchSequence: seq, records });
+}
+
+function roundOf(kv: KvTablet, k: bigint): string | undefined {
+  let out: string | undefined;
+  kv.lookup([keys.encode([k, null])], (v) => (out = v === undefined ? undefined : String(decoder.decode(readKvValue(v).row)[1]).split(':')[0]));
+  return out;
+}
+
+async function open(): Promise<{ log: LogTablet; kv: KvTablet }> {
+  const config = { segmentBytes: 1 << 24, indexIntervalBytes: 4096, recentBytes: 1 << 20, flushIntervalMessages: 1, flushIntervalMs: 1000, ttlMs: 0, writerIdExpirationMs: 86_400_000 };
+  const log = await LogTablet.open(path.join(logDir, 'log-0'), config);
+  const kv = await KvTablet.open(path.join(mountPoint, 'kv-0'), log, table, (id) => (id === 0 ? schema : undefined), new KvSnapshotStore(path.join(logDir, 'snapshots'), 2), silent);
+  return { log, kv };
+}
+
+async function untilWritten(kv: KvTablet, log: LogTablet): Promise<void> {
+  for (let i = 0; i < 600 && kv.stateOffset < log.highWatermark; i++) await new Promise((r) => setTimeout(r, 50));
+  assert.equal(kv.stateOffset, log.highWatermark, 'lmdb holds every committed change');
+}
+
+test('lmdb writes that find the disk full wait for space; a reopen on the full disk replays into memory', { timeout: 120_000 }, async (t) => {
+  if (mountRefused) return t.skip(mountRefused);
+  let { log, kv } = await open();
+  await kv.putKv([batch(0, 'r0')], undefined, 'high-watermark');
+  await untilWritten(kv, log);
+
+  fillDisk();
+  await kv.putKv([batch(1, 'r1')], undefined, 'high-watermark');
+  await kv.putKv([batch(2, 'r2')], undefined, 'high-watermark');
+  // Let lmdb's commits fail: the process must not die of their rejections.
+  await new Promise((r) => setTimeout(r, 500));
+  assert.ok(kv.stateOffset < log.highWatermark, 'lmdb could not take the changes');
+  assert.equal(roundOf(kv, 1n), 'r2', 'lookups read the committed changes from memory');
+  assert.equal(kv.rowCount, 4);
+
+  // Closed (as a crash would leave it) with lmdb behind the log, and opened on the still full disk.
+  await kv.close();
+  await log.close();
+  ({ log, kv } = await open());
+  assert.equal(roundOf(kv, 1n), 'r2', 'the replayed changelog is served from memory');
+  assert.equal(kv.rowCount, 4);
+  assert.ok(kv.stateOffset < log.highWatermark);
+
+  fs.rmSync(filler);
+  await untilWritten(kv, log);
+  await kv.close();
+  await log.close();
+  ({ log, kv } = await open());
+  assert.deepEqual([1n, 2n, 3n, 4n].map((k) => roundOf(kv, k)), ['r2', 'r2', 'r2', 'r2']);
+  await kv.close();
+  await log.close();
+});
