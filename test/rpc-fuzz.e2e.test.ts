@@ -6,7 +6,7 @@
  * stay up, serve a normal client afterwards and still hold, unchanged, data written before.
  *
  * `npm run fuzz:rpc` runs it longer: TRIBUTARY_FUZZ_SEED (random there unless given; printed) and
- * TRIBUTARY_FUZZ_REQUESTS (20000 there; 400 in `npm test`, with a fixed seed).
+ * TRIBUTARY_FUZZ_REQUESTS (20000 there; 300 in `npm test`, with a fixed seed).
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -22,7 +22,7 @@ import { ServerProcess } from './support/server-process.js';
 
 const SEED = Number(process.env.TRIBUTARY_FUZZ_SEED ?? 20260101);
 /** Metadata changes fsync, so a few hundred requests keep the run well under a minute on a busy machine. */
-const REQUESTS = Number(process.env.TRIBUTARY_FUZZ_REQUESTS ?? 400);
+const REQUESTS = Number(process.env.TRIBUTARY_FUZZ_REQUESTS ?? 300);
 
 const MUTATIONS = new Set<Api>([
   ApiKeys.CreateDatabase,
