@@ -8,7 +8,10 @@ import net from 'node:net';
 import { after, before, test } from 'node:test';
 import { Connection, TributaryError } from '../src/client/index.js';
 import { buildLogBatch } from '../src/record/log-batch.js';
+import { create, toBinary } from '@bufbuild/protobuf';
 import { ApiKeys } from '../src/rpc/api-keys.js';
+import { LookupRequestSchema } from '../src/rpc/gen/tributary_pb.js';
+import { decodeLookupResponse, encodeLookupRequest, KeyFields } from '../src/rpc/lookup-messages.js';
 import { ServerProcess } from './support/server-process.js';
 
 let server: ServerProcess;
@@ -131,5 +134,38 @@ test('unknown tables, buckets and partitions get their named errors', async () =
   assert.equal(fetch.tablesResp[0].bucketsResp[1].errorCode, 19, 'LOG_OFFSET_OUT_OF_RANGE_EXCEPTION');
   await assert.rejects(conn.getTable({ database: 'tributary', table: 'missing' }), (e: TributaryError) => e.errorName === 'TABLE_NOT_EXIST');
   await assert.rejects(conn.getAdmin().createPartition({ database: 'tributary', table: 't' }, { a: '1' }), (e: TributaryError) => e.errorName === 'TABLE_NOT_PARTITIONED_EXCEPTION');
+  await stillServes();
+});
+
+test('request fields that are missing or out of range get named errors that say the API and the field', async () => {
+  const rpc = await conn.server();
+  const named = (name: string, fragment: string) => (e: TributaryError) => e.errorName === name && e.message.includes(fragment);
+  const tablePath = { databaseName: 'tributary', tableName: 'nameless' };
+  // A column without a name was a TypeError (UNKNOWN_SERVER_ERROR), and must not leave a table behind.
+  const tableJson = JSON.stringify({ columns: [{ name: 'a', type: 'INT' }, { type: 'STRING' }] });
+  await assert.rejects(rpc.request(ApiKeys.CreateTable, { tablePath, tableJson }), named('INVALID_TABLE_EXCEPTION', 'CreateTable: table_json.columns[1].name is required'));
+  assert.equal((await rpc.request(ApiKeys.TableExists, { tablePath })).exists, false);
+  await assert.rejects(rpc.request(ApiKeys.CreateTable, { tablePath: { databaseName: 'tributary' }, tableJson }), named('INVALID_TABLE_EXCEPTION', 'CreateTable: table_path.table_name is required'));
+  await assert.rejects(rpc.request(ApiKeys.DropTable, {}), named('INVALID_TABLE_EXCEPTION', 'DropTable: table_path is required'));
+  await assert.rejects(rpc.request(ApiKeys.CreateDatabase, { databaseName: 'd', databaseJson: 'null' }), named('INVALID_DATABASE_EXCEPTION', 'CreateDatabase: database_json must be a JSON object'));
+  await assert.rejects(rpc.request(ApiKeys.AlterTable, { tablePath: { databaseName: 'tributary', tableName: 't' }, configChanges: [{ opType: 0, configValue: 'x' }] }), named('INVALID_ALTER_TABLE_EXCEPTION', 'AlterTable: config_changes[0].config_key is required'));
+  await assert.rejects(rpc.request(ApiKeys.ProduceLog, { acks: 1, tableId: -2n, bucketsReq: [] }), named('INVALID_ARGUMENT', 'ProduceLog: table_id -2 is out of range'));
+  // A name with '/' reached into the metadata tree: this one is the table's own registration.
+  await assert.rejects(rpc.request(ApiKeys.DropDatabase, { databaseName: 'tributary/tables/t', cascade: true }), named('INVALID_DATABASE_EXCEPTION', 'DropDatabase: database_name'));
+  assert.equal((await rpc.request(ApiKeys.TableExists, { tablePath: { databaseName: 'tributary', tableName: 't' } })).exists, true);
+  await stillServes();
+});
+
+test('a Lookup of a negative bucket is refused by name instead of answered with a corrupt response', async () => {
+  const rpc = await conn.server();
+  const table = await conn.getTable({ database: 'tributary', table: 't' });
+  const keys = new KeyFields();
+  keys.add(Buffer.from([1, 2, 3]));
+  // As protobuf encodes an int32 of -1 (the client's own encoder writes bucket ids unsigned).
+  const body = toBinary(LookupRequestSchema, create(LookupRequestSchema, { tableId: BigInt(table.info.tableId), bucketsReq: [{ bucketId: -1, keys: [Buffer.from([1, 2, 3])] }] }));
+  const lookup = rpc.requestRaw(ApiKeys.Lookup, () => body);
+  await assert.rejects(lookup, (e: TributaryError) => e.errorName === 'UNKNOWN_TABLE_OR_BUCKET_EXCEPTION' && e.message.includes('Lookup: buckets_req[0].bucket_id'));
+  const answer = decodeLookupResponse(await rpc.requestRaw(ApiKeys.Lookup, () => encodeLookupRequest(table.info.tableId, [{ bucket: 0, keys }])));
+  assert.equal(answer[0].errorCode, 20, 'NON_PRIMARY_KEY_TABLE_EXCEPTION');
   await stillServes();
 });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { TributaryError } from './errors.js';
-import { addColumns, buildSchema, fieldIndexes, projectionIn, schemaFromJson, schemaToJson } from './schema.js';
+import { addColumns, buildSchema, type ColumnSpec, fieldIndexes, projectionIn, schemaFromJson, schemaToJson, tableDescriptorFromJson } from './schema.js';
 import { formatDataType } from './types.js';
 
 const rejects = (name: string, fragment: string) => (e: unknown) => e instanceof TributaryError && e.errorName === name && e.message.includes(fragment);
@@ -60,5 +60,27 @@ describe('fieldIndexes and projectionIn', () => {
     assert.deepEqual(projectionIn(v1, wanted), [2, 1, 3, 0]);
     assert.deepEqual(projectionIn(v0, wanted), [1, 0]);
     assert.deepEqual(projectionIn(v0, [v1.columns[3]]), []);
+  });
+});
+
+describe('table descriptors from JSON', () => {
+  it('names the field of each wrong part, and a column without a name is refused by name, not by a TypeError', () => {
+    const where = 'CreateTable: table_json';
+    const columns = [{ name: 'id', type: 'INT' }];
+    assert.throws(() => tableDescriptorFromJson({ columns: [{ name: 'id', type: 'INT' }, { type: 'STRING' }] }, where), rejects('INVALID_TABLE_EXCEPTION', 'CreateTable: table_json.columns[1].name is required'));
+    assert.throws(() => buildSchema([{ name: 'id', type: 'INT' }, { type: 'STRING' } as unknown as ColumnSpec]), rejects('INVALID_TABLE_EXCEPTION', 'columns[1].name is required'));
+    assert.throws(() => tableDescriptorFromJson({ columns: [{ name: 5, type: 'INT' }] }, where), rejects('INVALID_TABLE_EXCEPTION', 'invalid column name of type number (CreateTable: table_json.columns[0].name)'));
+    assert.throws(() => tableDescriptorFromJson({ columns: [null] }, where), rejects('INVALID_TABLE_EXCEPTION', 'table_json.columns[0] must be a column object'));
+    assert.throws(() => tableDescriptorFromJson({ columns: [{ name: 'id' }] }, where), rejects('INVALID_TYPE', 'table_json.columns[0].type is required'));
+    assert.throws(() => tableDescriptorFromJson({ columns: [{ name: 'id', type: 'INT', nullable: 'no' }] }, where), rejects('INVALID_TABLE_EXCEPTION', 'columns[0].nullable must be true or false'));
+    assert.throws(() => tableDescriptorFromJson({ columns: 'id INT' }, where), rejects('INVALID_TABLE_EXCEPTION', 'table_json.columns must be an array'));
+    assert.throws(() => tableDescriptorFromJson(null, where), rejects('INVALID_TABLE_EXCEPTION', 'table_json must be a JSON object'));
+    assert.throws(() => tableDescriptorFromJson({ columns, primaryKey: 'id' }, where), rejects('INVALID_TABLE_EXCEPTION', 'table_json.primaryKey must be an array of column names'));
+    assert.throws(() => tableDescriptorFromJson({ columns, partitionKeys: [5] }, where), rejects('INVALID_TABLE_EXCEPTION', 'table_json.partitionKeys must be'));
+    assert.throws(() => tableDescriptorFromJson({ columns, bucketCount: '2' }, where), rejects('INVALID_TABLE_EXCEPTION', 'table_json.bucketCount must be a number'));
+    assert.throws(() => tableDescriptorFromJson({ columns, properties: { 'bucket.num': 2 } }, where), rejects('INVALID_TABLE_EXCEPTION', "table_json.properties['bucket.num'] must be a string"));
+    assert.throws(() => tableDescriptorFromJson({ columns, comment: {} }, where), rejects('INVALID_TABLE_EXCEPTION', 'table_json.comment must be a string'));
+    const d = tableDescriptorFromJson({ columns, primaryKey: ['id'], properties: { 'bucket.num': '2' }, comment: 'c' }, where);
+    assert.deepEqual(buildSchema(d.columns, d.primaryKey).primaryKey, ['id']);
   });
 });

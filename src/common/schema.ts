@@ -74,11 +74,18 @@ export const DEFAULT_DATABASE = 'tributary';
 
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
-export function validateIdentifier(kind: 'database' | 'table' | 'column', name: string): void {
-  const code = kind === 'database' ? 'INVALID_DATABASE_EXCEPTION' : kind === 'table' ? 'INVALID_TABLE_EXCEPTION' : 'INVALID_TABLE_EXCEPTION';
-  if (!NAME.test(name) || name.length > 200) {
-    throw new TributaryError(code, `invalid ${kind} name '${name}': use letters, digits and '_', starting with a letter or '_', at most 200 characters`);
-  }
+/** Whether `name` can name a database, table or column (what metadata paths and files are made of). */
+export function isIdentifier(name: unknown): name is string {
+  return typeof name === 'string' && name.length <= 200 && NAME.test(name);
+}
+
+/** `where` says where the name came from in error messages, e.g. `CreateTable: table_path.table_name`. */
+export function validateIdentifier(kind: 'database' | 'table' | 'column', name: unknown, where?: string): asserts name is string {
+  if (isIdentifier(name)) return;
+  const code = kind === 'database' ? 'INVALID_DATABASE_EXCEPTION' : 'INVALID_TABLE_EXCEPTION';
+  if (name === undefined || name === '') throw new TributaryError(code, `${where ?? `${kind} name`} is required`);
+  const shown = typeof name === 'string' ? `'${name.length > 60 ? `${name.slice(0, 60)}…` : name}'` : `of type ${name === null ? 'null' : typeof name}`;
+  throw new TributaryError(code, `invalid ${kind} name ${shown}${where ? ` (${where})` : ''}: use letters, digits and '_', starting with a letter or '_', at most 200 characters`);
 }
 
 export function tablePathString(p: TablePath): string {
@@ -90,13 +97,11 @@ export function buildSchema(columns: ColumnSpec[], primaryKey?: string[]): Schem
   if (columns.length === 0) throw new TributaryError('INVALID_TABLE_EXCEPTION', 'a table needs at least one column');
   const seen = new Set<string>();
   const built: Column[] = columns.map((c, i) => {
-    validateIdentifier('column', c.name);
+    checkColumnSpec(c, `columns[${i}]`);
     const lower = c.name.toLowerCase();
     if (seen.has(lower)) throw new TributaryError('DUPLICATE_COLUMN', `duplicate column '${c.name}'`);
     seen.add(lower);
-    const type = typeof c.type === 'string' ? parseDataType(c.type) : c.type;
-    parseDataType(formatDataType(type)); // validates hand-built types too
-    return { name: c.name, type, nullable: c.nullable ?? true, fieldId: i, ...(c.comment ? { comment: c.comment } : {}) };
+    return { name: c.name, type: columnType(c), nullable: c.nullable ?? true, fieldId: i, ...(c.comment ? { comment: c.comment } : {}) };
   });
   const schema: Schema = { columns: built, highestFieldId: built.length - 1 };
   if (primaryKey && primaryKey.length > 0) {
@@ -114,6 +119,53 @@ export function buildSchema(columns: ColumnSpec[], primaryKey?: string[]): Schem
 }
 
 /**
+ * A table descriptor from JSON (CreateTable's table_json, camelCase fields as TableDescriptor), its
+ * shape checked field by field so that each wrong part gets an error naming it under `where`.
+ * Names, types and keys are validated later, when the schema is built.
+ */
+export function tableDescriptorFromJson(json: unknown, where: string): TableDescriptor {
+  const fail = (field: string, problem: string): never => {
+    throw new TributaryError('INVALID_TABLE_EXCEPTION', `${where}.${field} ${problem}`);
+  };
+  if (json === null || typeof json !== 'object' || Array.isArray(json)) throw new TributaryError('INVALID_TABLE_EXCEPTION', `${where} must be a JSON object`);
+  const d = json as Record<string, unknown>;
+  if (!Array.isArray(d.columns)) fail('columns', 'must be an array of columns');
+  const names = (field: string): void => {
+    const v = d[field];
+    if (v !== undefined && (!Array.isArray(v) || v.some((k) => typeof k !== 'string'))) fail(field, 'must be an array of column names');
+  };
+  names('primaryKey');
+  names('partitionKeys');
+  names('bucketKeys');
+  if (d.bucketCount !== undefined && typeof d.bucketCount !== 'number') fail('bucketCount', 'must be a number');
+  if (d.comment !== undefined && typeof d.comment !== 'string') fail('comment', 'must be a string');
+  if (d.properties !== undefined) {
+    if (d.properties === null || typeof d.properties !== 'object' || Array.isArray(d.properties)) fail('properties', 'must be an object of option names and values');
+    for (const [key, value] of Object.entries(d.properties as object)) if (typeof value !== 'string') fail(`properties['${key}']`, 'must be a string');
+  }
+  (d.columns as unknown[]).forEach((c, i) => checkColumnSpec(c as ColumnSpec, `${where}.columns[${i}]`));
+  return d as unknown as TableDescriptor;
+}
+
+/**
+ * A column spec as it may come from a request's JSON: an object with a valid name, a type in its
+ * SQL spelling (or a DataType), and nullable and comment of their types when given.
+ */
+function checkColumnSpec(c: ColumnSpec, where: string): void {
+  if (c === null || typeof c !== 'object' || Array.isArray(c)) throw new TributaryError('INVALID_TABLE_EXCEPTION', `${where} must be a column object`);
+  validateIdentifier('column', c.name, `${where}.name`);
+  if (typeof c.type !== 'string' && (c.type === null || typeof c.type !== 'object')) throw new TributaryError('INVALID_TYPE', `${where}.type is required (a type such as 'INT' or 'STRING')`);
+  if (c.nullable !== undefined && typeof c.nullable !== 'boolean') throw new TributaryError('INVALID_TABLE_EXCEPTION', `${where}.nullable must be true or false`);
+  if (c.comment !== undefined && typeof c.comment !== 'string') throw new TributaryError('INVALID_TABLE_EXCEPTION', `${where}.comment must be a string`);
+}
+
+function columnType(c: ColumnSpec): DataType {
+  const type = typeof c.type === 'string' ? parseDataType(c.type) : c.type;
+  parseDataType(formatDataType(type)); // validates hand-built types too
+  return type;
+}
+
+/**
  * The schema after ADD COLUMN (Fluss's schema evolution, fluss.md §2.7): `specs` appended after the
  * existing columns, nullable (rows written before read them as NULL), with field ids after
  * `highestFieldId`. Existing columns keep their place and field id, so a column index of an older
@@ -123,8 +175,8 @@ export function addColumns(schema: Schema, specs: readonly ColumnSpec[]): Schema
   if (specs.length === 0) throw new TributaryError('INVALID_ALTER_TABLE_EXCEPTION', 'ADD COLUMN names no column');
   const seen = new Set(schema.columns.map((c) => c.name.toLowerCase()));
   let fieldId = schema.highestFieldId;
-  const added = specs.map((c): Column => {
-    validateIdentifier('column', c.name);
+  const added = specs.map((c, i): Column => {
+    checkColumnSpec(c, `add_columns[${i}]`);
     const lower = c.name.toLowerCase();
     if (isLakeSystemColumn(c.name)) throw new TributaryError('INVALID_ALTER_TABLE_EXCEPTION', `column name '${c.name}' is reserved for the lake table's system column ${lower}`);
     if (seen.has(lower)) throw new TributaryError('DUPLICATE_COLUMN', `column '${c.name}' already exists`);
@@ -132,9 +184,7 @@ export function addColumns(schema: Schema, specs: readonly ColumnSpec[]): Schema
     if (c.nullable === false) {
       throw new TributaryError('INVALID_ALTER_TABLE_EXCEPTION', `added column '${c.name}' must be nullable: rows written before it was added read it as NULL`);
     }
-    const type = typeof c.type === 'string' ? parseDataType(c.type) : c.type;
-    parseDataType(formatDataType(type)); // validates hand-built types too
-    return { name: c.name, type, nullable: true, fieldId: ++fieldId, ...(c.comment ? { comment: c.comment } : {}) };
+    return { name: c.name, type: columnType(c), nullable: true, fieldId: ++fieldId, ...(c.comment ? { comment: c.comment } : {}) };
   });
   return { ...schema, columns: [...schema.columns, ...added], highestFieldId: fieldId };
 }

@@ -12,6 +12,7 @@ import { makeDirectory } from '../common/files.js';
 import { initArrowCompression } from '../record/compression.js';
 import { ApiKeys } from '../rpc/api-keys.js';
 import { decodeLookupRequest } from '../rpc/lookup-messages.js';
+import { tablePathOf } from '../rpc/request-fields.js';
 import { RpcServer, type RpcServerStats } from '../rpc/server.js';
 import { Coordinator } from './coordinator/coordinator.js';
 import { DataDirLock } from './data-dir-lock.js';
@@ -118,7 +119,7 @@ export class TributaryServer {
     rpc.register(ApiKeys.GetTableStats, (req) => kv.getTableStats(req));
     rpc.register(ApiKeys.ScanKv, (req) => kv.scanKv(req));
     rpc.register(ApiKeys.GetLatestKvSnapshots, async (req) => {
-      const table = coordinator.getTableInfo({ database: req.tablePath?.databaseName ?? '', table: req.tablePath?.tableName ?? '' });
+      const table = coordinator.getTableInfo(tablePathOf(ApiKeys.GetLatestKvSnapshots, req.tablePath));
       const partition = req.partitionName === undefined ? undefined : coordinator.listPartitions(table.path).find((p) => p.partitionName === req.partitionName);
       if (req.partitionName !== undefined && !partition) throw new TributaryError('PARTITION_NOT_EXISTS', `partition '${req.partitionName}' does not exist`);
       return {
@@ -128,7 +129,7 @@ export class TributaryServer {
       };
     });
     rpc.register(ApiKeys.TriggerKvSnapshot, async (req) => {
-      const table = coordinator.getTableInfo({ database: req.tablePath?.databaseName ?? '', table: req.tablePath?.tableName ?? '' });
+      const table = coordinator.getTableInfo(tablePathOf(ApiKeys.TriggerKvSnapshot, req.tablePath));
       if (!table.schema.primaryKey) throw new TributaryError('NON_PRIMARY_KEY_TABLE_EXCEPTION', `table '${table.path.database}.${table.path.table}' has no primary key`);
       const taken = await tablets.snapshotAll(table.tableId);
       return {

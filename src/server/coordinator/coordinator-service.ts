@@ -4,28 +4,23 @@
  */
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import { TributaryError } from '../../common/errors.js';
-import { type TableDescriptor, type TableInfo, type TablePath, tableInfoToJson, schemaToJson } from '../../common/schema.js';
-import type { PbKeyValue, PbTablePath } from '../../rpc/gen/tributary_pb.js';
-import { ApiKeys } from '../../rpc/api-keys.js';
+import { type TableInfo, tableDescriptorFromJson, tableInfoToJson, schemaToJson } from '../../common/schema.js';
+import type { PbKeyValue } from '../../rpc/gen/tributary_pb.js';
+import { type Api, ApiKeys } from '../../rpc/api-keys.js';
+import { databaseNameOf, fieldError, idOf, jsonOf, tablePathOf } from '../../rpc/request-fields.js';
 import type { RpcServer } from '../../rpc/server.js';
 import type { PbBucketMetadataSchema, PbServerNodeSchema } from '../../rpc/gen/tributary_pb.js';
 import type { Coordinator } from './coordinator.js';
 
-function toPath(p: PbTablePath | undefined): TablePath {
-  if (!p || !p.databaseName || !p.tableName) throw new TributaryError('INVALID_TABLE_EXCEPTION', 'request names no table (database and table are required)');
-  return { database: p.databaseName, table: p.tableName };
-}
-
-function toSpec(kvs: PbKeyValue[]): Record<string, string> {
-  return Object.fromEntries(kvs.map((kv) => [kv.key, kv.value]));
-}
-
-function parseJson<T>(text: string, what: string): T {
-  try {
-    return JSON.parse(text) as T;
-  } catch (err) {
-    throw new TributaryError('INVALID_TABLE_EXCEPTION', `${what} is not valid JSON: ${(err as Error).message}`);
-  }
+/** A partition spec: every key named, none twice. */
+function toSpec(api: Api, field: string, kvs: PbKeyValue[]): Record<string, string> {
+  const spec: Record<string, string> = {};
+  kvs.forEach((kv, i) => {
+    if (!kv.key) throw fieldError(api, `${field}[${i}].key`, 'is required', 'PARTITION_SPEC_INVALID_EXCEPTION');
+    if (Object.hasOwn(spec, kv.key)) throw fieldError(api, `${field}[${i}].key`, `'${kv.key}' is given twice`, 'PARTITION_SPEC_INVALID_EXCEPTION');
+    spec[kv.key] = kv.value;
+  });
+  return spec;
 }
 
 function buckets(info: TableInfo, nodeId: number): MessageInitShape<typeof PbBucketMetadataSchema>[] {
@@ -35,25 +30,32 @@ function buckets(info: TableInfo, nodeId: number): MessageInitShape<typeof PbBuc
 /** Registers the coordinator's APIs on `rpc`; `self` is this node as clients should reach it. */
 export function registerCoordinatorService(rpc: RpcServer, coordinator: Coordinator, self: () => MessageInitShape<typeof PbServerNodeSchema>): void {
   rpc.register(ApiKeys.CreateDatabase, async (req) => {
-    const descriptor = req.databaseJson ? parseJson<{ comment?: string }>(req.databaseJson, 'database_json') : {};
-    await coordinator.createDatabase(req.databaseName, descriptor, req.ignoreIfExists);
+    const api = ApiKeys.CreateDatabase;
+    const name = databaseNameOf(api, req.databaseName);
+    const descriptor = req.databaseJson ? jsonOf(api, 'database_json', req.databaseJson, 'INVALID_DATABASE_EXCEPTION') : {};
+    if (descriptor === null || typeof descriptor !== 'object' || Array.isArray(descriptor)) throw fieldError(api, 'database_json', 'must be a JSON object', 'INVALID_DATABASE_EXCEPTION');
+    const { comment } = descriptor as { comment?: unknown };
+    if (comment !== undefined && typeof comment !== 'string') throw fieldError(api, 'database_json.comment', 'must be a string', 'INVALID_DATABASE_EXCEPTION');
+    await coordinator.createDatabase(name, comment !== undefined ? { comment } : {}, req.ignoreIfExists);
     return {};
   });
   rpc.register(ApiKeys.DropDatabase, async (req) => {
-    await coordinator.dropDatabase(req.databaseName, req.ignoreIfNotExists, req.cascade);
+    await coordinator.dropDatabase(databaseNameOf(ApiKeys.DropDatabase, req.databaseName), req.ignoreIfNotExists, req.cascade);
     return {};
   });
   rpc.register(ApiKeys.ListDatabases, async () => ({ databaseNames: coordinator.listDatabases() }));
-  rpc.register(ApiKeys.DatabaseExists, async (req) => ({ exists: coordinator.databaseExists(req.databaseName) }));
+  rpc.register(ApiKeys.DatabaseExists, async (req) => ({ exists: coordinator.databaseExists(databaseNameOf(ApiKeys.DatabaseExists, req.databaseName)) }));
 
   rpc.register(ApiKeys.CreateTable, async (req) => {
-    const descriptor = parseJson<TableDescriptor>(req.tableJson, 'table_json');
-    if (!descriptor || !Array.isArray(descriptor.columns)) throw new TributaryError('INVALID_TABLE_EXCEPTION', 'table_json must hold a "columns" array');
-    const tableId = await coordinator.createTable(toPath(req.tablePath), descriptor, req.ignoreIfExists);
+    const api = ApiKeys.CreateTable;
+    const path = tablePathOf(api, req.tablePath);
+    if (!req.tableJson) throw fieldError(api, 'table_json', 'is required', 'INVALID_TABLE_EXCEPTION');
+    const descriptor = tableDescriptorFromJson(jsonOf(api, 'table_json', req.tableJson, 'INVALID_TABLE_EXCEPTION'), `${api.name}: table_json`);
+    const tableId = await coordinator.createTable(path, descriptor, req.ignoreIfExists);
     return { tableId: BigInt(tableId) };
   });
   rpc.register(ApiKeys.DropTable, async (req) => {
-    await coordinator.dropTable(toPath(req.tablePath), req.ignoreIfNotExists, req.purge);
+    await coordinator.dropTable(tablePathOf(ApiKeys.DropTable, req.tablePath), req.ignoreIfNotExists, req.purge);
     return {};
   });
   rpc.register(ApiKeys.ListLakeTables, async () => {
@@ -69,21 +71,28 @@ export function registerCoordinatorService(rpc: RpcServer, coordinator: Coordina
     };
   });
   rpc.register(ApiKeys.DropLakeTable, async (req) => {
-    await coordinator.dropLakeTable(toPath(req.tablePath), req.ignoreIfNotExists);
+    await coordinator.dropLakeTable(tablePathOf(ApiKeys.DropLakeTable, req.tablePath), req.ignoreIfNotExists);
     return {};
   });
   rpc.register(ApiKeys.AlterTable, async (req) => {
-    const options = req.configChanges.map((c) => {
-      if (c.opType !== 0 && c.opType !== 1) throw new TributaryError('INVALID_ALTER_TABLE_EXCEPTION', `unsupported alter operation ${c.opType}`);
-      if (c.opType === 0 && c.configValue === undefined) throw new TributaryError('INVALID_ALTER_TABLE_EXCEPTION', `SET of '${c.configKey}' needs a value`);
+    const api = ApiKeys.AlterTable;
+    const path = tablePathOf(api, req.tablePath);
+    const options = req.configChanges.map((c, i) => {
+      const field = `config_changes[${i}]`;
+      if (!c.configKey) throw fieldError(api, `${field}.config_key`, 'is required', 'INVALID_ALTER_TABLE_EXCEPTION');
+      if (c.opType !== 0 && c.opType !== 1) throw fieldError(api, `${field}.op_type`, `${c.opType} is not an alter operation (0 SET, 1 DELETE)`, 'INVALID_ALTER_TABLE_EXCEPTION');
+      if (c.opType === 0 && c.configValue === undefined) throw fieldError(api, `${field}.config_value`, `is required to SET '${c.configKey}'`, 'INVALID_ALTER_TABLE_EXCEPTION');
       return { key: c.configKey, ...(c.opType === 0 ? { value: c.configValue } : {}) };
     });
-    const addColumns = req.addColumns.map((c) => ({ name: c.columnName, type: c.dataType, nullable: !c.notNull, ...(c.comment !== undefined ? { comment: c.comment } : {}) }));
-    await coordinator.alterTable(toPath(req.tablePath), { options, addColumns }, req.ignoreIfNotExists);
+    const addColumns = req.addColumns.map((c, i) => {
+      if (!c.dataType) throw fieldError(api, `add_columns[${i}].data_type`, 'is required', 'INVALID_TYPE');
+      return { name: c.columnName, type: c.dataType, nullable: !c.notNull, ...(c.comment !== undefined ? { comment: c.comment } : {}) };
+    });
+    await coordinator.alterTable(path, { options, addColumns }, req.ignoreIfNotExists);
     return {};
   });
   rpc.register(ApiKeys.GetTableInfo, async (req) => {
-    const info = coordinator.getTableInfo(toPath(req.tablePath));
+    const info = coordinator.getTableInfo(tablePathOf(ApiKeys.GetTableInfo, req.tablePath));
     return {
       tableId: BigInt(info.tableId),
       schemaId: info.schemaId,
@@ -93,32 +102,32 @@ export function registerCoordinatorService(rpc: RpcServer, coordinator: Coordina
     };
   });
   rpc.register(ApiKeys.GetTableSchema, async (req) => {
-    const { schemaId, schema } = coordinator.getSchema(toPath(req.tablePath), req.schemaId);
+    const { schemaId, schema } = coordinator.getSchema(tablePathOf(ApiKeys.GetTableSchema, req.tablePath), req.schemaId);
     return { schemaId, schemaJson: JSON.stringify(schemaToJson(schema)) };
   });
-  rpc.register(ApiKeys.ListTables, async (req) => ({ tableNames: coordinator.listTables(req.databaseName) }));
-  rpc.register(ApiKeys.TableExists, async (req) => ({ exists: coordinator.tableExists(toPath(req.tablePath)) }));
+  rpc.register(ApiKeys.ListTables, async (req) => ({ tableNames: coordinator.listTables(databaseNameOf(ApiKeys.ListTables, req.databaseName)) }));
+  rpc.register(ApiKeys.TableExists, async (req) => ({ exists: coordinator.tableExists(tablePathOf(ApiKeys.TableExists, req.tablePath)) }));
 
   rpc.register(ApiKeys.ListPartitionInfos, async (req) => ({
-    partitionsInfo: coordinator.listPartitions(toPath(req.tablePath), toSpec(req.partialSpec)).map((p) => ({
+    partitionsInfo: coordinator.listPartitions(tablePathOf(ApiKeys.ListPartitionInfos, req.tablePath), toSpec(ApiKeys.ListPartitionInfos, 'partial_spec', req.partialSpec)).map((p) => ({
       partitionId: BigInt(p.partitionId),
       partitionName: p.partitionName,
       spec: Object.entries(p.spec).map(([key, value]) => ({ key, value })),
     })),
   }));
   rpc.register(ApiKeys.CreatePartition, async (req) => ({
-    partitionId: BigInt(await coordinator.createPartition(toPath(req.tablePath), toSpec(req.partitionSpec), req.ignoreIfExists)),
+    partitionId: BigInt(await coordinator.createPartition(tablePathOf(ApiKeys.CreatePartition, req.tablePath), toSpec(ApiKeys.CreatePartition, 'partition_spec', req.partitionSpec), req.ignoreIfExists)),
   }));
   rpc.register(ApiKeys.DropPartition, async (req) => {
-    await coordinator.dropPartition(toPath(req.tablePath), toSpec(req.partitionSpec), req.ignoreIfNotExists);
+    await coordinator.dropPartition(tablePathOf(ApiKeys.DropPartition, req.tablePath), toSpec(ApiKeys.DropPartition, 'partition_spec', req.partitionSpec), req.ignoreIfNotExists);
     return {};
   });
 
   rpc.register(ApiKeys.GetMetadata, async (req) => {
     const node = self();
     const nodeId = node.nodeId ?? 0;
-    const tableMetadata = req.tablePath.map((p) => {
-      const info = coordinator.getTableInfo(toPath(p));
+    const tableMetadata = req.tablePath.map((p, i) => {
+      const info = coordinator.getTableInfo(tablePathOf(ApiKeys.GetMetadata, p, `table_path[${i}]`));
       return {
         tablePath: p,
         tableId: BigInt(info.tableId),
@@ -129,8 +138,8 @@ export function registerCoordinatorService(rpc: RpcServer, coordinator: Coordina
         modifiedTime: BigInt(info.modifiedTime),
       };
     });
-    const partitionMetadata = req.partitionsId.map((id) => {
-      const p = coordinator.partitionById(Number(id));
+    const partitionMetadata = req.partitionsId.map((id, i) => {
+      const p = coordinator.partitionById(idOf(ApiKeys.GetMetadata, `partitions_id[${i}]`, id));
       const info = p && coordinator.getTableInfoById(p.tableId);
       if (!p || !info) throw new TributaryError('PARTITION_NOT_EXISTS', `partition ${id} does not exist`);
       return { tableId: BigInt(p.tableId), partitionName: p.partitionName, partitionId: id, bucketMetadata: buckets(info, nodeId) };

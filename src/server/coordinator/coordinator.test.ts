@@ -158,3 +158,20 @@ describe('Coordinator: tables and partitions are seen only once their buckets ex
     assert.equal(coordinator.partitionById(partitionId)?.partitionName, '2026-11-29');
   });
 });
+
+describe('Coordinator: names become store paths', () => {
+  it('refuses a database or table name that would reach another node of the metadata tree', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'coordinator-'));
+    dirs.push(dir);
+    const { coordinator } = await start(dir);
+    const p = { database: 'tributary', table: 'orders' };
+    await coordinator.createTable(p, { columns: [{ name: 'id', type: 'BIGINT' }] }, false);
+    // '/databases/tributary/tables/orders' is the table's registration, not a database.
+    await assert.rejects(coordinator.dropDatabase('tributary/tables/orders', false, true), rejects('INVALID_DATABASE_EXCEPTION', "invalid database name 'tributary/tables/orders'"));
+    await assert.rejects(coordinator.dropTable({ database: 'tributary', table: 'orders/schemas/0' }, true), rejects('INVALID_TABLE_EXCEPTION', 'invalid table name'));
+    assert.throws(() => coordinator.getTableInfo({ database: 'tributary', table: 'orders/schemas/0' }), rejects('INVALID_TABLE_EXCEPTION', 'invalid table name'));
+    assert.throws(() => coordinator.databaseExists('tributary/tables/orders'), rejects('INVALID_DATABASE_EXCEPTION', 'invalid database name'));
+    assert.ok(coordinator.tableExists(p));
+    assert.deepEqual(coordinator.listTables('tributary'), ['orders']);
+  });
+});

@@ -113,8 +113,15 @@ const MAX_SCHEMA_ID = 0x7fff;
 /** Writer ids reserved by one metadata write. */
 const WRITER_ID_BLOCK = 1000;
 
-const dbPath = (db: string): string => `/databases/${db}`;
-const tablePath = (p: TablePath): string => `/databases/${p.database}/tables/${p.table}`;
+// Names become store paths: one that is not an identifier (a '/' in it) could reach another node of the tree.
+const dbPath = (db: string): string => {
+  validateIdentifier('database', db);
+  return `/databases/${db}`;
+};
+const tablePath = (p: TablePath): string => {
+  validateIdentifier('table', p.table);
+  return `${dbPath(p.database)}/tables/${p.table}`;
+};
 
 export class Coordinator {
   private queue: Promise<unknown> = Promise.resolve();

@@ -5,17 +5,12 @@
  */
 import { asTributaryError, TributaryError } from '../../common/errors.js';
 import { lakeBucketKey } from '../../common/lake.js';
-import type { TableInfo, TablePath } from '../../common/schema.js';
+import type { TableInfo } from '../../common/schema.js';
 import { ApiKeys } from '../../rpc/api-keys.js';
-import type { PbTablePath } from '../../rpc/gen/tributary_pb.js';
 import { fromPbLakeOffset, toPbLakeOffset } from '../../rpc/lake-offsets.js';
+import { fieldError, idOf, intIn, optionalIdOf, tablePathOf } from '../../rpc/request-fields.js';
 import type { RpcServer } from '../../rpc/server.js';
 import type { Coordinator } from './coordinator.js';
-
-function toPath(p: PbTablePath | undefined): TablePath {
-  if (!p || !p.databaseName || !p.tableName) throw new TributaryError('INVALID_TABLE_EXCEPTION', 'request names no table (database and table are required)');
-  return { database: p.databaseName, table: p.tableName };
-}
 
 export interface TieringServiceDeps {
   coordinator: Coordinator;
@@ -37,10 +32,11 @@ export function registerTieringService(rpc: RpcServer, { coordinator, warehouse,
         errors.push({ tableId, errorCode: e.code, errorMessage: e.message });
       }
     };
-    for (const t of req.tieringTables) each(t.tableId, () => tiering.renew(Number(t.tableId), t.tieringEpoch));
-    for (const t of req.finishedTables) each(t.tableId, () => tiering.finished(Number(t.tableId), t.tieringEpoch, false));
-    for (const t of req.forceFinishedTables) each(t.tableId, () => tiering.finished(Number(t.tableId), t.tieringEpoch, true));
-    for (const t of req.failedTables) each(t.tableId, () => tiering.failed(Number(t.tableId), t.tieringEpoch, t.errorMessage));
+    const api = ApiKeys.LakeTieringHeartbeat;
+    req.tieringTables.forEach((t, i) => each(t.tableId, () => tiering.renew(idOf(api, `tiering_tables[${i}].table_id`, t.tableId), t.tieringEpoch)));
+    req.finishedTables.forEach((t, i) => each(t.tableId, () => tiering.finished(idOf(api, `finished_tables[${i}].table_id`, t.tableId), t.tieringEpoch, false)));
+    req.forceFinishedTables.forEach((t, i) => each(t.tableId, () => tiering.finished(idOf(api, `force_finished_tables[${i}].table_id`, t.tableId), t.tieringEpoch, true)));
+    req.failedTables.forEach((t, i) => each(t.tableId, () => tiering.failed(idOf(api, `failed_tables[${i}].table_id`, t.tableId), t.tieringEpoch, t.errorMessage)));
     const assigned = req.requestTable ? await tiering.assignTable() : undefined;
     return {
       errors,
@@ -58,12 +54,23 @@ export function registerTieringService(rpc: RpcServer, { coordinator, warehouse,
   });
 
   rpc.register(ApiKeys.CommitLakeTableSnapshot, async (req) => {
-    await tiering.commitSnapshot(Number(req.tableId), req.tieringEpoch, { snapshotId: req.snapshotId, bucketOffsets: req.bucketOffsets.map(fromPbLakeOffset) });
+    const api = ApiKeys.CommitLakeTableSnapshot;
+    const tableId = idOf(api, 'table_id', req.tableId);
+    if (req.snapshotId < 0n) throw fieldError(api, 'snapshot_id', `${req.snapshotId} is negative`);
+    const bucketOffsets = req.bucketOffsets.map((o, i) => {
+      const field = `bucket_offsets[${i}]`;
+      intIn(api, `${field}.bucket_id`, o.bucketId, 0, 2 ** 31 - 1);
+      optionalIdOf(api, `${field}.partition_id`, o.partitionId);
+      if (o.logEndOffset < 0n) throw fieldError(api, `${field}.log_end_offset`, `${o.logEndOffset} is negative`);
+      if (o.maxTimestamp !== undefined && (o.maxTimestamp < 0n || o.maxTimestamp > BigInt(Number.MAX_SAFE_INTEGER))) throw fieldError(api, `${field}.max_timestamp`, `${o.maxTimestamp} is out of range`);
+      return fromPbLakeOffset(o);
+    });
+    await tiering.commitSnapshot(tableId, req.tieringEpoch, { snapshotId: req.snapshotId, bucketOffsets });
     return {};
   });
 
   rpc.register(ApiKeys.GetLakeSnapshot, async (req) => {
-    const info = coordinator.getTableInfo(toPath(req.tablePath));
+    const info = coordinator.getTableInfo(tablePathOf(ApiKeys.GetLakeSnapshot, req.tablePath));
     const snapshot = tiering.lakeSnapshot(info.path);
     if (!snapshot) throw new TributaryError('LAKE_SNAPSHOT_NOT_EXIST', `table '${info.path.database}.${info.path.table}' has no lake snapshot yet`);
     return {
@@ -75,7 +82,7 @@ export function registerTieringService(rpc: RpcServer, { coordinator, warehouse,
   });
 
   rpc.register(ApiKeys.GetLakeTieringStatus, async (req) => {
-    const info = coordinator.getTableInfo(toPath(req.tablePath));
+    const info = coordinator.getTableInfo(tablePathOf(ApiKeys.GetLakeTieringStatus, req.tablePath));
     const { status, lagMs, buckets } = lakeTieringLag({ coordinator, warehouse, highWatermarks }, info);
     return {
       lagMs: BigInt(lagMs),

@@ -7,11 +7,6 @@ export function bucketError(err: unknown): { errorCode: number; errorMessage: st
   return { errorCode: e.code, errorMessage: e.message };
 }
 
-/** An optional int64 id of a request as a number. */
-export function optionalId(id: bigint | undefined): number | undefined {
-  return id === undefined ? undefined : Number(id);
-}
-
 /** A `bytes` field as a Buffer over the same memory (no copy). */
 export function asBuffer(bytes: Uint8Array): Buffer {
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);

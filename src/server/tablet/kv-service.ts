@@ -7,10 +7,12 @@ import type { MessageInitShape } from '@bufbuild/protobuf';
 import { TributaryError } from '../../common/errors.js';
 import type { TableInfo } from '../../common/schema.js';
 import { splitKvBatches } from '../../record/kv-batch.js';
+import { ApiKeys } from '../../rpc/api-keys.js';
 import type * as pb from '../../rpc/gen/tributary_pb.js';
+import { fieldError, idOf, intIn, optionalIdOf } from '../../rpc/request-fields.js';
 import { type LookupRequestRead, LookupResponseWriter } from '../../rpc/lookup-messages.js';
 import { EncodedResponse } from '../../rpc/server.js';
-import { asBuffer, bucketError, optionalId } from './bucket-responses.js';
+import { asBuffer, bucketError } from './bucket-responses.js';
 import type { Replica } from './replica.js';
 import type { TabletServer } from './tablet-server.js';
 
@@ -47,12 +49,16 @@ export class KvService {
   }
 
   async putKv(req: pb.PutKvRequest): Promise<MessageInitShape<typeof pb.PutKvResponseSchema>> {
+    const api = ApiKeys.PutKv;
     if (![0, 1, -1].includes(req.acks)) throw new TributaryError('INVALID_REQUIRED_ACKS', `acks must be 0, 1 or -1 (all), got ${req.acks}`);
+    const tableId = idOf(api, 'table_id', req.tableId);
+    intIn(api, 'timeout_ms', req.timeoutMs, 0, 2 ** 31 - 1);
+    const partitionIds = req.bucketsReq.map((b, i) => optionalIdOf(api, `buckets_req[${i}].partition_id`, b.partitionId));
     const bucketsResp = await Promise.all(
-      req.bucketsReq.map(async (b) => {
+      req.bucketsReq.map(async (b, i) => {
         const head = { ...(b.partitionId !== undefined ? { partitionId: b.partitionId } : {}), bucketId: b.bucketId };
         try {
-          const r = this.kvReplica(Number(req.tableId), optionalId(b.partitionId), b.bucketId);
+          const r = this.kvReplica(tableId, partitionIds[i], b.bucketId);
           const batches = splitKvBatches(asBuffer(b.records));
           if (batches.length === 0) throw new TributaryError('CORRUPT_MESSAGE', 'PutKv request for a bucket holds no KV batch');
           this.tablets.disk.checkWritable();
@@ -68,6 +74,13 @@ export class KvService {
 
   /** The request is read by hand, and each value goes from the store straight into the hand-encoded response (lookup-messages.ts). */
   async lookup(req: LookupRequestRead): Promise<EncodedResponse> {
+    // Read by hand, ids arrive as plain varints; the response echoes partition and bucket ids, which it writes unsigned.
+    const api = ApiKeys.Lookup;
+    if (!Number.isSafeInteger(req.tableId)) throw fieldError(api, 'table_id', `${req.tableId} is out of range (0 to 2^53 - 1)`);
+    req.buckets.forEach((b, i) => {
+      if (b.partitionId !== undefined && !Number.isSafeInteger(b.partitionId)) throw fieldError(api, `buckets_req[${i}].partition_id`, `${b.partitionId} is out of range (0 to 2^53 - 1)`);
+      intIn(api, `buckets_req[${i}].bucket_id`, b.bucketId, 0, 2 ** 31 - 1, 'UNKNOWN_TABLE_OR_BUCKET_EXCEPTION');
+    });
     const out = new LookupResponseWriter(req.buckets.reduce((n, b) => n + b.keys.length, 0));
     const value = (v: Uint8Array | undefined): void => out.value(v);
     for (const b of req.buckets) {
@@ -83,12 +96,15 @@ export class KvService {
   }
 
   async prefixLookup(req: pb.PrefixLookupRequest): Promise<MessageInitShape<typeof pb.PrefixLookupResponseSchema>> {
+    const api = ApiKeys.PrefixLookup;
+    const tableId = idOf(api, 'table_id', req.tableId);
+    const partitionIds = req.bucketsReq.map((b, i) => optionalIdOf(api, `buckets_req[${i}].partition_id`, b.partitionId));
     return {
       bucketsResp: await Promise.all(
-        req.bucketsReq.map(async (b) => {
+        req.bucketsReq.map(async (b, i) => {
           const head = { ...(b.partitionId !== undefined ? { partitionId: b.partitionId } : {}), bucketId: b.bucketId };
           try {
-            const r = this.kvReplica(Number(req.tableId), optionalId(b.partitionId), b.bucketId);
+            const r = this.kvReplica(tableId, partitionIds[i], b.bucketId);
             return { ...head, valueLists: (await r.kv.prefixLookup(b.keys)).map((values) => ({ values })) };
           } catch (err) {
             return { ...head, ...bucketError(err) };
@@ -100,10 +116,12 @@ export class KvService {
 
   /** Row counts: live keys for primary-key tables, records in the log (HW − start) for log tables. */
   async getTableStats(req: pb.GetTableStatsRequest): Promise<MessageInitShape<typeof pb.GetTableStatsResponseSchema>> {
+    const tableId = idOf(ApiKeys.GetTableStats, 'table_id', req.tableId);
+    const partitionId = optionalIdOf(ApiKeys.GetTableStats, 'partition_id', req.partitionId);
     return {
       bucketsResp: req.bucketId.map((bucketId) => {
         try {
-          const r = this.tablets.replica(Number(req.tableId), optionalId(req.partitionId), bucketId);
+          const r = this.tablets.replica(tableId, partitionId, bucketId);
           const rowCount = r.kv ? BigInt(r.kv.rowCount) : r.log.highWatermark - r.log.logStartOffset;
           return { bucketId, rowCount };
         } catch (err) {
@@ -119,7 +137,7 @@ export class KvService {
       let id: string;
       let session: ScanSession | undefined;
       if (req.scannerId === undefined || req.scannerId.length === 0) {
-        const replica = this.kvReplica(Number(req.tableId), optionalId(req.partitionId), req.bucketId);
+        const replica = this.kvReplica(idOf(ApiKeys.ScanKv, 'table_id', req.tableId), optionalIdOf(ApiKeys.ScanKv, 'partition_id', req.partitionId), req.bucketId);
         const scan = replica.kv.scanAll();
         id = randomBytes(16).toString('hex');
         session = { replica, offset: scan.offset, values: scan.values[Symbol.iterator](), done: scan.done, lastUsed: Date.now() };

@@ -27,12 +27,14 @@ import type {
   ProduceLogRequest,
   ProduceLogResponseSchema,
 } from '../../rpc/gen/tributary_pb.js';
+import { ApiKeys } from '../../rpc/api-keys.js';
+import { idOf, intIn, optionalIdOf } from '../../rpc/request-fields.js';
 import type { BucketLifecycle } from '../coordinator/coordinator.js';
 import type { LakeBucketOffset } from '../../common/lake.js';
 import type { Logger } from '../logger.js';
 import type { DataDisk } from '../data-disk.js';
 import type { BucketMetrics } from '../metrics.js';
-import { asBuffer, bucketError, optionalId } from './bucket-responses.js';
+import { asBuffer, bucketError } from './bucket-responses.js';
 import { KvService } from './kv-service.js';
 import { KvTablet } from './kv/kv-tablet.js';
 import { type KvSnapshotInfo, KvSnapshotStore } from './kv/kv-snapshot-store.js';
@@ -188,11 +190,14 @@ export class TabletServer implements BucketLifecycle {
   // ------------------------------------------------------------------ ProduceLog
 
   async produceLog(req: ProduceLogRequest): Promise<MessageInitShape<typeof ProduceLogResponseSchema>> {
+    const api = ApiKeys.ProduceLog;
     if (!ACKS.has(req.acks)) throw new TributaryError('INVALID_REQUIRED_ACKS', `acks must be 0, 1 or -1 (all), got ${req.acks}`);
-    const tableId = Number(req.tableId);
+    const tableId = idOf(api, 'table_id', req.tableId);
+    intIn(api, 'timeout_ms', req.timeoutMs, 0, 2 ** 31 - 1);
+    const partitionIds = req.bucketsReq.map((b, i) => optionalIdOf(api, `buckets_req[${i}].partition_id`, b.partitionId));
     const bucketsResp = await Promise.all(
-      req.bucketsReq.map(async (b) => {
-        const partitionId = optionalId(b.partitionId);
+      req.bucketsReq.map(async (b, i) => {
+        const partitionId = partitionIds[i];
         const head = { ...(b.partitionId !== undefined ? { partitionId: b.partitionId } : {}), bucketId: b.bucketId };
         try {
           const replica = this.replica(tableId, partitionId, b.bucketId);
@@ -248,14 +253,19 @@ export class TabletServer implements BucketLifecycle {
    */
   private async readFetch(req: FetchLogRequest) {
     const maxBytes = req.maxBytes > 0 ? req.maxBytes : Number.MAX_SAFE_INTEGER;
+    const api = ApiKeys.FetchLog;
+    const ids = req.tablesReq.map((t, i) => ({
+      tableId: idOf(api, `tables_req[${i}].table_id`, t.tableId),
+      partitionIds: t.bucketsReq.map((b, j) => optionalIdOf(api, `tables_req[${i}].buckets_req[${j}].partition_id`, b.partitionId)),
+    }));
     const replicas: Replica[] = [];
-    const items = req.tablesReq.flatMap((t, table) => t.bucketsReq.map((b) => ({ table, b, limit: Math.max(1, b.maxFetchBytes > 0 ? b.maxFetchBytes : maxBytes) })));
+    const items = req.tablesReq.flatMap((t, table) => t.bucketsReq.map((b, bucket) => ({ table, bucket, b, limit: Math.max(1, b.maxFetchBytes > 0 ? b.maxFetchBytes : maxBytes) })));
     const read = async (item: (typeof items)[number], limit: number): Promise<MessageInitShape<typeof PbFetchLogRespForBucketSchema>> => {
       const t = req.tablesReq[item.table];
       const { b } = item;
       const head = { ...(b.partitionId !== undefined ? { partitionId: b.partitionId } : {}), bucketId: b.bucketId };
       try {
-        const replica = this.replica(Number(t.tableId), optionalId(b.partitionId), b.bucketId);
+        const replica = this.replica(ids[item.table].tableId, ids[item.table].partitionIds[item.bucket], b.bucketId);
         replicas.push(replica);
         const hw = replica.log.highWatermark;
         const logStartOffset = replica.log.logStartOffset;
@@ -363,8 +373,8 @@ export class TabletServer implements BucketLifecycle {
   // ------------------------------------------------------------------ ListOffsets / LimitScan
 
   async listOffsets(req: ListOffsetsRequest): Promise<MessageInitShape<typeof ListOffsetsResponseSchema>> {
-    const tableId = Number(req.tableId);
-    const partitionId = optionalId(req.partitionId);
+    const tableId = idOf(ApiKeys.ListOffsets, 'table_id', req.tableId);
+    const partitionId = optionalIdOf(ApiKeys.ListOffsets, 'partition_id', req.partitionId);
     const bucketsResp = await Promise.all(
       req.bucketId.map(async (bucketId) => {
         try {
@@ -388,7 +398,7 @@ export class TabletServer implements BucketLifecycle {
   async limitScan(req: LimitScanRequest): Promise<MessageInitShape<typeof LimitScanResponseSchema>> {
     try {
       if (req.limit <= 0) throw new TributaryError('INVALID_ARGUMENT', `limit must be positive, got ${req.limit}`);
-      const replica = this.replica(Number(req.tableId), optionalId(req.partitionId), req.bucketId);
+      const replica = this.replica(idOf(ApiKeys.LimitScan, 'table_id', req.tableId), optionalIdOf(ApiKeys.LimitScan, 'partition_id', req.partitionId), req.bucketId);
       if (replica.kv) {
         // A primary-key table's "last rows" are rows of its state (Fluss: N KV rows).
         const scan = replica.kv.scanAll();
