@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import { Options } from '../common/config.js';
 import { IcebergLakeCatalog } from '../lake/lake-catalog-sync.js';
 import { TributaryError } from '../common/errors.js';
+import { sqlLimits } from '../query/sql-limits.js';
 import { initArrowCompression } from '../record/compression.js';
 import { ApiKeys } from '../rpc/api-keys.js';
 import { decodeLookupRequest } from '../rpc/lookup-messages.js';
@@ -119,6 +120,7 @@ export class TributaryServer {
       tables: coordinator,
       catalog: lakeCatalog.catalog,
       metrics,
+      sql: sqlLimits(options, path.join(dataDir, 'sql-spill')),
       log: log.child({ role: 'http' }),
     });
     log.info({ rpc: rpcAddress, http: httpServer.address.port, dataDir }, 'server started');

@@ -13,7 +13,11 @@
  *   409  it already exists, or a concurrent change won (*_ALREADY_EXIST(S), DATABASE_NOT_EMPTY,
  *        COMMIT_FAILED)
  *   413  a request or record too large (RECORD_TOO_LARGE_EXCEPTION)
- *   400  the request is wrong: validation (INVALID_*, DUPLICATE_COLUMN, SQL_PARSE_ERROR, …)
+ *   400  the request is wrong: validation (INVALID_*, DUPLICATE_COLUMN, SQL_PARSE_ERROR, …), or
+ *        it asks for more than the server's limits grant (RESULT_TOO_LARGE, QUERY_MEMORY_EXCEEDED)
+ *   504  a SQL statement ran past its timeout (QUERY_TIMEOUT)
+ *   499  a SQL statement stopped as its client went away (QUERY_CANCELLED; nginx's number for
+ *        it), which only the server's log sees
  *   503  retry later (SERVER_BUSY, BUFFER_EXHAUSTED, REQUEST_TIME_OUT, NETWORK_EXCEPTION, …)
  *   500  anything else
  *
@@ -50,6 +54,8 @@ const BAD_REQUEST = new Set<ErrorName>([
   'SQL_UNSUPPORTED',
   'INVALID_ARGUMENT',
   'UNSUPPORTED_VERSION',
+  'RESULT_TOO_LARGE',
+  'QUERY_MEMORY_EXCEEDED',
 ]);
 
 const CONFLICT = new Set<ErrorName>(['DATABASE_ALREADY_EXIST', 'TABLE_ALREADY_EXIST', 'PARTITION_ALREADY_EXISTS', 'LAKE_TABLE_ALREADY_EXIST', 'DATABASE_NOT_EMPTY', 'COMMIT_FAILED']);
@@ -62,6 +68,8 @@ export function httpStatusOf(err: TributaryError): number {
   if (CONFLICT.has(name)) return 409;
   if (name === 'RECORD_TOO_LARGE_EXCEPTION') return 413;
   if (BAD_REQUEST.has(name)) return 400;
+  if (name === 'QUERY_TIMEOUT') return 504;
+  if (name === 'QUERY_CANCELLED') return 499;
   if (err.retriable || name === 'BUFFER_EXHAUSTED') return 503;
   return 500;
 }

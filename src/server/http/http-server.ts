@@ -11,9 +11,11 @@
  * refused with 413, from its Content-Length before it is read, or once a chunked body passes the
  * limit. Whatever a request holds, it gets an answer and the server stays up.
  */
+import fs from 'node:fs';
 import { fastify, type FastifyInstance, type FastifyReply } from 'fastify';
 import { Connection } from '../../client/connection.js';
 import type { FileSystemCatalog } from '../../lake/iceberg/catalog.js';
+import type { SqlLimits } from '../../query/sql-limits.js';
 import type { Logger } from '../logger.js';
 import type { NodeMetrics } from '../metrics.js';
 import { ARROW_STREAM } from './encoding.js';
@@ -37,6 +39,8 @@ export interface HttpServerOptions {
   tables: TributaryTables;
   catalog: FileSystemCatalog;
   metrics: NodeMetrics;
+  /** Limits of the REST API's SQL statements. */
+  sql: SqlLimits;
   log: Logger;
 }
 
@@ -48,7 +52,9 @@ export class HttpServer {
   ) {}
 
   static async start(options: HttpServerOptions): Promise<HttpServer> {
-    const { rpc, log } = options;
+    const { rpc, log, sql } = options;
+    // What DuckDB spilled before a crash is of no use now.
+    if (sql.session.spillDirectory) fs.rmSync(sql.session.spillDirectory, { recursive: true, force: true });
     const conn = await Connection.create({ 'bootstrap.servers': `${rpc.host.includes(':') ? `[${rpc.host}]` : rpc.host}:${rpc.port}` });
     const app = fastify({ bodyLimit: MAX_BODY_BYTES, routerOptions: { maxParamLength: 1000 } });
     try {
@@ -60,7 +66,7 @@ export class HttpServer {
         reply.raw.writeHead(200, { 'content-type': options.metrics.contentType, 'content-length': Buffer.byteLength(body) }).end(body);
       });
       app.setNotFoundHandler((_req, reply) => plainJson(reply, 404, '{"error":"not found"}'));
-      await app.register(restApiRoutes(conn, log), { prefix: '/api/v1' });
+      await app.register(restApiRoutes(conn, sql, log), { prefix: '/api/v1' });
       await app.register(icebergCatalogRoutes(options.tables, options.catalog, log), { prefix: '/iceberg' });
       await app.listen({ host: options.host, port: options.port });
     } catch (err) {
