@@ -3,13 +3,16 @@
  * limits fail with RESULT_TOO_LARGE while the server's memory stays bounded, statements stop at
  * their timeout and when their client goes away, DuckDB's memory is capped, more statements than
  * `sql.max-concurrent-queries` are refused with SERVER_BUSY, and after each of these the server
- * answers the next client at once.
+ * answers the next client at once. The shell (`tributary sql`) prints rows as they come, honours
+ * the timeout, and Ctrl-C cancels its statement.
  */
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { ServerProcess } from './support/server-process.js';
+import { CLI, ServerProcess } from './support/server-process.js';
 
 /** A statement that runs for hours unless stopped. */
 const ENDLESS = 'SELECT count(*) FROM range(1000000000000) a';
@@ -83,6 +86,40 @@ describe('default limits', () => {
     const bad = await sql(server, { sql: 'SELECT 1', timeout: 'soon' });
     assert.equal(bad.status, 400);
     assert.equal(bad.json.error.name, 'INVALID_ARGUMENT');
+  });
+
+  test('the shell prints the rows of an endless query as they come, and Ctrl-C cancels it', async () => {
+    const shell = spawn(process.execPath, ['--import', 'tsx', CLI, 'sql', '--bootstrap', server.bootstrap, '--format', 'csv', '-e', 'SELECT * FROM generate_series(1, 1000000000000) t(n); SELECT 2'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let err = '';
+    shell.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    const exited = once(shell, 'exit');
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no rows from the shell: ${err}`)), 60_000);
+      shell.stdout.on('data', (d: Buffer) => {
+        if (out.length < 1_000_000) out += d.toString();
+        if (out.includes('\r\n100000\r\n')) {
+          clearTimeout(timer);
+          resolve();
+        }
+      });
+    });
+    assert.ok(out.startsWith('n\r\n1\r\n2\r\n'), out.slice(0, 100));
+    shell.kill('SIGINT');
+    const [code] = await exited;
+    assert.equal(code, 1, 'the script stops at the cancelled statement');
+    assert.match(err, /ERROR QUERY_CANCELLED: the query was cancelled: Ctrl-C/);
+  });
+
+  test('the shell stops a statement at sql.query.timeout', async () => {
+    const shell = spawn(process.execPath, ['--import', 'tsx', CLI, 'sql', '--bootstrap', server.bootstrap, '--set', 'sql.query.timeout=300ms', '-e', ENDLESS], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let err = '';
+    shell.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    const [code] = await once(shell, 'exit');
+    assert.equal(code, 1);
+    assert.match(err, /ERROR QUERY_TIMEOUT: the query ran longer than 300 ms/);
   });
 
   test('one statement per request', async () => {

@@ -48,6 +48,7 @@ program
   .option('--bootstrap <host:port>', 'server to connect to', '127.0.0.1:9123')
   .option('-d, --database <db>', 'database to start in')
   .option('--stream', 'run queries as streaming queries (as if they ended in EMIT CHANGES): print the result, then changes until Ctrl-C')
+  .option('--set <key=value>', 'set a sql.* option, e.g. sql.query.timeout=30s (repeatable)', parseSetting, {})
   .action(async (opts) => {
     process.exitCode = await sql(opts);
   });

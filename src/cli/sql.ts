@@ -2,21 +2,27 @@
  * `tributary sql`: the SQL shell. `-e` runs statements from the argument, `-f` from a file, and
  * otherwise an interactive prompt reads statements ending in `;` (history kept in
  * ~/.tributary_history). Results print as an aligned table, one JSON object per row, or CSV;
- * messages of statements without rows go to stderr unless the format is `table`. A streaming query
+ * messages of statements without rows go to stderr unless the format is `table`. A query prints its
+ * rows as DuckDB produces them, so a result of any size goes through; a statement stops after
+ * `sql.query.timeout` (QUERY_TIMEOUT), and Ctrl-C cancels it (QUERY_CANCELLED) rather than the
+ * shell. `--set` gives the `sql.*` options (docs/operations.md, "Limits"). A streaming query
  * (EMIT CHANGES, or every query with `--stream`) prints its result, then the results over the
  * changes as they arrive, until Ctrl-C, which ends that query only.
  */
+import { once } from 'node:events';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
 import { Connection } from '../client/connection.js';
+import { Options } from '../common/config.js';
 import { TributaryError } from '../common/errors.js';
 import { DEFAULT_DATABASE } from '../common/schema.js';
 import { DuckSession } from '../query/duckdb/session.js';
-import { formatResult, type ResultFormat } from '../query/duckdb/format.js';
+import { formatResult, formatRows, type ResultFormat } from '../query/duckdb/format.js';
 import type { QueryResult } from '../query/duckdb/result.js';
 import { SqlExecutor } from '../query/executor.js';
+import { sqlLimits } from '../query/sql-limits.js';
 import { splitStatements } from '../query/sql/lexer.js';
 
 export interface SqlFlags {
@@ -27,6 +33,15 @@ export interface SqlFlags {
   database?: string;
   /** Every query streams, as if it ended in EMIT CHANGES. */
   stream?: boolean;
+  /** `sql.*` options. */
+  set?: Record<string, string>;
+}
+
+/** A shell's statements: its DuckDB session, and how long each may run. */
+interface Shell {
+  executor: SqlExecutor;
+  duck: DuckSession;
+  timeoutMs: number;
 }
 
 const HISTORY_FILE = path.join(os.homedir(), '.tributary_history');
@@ -35,15 +50,19 @@ export async function sql(flags: SqlFlags): Promise<number> {
   if (!['table', 'json', 'csv'].includes(flags.format)) {
     throw new TributaryError('INVALID_ARGUMENT', `--format must be table, json or csv, got '${flags.format}'`);
   }
+  const settings = flags.set ?? {};
+  const other = Object.keys(settings).find((k) => !k.startsWith('sql.'));
+  if (other !== undefined) throw new TributaryError('INVALID_CONFIG_EXCEPTION', `--set takes the sql.* options, got '${other}'`);
+  const limits = sqlLimits(new Options('server', settings), path.join(os.tmpdir(), 'tributary-sql'));
   const conn = await Connection.create({ 'bootstrap.servers': flags.bootstrap });
-  const duck = await DuckSession.create();
-  const executor = new SqlExecutor(conn, duck, flags.database ?? DEFAULT_DATABASE);
+  const duck = await DuckSession.create(limits.session);
+  const shell: Shell = { executor: new SqlExecutor(conn, duck, flags.database ?? DEFAULT_DATABASE), duck, timeoutMs: limits.timeoutMs };
   try {
     if (flags.execute !== undefined || flags.file !== undefined) {
       const script = flags.execute ?? fs.readFileSync(flags.file!, 'utf8');
-      return (await runScript(executor, script, flags, true)) ? 0 : 1;
+      return (await runScript(shell, script, flags, true)) ? 0 : 1;
     }
-    await repl(executor, flags);
+    await repl(shell, flags);
     return 0;
   } finally {
     duck.close();
@@ -55,22 +74,54 @@ export async function sql(flags: SqlFlags): Promise<number> {
  * Runs each statement of a script; stops at the first error when `stopOnError`. Returns success.
  * `rl`: the prompt's reader, which sees Ctrl-C while a streaming query runs.
  */
-async function runScript(executor: SqlExecutor, script: string, flags: Pick<SqlFlags, 'format' | 'stream'>, stopOnError: boolean, rl?: readline.Interface): Promise<boolean> {
+async function runScript(shell: Shell, script: string, flags: Pick<SqlFlags, 'format' | 'stream'>, stopOnError: boolean, rl?: readline.Interface): Promise<boolean> {
   const { format } = flags;
+  const { executor, duck } = shell;
   let ok = true;
   for (const statement of splitStatements(script)) {
+    const stopInterrupts = onInterrupt(rl, ['SIGINT'], () => duck.cancel('Ctrl-C'));
     try {
-      const out = await executor.execute(statement.sql, statement, { stream: flags.stream ?? false });
-      if (out.result) process.stdout.write(withNewline(formatResult(out.result, format)));
+      const out = await duck.bounded(shell.timeoutMs, async () => {
+        const out = await executor.execute(statement.sql, statement, { stream: flags.stream ?? false, streamRows: true });
+        if (out.result) await write(withNewline(formatResult(out.result, format)));
+        if (out.rows) for await (const text of formatRows(out.rows, format)) await write(text);
+        return out;
+      });
+      stopInterrupts();
       if (out.message) (format === 'table' ? process.stdout : process.stderr).write(`${out.message}\n`);
       if (out.changes) await printChanges(out.changes, format, rl);
     } catch (err) {
       ok = false;
       process.stderr.write(`${describeError(err)}\n`);
       if (stopOnError) break;
+    } finally {
+      stopInterrupts();
     }
   }
   return ok;
+}
+
+/** Writes to stdout, waiting while its buffer is full. */
+async function write(text: string): Promise<void> {
+  if (!process.stdout.write(text)) await once(process.stdout, 'drain');
+}
+
+/**
+ * Calls `handler` on Ctrl-C and the other `signals` until the returned function is called (again
+ * and again is fine). The prompt reads the terminal in raw mode: Ctrl-C reaches it, not the process.
+ */
+function onInterrupt(rl: readline.Interface | undefined, signals: NodeJS.Signals[], handler: () => void): () => void {
+  for (const signal of signals) process.on(signal, handler);
+  rl?.on('SIGINT', handler);
+  rl?.resume();
+  let done = false;
+  return () => {
+    if (done) return;
+    done = true;
+    for (const signal of signals) process.off(signal, handler);
+    rl?.off('SIGINT', handler);
+    rl?.pause();
+  };
 }
 
 /** Prints a streaming query's results as they arrive, until Ctrl-C or SIGTERM. */
@@ -78,11 +129,7 @@ async function printChanges(changes: AsyncIterable<QueryResult>, format: ResultF
   const iterator = changes[Symbol.asyncIterator]();
   let stop!: () => void;
   const stopped = new Promise<undefined>((resolve) => (stop = () => resolve(undefined)));
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
-  // The prompt reads the terminal in raw mode: Ctrl-C reaches it, not the process.
-  rl?.once('SIGINT', stop);
-  rl?.resume();
+  const stopInterrupts = onInterrupt(rl, ['SIGINT', 'SIGTERM'], stop);
   let pending: Promise<IteratorResult<QueryResult>> | undefined;
   try {
     for (;;) {
@@ -93,10 +140,7 @@ async function printChanges(changes: AsyncIterable<QueryResult>, format: ResultF
       process.stdout.write(withNewline(formatResult(next.value, format)));
     }
   } finally {
-    process.off('SIGINT', stop);
-    process.off('SIGTERM', stop);
-    rl?.off('SIGINT', stop);
-    rl?.pause();
+    stopInterrupts();
     await iterator.return?.();
     // The poll under way ends within its timeout.
     await pending?.catch(() => undefined);
@@ -112,7 +156,8 @@ export function describeError(err: unknown): string {
   return `ERROR: ${err instanceof Error ? err.message : String(err)}`;
 }
 
-async function repl(executor: SqlExecutor, flags: Pick<SqlFlags, 'format' | 'stream'>): Promise<void> {
+async function repl(shell: Shell, flags: Pick<SqlFlags, 'format' | 'stream'>): Promise<void> {
+  const { executor } = shell;
   const history = fs.existsSync(HISTORY_FILE) ? fs.readFileSync(HISTORY_FILE, 'utf8').split('\n').filter(Boolean).reverse() : [];
   const rl = readline.createInterface({ input: process.stdin, output: process.stdout, history, historySize: 1000, terminal: process.stdin.isTTY });
   rl.on('history', (h: string[]) => {
@@ -130,7 +175,7 @@ async function repl(executor: SqlExecutor, flags: Pick<SqlFlags, 'format' | 'str
     if (trimmed === 'quit' || trimmed === 'exit' || trimmed === '\\q') break;
     if (trimmed.endsWith(';')) {
       rl.pause();
-      await runScript(executor, buffer, flags, false, rl);
+      await runScript(shell, buffer, flags, false, rl);
       buffer = '';
       rl.resume();
     }

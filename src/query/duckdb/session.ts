@@ -68,7 +68,8 @@ export interface SessionLimits {
  */
 function queryError(err: unknown): TributaryError {
   if (err instanceof TributaryError) return err;
-  const message = err instanceof Error ? err.message : String(err);
+  // node-api says where a parse failed, before DuckDB's own message.
+  const message = (err instanceof Error ? err.message : String(err)).replace(/^Failed to extract statements: /, '');
   if (message.startsWith('Out of Memory Error:')) {
     const first = message.split('\n')[0];
     return new TributaryError('QUERY_MEMORY_EXCEEDED', `${first}: the query needs more memory than sql.memory-limit grants it; raise the option, or narrow the query`, { cause: err });
