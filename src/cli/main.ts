@@ -55,6 +55,7 @@ program
   .option('--stream', 'run queries as streaming queries (as if they ended in EMIT CHANGES): print the result, then changes until Ctrl-C')
   .option('--continue-on-error', 'run the rest of a script after a failed statement (the exit code is still 1)')
   .option('--no-progress', 'no progress line for long statements (shown only when stderr is a terminal)')
+  .option('--set <key=value>', 'set a sql.* option, e.g. sql.query.timeout=30s (repeatable)', parseSetting, {})
   .action(async (opts) => {
     process.exitCode = await sql(opts);
   });

@@ -30,11 +30,11 @@ import type { LakeTable, LakeTieringStatus } from '../client/admin.js';
 import type { Connection } from '../client/connection.js';
 import type { Table } from '../client/table.js';
 import { countStarOf } from './duckdb/query-shapes.js';
-import type { QueryResult } from './duckdb/result.js';
+import type { QueryResult, RowStream } from './duckdb/result.js';
 import type { DuckSession } from './duckdb/session.js';
 import { duckTypeName } from './duckdb/type-name.js';
 import type { Statement, TableName } from './sql/ast.js';
-import type { SourcePosition } from './sql/lexer.js';
+import { type SourcePosition, splitStatements } from './sql/lexer.js';
 import { checkScanOption, extractTableHints } from './scan-options.js';
 import { type ProgressListener, rowCounter, withProgress } from './progress.js';
 import { parseStatement } from './sql/parser.js';
@@ -46,6 +46,8 @@ export type { ReadPlan } from './table-loader.js';
 export interface ExecutionResult {
   /** Rows for statements that return data (queries, SHOW, DESCRIBE). */
   result?: QueryResult;
+  /** A query's rows as DuckDB produces them, instead of `result`, when execute was asked for that (`streamRows`). */
+  rows?: RowStream;
   /** What a statement without rows did, e.g. "Table 'db.t' created." */
   message?: string;
   /**
@@ -113,17 +115,21 @@ export class SqlExecutor {
   }
 
   /**
-   * Runs one statement; `origin` (its place in a script) makes parse errors name script lines.
-   * `stream` runs every query as a streaming query, as if it ended in EMIT CHANGES. `onProgress`
-   * hears the rows the statement's reads and writes have handled so far (progress.ts); a streaming
-   * query reports those of its first result.
+   * Runs one statement (text holding more is refused with SQL_UNSUPPORTED); `origin` (its place
+   * in a script) makes parse errors name script lines. `stream` runs every query as a streaming
+   * query, as if it ended in EMIT CHANGES; `streamRows` answers a query's rows as `rows`, read as
+   * DuckDB produces them, rather than whole. `onProgress` hears the rows the statement's reads and
+   * writes have handled so far (progress.ts); a streaming query reports those of its first result.
    */
-  async execute(sql: string, origin?: SourcePosition, options: { stream?: boolean; onProgress?: ProgressListener } = {}): Promise<ExecutionResult> {
+  async execute(sql: string, origin?: SourcePosition, options: { stream?: boolean; streamRows?: boolean; onProgress?: ProgressListener } = {}): Promise<ExecutionResult> {
+    const count = splitStatements(sql).length;
+    if (count > 1) throw new TributaryError('SQL_UNSUPPORTED', `one statement at a time: the text holds ${count} statements; run them one by one`);
     const s = parseStatement(sql, origin);
     if (s.kind === 'query' && (s.emitChanges || options.stream)) {
       const ctx = { conn: this.conn, duck: this.duck, database: this.database, session: this.options, batchQuery: async (q: string) => (await this.query(q, this.options)).result };
       return withProgress(options.onProgress, () => streamQuery(ctx, s.sql));
     }
+    if (s.kind === 'query' && options.streamRows) return withProgress(options.onProgress, () => this.queryRows(s.sql));
     return withProgress(options.onProgress, () => this.run(s));
   }
 
@@ -226,6 +232,23 @@ export class SqlExecutor {
    * the query's own hints and time travel clauses are cut out first (scan-options.ts).
    */
   private async query(sql: string, session: ReadonlyMap<string, string> = new Map()): Promise<ExecutionResult & { result: QueryResult }> {
+    const prepared = await this.prepareQuery(sql, session);
+    if ('result' in prepared) return prepared;
+    return { result: await this.duck.run(prepared.text), ...(prepared.plan ? { plan: prepared.plan } : {}) };
+  }
+
+  /** A query of the session (SET options apply) answered as its rows come. */
+  private async queryRows(sql: string): Promise<ExecutionResult> {
+    const prepared = await this.prepareQuery(sql, this.options);
+    if ('result' in prepared) return prepared;
+    return { rows: await this.duck.stream(prepared.text), ...(prepared.plan ? { plan: prepared.plan } : {}) };
+  }
+
+  /**
+   * A query's tables loaded, and the text DuckDB runs; or its answer from the table stats (a
+   * count of all rows), which needs no DuckDB.
+   */
+  private async prepareQuery(sql: string, session: ReadonlyMap<string, string>): Promise<{ text: string; plan?: ReadPlan } | { result: QueryResult; plan?: ReadPlan }> {
     const { sql: text, hints } = extractTableHints(sql);
     const tree = await this.duck.syntaxTree(text);
     const count = tree.explain || hints.length > 0 ? undefined : countStarOf(tree.json);
@@ -236,10 +259,13 @@ export class SqlExecutor {
       }
     }
     const { plan, reads } = await this.loader.load(tree, this.database, { hints, session });
-    const result = await this.duck.run(text);
-    // EXPLAIN: how Tributary read the tables, before DuckDB's plan of the query over what it read.
-    if (tree.explain) result.rows.unshift(['tributary_plan', reads.length > 0 ? reads.join('\n') : 'reads no table']);
-    return { result, ...(plan ? { plan } : {}) };
+    if (tree.explain) {
+      // EXPLAIN: how Tributary read the tables, before DuckDB's plan of the query over what it read.
+      const result = await this.duck.run(text);
+      result.rows.unshift(['tributary_plan', reads.length > 0 ? reads.join('\n') : 'reads no table']);
+      return { result, ...(plan ? { plan } : {}) };
+    }
+    return { text, ...(plan ? { plan } : {}) };
   }
 
   /** Rows of a table from its stats: live keys of a primary-key table, HW − log start of a log table. */

@@ -9,6 +9,7 @@ import { lakeWarehouse, Options } from '../common/config.js';
 import { IcebergLakeCatalog } from '../lake/lake-catalog-sync.js';
 import { TributaryError } from '../common/errors.js';
 import { makeDirectory } from '../common/files.js';
+import { sqlLimits } from '../query/sql-limits.js';
 import { initArrowCompression } from '../record/compression.js';
 import { ApiKeys } from '../rpc/api-keys.js';
 import { decodeLookupRequest } from '../rpc/lookup-messages.js';
@@ -153,6 +154,7 @@ export class TributaryServer {
       catalog: lakeCatalog.catalog,
       metrics,
       readiness: () => rpc.readiness(),
+      sql: sqlLimits(options, path.join(dataDir, 'sql-spill')),
       log: log.child({ role: 'http' }),
     });
     log.info({ rpc: rpcAddress, http: httpServer.address.port, dataDir }, 'server started');

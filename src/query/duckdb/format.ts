@@ -13,8 +13,11 @@
  *
  * In table and csv form a BLOB shows as DuckDB prints it (printable ASCII as is, backslash and
  * other bytes as \xHH) and a nested value (list, struct, map) as its JSON.
+ *
+ * formatRows writes a result as its rows come (a RowStream): json and csv rows as they are, the
+ * table form in boxes of up to TABLE_PAGE_ROWS rows, each aligned on its own, then the row count.
  */
-import type { QueryResult } from './result.js';
+import type { QueryResult, RowStream } from './result.js';
 
 export type ResultFormat = 'table' | 'json' | 'csv';
 
@@ -57,10 +60,19 @@ function displayWidth(s: string): number {
   return n;
 }
 
+/** Rows of one box of the table form, for a result printed as its rows come. */
+export const TABLE_PAGE_ROWS = 1000;
+
+const rowCount = (count: number): string => `${count} ${count === 1 ? 'row' : 'rows'}`;
+
 function formatTable(result: QueryResult): string {
+  return [...tableBox(result), rowCount(result.rows.length)].join('\n');
+}
+
+/** The lines of the aligned box of a result's rows; none without columns. */
+function tableBox(result: QueryResult): string[] {
   const count = result.rows.length;
-  const footer = `${count} ${count === 1 ? 'row' : 'rows'}`;
-  if (result.columns.length === 0) return footer;
+  if (result.columns.length === 0) return [];
   const escape = (s: string): string => s.replace(/\r\n/g, '\n').replace(/[\r\t]/g, (c) => (c === '\r' ? '\\r' : '\\t'));
   const lines = (s: string): string[] => escape(s).split('\n');
   const header = result.columns.map((c) => lines(c.name));
@@ -81,8 +93,7 @@ function formatTable(result: QueryResult): string {
   const out = [border, ...row(header, () => false), border];
   for (const values of cells) out.push(...row(values, (c) => right[c]));
   if (count > 0) out.push(border);
-  out.push(footer);
-  return out.join('\n');
+  return out;
 }
 
 function formatJson(result: QueryResult): string {
@@ -95,10 +106,12 @@ function csvField(s: string): string {
 }
 
 function formatCsv(result: QueryResult): string {
-  const lines = [result.columns.map((c) => csvField(c.name)).join(',')];
-  for (const row of result.rows) lines.push(row.map((v) => (v === null || v === undefined ? '' : csvField(text(v)))).join(','));
-  return lines.join('\r\n');
+  return [csvHeader(result), ...csvRows(result)].join('\r\n');
 }
+
+const csvHeader = (result: Pick<QueryResult, 'columns'>): string => result.columns.map((c) => csvField(c.name)).join(',');
+
+const csvRows = (result: QueryResult): string[] => result.rows.map((row) => row.map((v) => (v === null || v === undefined ? '' : csvField(text(v)))).join(','));
 
 export function formatResult(result: QueryResult, format: ResultFormat): string {
   switch (format) {
@@ -108,5 +121,34 @@ export function formatResult(result: QueryResult, format: ResultFormat): string 
       return formatJson(result);
     case 'csv':
       return formatCsv(result);
+  }
+}
+
+/**
+ * A result as its rows come, in pieces to write one after the other: the same text as
+ * formatResult gives the whole result, and a newline, except that a table of more than
+ * TABLE_PAGE_ROWS rows is several boxes.
+ */
+export async function* formatRows(stream: RowStream, format: ResultFormat): AsyncGenerator<string> {
+  const { columns } = stream;
+  let count = 0;
+  if (format === 'csv') yield csvHeader(stream);
+  let page: unknown[][] = [];
+  for await (const rows of stream.chunks) {
+    count += rows.length;
+    if (format === 'json') yield `${formatJson({ columns, rows })}\n`;
+    else if (format === 'csv') yield `\r\n${csvRows({ columns, rows }).join('\r\n')}`;
+    else {
+      page.push(...rows);
+      while (page.length >= TABLE_PAGE_ROWS) {
+        yield `${tableBox({ columns, rows: page.slice(0, TABLE_PAGE_ROWS) }).join('\n')}\n`;
+        page = page.slice(TABLE_PAGE_ROWS);
+      }
+    }
+  }
+  if (format === 'csv') yield '\n';
+  if (format === 'table') {
+    const box = page.length > 0 || count === 0 ? tableBox({ columns, rows: page }) : [];
+    yield `${[...box, rowCount(count)].join('\n')}\n`;
   }
 }

@@ -1,5 +1,5 @@
 /**
- * Query results as exact JS values, read chunk by chunk from DuckDB's vectors.
+ * Query results as exact JS values, read chunk by chunk from DuckDB's vectors as DuckDB streams them.
  *
  *   DuckDB type                       JS value
  *   BOOLEAN                           boolean
@@ -25,7 +25,7 @@
  * a 4-byte prefix and a pointer to the bytes; validity as LSB-first bits, absent when all rows
  * are valid. Other types go through node-api's values.
  */
-import duckdb, { type DuckDBDataChunk, type DuckDBDecimalType, type DuckDBMaterializedResult, type DuckDBType, type DuckDBValue } from '@duckdb/node-api';
+import duckdb, { type DuckDBDataChunk, type DuckDBDecimalType, type DuckDBResult, type DuckDBType, type DuckDBValue } from '@duckdb/node-api';
 import bindings from '@duckdb/node-bindings';
 import { formatDecimal, formatTime } from '../../common/values.js';
 
@@ -207,25 +207,43 @@ function readerFor(type: DuckDBType): ColumnReader {
   }
 }
 
-/** Reads every chunk of a result, column vector by column vector. */
-export function readResult(result: DuckDBMaterializedResult): QueryResult {
+/** The rows of a result as they are read: its columns, then its rows chunk by chunk (DuckDB's vectors of up to 2048 rows). */
+export interface RowStream {
+  columns: QueryResult['columns'];
+  chunks: AsyncIterable<unknown[][]>;
+}
+
+/** Reads the chunks of a result as they come, column vector by column vector. */
+export function readRows(result: DuckDBResult, fetch: () => Promise<DuckDBDataChunk | null>): RowStream {
   const columnCount = result.columnCount;
   const names = result.columnNames();
   const types = result.columnTypes();
-  const columns = names.map((name, i) => ({ name, type: types[i].toString() }));
   const readers = types.map(readerFor);
-  const rows: unknown[][] = [];
-  for (let k = 0; k < result.chunkCount; k++) {
-    const chunk = result.getChunk(k);
-    const base = rows.length;
-    const n = chunk.rowCount;
-    for (let r = 0; r < n; r++) rows.push(new Array(columnCount).fill(null));
-    for (let c = 0; c < columnCount; c++) {
-      const vector = bindings.data_chunk_get_vector(chunk.chunk, c);
-      const valid = bindings.vector_get_validity(vector, Math.ceil(n / 64) * 8) as Uint8Array | null;
-      const read = readers[c](vector, n, chunk, c);
-      for (let r = 0; r < n; r++) if (!valid || (valid[r >> 3] >> (r & 7)) & 1) rows[base + r][c] = read(r);
+  async function* chunks(): AsyncGenerator<unknown[][]> {
+    for (;;) {
+      const chunk = await fetch();
+      if (!chunk || chunk.rowCount === 0) return;
+      const n = chunk.rowCount;
+      const rows: unknown[][] = [];
+      for (let r = 0; r < n; r++) rows.push(new Array(columnCount).fill(null));
+      for (let c = 0; c < columnCount; c++) {
+        const vector = bindings.data_chunk_get_vector(chunk.chunk, c);
+        const valid = bindings.vector_get_validity(vector, Math.ceil(n / 64) * 8) as Uint8Array | null;
+        const read = readers[c](vector, n, chunk, c);
+        for (let r = 0; r < n; r++) if (!valid || (valid[r >> 3] >> (r & 7)) & 1) rows[r][c] = read(r);
+      }
+      yield rows;
     }
   }
-  return { columns, rows };
+  return { columns: names.map((name, i) => ({ name, type: types[i].toString() })), chunks: chunks() };
+}
+
+/** Bytes a value counts for in a result's size: its text or bytes, 8 for any other scalar, nested values summed. */
+export function valueBytes(v: unknown): number {
+  if (typeof v === 'string') return v.length;
+  if (v === null || typeof v !== 'object') return 8;
+  if (v instanceof Uint8Array) return v.byteLength;
+  let n = 0;
+  for (const x of Array.isArray(v) ? v : Object.values(v)) n += valueBytes(x);
+  return n;
 }

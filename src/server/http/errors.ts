@@ -14,7 +14,11 @@
  *        LAKE_TABLE_IN_USE, DATABASE_NOT_EMPTY, COMMIT_FAILED)
  *   413  a request or record too large (RECORD_TOO_LARGE_EXCEPTION)
  *   415  a body of a content type the endpoint does not take (UNSUPPORTED_MEDIA_TYPE)
- *   400  the request is wrong: validation (INVALID_*, DUPLICATE_COLUMN, SQL_PARSE_ERROR, …)
+ *   400  the request is wrong: validation (INVALID_*, DUPLICATE_COLUMN, SQL_PARSE_ERROR, …), or
+ *        it asks for more than the server's limits grant (RESULT_TOO_LARGE, QUERY_MEMORY_EXCEEDED)
+ *   504  a SQL statement ran past its timeout (QUERY_TIMEOUT)
+ *   499  a SQL statement stopped as its client went away (QUERY_CANCELLED; nginx's number for
+ *        it), which only the server's log sees
  *   503  retry later (SERVER_BUSY, BUFFER_EXHAUSTED, REQUEST_TIME_OUT, NETWORK_EXCEPTION, …)
  *   500  anything else
  *
@@ -51,6 +55,8 @@ const BAD_REQUEST = new Set<ErrorName>([
   'SQL_UNSUPPORTED',
   'INVALID_ARGUMENT',
   'UNSUPPORTED_VERSION',
+  'RESULT_TOO_LARGE',
+  'QUERY_MEMORY_EXCEEDED',
 ]);
 
 const CONFLICT = new Set<ErrorName>(['DATABASE_ALREADY_EXIST', 'TABLE_ALREADY_EXIST', 'PARTITION_ALREADY_EXISTS', 'LAKE_TABLE_ALREADY_EXIST', 'LAKE_TABLE_IN_USE', 'DATABASE_NOT_EMPTY', 'COMMIT_FAILED']);
@@ -64,6 +70,8 @@ export function httpStatusOf(err: TributaryError): number {
   if (name === 'RECORD_TOO_LARGE_EXCEPTION') return 413;
   if (name === 'UNSUPPORTED_MEDIA_TYPE') return 415;
   if (BAD_REQUEST.has(name)) return 400;
+  if (name === 'QUERY_TIMEOUT') return 504;
+  if (name === 'QUERY_CANCELLED') return 499;
   if (err.retriable || name === 'BUFFER_EXHAUSTED') return 503;
   return 500;
 }

@@ -13,11 +13,13 @@
  * refused with 413, from its Content-Length before it is read, or once a chunked body passes the
  * limit; a body of another content type with 415. Whatever a request holds, it gets an answer and the server stays up.
  */
+import fs from 'node:fs';
 import { fastify, type FastifyInstance, type FastifyReply } from 'fastify';
 import { Connection } from '../../client/connection.js';
 import { listenError } from '../../common/errors.js';
 import type { FileSystemCatalog } from '../../lake/iceberg/catalog.js';
 import type { RpcReadiness } from '../../rpc/server.js';
+import type { SqlLimits } from '../../query/sql-limits.js';
 import type { Logger } from '../logger.js';
 import type { NodeMetrics } from '../metrics.js';
 import { ARROW_STREAM } from './encoding.js';
@@ -46,6 +48,8 @@ export interface HttpServerOptions {
   metrics: NodeMetrics;
   /** Whether the node's RPC listener serves requests (RpcServer.readiness). */
   readiness: () => RpcReadiness;
+  /** Limits of the REST API's SQL statements. */
+  sql: SqlLimits;
   log: Logger;
 }
 
@@ -57,7 +61,9 @@ export class HttpServer {
   ) {}
 
   static async start(options: HttpServerOptions): Promise<HttpServer> {
-    const { rpc, log } = options;
+    const { rpc, log, sql } = options;
+    // What DuckDB spilled before a crash is of no use now.
+    if (sql.session.spillDirectory) fs.rmSync(sql.session.spillDirectory, { recursive: true, force: true });
     const conn = await Connection.create({
       'bootstrap.servers': `${rpc.host.includes(':') ? `[${rpc.host}]` : rpc.host}:${rpc.port}`,
       // A write the server keeps refusing (a full disk) is answered with its error while the HTTP client still waits.
@@ -78,7 +84,7 @@ export class HttpServer {
         reply.raw.writeHead(200, { 'content-type': options.metrics.contentType, 'content-length': Buffer.byteLength(body) }).end(body);
       });
       app.setNotFoundHandler((_req, reply) => plainJson(reply, 404, '{"error":"not found"}'));
-      await app.register(restApiRoutes(conn, options.catalog, log), { prefix: '/api/v1' });
+      await app.register(restApiRoutes(conn, options.catalog, sql, log), { prefix: '/api/v1' });
       await app.register(icebergCatalogRoutes(options.tables, options.catalog, log), { prefix: '/iceberg' });
       await app.listen({ host: options.host, port: options.port }).catch((err: unknown) => {
         throw listenError('http.port', options.host, options.port, err);

@@ -15,10 +15,17 @@
  *                                             log table, upserted into a primary-key table; answers
  *                                             { "rows": n } once the server acknowledged them all
  *   POST /sql                                 one statement of Tributary SQL (docs/sql.md), as JSON
- *                                             { "sql": "...", "database"?: "..." } or as text/plain
- *                                             with ?database=; a statement with rows answers the
- *                                             result as JSON or Arrow IPC by Accept (encoding.ts),
- *                                             any other { "message": "..." }
+ *                                             { "sql": "...", "database"?: "...", "timeout"?: … }
+ *                                             or as text/plain with ?database= and ?timeout=; a
+ *                                             statement with rows answers the result as JSON or
+ *                                             Arrow IPC by Accept (encoding.ts), any other
+ *                                             { "message": "..." }
+ *
+ * A statement runs in a DuckDB session of its own, within the limits of SqlLimits: at most
+ * `sql.max-concurrent-queries` at once (SERVER_BUSY past that), each stopped after its timeout
+ * (`sql.query.timeout`, or a shorter one the request asks for) and when its client goes away, its
+ * result held whole up to `sql.result.max-rows` and `sql.result.max-bytes` (RESULT_TOO_LARGE) and
+ * answered only once complete, so that an answer is either the whole result or an error.
  *
  * Errors: { "error": { "name", "code", "message" } } with the status errors.ts gives the name.
  * A write is not atomic: rows are all checked first, but a failure while sending may leave some
@@ -26,6 +33,7 @@
  */
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { Connection } from '../../client/connection.js';
+import { parseDuration } from '../../common/config.js';
 import { TributaryError } from '../../common/errors.js';
 import { DEFAULT_DATABASE, type TableInfo, tableInfoToJson } from '../../common/schema.js';
 import type { FileSystemCatalog } from '../../lake/iceberg/catalog.js';
@@ -33,14 +41,17 @@ import { currentSchema } from '../../lake/iceberg/table-metadata.js';
 import { isLakeEnabled } from '../coordinator/lake-tiering-manager.js';
 import { DuckSession } from '../../query/duckdb/session.js';
 import { SqlExecutor } from '../../query/executor.js';
+import type { SqlLimits } from '../../query/sql-limits.js';
 import { recordBatchRows } from '../../record/arrow-payload.js';
 import type { Logger } from '../logger.js';
 import { restError } from './errors.js';
 import { ARROW_STREAM, jsonValue, resultArrowStream, resultJson, rowsBatch } from './encoding.js';
 
+const CLIENT_GONE = 'its client went away';
+
 type DatabaseParams = { Params: { database: string } };
 type TableParams = { Params: { database: string; table: string } };
-type SqlRequest = { Body: unknown; Querystring: { database?: string } };
+type SqlRequest = { Body: unknown; Querystring: { database?: string; timeout?: string } };
 
 /** Runs `write` on a new writer, flushes it, and closes it whatever happens. */
 async function withWriter<W extends { flush(): Promise<void>; close(): Promise<void> }>(writer: W, write: (w: W) => Promise<void>): Promise<void> {
@@ -52,15 +63,30 @@ async function withWriter<W extends { flush(): Promise<void>; close(): Promise<v
   }
 }
 
-function sqlRequest(req: FastifyRequest<SqlRequest>): { sql: string; database: string } {
+/** The statement of a SQL request, its database, and its timeout in ms: the request's when shorter than `serverTimeoutMs` (0: none). */
+function sqlRequest(req: FastifyRequest<SqlRequest>, serverTimeoutMs: number): { sql: string; database: string; timeoutMs: number } {
   const body = req.body;
-  if (typeof body === 'string') return { sql: body, database: req.query.database ?? DEFAULT_DATABASE };
-  const j = body as { sql?: unknown; database?: unknown } | null | undefined;
-  if (j === null || typeof j !== 'object' || typeof j.sql !== 'string') {
-    throw new TributaryError('INVALID_ARGUMENT', 'the body must be { "sql": "...", "database"?: "..." } (application/json) or the statement (text/plain)');
+  let sql: string;
+  let database: unknown = req.query.database;
+  let timeout: unknown = req.query.timeout;
+  if (typeof body === 'string') sql = body;
+  else {
+    const j = body as { sql?: unknown; database?: unknown; timeout?: unknown } | null | undefined;
+    if (j === null || typeof j !== 'object' || typeof j.sql !== 'string') {
+      throw new TributaryError('INVALID_ARGUMENT', 'the body must be { "sql": "...", "database"?: "...", "timeout"?: "30s" } (application/json) or the statement (text/plain)');
+    }
+    if (j.database !== undefined && typeof j.database !== 'string') throw new TributaryError('INVALID_ARGUMENT', '"database" must be a string');
+    sql = j.sql;
+    database = j.database ?? database;
+    timeout = j.timeout ?? timeout;
   }
-  if (j.database !== undefined && typeof j.database !== 'string') throw new TributaryError('INVALID_ARGUMENT', '"database" must be a string');
-  return { sql: j.sql, database: (j.database as string | undefined) ?? req.query.database ?? DEFAULT_DATABASE };
+  let timeoutMs = serverTimeoutMs;
+  if (timeout !== undefined) {
+    const asked = typeof timeout === 'number' || typeof timeout === 'string' ? parseDuration(String(timeout)) : undefined;
+    if (asked === undefined || asked <= 0) throw new TributaryError('INVALID_ARGUMENT', `"timeout" must be a positive duration such as "30s" or "500ms", or milliseconds, got ${JSON.stringify(timeout)}`);
+    if (serverTimeoutMs === 0 || asked < serverTimeoutMs) timeoutMs = asked;
+  }
+  return { sql, database: (database as string | undefined) ?? DEFAULT_DATABASE, timeoutMs };
 }
 
 type ColumnJson = { name: string; field_id: number; lake_field_id?: number };
@@ -78,8 +104,10 @@ async function tableInfoJson(info: TableInfo, catalog: FileSystemCatalog): Promi
   return json;
 }
 
-export function restApiRoutes(conn: Connection, catalog: FileSystemCatalog, log: Logger): FastifyPluginAsync {
+export function restApiRoutes(conn: Connection, catalog: FileSystemCatalog, limits: SqlLimits, log: Logger): FastifyPluginAsync {
   const admin = conn.getAdmin();
+  /** SQL statements running now. */
+  let running = 0;
 
   return async (app: FastifyInstance) => {
     app.setReplySerializer((payload) => JSON.stringify(payload, jsonValue));
@@ -115,11 +143,25 @@ export function restApiRoutes(conn: Connection, catalog: FileSystemCatalog, log:
     });
 
     app.post('/sql', async (req: FastifyRequest<SqlRequest>, reply: FastifyReply) => {
-      const { sql, database } = sqlRequest(req);
-      // A session per request: queries load the tables they read into it, and requests run concurrently.
-      const duck = await DuckSession.create();
+      const { sql, database, timeoutMs } = sqlRequest(req, limits.timeoutMs);
+      if (running >= limits.maxConcurrentQueries) {
+        throw new TributaryError('SERVER_BUSY', `${running} SQL statements are running, the most sql.max-concurrent-queries allows: retry later`);
+      }
+      running++;
+      let duck: DuckSession | undefined;
+      let clientGone = false;
+      // A client that goes away takes its statement with it.
+      const gone = (): void => {
+        if (reply.raw.writableEnded) return;
+        clientGone = true;
+        duck?.cancel(CLIENT_GONE);
+      };
+      reply.raw.once('close', gone);
       try {
-        const out = await new SqlExecutor(conn, duck, database).execute(sql);
+        // A session per request: queries load the tables they read into it, and requests run concurrently.
+        const session = (duck = await DuckSession.create(limits.session));
+        if (clientGone) session.cancel(CLIENT_GONE);
+        const out = await session.bounded(timeoutMs, () => new SqlExecutor(conn, session, database).execute(sql));
         if (!out.result) return { message: out.message ?? '' };
         if (req.headers.accept?.includes(ARROW_STREAM)) {
           const stream = resultArrowStream(out.result);
@@ -127,7 +169,9 @@ export function restApiRoutes(conn: Connection, catalog: FileSystemCatalog, log:
         }
         return reply.type('application/json').send(resultJson(out.result));
       } finally {
-        duck.close();
+        reply.raw.off('close', gone);
+        running--;
+        duck?.close();
       }
     });
   };
