@@ -75,8 +75,6 @@ export const ErrorCodes = {
   QUERY_CANCELLED: 114,
   /** A query needed more memory than `sql.memory-limit`. */
   QUERY_MEMORY_EXCEEDED: 115,
-  /** A reader met rows written with a newer schema than the one it started with. */
-  SCHEMA_CHANGED: 116,
   /** Another live process holds the data directory. */
   DATA_DIR_LOCKED: 117,
   /** The data directory cannot be used (not a directory, not writable, not creatable). */
