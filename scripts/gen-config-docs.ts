@@ -76,6 +76,7 @@ function code(text: string): string {
 function allowedValues(def: OptionDef): string {
   if (def.enumValues) return `${def.enumValues.map(code).join(', ')}${def.flussOnlyValues ? ` (Fluss's ${def.flussOnlyValues.map(code).join(', ')}: not supported)` : ''}`;
   if (def.type === 'bool') return `${code('true')}, ${code('false')}`;
+  if (def.type === 'duration') return def.min !== undefined ? `≥ ${def.min}ms` : '';
   if (def.min !== undefined && def.max !== undefined) return `${def.min} to ${def.max}`;
   if (def.min !== undefined) return `≥ ${def.min}`;
   if (def.max !== undefined) return `≤ ${def.max}`;

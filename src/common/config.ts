@@ -19,6 +19,7 @@ export interface OptionDef {
   enumValues?: readonly string[];
   /** Values Fluss takes for the option that Tributary refuses by name (its storage differs). */
   flussOnlyValues?: readonly string[];
+  /** Least value: of an int or double as it is, of a duration in milliseconds (intervals and deadlines of 0 would spin or close at once). */
   min?: number;
   max?: number;
   /** Table options that ALTER TABLE SET/RESET may change after creation. */
@@ -66,25 +67,25 @@ export const OPTIONS: readonly OptionDef[] = [
   d({ key: 'log.index.interval-size', scope: 'server', type: 'memory', default: '4kb', description: 'Bytes of log between two entries of the sparse offset index.' }),
   d({ key: 'log.recent-batches.size', scope: 'server', type: 'memory', default: '1mb', description: 'The last batches appended to each bucket, up to this size, are also kept in memory, so that reads at the head of the log (consumers that keep up, the log side of union reads) need no file read; 0 keeps none.' }),
   d({ key: 'log.flush.interval-messages', scope: 'server', type: 'int', default: '1', min: 1, description: 'fsync the log after this many appended batches; 1 makes every acknowledged batch durable on disk before the ack.' }),
-  d({ key: 'log.flush.interval', scope: 'server', type: 'duration', default: '1s', description: 'Upper bound on how long appended data may wait for an fsync when log.flush.interval-messages > 1.' }),
-  d({ key: 'log.flush.offset.checkpoint-interval', scope: 'server', type: 'duration', default: '1min', description: 'How often each log\'s recovery point is checkpointed; recovery validates batches from there.' }),
-  d({ key: 'log.retention.check-interval', scope: 'server', type: 'duration', default: '5min', description: 'How often expired log segments are deleted.' }),
-  d({ key: 'auto-partition.check.interval', scope: 'server', type: 'duration', default: '10min', description: 'How often automatic partitions are created and expired.' }),
+  d({ key: 'log.flush.interval', scope: 'server', type: 'duration', min: 1, default: '1s', description: 'Upper bound on how long appended data may wait for an fsync when log.flush.interval-messages > 1.' }),
+  d({ key: 'log.flush.offset.checkpoint-interval', scope: 'server', type: 'duration', min: 1, default: '1min', description: 'How often each log\'s recovery point is checkpointed; recovery validates batches from there.' }),
+  d({ key: 'log.retention.check-interval', scope: 'server', type: 'duration', min: 1, default: '5min', description: 'How often expired log segments are deleted.' }),
+  d({ key: 'auto-partition.check.interval', scope: 'server', type: 'duration', min: 1, default: '10min', description: 'How often automatic partitions are created and expired.' }),
   d({ key: 'server.writer-id.expiration-time', scope: 'server', type: 'duration', default: '7d', description: 'Idle writer ids older than this are forgotten.' }),
   d({ key: 'server.data-disk.write-limit-ratio', scope: 'server', type: 'double', default: '0.85', min: 0, max: 1, description: 'Once the disk of data.dir is fuller than this share of its size (or a write finds it full), the server refuses writes with DISK_WRITE_LOCKED (retriable) and goes on serving reads.' }),
   d({ key: 'server.data-disk.write-recover-ratio', scope: 'server', type: 'double', default: '0.80', min: 0, max: 1, description: 'Writes resume once the disk of data.dir is back at or below this share of its size; at most server.data-disk.write-limit-ratio.' }),
-  d({ key: 'server.data-disk.check-interval', scope: 'server', type: 'duration', default: '1s', description: 'How often the server reads the disk use of data.dir (statfs), for server.data-disk.write-limit-ratio.' }),
+  d({ key: 'server.data-disk.check-interval', scope: 'server', type: 'duration', min: 1, default: '1s', description: 'How often the server reads the disk use of data.dir (statfs), for server.data-disk.write-limit-ratio.' }),
   d({ key: 'rpc.max-frame-size', scope: 'server', type: 'memory', default: '100mb', description: 'Largest request frame accepted; bigger frames get RECORD_TOO_LARGE_EXCEPTION and the connection is closed.' }),
   d({ key: 'server.buffer.memory-size', scope: 'server', type: 'memory', default: '256mb', description: 'Request bytes the server holds in flight across connections; once they reach it, the server stops reading the connections that hold their share of it (this size divided by the open connections, at least 64 KiB or all of it when smaller) until responses free memory.' }),
-  d({ key: 'rpc.frame-timeout', scope: 'server', type: 'duration', default: '30s', description: 'Longest a request frame may take from its first bytes to its last; a connection whose frame is not complete by then is closed and its bytes released.' }),
-  d({ key: 'netty.connection.max-idle-time', scope: 'server', type: 'duration', default: '10min', description: 'A connection that sends no bytes and has no request in flight for this long is closed.' }),
+  d({ key: 'rpc.frame-timeout', scope: 'server', type: 'duration', min: 1, default: '30s', description: 'Longest a request frame may take from its first bytes to its last; a connection whose frame is not complete by then is closed and its bytes released.' }),
+  d({ key: 'netty.connection.max-idle-time', scope: 'server', type: 'duration', min: 1, default: '10min', description: 'A connection that sends no bytes and has no request in flight for this long is closed.' }),
   d({ key: 'rpc.max-wait', scope: 'server', type: 'duration', default: '30s', description: 'Longest a FetchLog may wait for min-bytes, whatever the client asks.' }),
-  d({ key: 'kv.snapshot.interval', scope: 'server', type: 'duration', default: '10min', description: 'How often each primary-key bucket snapshots its KV state to remote.data.dir; recovery restores the latest snapshot and replays the changelog after it.' }),
+  d({ key: 'kv.snapshot.interval', scope: 'server', type: 'duration', min: 1, default: '10min', description: 'How often each primary-key bucket snapshots its KV state to remote.data.dir; recovery restores the latest snapshot and replays the changelog after it.' }),
   d({ key: 'kv.snapshot.num-retained', scope: 'server', type: 'int', default: '2', min: 1, description: 'Completed KV snapshots kept per bucket; older ones are deleted.' }),
   d({ key: 'remote.data.dir', scope: 'server', type: 'string', description: 'Directory for KV snapshots; unset means the directory remote under data.dir.' }),
   d({ key: 'datalake.format', scope: 'server', type: 'enum', enumValues: ['iceberg'], default: 'iceberg', description: 'Format of the lake that lake-enabled tables are tiered into.' }),
   d({ key: 'datalake.iceberg.warehouse', scope: 'server', type: 'string', description: 'Directory of the Iceberg filesystem catalog (<warehouse>/<db>/<table>/metadata, data); unset means the directory lake under data.dir. Tiering workers must see it at the same path.' }),
-  d({ key: 'datalake.tiering.timeout', scope: 'server', type: 'duration', default: '2min', description: 'A table whose tiering worker sends no heartbeat for this long goes back to the queue and the worker\'s tiering epoch is fenced.' }),
+  d({ key: 'datalake.tiering.timeout', scope: 'server', type: 'duration', min: 1, default: '2min', description: 'A table whose tiering worker sends no heartbeat for this long goes back to the queue and the worker\'s tiering epoch is fenced.' }),
   d({ key: 'sql.query.timeout', scope: 'server', type: 'duration', default: '5min', description: 'Longest one SQL statement of the REST API (POST /api/v1/sql) or the SQL shell may run, loading its tables included, before it stops with QUERY_TIMEOUT; a request may ask for less. 0 means no limit.' }),
   d({ key: 'sql.result.max-rows', scope: 'server', type: 'int', default: '1000000', min: 1, description: 'Most rows a result held in memory may have: the answer of POST /api/v1/sql, the rows an INSERT, UPDATE or DELETE reads; past it RESULT_TOO_LARGE. The shell prints query rows as they come, without this limit.' }),
   d({ key: 'sql.result.max-bytes', scope: 'server', type: 'memory', default: '128mb', description: 'Most bytes a result held in memory may have (text and binary values by their length, other values 8 bytes each); past it RESULT_TOO_LARGE.' }),
@@ -94,8 +95,8 @@ export const OPTIONS: readonly OptionDef[] = [
 
   // ---- client options
   d({ key: 'bootstrap.servers', scope: 'client', type: 'list', default: '127.0.0.1:9123', description: 'host:port of any server to bootstrap from.' }),
-  d({ key: 'client.request-timeout', scope: 'client', type: 'duration', default: '30s', description: 'How long a request may take before it fails with REQUEST_TIME_OUT.' }),
-  d({ key: 'client.connect-timeout', scope: 'client', type: 'duration', default: '10s', description: 'How long connecting to a server may take.' }),
+  d({ key: 'client.request-timeout', scope: 'client', type: 'duration', min: 1, default: '30s', description: 'How long a request may take before it fails with REQUEST_TIME_OUT.' }),
+  d({ key: 'client.connect-timeout', scope: 'client', type: 'duration', min: 1, default: '10s', description: 'How long connecting to a server may take.' }),
   d({ key: 'client.writer.acks', scope: 'client', type: 'enum', enumValues: ['0', '1', 'all', '-1'], default: 'all', description: '0: do not wait for the server; 1: written to the log file; all: below the high watermark, i.e. durable per log.flush.* and visible to readers.' }),
   d({ key: 'client.writer.batch-size', scope: 'client', type: 'memory', default: '2mb', description: 'A bucket\'s batch is sent once it holds this many bytes.' }),
   d({ key: 'client.writer.batch-timeout', scope: 'client', type: 'duration', default: '100ms', description: 'Linger: a non-full batch is sent after this long.' }),
@@ -103,7 +104,7 @@ export const OPTIONS: readonly OptionDef[] = [
   d({ key: 'client.writer.buffer.wait-timeout', scope: 'client', type: 'duration', default: '60s', description: 'How long append() waits for buffer memory before failing with BUFFER_EXHAUSTED.' }),
   d({ key: 'client.writer.request-max-size', scope: 'client', type: 'memory', default: '10mb', description: 'Largest ProduceLog request the writer sends.' }),
   d({ key: 'client.writer.retries', scope: 'client', type: 'int', default: '2147483647', min: 0, description: 'Retries of each batch after a retriable failure (backing off up to 2 s); by default a writer keeps retrying while the server is unreachable.' }),
-  d({ key: 'client.writer.delivery-timeout', scope: 'client', type: 'duration', default: '2min', description: 'How long a batch may be retried after retriable failures (a server unreachable, a full data disk: DISK_WRITE_LOCKED), counted from its first row; then the write fails with the last error.' }),
+  d({ key: 'client.writer.delivery-timeout', scope: 'client', type: 'duration', min: 1, default: '2min', description: 'How long a batch may be retried after retriable failures (a server unreachable, a full data disk: DISK_WRITE_LOCKED), counted from its first row; then the write fails with the last error.' }),
   d({ key: 'client.writer.enable-idempotence', scope: 'client', type: 'bool', default: 'true', description: 'Tag batches with a writer id and sequence so retries never duplicate.' }),
   d({ key: 'client.writer.max-inflight-requests-per-bucket', scope: 'client', type: 'int', default: '5', min: 1, description: 'Unacknowledged batches per bucket.' }),
   d({ key: 'client.writer.bucket.no-key-assigner', scope: 'client', type: 'enum', enumValues: ['STICKY', 'ROUND_ROBIN'], default: 'STICKY', description: 'Bucket choice for tables without a bucket key.' }),
@@ -195,9 +196,12 @@ export function validateOptionValue(def: OptionDef, value: string): void {
     case 'bool':
       if (!/^(true|false)$/i.test(value.trim())) throw invalidOption(def.key, value, 'expected true or false');
       return;
-    case 'duration':
-      if (parseDuration(value) === undefined) throw invalidOption(def.key, value, "expected a duration such as '500ms', '30s', '3min', '7d'");
+    case 'duration': {
+      const ms = parseDuration(value);
+      if (ms === undefined) throw invalidOption(def.key, value, "expected a duration such as '500ms', '30s', '3min', '7d'");
+      if (def.min !== undefined && ms < def.min) throw invalidOption(def.key, value, `must be at least ${def.min}ms`);
       return;
+    }
     case 'memory':
       if (parseMemory(value) === undefined) throw invalidOption(def.key, value, "expected a size such as '4kb', '2mb', '1gb'");
       return;
