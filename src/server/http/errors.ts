@@ -26,6 +26,7 @@
  * mapped to named errors too, so every error a client sees has one of these shapes.
  */
 import { asTributaryError, type ErrorName, TributaryError } from '../../common/errors.js';
+import type { Logger } from '../logger.js';
 
 const BAD_REQUEST = new Set<ErrorName>([
   'CORRUPT_MESSAGE',
@@ -139,4 +140,14 @@ export function icebergError(err: unknown): { status: number; body: { error: { m
   const code = status === 413 || status === 415 ? 400 : status;
   const type = ICEBERG_TYPES[e.errorName] ?? TYPE_BY_STATUS[code] ?? 'InternalServerError';
   return { status: code, body: { error: { message: e.message, type, code } } };
+}
+
+/**
+ * Logs a failed request by its status: a failure of the server (500) as an error; a refusal that
+ * asks the client to come back (503: busy, a full disk; 504: a statement's timeout) only at debug,
+ * since under load it comes with every request and the client has its answer.
+ */
+export function logFailure(log: Logger, status: number, err: unknown, req: { method: string; url: string }, what: string): void {
+  if (status === 500) log.error({ err, method: req.method, url: req.url }, what);
+  else if (status > 500) log.debug({ err, method: req.method, url: req.url }, what);
 }

@@ -33,7 +33,7 @@ import type { FileSystemCatalog, LoadedTable } from '../../lake/iceberg/catalog.
 import { TABLE_ID_PROPERTY } from '../../lake/lake-catalog-sync.js';
 import { isLakeEnabled } from '../coordinator/lake-tiering-manager.js';
 import type { Logger } from '../logger.js';
-import { IcebergCatalogError, icebergError } from './errors.js';
+import { IcebergCatalogError, icebergError, logFailure } from './errors.js';
 
 /** What the catalog reads of Tributary's metadata (the coordinator's read side). */
 export interface TributaryTables {
@@ -119,7 +119,7 @@ export function icebergCatalogRoutes(tables: TributaryTables, catalog: FileSyste
   return async (app: FastifyInstance) => {
     app.setErrorHandler((err, req, reply) => {
       const { status, body } = icebergError(err);
-      if (status >= 500) log.error({ err, method: req.method, url: req.url }, 'Iceberg REST catalog request failed');
+      logFailure(log, status, err, req, 'Iceberg REST catalog request failed');
       return reply.code(status).type('application/json').send(body);
     });
     app.setNotFoundHandler((req, reply) => {

@@ -44,7 +44,7 @@ import { SqlExecutor } from '../../query/executor.js';
 import type { SqlLimits } from '../../query/sql-limits.js';
 import { recordBatchRows } from '../../record/arrow-payload.js';
 import type { Logger } from '../logger.js';
-import { restError } from './errors.js';
+import { logFailure, restError } from './errors.js';
 import { ARROW_STREAM, jsonValue, resultArrowStream, resultJson, rowsBatch } from './encoding.js';
 
 const CLIENT_GONE = 'its client went away';
@@ -113,7 +113,7 @@ export function restApiRoutes(conn: Connection, catalog: FileSystemCatalog, limi
     app.setReplySerializer((payload) => JSON.stringify(payload, jsonValue));
     app.setErrorHandler((err, req, reply) => {
       const { status, body } = restError(err);
-      if (status >= 500) log.error({ err, method: req.method, url: req.url }, 'REST API request failed');
+      logFailure(log, status, err, req, 'REST API request failed');
       return reply.code(status).send(body);
     });
     app.setNotFoundHandler((req, reply) => {
