@@ -115,3 +115,9 @@ test('the lookup response reader takes fields in any order, skips unknown ones a
   assert.throws(() => decodeLookupResponse(Uint8Array.of(0x0b)), /wire type 3/);
   assert.throws(() => decodeLookupResponse(Uint8Array.of(0x0a, 0x02, 0x2a, 0x05)), /runs past/);
 });
+
+test('a lookup of a negative or fractional bucket or partition id is refused before anything is written', () => {
+  for (const b of [{ bucket: -1 }, { bucket: 1.5 }, { partitionId: -3, bucket: 0 }]) {
+    assert.throws(() => encodeLookupRequest(1, [{ ...b, keys: fieldsOf([new Uint8Array([1])]) }]), (err: { errorName?: string }) => err.errorName === 'INVALID_ARGUMENT');
+  }
+});

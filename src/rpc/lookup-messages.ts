@@ -20,6 +20,7 @@
  * The encoders write bucket_id even when it is 0, which proto3 would leave out; it reads the same.
  * The decoder takes fields in any order and skips unknown ones, as protobuf readers do.
  */
+import { TributaryError } from '../common/errors.js';
 import { tag, varintSize, WIRE_LEN, WIRE_VARINT, WireReader, WireWriter, writeSignedVarint, writeVarint } from './wire.js';
 
 const TAG_TABLE_ID = tag(1, WIRE_VARINT);
@@ -39,8 +40,14 @@ const VALUE_BYTES_GUESS = 64;
 /** Most bytes of a bucket's head: tag and length, partition id and bucket id with their tags. */
 const BUCKET_HEAD_BYTES = 1 + 5 + 1 + 10 + 1 + 10;
 
+const isId = (n: number): boolean => Number.isSafeInteger(n) && n >= 0;
+
 /** The head of one bucket's message in a request or response: tag and length, partition and bucket id. */
 function writeBucketHead(head: WireWriter, fieldTag: number, partitionId: number | undefined, bucketId: number, contentLength: number): void {
+  // The varints are unsigned: a negative id would be written as a number the reader cannot parse.
+  if (!isId(bucketId) || (partitionId !== undefined && !isId(partitionId))) {
+    throw new TributaryError('INVALID_ARGUMENT', `a lookup names partition ${partitionId ?? 'none'}, bucket ${bucketId}: ids are non-negative integers`);
+  }
   head.reserve(BUCKET_HEAD_BYTES);
   const buf = head.buf;
   const partition = partitionId === undefined ? 0 : 1 + varintSize(partitionId);
