@@ -308,7 +308,8 @@ export class SqlExecutor {
       result = await this.duck.run(`SELECT ${select.join(', ')} ${from}`);
     } catch (err) {
       const columnsOf = targets.map((name) => schema.columns.find((c) => c.name === name)!);
-      throw (await this.unconvertible(values ?? from, columnsOf).catch(() => undefined)) ?? err;
+      const bad = await this.unconvertible(values ?? from, columnsOf).catch(() => undefined);
+      throw bad ? new TributaryError('INVALID_ROW', `row ${bad.row}, column ${bad.column.name}: ${bad.shown} ${notA(bad.column.type)}: nothing was written`) : err;
     }
     const data = rowObjects(result);
     // Every row is checked before the first is written.
@@ -333,12 +334,12 @@ export class SqlExecutor {
   }
 
   /**
-   * The first value of an INSERT's query that does not convert to its target column's type, as
-   * INVALID_ROW naming its row, column, value and the type; undefined when every value converts.
-   * The query is the text of each value of a VALUES list, each checked by itself (in the list,
-   * DuckDB converts them all to one type first), or else `FROM (query) AS q(__c0, ...)`.
+   * The first value of a write's query that does not convert to its target column's type: its row
+   * (counted from 1), its column and the value as the user wrote it; undefined when every value
+   * converts. The query is the text of each value of a VALUES list, each checked by itself (in the
+   * list, DuckDB converts them all to one type first), or else `FROM (query) AS q(__c0, ...)`.
    */
-  private async unconvertible(query: string[][] | string, columns: Column[]): Promise<TributaryError | undefined> {
+  private async unconvertible(query: string[][] | string, columns: Column[]): Promise<{ row: unknown; column: Column; shown: string } | undefined> {
     const check = (value: string, column: Column): string =>
       `CASE WHEN (${value}) IS NOT NULL AND TRY_CAST((${value}) AS ${duckTypeName(column.type)}) IS NULL THEN (CASE WHEN typeof(${value}) = 'VARCHAR' THEN 's' ELSE 'v' END) || CAST((${value}) AS VARCHAR) END`;
     const name = (i: number): string => quote(`__c${i}`);
@@ -352,7 +353,7 @@ export class SqlExecutor {
     const i = row.findIndex((v, j) => j > 0 && v !== null) - 1;
     // Strings (marked 's') are shown quoted, other values ('v') as DuckDB prints them.
     const value = String(row[i + 1]);
-    return new TributaryError('INVALID_ROW', `row ${row[0]}, column ${columns[i].name}: ${value[0] === 's' ? shownValue(value.slice(1)) : value.slice(1)} ${notA(columns[i].type)}: nothing was written`);
+    return { row: row[0], column: columns[i], shown: value[0] === 's' ? shownValue(value.slice(1)) : value.slice(1) };
   }
 
   private async update(table: Table, assignments: { column: string; expression: string }[], where: string | undefined): Promise<ExecutionResult> {
@@ -368,7 +369,14 @@ export class SqlExecutor {
     });
     const targets = [...primaryKey, ...assignments.map((a) => a.column)];
     this.checkPartialUpdate(info, targets);
-    const { data, plan } = await this.matchingRows(info, [...primaryKey.map(quote), ...set], where, 'UPDATE');
+    const matched = await this.matchingRows(info, [...primaryKey.map(quote), ...set], where, 'UPDATE').catch(async (err: unknown) => {
+      // A value that does not fit its column, named in the user's terms instead of DuckDB's cast.
+      const columns = assignments.map((a) => info.schema.columns.find((c) => c.name === a.column)!);
+      const from = `FROM (SELECT ${assignments.map((a, i) => `(${a.expression}) AS ${quote(`__c${i}`)}`).join(', ')} FROM ${quote(info.path.database)}.${quote(info.path.table)}${where === undefined ? '' : ` WHERE ${where}`}\n) AS q`;
+      const bad = await this.unconvertible(from, columns).catch(() => undefined);
+      throw bad ? new TributaryError('INVALID_ROW', `UPDATE sets column ${bad.column.name} to ${bad.shown}, which ${notA(bad.column.type)}: nothing was written`) : err;
+    });
+    const { data, plan } = matched;
     await writeAll(info, () => table.newUpsert().partialUpdate(targets).createWriter(), data, (w, row) => w.upsert(row));
     return { message: `${data.length} row(s) updated in '${tablePathString(info.path)}'.`, ...(plan ? { plan } : {}) };
   }
