@@ -6,50 +6,22 @@
  * write limit ratio on a normal disk.
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { after, before, test } from 'node:test';
+import { after, test } from 'node:test';
 import { Connection, TributaryError } from '../src/client/index.js';
 import { ServerProcess, tempDir } from './support/server-process.js';
+import { SmallDisk } from './support/small-disk.js';
 
-const mountPoint = tempDir('disk-full');
-let mountRefused: string | undefined;
-before(() => {
-  try {
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=16m', 'tmpfs', mountPoint], { stdio: 'pipe' });
-  } catch (err) {
-    mountRefused = `cannot mount a tmpfs to fill (needs root): ${(err as Error).message.split('\n')[0]}`;
-  }
-});
-after(() => {
-  if (!mountRefused) execFileSync('umount', ['-l', mountPoint]);
-  fs.rmSync(mountPoint, { recursive: true, force: true });
-});
+const disk = SmallDisk.mount('disk-full', '16m');
+const mountPoint = disk.mountPoint;
+const mountRefused = disk.refused;
+after(() => disk.unmount());
 
-const FILLER = path.join(mountPoint, 'filler');
 const EVENTS = { database: 'tributary', table: 'events' };
 const STATE = { database: 'tributary', table: 'state' };
 const FAST = { 'server.data-disk.check-interval': '100ms' };
 const QUICK_GIVE_UP = { 'client.writer.delivery-timeout': '1s', 'client.request-timeout': '5s' };
-
-/** Writes a file until the disk is full. */
-function fillDisk(): void {
-  const fd = fs.openSync(FILLER, 'a');
-  const chunk = Buffer.alloc(256 * 1024, 7);
-  try {
-    for (let size = chunk.length; size >= 512; ) {
-      try {
-        fs.writeSync(fd, chunk, 0, size);
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'ENOSPC') throw err;
-        size >>= 1;
-      }
-    }
-  } finally {
-    fs.closeSync(fd);
-  }
-}
 
 async function metric(server: ServerProcess, name: string): Promise<number> {
   const text = await (await fetch(`http://${server.http}/metrics`)).text();
@@ -185,12 +157,12 @@ test('a full disk: writes refused, reads served, writes resume when space return
     let total = 500;
     await write(server.bootstrap, 0, total);
 
-    fillDisk();
+    disk.fill();
     await writeLocked(server, true);
     await writesRefused(server);
     await readsServed(server, total);
 
-    fs.rmSync(FILLER);
+    disk.free();
     await writeLocked(server, false);
     await write(server.bootstrap, total, total + 300);
     total += 300;
@@ -198,13 +170,13 @@ test('a full disk: writes refused, reads served, writes resume when space return
 
     // A crash, then a restart on a full disk: the server starts, read-only.
     await server.kill();
-    fillDisk();
+    disk.fill();
     server = await ServerProcess.start({ dataDir, port, settings: FAST, args: ['--no-tiering'] });
     assert.equal(await metric(server, 'tributary_data_disk_write_locked'), 1);
     await readsServed(server, total);
     await writesRefused(server);
 
-    fs.rmSync(FILLER);
+    disk.free();
     await writeLocked(server, false);
     await write(server.bootstrap, total, total + 200);
     total += 200;

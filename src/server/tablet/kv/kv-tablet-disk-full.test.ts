@@ -6,7 +6,6 @@
  * memory instead of failing.
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -19,6 +18,7 @@ import { initArrowCompression } from '../../../record/compression.js';
 import { buildKvBatch } from '../../../record/kv-batch.js';
 import { LogTablet } from '../log/log-tablet.js';
 import { KvSnapshotStore } from './kv-snapshot-store.js';
+import { SmallDisk } from '../../../../test/support/small-disk.js';
 import { KvTablet } from './kv-tablet.js';
 
 const schema = buildSchema([{ name: 'k', type: 'BIGINT' }, { name: 'v', type: 'STRING' }], ['k']);
@@ -32,39 +32,14 @@ const decoder = new CompactedRowDecoder(schema.columns.map((c) => c.type));
 const silent = pino({ level: 'silent' });
 
 const logDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kv-disk-full-log-'));
-const mountPoint = fs.mkdtempSync(path.join(os.tmpdir(), 'kv-disk-full-'));
-const filler = path.join(mountPoint, 'filler');
-let mountRefused: string | undefined;
-before(async () => {
-  await initArrowCompression();
-  try {
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=4m', 'tmpfs', mountPoint], { stdio: 'pipe' });
-  } catch (err) {
-    mountRefused = `cannot mount a tmpfs to fill (needs root): ${(err as Error).message.split('\n')[0]}`;
-  }
-});
+const disk = SmallDisk.mount('kv-disk-full', '4m');
+const mountPoint = disk.mountPoint;
+const mountRefused = disk.refused;
+before(() => initArrowCompression());
 after(() => {
-  if (!mountRefused) execFileSync('umount', ['-l', mountPoint]);
-  fs.rmSync(mountPoint, { recursive: true, force: true });
+  disk.unmount();
   fs.rmSync(logDir, { recursive: true, force: true });
 });
-
-function fillDisk(): void {
-  const fd = fs.openSync(filler, 'a');
-  const chunk = Buffer.alloc(64 * 1024, 7);
-  try {
-    for (let size = chunk.length; size >= 512; ) {
-      try {
-        fs.writeSync(fd, chunk, 0, size);
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'ENOSPC') throw err;
-        size >>= 1;
-      }
-    }
-  } finally {
-    fs.closeSync(fd);
-  }
-}
 
 /** A batch of big values, so that lmdb must grow its file to hold them. */
 function batch(seq: number, round: string): Buffer {
@@ -96,7 +71,7 @@ test('lmdb writes that find the disk full wait for space; a reopen on the full d
   await kv.putKv([batch(0, 'r0')], undefined, 'high-watermark');
   await untilWritten(kv, log);
 
-  fillDisk();
+  disk.fill();
   await kv.putKv([batch(1, 'r1')], undefined, 'high-watermark');
   await kv.putKv([batch(2, 'r2')], undefined, 'high-watermark');
   // Let lmdb's commits fail: the process must not die of their rejections.
@@ -113,7 +88,7 @@ test('lmdb writes that find the disk full wait for space; a reopen on the full d
   assert.equal(kv.rowCount, 4);
   assert.ok(kv.stateOffset < log.highWatermark);
 
-  fs.rmSync(filler);
+  disk.free();
   await untilWritten(kv, log);
   await kv.close();
   await log.close();
