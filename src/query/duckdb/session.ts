@@ -286,10 +286,9 @@ export class DuckSession {
       if (rows.length + chunk.length > maxRows) {
         throw new TributaryError('RESULT_TOO_LARGE', `the result has more than ${maxRows} rows, the most sql.result.max-rows allows: narrow the query (WHERE, LIMIT, aggregates) or raise the option`);
       }
-      for (const row of chunk) {
-        for (const v of row) bytes += valueBytes(v);
-        rows.push(row);
-      }
+      // Sizes are counted only where a byte limit applies: the session's own queries have none.
+      if (maxBytes !== Infinity) for (const row of chunk) for (const v of row) bytes += valueBytes(v);
+      for (const row of chunk) rows.push(row);
       if (bytes > maxBytes) {
         throw new TributaryError('RESULT_TOO_LARGE', `the result holds more than ${maxBytes} bytes, the most sql.result.max-bytes allows: narrow the query (fewer columns or rows) or raise the option`);
       }
