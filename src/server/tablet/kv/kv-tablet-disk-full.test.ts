@@ -11,24 +11,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { pino } from 'pino';
-import { CompactedKeyEncoder } from '../../../common/key-encoder.js';
-import { CompactedRowDecoder, CompactedRowEncoder, primaryKeyLayout, readKvValue } from '../../../common/row-encoder.js';
-import { buildSchema, type TableInfo } from '../../../common/schema.js';
+import { readKvValue } from '../../../common/row-encoder.js';
 import { initArrowCompression } from '../../../record/compression.js';
 import { buildKvBatch } from '../../../record/kv-batch.js';
 import { LogTablet } from '../log/log-tablet.js';
 import { KvSnapshotStore } from './kv-snapshot-store.js';
 import { SmallDisk } from '../../../../test/support/small-disk.js';
+import { decoder, keys, rows, schema, table } from './fixtures/kv-table.js';
 import { KvTablet } from './kv-tablet.js';
 
-const schema = buildSchema([{ name: 'k', type: 'BIGINT' }, { name: 'v', type: 'STRING' }], ['k']);
-const table: TableInfo = {
-  path: { database: 'db', table: 't' }, tableId: 1, schemaId: 0, schema, partitionKeys: [], bucketCount: 1, bucketKeys: ['k'],
-  properties: {}, createdTime: 0, modifiedTime: 0,
-};
-const keys = CompactedKeyEncoder.forColumns(schema, primaryKeyLayout(schema, ['k']));
-const rows = new CompactedRowEncoder(schema.columns.map((c) => c.type));
-const decoder = new CompactedRowDecoder(schema.columns.map((c) => c.type));
 const silent = pino({ level: 'silent' });
 
 const logDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kv-disk-full-log-'));

@@ -7,7 +7,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { pino } from 'pino';
 import { CompactedKeyEncoder } from '../../../common/key-encoder.js';
 import { TributaryError } from '../../../common/errors.js';
-import { CompactedRowDecoder, CompactedRowEncoder, KvValueDecoder, primaryKeyLayout, readKvValue } from '../../../common/row-encoder.js';
+import { CompactedRowEncoder, KvValueDecoder, readKvValue } from '../../../common/row-encoder.js';
 import { addColumns, buildSchema, type Schema, type TableInfo } from '../../../common/schema.js';
 import { encodeChangelogPayload } from '../../../record/changelog.js';
 import { ColumnBatchBuilder } from '../../../record/column-batch-builder.js';
@@ -16,16 +16,9 @@ import { buildKvBatch } from '../../../record/kv-batch.js';
 import { logBatchesOf, logBatchPayload, readLogBatchHeader } from '../../../record/log-batch.js';
 import { type LogConfig, LogTablet } from '../log/log-tablet.js';
 import { KvSnapshotStore } from './kv-snapshot-store.js';
+import { decoder, keys, rows, schema, table } from './fixtures/kv-table.js';
 import { KvTablet } from './kv-tablet.js';
 
-const schema = buildSchema([{ name: 'k', type: 'BIGINT' }, { name: 'v', type: 'STRING' }], ['k']);
-const table: TableInfo = {
-  path: { database: 'db', table: 't' }, tableId: 1, schemaId: 0, schema, partitionKeys: [], bucketCount: 1, bucketKeys: ['k'],
-  properties: {}, createdTime: 0, modifiedTime: 0,
-};
-const keys = CompactedKeyEncoder.forColumns(schema, primaryKeyLayout(schema, ['k']));
-const rows = new CompactedRowEncoder(schema.columns.map((c) => c.type));
-const decoder = new CompactedRowDecoder(schema.columns.map((c) => c.type));
 const log = pino({ level: 'silent' });
 
 function config(flushIntervalMessages: number): LogConfig {
