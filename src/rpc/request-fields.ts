@@ -25,9 +25,11 @@ export function tablePathOf(api: Api, p: PbTablePath | undefined, field = 'table
   return { database, table: p.tableName };
 }
 
+const MAX_ID = BigInt(Number.MAX_SAFE_INTEGER);
+
 /** An int64 id (table, partition) as a number: ids are never negative and stay below 2^53. */
 export function idOf(api: Api, field: string, id: bigint): number {
-  if (id < 0n || id > BigInt(Number.MAX_SAFE_INTEGER)) throw fieldError(api, field, `${id} is out of range (0 to 2^53 - 1)`);
+  if (id < 0n || id > MAX_ID) throw fieldError(api, field, `${id} is out of range (0 to 2^53 - 1)`);
   return Number(id);
 }
 
