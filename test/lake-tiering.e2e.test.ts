@@ -15,7 +15,7 @@ import { icebergBucket } from '../src/common/bucketing.js';
 import { FileSystemCatalog } from '../src/lake/iceberg/catalog.js';
 import { DataFileWriterPool } from '../src/lake/iceberg/data-file-writer.js';
 import { planScan } from '../src/lake/iceberg/scan.js';
-import { runTieringRound } from '../src/lake/tiering/tiering-round.js';
+import { runTieringRound } from '../src/tiering/tiering-round.js';
 import { ApiKeys } from '../src/rpc/api-keys.js';
 import { readLakeTable } from './support/lake-content.js';
 import { ServerProcess, TieringProcess } from './support/server-process.js';

@@ -17,7 +17,7 @@ import { lakeWarehouse, optionDefault, Options, parseDuration } from '../common/
 import { TributaryError } from '../common/errors.js';
 import { FileSystemCatalog } from '../lake/iceberg/catalog.js';
 import { expireSnapshots, removeOrphanFiles } from '../lake/iceberg/maintenance.js';
-import { compactLakeTable } from '../lake/tiering/compaction.js';
+import { compactLakeTable } from '../tiering/compaction.js';
 import { ProgressLine } from './progress.js';
 
 interface LakeFlags {

@@ -3,9 +3,9 @@
  * then shuts down gracefully. An embedded lake tiering worker runs beside it unless `--no-tiering`. Prints exactly one line to stdout once it serves: `ready …`.
  */
 import { optionDefault } from '../common/config.js';
-import { TieringWorker } from '../lake/tiering/tiering-worker.js';
+import { TieringWorker } from '../tiering/tiering-worker.js';
 import { parseListener, TributaryServer } from '../server/server.js';
-import { createLogger } from '../server/logger.js';
+import { createLogger } from '../common/logger.js';
 import { readConfigFile } from './settings.js';
 import { onShutdown } from './tiering.js';
 

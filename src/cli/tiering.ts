@@ -3,8 +3,8 @@
  * lake-enabled tables and tiers them into the lake until SIGTERM or SIGINT. Start as many as the
  * load needs; kill any of them at any moment.
  */
-import { TieringWorker } from '../lake/tiering/tiering-worker.js';
-import { createLogger, type Logger } from '../server/logger.js';
+import { TieringWorker } from '../tiering/tiering-worker.js';
+import { createLogger, type Logger } from '../common/logger.js';
 
 export interface TieringFlags {
   bootstrap: string;

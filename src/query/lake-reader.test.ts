@@ -11,7 +11,7 @@ import { commitAppend, commitRowDelta } from '../lake/iceberg/snapshot-producer.
 import { newTableMetadata } from '../lake/iceberg/table-metadata.js';
 import type { IcebergSchema } from '../lake/iceberg/types.js';
 import { batchOf, POSITION_DELETE_SCHEMA, writeContentFile } from '../lake/fixtures/lake-files.js';
-import { SUMMARY_BUCKET_OFFSETS, SUMMARY_TIERING_EPOCH } from '../lake/tiering/tiered-offsets.js';
+import { SUMMARY_BUCKET_OFFSETS, SUMMARY_TIERING_EPOCH } from '../lake/tiered-offsets.js';
 import { DuckSession } from './duckdb/session.js';
 import { TEST_SCHEMA } from '../lake/iceberg/fixtures/catalog-table.js';
 import { duckTypeOfIceberg, LAKE_SNAPSHOT_COLUMNS, lakeRowsSql, type LakeReadOptions, loadLakeSnapshots } from './lake-reader.js';

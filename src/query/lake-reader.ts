@@ -41,7 +41,7 @@ import { type DataFile, FileContent } from '../lake/iceberg/data-file.js';
 import { isLive, localPath, planScan, readManifest, readManifestList, type ScanTask } from '../lake/iceberg/scan.js';
 import { currentSchema, currentSnapshot, partitionSpecById, snapshotById, type TableMetadata } from '../lake/iceberg/table-metadata.js';
 import { decimalOf, fixedLengthOf, type IcebergField, type IcebergPrimitive, type IcebergSchema } from '../lake/iceberg/types.js';
-import { SUMMARY_BUCKET_OFFSETS, SUMMARY_TIERING_EPOCH } from '../lake/tiering/tiered-offsets.js';
+import { SUMMARY_BUCKET_OFFSETS, SUMMARY_TIERING_EPOCH } from '../lake/tiered-offsets.js';
 import type { DuckSession } from './duckdb/session.js';
 
 /** Field ids of position delete files (spec: "Reserved Field IDs"). */

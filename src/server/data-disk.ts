@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import type { Options } from '../common/config.js';
 import { TributaryError } from '../common/errors.js';
 import { isNoSpace } from '../common/files.js';
-import type { Logger } from './logger.js';
+import type { Logger } from '../common/logger.js';
 
 export interface DataDiskState {
   writeLocked: boolean;

@@ -22,7 +22,7 @@ import { isLakeEnabled } from './coordinator/lake-tiering-manager.js';
 import { lakeTieringLag, registerTieringService, type TieringServiceDeps } from './coordinator/tiering-service.js';
 import { registerCoordinatorService } from './coordinator/coordinator-service.js';
 import { HttpServer } from './http/http-server.js';
-import { createLogger, type Logger } from './logger.js';
+import { createLogger, type Logger } from '../common/logger.js';
 import { LocalMetadataStore } from './metadata/local-metadata-store.js';
 import { NodeMetrics } from './metrics.js';
 import { TabletServer } from './tablet/tablet-server.js';

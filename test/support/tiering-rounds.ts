@@ -7,7 +7,7 @@ import pino from 'pino';
 import type { Connection } from '../../src/client/index.js';
 import type { TablePath } from '../../src/common/schema.js';
 import type { DataFileWriterPool } from '../../src/lake/iceberg/data-file-writer.js';
-import { type RoundResult, runTieringRound } from '../../src/lake/tiering/tiering-round.js';
+import { type RoundResult, runTieringRound } from '../../src/tiering/tiering-round.js';
 import { ApiKeys } from '../../src/rpc/api-keys.js';
 
 const silent = pino({ level: 'silent' });

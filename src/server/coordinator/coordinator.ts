@@ -33,7 +33,7 @@ import {
   validateKeys,
 } from '../../common/schema.js';
 import type { MetadataOp, MetadataStore } from '../metadata/metadata-store.js';
-import type { Logger } from '../logger.js';
+import type { Logger } from '../../common/logger.js';
 import type { LakeBucketOffset } from '../../common/lake.js';
 import { isLakeEnabled, LakeTieringManager } from './lake-tiering-manager.js';
 

@@ -19,7 +19,7 @@ import { TributaryError } from '../../common/errors.js';
 import { type LakeBucketOffset, type LakeOffsetJson, lakeBucketKey, lakeOffsetsFromJson, lakeOffsetsToJson } from '../../common/lake.js';
 import type { TableInfo, TablePath } from '../../common/schema.js';
 import { tablePathString } from '../../common/schema.js';
-import type { Logger } from '../logger.js';
+import type { Logger } from '../../common/logger.js';
 import type { MetadataStore } from '../metadata/metadata-store.js';
 
 export interface LakeSnapshotRegistration {

@@ -26,7 +26,7 @@
  * mapped to named errors too, so every error a client sees has one of these shapes.
  */
 import { asTributaryError, type ErrorName, TributaryError } from '../../common/errors.js';
-import type { Logger } from '../logger.js';
+import type { Logger } from '../../common/logger.js';
 
 const BAD_REQUEST = new Set<ErrorName>([
   'CORRUPT_MESSAGE',

@@ -20,7 +20,7 @@ import { listenError } from '../../common/errors.js';
 import type { FileSystemCatalog } from '../../lake/iceberg/catalog.js';
 import type { RpcReadiness } from '../../rpc/server.js';
 import type { SqlLimits } from '../../query/sql-limits.js';
-import type { Logger } from '../logger.js';
+import type { Logger } from '../../common/logger.js';
 import type { NodeMetrics } from '../metrics.js';
 import { ARROW_STREAM } from './encoding.js';
 import { icebergCatalogRoutes, type TributaryTables } from './iceberg-catalog-routes.js';

@@ -32,7 +32,7 @@ import type { TableInfo, TablePath } from '../../common/schema.js';
 import type { FileSystemCatalog, LoadedTable } from '../../lake/iceberg/catalog.js';
 import { TABLE_ID_PROPERTY } from '../../lake/lake-catalog-sync.js';
 import { isLakeEnabled } from '../coordinator/lake-tiering-manager.js';
-import type { Logger } from '../logger.js';
+import type { Logger } from '../../common/logger.js';
 import { IcebergCatalogError, icebergError, logFailure } from './errors.js';
 
 /** What the catalog reads of Tributary's metadata (the coordinator's read side). */

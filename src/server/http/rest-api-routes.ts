@@ -43,7 +43,7 @@ import { DuckSession } from '../../query/duckdb/session.js';
 import { SqlExecutor } from '../../query/executor.js';
 import type { SqlLimits } from '../../query/sql-limits.js';
 import { recordBatchRows } from '../../record/arrow-payload.js';
-import type { Logger } from '../logger.js';
+import type { Logger } from '../../common/logger.js';
 import { logFailure, restError } from './errors.js';
 import { ARROW_STREAM, jsonValue, resultArrowStream, resultJson, rowsBatch } from './encoding.js';
 

@@ -31,7 +31,7 @@ import { ApiKeys } from '../../rpc/api-keys.js';
 import { idOf, intIn, optionalIdOf } from '../../rpc/request-fields.js';
 import type { BucketLifecycle } from '../coordinator/coordinator.js';
 import type { LakeBucketOffset } from '../../common/lake.js';
-import type { Logger } from '../logger.js';
+import type { Logger } from '../../common/logger.js';
 import type { DataDisk } from '../data-disk.js';
 import type { BucketMetrics } from '../metrics.js';
 import { asBuffer, bucketError } from './bucket-responses.js';

@@ -58,7 +58,7 @@ import { ColumnBatchBuilder } from '../../../record/column-batch-builder.js';
 import type { ArrowCompression } from '../../../record/compression.js';
 import { buildLogBatch, logBatchesOf, logBatchPayload, readLogBatchHeader } from '../../../record/log-batch.js';
 import { openKvBatch } from '../../../record/kv-batch.js';
-import type { Logger } from '../../logger.js';
+import type { Logger } from '../../../common/logger.js';
 import type { LogTablet } from '../log/log-tablet.js';
 import { createMergeEngine, type MergeEngine, type MergeResult } from './merge-engine.js';
 import { KeyMap } from './key-map.js';

@@ -28,19 +28,19 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import * as arrow from 'apache-arrow';
-import { type ErrorName, TributaryError } from '../../common/errors.js';
-import { DuckSession } from '../../query/duckdb/session.js';
-import { scanTasksSql } from '../../query/lake-reader.js';
-import type { FileSystemCatalog } from '../iceberg/catalog.js';
-import { type DataFile, FileContent, ManifestContent, type PartitionValue } from '../iceberg/data-file.js';
-import { computeMetrics } from '../iceberg/metrics.js';
-import { isLive, localPath, partitionKey, planScan, readManifest, readManifestList, type ScanTask } from '../iceberg/scan.js';
-import { commitRewrite } from '../iceberg/snapshot-producer.js';
-import { ancestorsOf, currentSchema, currentSnapshot, type PartitionSpec, partitionSpecById, snapshotById, type TableMetadata } from '../iceberg/table-metadata.js';
-import { parseTransform } from '../iceberg/transforms.js';
-import { fixedLengthOf, type IcebergSchema } from '../iceberg/types.js';
-import { TABLE_ID_PROPERTY } from '../lake-catalog-sync.js';
-import { latestTieredSnapshot, SUMMARY_BUCKET_OFFSETS, SUMMARY_TABLE_ID, SUMMARY_TIERING_EPOCH } from './tiered-offsets.js';
+import { type ErrorName, TributaryError } from '../common/errors.js';
+import { DuckSession } from '../query/duckdb/session.js';
+import { scanTasksSql } from '../query/lake-reader.js';
+import type { FileSystemCatalog } from '../lake/iceberg/catalog.js';
+import { type DataFile, FileContent, ManifestContent, type PartitionValue } from '../lake/iceberg/data-file.js';
+import { computeMetrics } from '../lake/iceberg/metrics.js';
+import { isLive, localPath, partitionKey, planScan, readManifest, readManifestList, type ScanTask } from '../lake/iceberg/scan.js';
+import { commitRewrite } from '../lake/iceberg/snapshot-producer.js';
+import { ancestorsOf, currentSchema, currentSnapshot, type PartitionSpec, partitionSpecById, snapshotById, type TableMetadata } from '../lake/iceberg/table-metadata.js';
+import { parseTransform } from '../lake/iceberg/transforms.js';
+import { fixedLengthOf, type IcebergSchema } from '../lake/iceberg/types.js';
+import { TABLE_ID_PROPERTY } from '../lake/lake-catalog-sync.js';
+import { latestTieredSnapshot, SUMMARY_BUCKET_OFFSETS, SUMMARY_TABLE_ID, SUMMARY_TIERING_EPOCH } from '../lake/tiered-offsets.js';
 
 /**
  * A partition holding this many delete files is compacted after a tiering round even without

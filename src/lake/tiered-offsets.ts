@@ -10,8 +10,8 @@
  * the lake commit and the report to the coordinator, the next round reads it here and registers
  * it instead of writing the rows again.
  */
-import { type LakeBucketOffset, type LakeOffsetJson, lakeOffsetsFromJson, lakeOffsetsToJson } from '../../common/lake.js';
-import { ancestorsOf, type TableMetadata } from '../iceberg/table-metadata.js';
+import { type LakeBucketOffset, type LakeOffsetJson, lakeOffsetsFromJson, lakeOffsetsToJson } from '../common/lake.js';
+import { ancestorsOf, type TableMetadata } from './iceberg/table-metadata.js';
 
 export const SUMMARY_TABLE_ID = 'tributary.table-id';
 export const SUMMARY_TIERING_EPOCH = 'tributary.tiering-epoch';

@@ -6,12 +6,12 @@
  * workers may run; the coordinator's tiering epochs and the lake commit's check of the offsets it
  * started from keep two workers from tiering the same rows.
  */
-import { Connection } from '../../client/connection.js';
-import { asTributaryError, TributaryError } from '../../common/errors.js';
-import { tablePathString } from '../../common/schema.js';
-import { ApiKeys } from '../../rpc/api-keys.js';
-import type { Logger } from '../../server/logger.js';
-import { DataFileWriterPool } from '../iceberg/data-file-writer.js';
+import { Connection } from '../client/connection.js';
+import { asTributaryError, TributaryError } from '../common/errors.js';
+import { tablePathString } from '../common/schema.js';
+import { ApiKeys } from '../rpc/api-keys.js';
+import type { Logger } from '../common/logger.js';
+import { DataFileWriterPool } from '../lake/iceberg/data-file-writer.js';
 import { runTieringRound } from './tiering-round.js';
 
 export interface TieringWorkerOptions {
