@@ -17,7 +17,7 @@ import { tablePathOf } from '../rpc/request-fields.js';
 import { RpcServer, type RpcServerStats } from '../rpc/server.js';
 import { Coordinator } from './coordinator/coordinator.js';
 import { DataDirLock } from './data-dir-lock.js';
-import { DataDisk } from './data-disk.js';
+import { DataDisk } from './tablet/data-disk.js';
 import { isLakeEnabled } from './coordinator/lake-tiering-manager.js';
 import { lakeTieringLag, registerTieringService, type TieringServiceDeps } from './coordinator/tiering-service.js';
 import { registerCoordinatorService } from './coordinator/coordinator-service.js';
