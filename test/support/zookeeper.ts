@@ -86,6 +86,11 @@ export class ZooKeeperServer {
     return `127.0.0.1:${this.port}`;
   }
 
+  /** Sends a four-letter-word command (srvr, conf, wchp: the watched paths) and returns the answer. */
+  command(word: 'srvr' | 'conf' | 'wchp'): Promise<string> {
+    return fourLetterWord(this.port, word);
+  }
+
   /** Starts the server again on the same port and data dir, after stop() or kill(). */
   async restart(): Promise<void> {
     if (this.child) throw new Error('ZooKeeper is still running');
@@ -127,7 +132,7 @@ export class ZooKeeperServer {
         'clientPortAddress=127.0.0.1',
         'maxSessionTimeout=60000',
         'admin.enableServer=false',
-        '4lw.commands.whitelist=srvr,conf',
+        '4lw.commands.whitelist=srvr,conf,wchp',
         '',
       ].join('\n'),
     );
