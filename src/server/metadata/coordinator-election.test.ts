@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { ZooKeeperServer } from '../../../test/support/zookeeper.js';
+import { TributaryError } from '../../common/errors.js';
 import { CoordinatorElection } from './coordinator-election.js';
+import { ZooKeeperMetadataStore } from './zookeeper-metadata-store.js';
 import { ZooKeeperSession } from './zookeeper-session.js';
 
 let zk: ZooKeeperServer;
@@ -49,12 +51,12 @@ test('the first candidate leads; when its session closes the other leads with a 
   const [a, b] = [await connect(), await connect()];
   const first = await CoordinatorElection.join(a, root, 'coordinator-a');
   const second = await CoordinatorElection.join(b, root, 'coordinator-b');
-  const epochA = await first.elected;
+  const { epoch: epochA } = await first.elected;
   assert.equal(epochA, 1);
   assert.equal(await settled(second.elected), false, 'the second candidate waits while the first leads');
 
   await a.close();
-  const epochB = await second.elected;
+  const { epoch: epochB } = await second.elected;
   assert.ok(epochB > epochA, `epoch ${epochB} after ${epochA}`);
   assert.equal(await storedEpoch(b, root), epochB);
 });
@@ -65,7 +67,7 @@ test('only the candidate whose turn came leads: a middle candidate leaving chang
   const first = await CoordinatorElection.join(a, root, 'a');
   const second = await CoordinatorElection.join(b, root, 'b');
   const third = await CoordinatorElection.join(c, root, 'c');
-  const epochA = await first.elected;
+  const { epoch: epochA } = await first.elected;
 
   // The third watches the second: its going makes the third look again, find the first still
   // leading and watch it instead (ZooKeeper lists the watch), without becoming leader.
@@ -82,7 +84,7 @@ test('only the candidate whose turn came leads: a middle candidate leaving chang
   assert.equal((await c.children(`${root}/coordinators/election`)).length, 2);
 
   await first.resign();
-  const epochC = await third.elected;
+  const { epoch: epochC } = await third.elected;
   assert.ok(epochC > epochA);
   assert.equal(await storedEpoch(c, root), epochC);
 
@@ -90,5 +92,27 @@ test('only the candidate whose turn came leads: a middle candidate leaving chang
   const again = await CoordinatorElection.join(a, root, 'a');
   assert.equal(await settled(again.elected), false);
   await third.resign();
-  assert.equal(await again.elected, epochC + 1);
+  assert.equal((await again.elected).epoch, epochC + 1);
+});
+
+test('a deposed leader that still holds its session can no longer write metadata, even where the new leader has not', async () => {
+  const root = `/election-${++roots}`;
+  const [a, b] = [await connect(), await connect()];
+  const first = await CoordinatorElection.join(a, root, 'a');
+  const second = await CoordinatorElection.join(b, root, 'b');
+  const old = await ZooKeeperMetadataStore.open(a, root, (await first.elected).fence);
+  await old.commit([{ op: 'put', path: '/databases/db', value: 'a' }]);
+  assert.equal(await old.nextId('table_id'), 0);
+
+  // Stepping down without closing the session stands for a leader paused past its session timeout.
+  await first.resign();
+  const current = await ZooKeeperMetadataStore.open(b, root, (await second.elected).fence);
+  const fenced = (err: unknown): boolean => err instanceof TributaryError && err.errorName === 'COMMIT_FAILED' && /a newer leader has been elected/.test(err.message);
+  await assert.rejects(old.commit([{ op: 'put', path: '/databases/other', value: 'a' }]), fenced);
+  await assert.rejects(old.nextId('table_id'), fenced);
+  await current.commit([{ op: 'put', path: '/databases/db', value: 'b' }]);
+  assert.equal(await current.nextId('table_id'), 1);
+  const fresh = await ZooKeeperMetadataStore.open(b, root);
+  assert.equal(fresh.get('/databases/db'), 'b');
+  assert.deepEqual(fresh.children('/databases'), ['db']);
 });

@@ -12,9 +12,14 @@
  * carrying an older epoch knows its sender was deposed. A leader's candidate znode lives as long as
  * its session: closing the session or letting it expire hands leadership on. The first leader's
  * epoch is 1. Once elected, a leader learns that it lost the lead from its session's `expired` event.
+ *
+ * The leader's `fence` is the epoch znode at the version its own increment left: a metadata store
+ * opened with it checks that version in every transaction, so once a newer leader has incremented
+ * the epoch, a deposed leader that still believes it leads (paused, cut off, not yet expired)
+ * cannot write anything, not even to paths the new leader has not touched.
  */
 import { TributaryError } from '../../common/errors.js';
-import { ZooKeeperConflict, type ZooKeeperSession } from './zookeeper-session.js';
+import { type EpochFence, ZooKeeperConflict, type ZooKeeperSession } from './zookeeper-session.js';
 
 const PREFIX = 'candidate_';
 /** Wait before looking again after a failed look (e.g. while reconnecting). */
@@ -22,10 +27,15 @@ const RETRY_MS = 1_000;
 
 const sequenceOf = (name: string): number => Number(name.slice(PREFIX.length));
 
+export interface Leadership {
+  epoch: number;
+  fence: EpochFence;
+}
+
 export class CoordinatorElection {
-  /** Resolves with this candidate's epoch once it leads; rejects if its session expires or it resigns first. */
-  readonly elected: Promise<number>;
-  private win!: (epoch: number) => void;
+  /** Resolves once this candidate leads; rejects if its session expires or it resigns first. */
+  readonly elected: Promise<Leadership>;
+  private win!: (leadership: Leadership) => void;
   private lose!: (err: Error) => void;
   private done = false;
   private readonly onExpired = (): void => this.finish(new TributaryError('STORAGE_EXCEPTION', `the ZooKeeper session of election candidate ${this.name} expired`));
@@ -83,11 +93,11 @@ export class CoordinatorElection {
       const at = candidates.indexOf(this.name);
       if (at < 0) throw new TributaryError('STORAGE_EXCEPTION', `election candidate ${this.name} is gone from ${this.dir}`);
       if (at === 0) {
-        const epoch = await this.nextEpoch();
+        const leadership = await this.nextEpoch();
         if (!this.done) {
           this.done = true;
           this.session.off('expired', this.onExpired);
-          this.win(epoch);
+          this.win(leadership);
         }
         return;
       }
@@ -100,15 +110,14 @@ export class CoordinatorElection {
     }
   }
 
-  private async nextEpoch(): Promise<number> {
+  private async nextEpoch(): Promise<Leadership> {
     for (;;) {
       const current = await this.session.get(this.epochZnode);
       const epoch = current ? (JSON.parse(current.data.toString('utf8')) as number) + 1 : 1;
       const data = Buffer.from(JSON.stringify(epoch));
       try {
-        if (current) await this.session.set(this.epochZnode, data, current.version);
-        else await this.session.create(this.epochZnode, data);
-        return epoch;
+        const version = current ? await this.session.set(this.epochZnode, data, current.version) : (await this.session.create(this.epochZnode, data), 0);
+        return { epoch, fence: { znode: this.epochZnode, version } };
       } catch (err) {
         if (!(err instanceof ZooKeeperConflict)) throw err;
       }

@@ -2,10 +2,11 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import { after, before, test } from 'node:test';
 import { ZooKeeperServer } from '../../../test/support/zookeeper.js';
+import { Options } from '../../common/config.js';
 import { TributaryError } from '../../common/errors.js';
 import { metadataStoreContract } from './fixtures/metadata-store-contract.js';
 import { ZooKeeperMetadataStore, ZOOKEEPER_MAX_REQUEST_BYTES } from './zookeeper-metadata-store.js';
-import { ZooKeeperSession } from './zookeeper-session.js';
+import { ZooKeeperSession, zooKeeperSettings } from './zookeeper-session.js';
 
 let zk: ZooKeeperServer;
 const sessions: ZooKeeperSession[] = [];
@@ -19,8 +20,10 @@ after(async () => {
   await zk?.close();
 });
 
-async function connect(options: { address?: string; sessionTimeoutMs?: number } = {}): Promise<ZooKeeperSession> {
-  const session = await ZooKeeperSession.connect({ address: options.address ?? zk.address, sessionTimeoutMs: options.sessionTimeoutMs ?? 20_000, connectionTimeoutMs: 15_000 });
+/** A session from server options, as a server makes it: on the test's ZooKeeper unless `settings` say otherwise. */
+async function connect(settings: Record<string, string> = {}): Promise<ZooKeeperSession> {
+  const options = new Options('server', { 'zookeeper.address': zk.address, 'zookeeper.client.session-timeout': '20s', ...settings });
+  const session = await ZooKeeperSession.connect(zooKeeperSettings(options));
   sessions.push(session);
   return session;
 }
@@ -47,6 +50,24 @@ async function until(what: string, condition: () => boolean): Promise<void> {
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
+
+test('the ZooKeeper options: Fluss\'s defaults, a required address, an absolute root; no answer within the connection timeout is NETWORK_EXCEPTION', async () => {
+  assert.deepEqual(zooKeeperSettings(new Options('server', { 'zookeeper.address': 'zk1:2181,zk2:2181' })), {
+    address: 'zk1:2181,zk2:2181',
+    root: '/tributary',
+    sessionTimeoutMs: 60_000,
+    connectionTimeoutMs: 15_000,
+  });
+  assert.throws(() => zooKeeperSettings(new Options('server', {})), rejectsWith('INVALID_CONFIG_EXCEPTION'));
+  for (const root of ['tributary', '/tributary/', '/a//b']) {
+    assert.throws(() => zooKeeperSettings(new Options('server', { 'zookeeper.address': zk.address, 'zookeeper.path.root': root })), rejectsWith('INVALID_CONFIG_EXCEPTION'));
+  }
+  const closed = net.createServer();
+  await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+  const port = (closed.address() as net.AddressInfo).port;
+  await new Promise<void>((resolve) => closed.close(() => resolve()));
+  await assert.rejects(connect({ 'zookeeper.address': `127.0.0.1:${port}`, 'zookeeper.client.connection-timeout': '500ms' }), rejectsWith('NETWORK_EXCEPTION'));
+});
 
 metadataStoreContract(async () => {
   const root = newRoot();
@@ -193,7 +214,7 @@ async function partitionable(target: number): Promise<{ address: string; cut(): 
 test('a session expired while cut off is reported by the store, which then refuses changes', async () => {
   const root = newRoot();
   const proxy = await partitionable(Number(zk.address.split(':')[1]));
-  const session = await connect({ address: proxy.address, sessionTimeoutMs: 1_000 });
+  const session = await connect({ 'zookeeper.address': proxy.address, 'zookeeper.client.session-timeout': '1s' });
   const store = await openStore(root, session);
   await store.commit([{ op: 'put', path: '/databases/db', value: 1 }]);
   let reported = 0;

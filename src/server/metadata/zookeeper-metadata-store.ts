@@ -26,6 +26,9 @@
  * the last value it handed out (Fluss stores a binary long); `nextId` is a compare-and-set on it.
  * Top-level names ending in `_seqid`, and `writer_id`, are counters, not store paths.
  *
+ * Opened with a leader's epoch fence (coordinator-election.ts), every transaction also checks the
+ * epoch znode's version, so a deposed leader's commits and allocations fail with COMMIT_FAILED.
+ *
  * Failures: a commit whose request passes ZooKeeper's 1 MB packet limit (`jute.maxbuffer`) fails with
  * INVALID_ARGUMENT before it is sent; a lost connection fails with NETWORK_EXCEPTION (retriable), and
  * since the commit may then have been applied, the store reloads the tree before its next change; an
@@ -34,7 +37,7 @@
 import { EventEmitter } from 'node:events';
 import { TributaryError } from '../../common/errors.js';
 import type { MetadataOp, MetadataStore } from './metadata-store.js';
-import { type ZooKeeperOp, ZooKeeperConflict, type ZooKeeperSession } from './zookeeper-session.js';
+import { type EpochFence, type ZooKeeperOp, ZooKeeperConflict, type ZooKeeperSession } from './zookeeper-session.js';
 
 /** ZooKeeper's default `jute.maxbuffer`: the largest request a server reads. */
 export const ZOOKEEPER_MAX_REQUEST_BYTES = 0xfffff;
@@ -86,14 +89,18 @@ export class ZooKeeperMetadataStore extends EventEmitter<{ sessionExpired: [] }>
     private readonly session: ZooKeeperSession,
     /** `<root>/metadata`: the znode of store path `/`. */
     private readonly base: string,
+    private readonly fence: EpochFence | undefined,
   ) {
     super();
     session.on('expired', this.onExpired);
   }
 
-  /** Opens the store under `root` on a connected session (which the caller keeps and closes), loading the tree. */
-  static async open(session: ZooKeeperSession, root: string): Promise<ZooKeeperMetadataStore> {
-    const store = new ZooKeeperMetadataStore(session, `${root}/metadata`);
+  /**
+   * Opens the store under `root` on a connected session (which the caller keeps and closes), loading
+   * the tree; with `fence`, every change also checks that no newer leader has been elected.
+   */
+  static async open(session: ZooKeeperSession, root: string, fence?: EpochFence): Promise<ZooKeeperMetadataStore> {
+    const store = new ZooKeeperMetadataStore(session, `${root}/metadata`, fence);
     for (const znode of [root, store.base]) {
       try {
         await session.create(znode, Buffer.alloc(0));
@@ -131,7 +138,7 @@ export class ZooKeeperMetadataStore extends EventEmitter<{ sessionExpired: [] }>
       }
       if (request.length === 0) return;
       try {
-        await this.session.multi(request);
+        await this.session.multi(this.fenced(request));
       } catch (err) {
         throw this.failed(err, 'commit');
       }
@@ -154,13 +161,13 @@ export class ZooKeeperMetadataStore extends EventEmitter<{ sessionExpired: [] }>
           const current = this.counters.get(counter) ?? (await this.readCounter(znode));
           const last = (current?.last ?? -1) + count;
           const data = Buffer.from(JSON.stringify(last));
-          const version = current ? await this.session.set(znode, data, current.version) : (await this.session.create(znode, data), 0);
-          this.counters.set(counter, { last, version });
+          await this.session.multi(this.fenced([current ? { type: 'set', path: znode, data, version: current.version } : { type: 'create', path: znode, data }]));
+          this.counters.set(counter, { last, version: current ? current.version + 1 : 0 });
           return last - count + 1;
         } catch (err) {
           // Another store took values first (or the answer was lost): read the counter again.
           this.counters.delete(counter);
-          if (!(err instanceof ZooKeeperConflict)) throw this.failed(err, `allocate from counter '${counter}'`);
+          if (!(err instanceof ZooKeeperConflict) || err.path === this.fence?.znode) throw this.failed(err, `allocate from counter '${counter}'`);
         }
       }
     });
@@ -242,8 +249,17 @@ export class ZooKeeperMetadataStore extends EventEmitter<{ sessionExpired: [] }>
     return node && { last: JSON.parse(node.data.toString('utf8')) as number, version: node.version };
   }
 
+  private fenced(request: ZooKeeperOp[]): ZooKeeperOp[] {
+    return this.fence ? [{ type: 'check', path: this.fence.znode, version: this.fence.version }, ...request] : request;
+  }
+
   /** Maps a failed request to the error the caller sees; a conflict means another writer changed the tree. */
   private failed(err: unknown, what: string): Error {
+    if (err instanceof ZooKeeperConflict && err.path === this.fence?.znode) {
+      return new TributaryError('COMMIT_FAILED', `cannot ${what}: a newer leader has been elected (${err.path} moved past version ${this.fence.version}); nothing of it was applied`, {
+        cause: err,
+      });
+    }
     if (err instanceof ZooKeeperConflict) {
       return new TributaryError(
         'COMMIT_FAILED',

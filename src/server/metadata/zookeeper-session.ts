@@ -53,6 +53,12 @@ export type ZooKeeperOp =
   | { type: 'delete'; path: string; version: number }
   | { type: 'check'; path: string; version: number };
 
+/** A znode at the version a leader wrote: transactions that check it fail once another leader wrote it. */
+export interface EpochFence {
+  znode: string;
+  version: number;
+}
+
 export type ConflictCode = 'NO_NODE' | 'NODE_EXISTS' | 'BAD_VERSION' | 'NOT_EMPTY';
 
 /** A request refused because of the state of a znode: the caller's view of the tree is out of date. */
