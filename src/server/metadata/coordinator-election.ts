@@ -38,6 +38,8 @@ export class CoordinatorElection {
   private win!: (leadership: Leadership) => void;
   private lose!: (err: Error) => void;
   private done = false;
+  /** Looks run one after another: two at once could both find the candidate lowest and increment the epoch twice. */
+  private looking: Promise<void> = Promise.resolve();
   private readonly onExpired = (): void => this.finish(new TributaryError('STORAGE_EXCEPTION', `the ZooKeeper session of election candidate ${this.name} expired`));
 
   private constructor(
@@ -62,13 +64,7 @@ export class CoordinatorElection {
    */
   static async join(session: ZooKeeperSession, root: string, candidateId: string): Promise<CoordinatorElection> {
     const dir = `${root}/coordinators/election`;
-    for (const znode of [root, `${root}/coordinators`, dir]) {
-      try {
-        await session.create(znode, Buffer.alloc(0));
-      } catch (err) {
-        if (!(err instanceof ZooKeeperConflict && err.code === 'NODE_EXISTS')) throw err;
-      }
-    }
+    await session.ensure([root, `${root}/coordinators`, dir]);
     const created = await session.create(`${dir}/${PREFIX}`, Buffer.from(JSON.stringify(candidateId)), 'ephemeral-sequential');
     const election = new CoordinatorElection(session, dir, `${root}/coordinators/epoch`, created.slice(dir.length + 1));
     await election.look();
@@ -85,25 +81,31 @@ export class CoordinatorElection {
     }
   }
 
+  private look(): Promise<void> {
+    this.looking = this.looking.then(() => this.lookOnce());
+    return this.looking;
+  }
+
   /** Leads if this candidate is the lowest, else watches its predecessor. */
-  private async look(): Promise<void> {
-    if (this.done) return;
+  private async lookOnce(): Promise<void> {
     try {
-      const candidates = (await this.session.children(this.dir)).filter((n) => n.startsWith(PREFIX)).sort((a, b) => sequenceOf(a) - sequenceOf(b));
-      const at = candidates.indexOf(this.name);
-      if (at < 0) throw new TributaryError('STORAGE_EXCEPTION', `election candidate ${this.name} is gone from ${this.dir}`);
-      if (at === 0) {
-        const leadership = await this.nextEpoch();
-        if (!this.done) {
-          this.done = true;
-          this.session.off('expired', this.onExpired);
-          this.win(leadership);
+      while (!this.done) {
+        const candidates = (await this.session.children(this.dir)).filter((n) => n.startsWith(PREFIX)).sort((a, b) => sequenceOf(a) - sequenceOf(b));
+        const at = candidates.indexOf(this.name);
+        if (at < 0) throw new TributaryError('STORAGE_EXCEPTION', `election candidate ${this.name} is gone from ${this.dir}`);
+        if (at === 0) {
+          const leadership = await this.nextEpoch();
+          if (!this.done) {
+            this.done = true;
+            this.session.off('expired', this.onExpired);
+            this.win(leadership);
+          }
+          return;
         }
-        return;
+        // The watch fires once, when the predecessor's znode is deleted; then look again.
+        if (await this.session.exists(`${this.dir}/${candidates[at - 1]}`, () => void this.look())) return;
+        // The predecessor went between the listing and the watch: look again now.
       }
-      // The watch fires once, when the predecessor's znode is deleted (or created/changed, harmless: look again).
-      const present = await this.session.exists(`${this.dir}/${candidates[at - 1]}`, () => void this.look());
-      if (!present) await this.look();
     } catch (err) {
       if (err instanceof TributaryError && err.errorName === 'NETWORK_EXCEPTION') setTimeout(() => void this.look(), RETRY_MS).unref();
       else this.finish(err as Error);

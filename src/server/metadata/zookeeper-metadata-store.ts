@@ -101,15 +101,14 @@ export class ZooKeeperMetadataStore extends EventEmitter<{ sessionExpired: [] }>
    */
   static async open(session: ZooKeeperSession, root: string, fence?: EpochFence): Promise<ZooKeeperMetadataStore> {
     const store = new ZooKeeperMetadataStore(session, `${root}/metadata`, fence);
-    for (const znode of [root, store.base]) {
-      try {
-        await session.create(znode, Buffer.alloc(0));
-      } catch (err) {
-        if (!(err instanceof ZooKeeperConflict && err.code === 'NODE_EXISTS')) throw err;
-      }
+    try {
+      await session.ensure([root, store.base]);
+      store.nodes = await store.load();
+      return store;
+    } catch (err) {
+      await store.close();
+      throw err;
     }
-    store.nodes = await store.load();
-    return store;
   }
 
   get<T>(p: string): T | undefined {
@@ -130,10 +129,11 @@ export class ZooKeeperMetadataStore extends EventEmitter<{ sessionExpired: [] }>
       const target = this.apply(ops);
       const { request, bytes } = this.diff(target, new Set(ops.filter((o) => o.op === 'put').map((o) => o.path)));
       if (bytes > ZOOKEEPER_MAX_REQUEST_BYTES) {
-        const largest = [...target].filter(([, json]) => json !== undefined).sort((a, b) => b[1]!.length - a[1]!.length)[0];
+        const sized = request.map((op) => ({ path: this.storePath(op.path), size: 'data' in op ? op.data.length : 0 }));
+        const largest = sized.reduce((a, b) => (b.size > a.size ? b : a));
         throw new TributaryError(
           'INVALID_ARGUMENT',
-          `a metadata commit of about ${bytes} bytes does not fit ZooKeeper's request limit of ${ZOOKEEPER_MAX_REQUEST_BYTES} bytes (jute.maxbuffer); the largest value is ${largest[0]} (${largest[1]!.length} bytes)`,
+          `a metadata commit of about ${bytes} bytes does not fit ZooKeeper's request limit of ${ZOOKEEPER_MAX_REQUEST_BYTES} bytes (jute.maxbuffer); its largest value is ${largest.path} (${largest.size} bytes)`,
         );
       }
       if (request.length === 0) return;

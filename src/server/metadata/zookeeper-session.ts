@@ -157,6 +157,17 @@ export class ZooKeeperSession extends EventEmitter<{ expired: [] }> {
     return this.call((cb) => this.client.create(path, data, createMode, cb));
   }
 
+  /** Creates each of the znodes, in order, that does not exist yet (persistent, no data): a path and its parents. */
+  async ensure(znodes: string[]): Promise<void> {
+    for (const znode of znodes) {
+      try {
+        await this.create(znode, Buffer.alloc(0));
+      } catch (err) {
+        if (!(err instanceof ZooKeeperConflict && err.code === 'NODE_EXISTS')) throw err;
+      }
+    }
+  }
+
   /** Writes the node if it still has `version`, returning the new version. */
   set(path: string, data: Buffer, version: number): Promise<number> {
     return this.call((cb) => this.client.setData(path, data, version, (err, stat) => cb(err, stat?.version)));
