@@ -40,6 +40,8 @@ export interface ClusterOptions {
   args?: string[];
   /** A built CLI to run instead of the sources (an installed package's `dist/cli/main.js`). */
   cli?: string;
+  /** Where the servers' data dirs are made (a small disk, say); the system's temp dir by default. */
+  dataRoot?: string;
   /** Client settings of `conn`, or `false` for no connection (a suite that counts the server's connections). */
   client?: Record<string, string> | false;
   /** The current database of `sql`, a SQL executor on `conn`; created unless it is the default one. */
@@ -64,7 +66,7 @@ export class TestCluster {
   async start(): Promise<void> {
     try {
       const count = this.options.servers ?? 1;
-      for (let i = 0; i < count; i++) this.dataDirs.push(tempDir('data'));
+      for (let i = 0; i < count; i++) this.dataDirs.push(tempDir('data', this.options.dataRoot));
       // Settled one by one, so that a server that started is ended even when another failed.
       const started = await Promise.allSettled(this.dataDirs.map(async (dataDir, i) => (this.members[i] = await this.launch(dataDir, 0))));
       const failed = started.find((s) => s.status === 'rejected');

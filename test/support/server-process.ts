@@ -12,8 +12,9 @@ import { fileURLToPath } from 'node:url';
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const CLI = path.join(ROOT, 'src', 'cli', 'main.ts');
 
-export function tempDir(prefix: string): string {
-  return fs.mkdtempSync(path.join(os.tmpdir(), `tributary-${prefix}-`));
+/** A new directory in `parent`, the system's temp dir by default. */
+export function tempDir(prefix: string, parent = os.tmpdir()): string {
+  return fs.mkdtempSync(path.join(parent, `tributary-${prefix}-`));
 }
 
 /** A process a test started and has to end: a server, a tiering worker, later ZooKeeper or an S3 server. */
