@@ -62,6 +62,13 @@ export class TestCluster {
 
   constructor(private readonly options: ClusterOptions = {}) {}
 
+  /** A started cluster, for a test that ends it itself (`finally { await cluster.stop() }`). */
+  static async start(options: ClusterOptions = {}): Promise<TestCluster> {
+    const cluster = new TestCluster(options);
+    await cluster.start();
+    return cluster;
+  }
+
   /** Starts the servers, then the connection and the SQL executor; on a failure ends what started. */
   async start(): Promise<void> {
     try {
@@ -191,8 +198,7 @@ export function useCluster(options: ClusterOptions = {}, setup?: (cluster: TestC
 
 /** A cluster for one test, ended when the test ends, whether it passed or failed. */
 export async function startCluster(t: TestContext, options: ClusterOptions = {}): Promise<TestCluster> {
-  const cluster = new TestCluster(options);
+  const cluster = await TestCluster.start(options);
   t.after(() => cluster.stop());
-  await cluster.start();
   return cluster;
 }
