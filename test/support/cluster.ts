@@ -57,7 +57,7 @@ export class TestCluster {
   private readonly workers: TieringProcess[] = [];
   private readonly dirs: string[] = [];
   private connection?: Connection;
-  private duck?: DuckSession;
+  private session?: DuckSession;
   private executor?: SqlExecutor;
 
   constructor(private readonly options: ClusterOptions = {}) {}
@@ -81,8 +81,8 @@ export class TestCluster {
       if (this.options.client !== false) this.connection = await this.connect();
       if (this.options.sql !== undefined) {
         if (this.options.sql !== DEFAULT_DATABASE) await this.conn.getAdmin().createDatabase(this.options.sql);
-        this.duck = await DuckSession.create();
-        this.executor = new SqlExecutor(this.conn, this.duck, this.options.sql);
+        this.session = await DuckSession.create();
+        this.executor = new SqlExecutor(this.conn, this.session, this.options.sql);
       }
     } catch (err) {
       await this.stop().catch(() => undefined);
@@ -113,6 +113,12 @@ export class TestCluster {
   get sql(): SqlExecutor {
     assert.ok(this.executor, 'a cluster started with the `sql` option');
     return this.executor;
+  }
+
+  /** The DuckDB session `sql` runs on. */
+  get duck(): DuckSession {
+    assert.ok(this.session, 'a cluster started with the `sql` option');
+    return this.session;
   }
 
   /**
@@ -149,8 +155,8 @@ export class TestCluster {
 
   /** Ends everything the cluster started; fails, after all is ended, if a process did not stop cleanly. */
   async stop(): Promise<void> {
-    this.duck?.close();
-    this.duck = undefined;
+    this.session?.close();
+    this.session = undefined;
     this.executor = undefined;
     await this.connection?.close();
     this.connection = undefined;
