@@ -13,7 +13,8 @@ import { after, before, test } from 'node:test';
 import { promisify } from 'node:util';
 import { Connection } from '../src/client/index.js';
 import { atServer, type CodeBlock, codeBlocks, ROOT } from './support/doc-blocks.js';
-import { ServerProcess, tempDir } from './support/server-process.js';
+import { TestCluster } from './support/cluster.js';
+import { type ServerProcess, tempDir } from './support/server-process.js';
 import { waitTiered } from './support/tiering-rounds.js';
 
 const run = promisify(execFile);
@@ -28,6 +29,8 @@ let cli: string;
 let server: ServerProcess;
 /** A second server, whose `tributary.orders` is a lake table (the README's is not). */
 let lake: ServerProcess;
+/** One cluster per server, each running the installed command; the programs connect on their own. */
+const clusters: TestCluster[] = [];
 
 /** Runs a command in the scratch project (or `cwd`); resolves with its output, rejects naming it. */
 async function sh(file: string, args: string[], cwd = project): Promise<string> {
@@ -70,7 +73,9 @@ before(async () => {
   assert.ok(iceberg, 'docs/http.md says which iceberg-js to install');
   await sh('npm', ['install', path.join(packs, packed.filename), iceberg[1], '--prefer-offline', '--no-audit', '--no-fund']);
   cli = path.join(project, 'node_modules', NAME, 'dist', 'cli', 'main.js');
-  [server, lake] = await Promise.all([ServerProcess.start({ cli }), ServerProcess.start({ cli })]);
+  clusters.push(new TestCluster({ cli, client: false }), new TestCluster({ cli, client: false }));
+  for (const c of clusters) await c.start();
+  [server, lake] = clusters.map((c) => c.server);
   await compile({
     smoke: SMOKE,
     readme: atServer(readmeProgram().text, server),
@@ -81,7 +86,7 @@ before(async () => {
 });
 
 after(async () => {
-  for (const s of [server, lake]) if (s) assert.equal(await s.stop(), 0, 'a clean shutdown');
+  for (const c of clusters) await c.stop();
 });
 
 /** Writes TypeScript programs into the project and compiles them there, type checked against the installed packages. */
