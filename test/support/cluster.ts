@@ -169,7 +169,7 @@ export class TestCluster {
 
   private launch(dataDir: string, port: number, settings: Record<string, string> = {}): Promise<ServerProcess> {
     const { args, cli } = this.options;
-    return ServerProcess.start({ dataDir, port, settings: { ...this.options.settings, ...settings }, ...(args ? { args } : {}), ...(cli ? { cli } : {}) });
+    return ServerProcess.start({ dataDir, port, settings: { ...this.options.settings, ...settings }, args, cli });
   }
 
   private connect(): Promise<Connection> {
