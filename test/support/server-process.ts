@@ -51,7 +51,7 @@ async function spawnUntilReady(name: string, args: string[], logLevel: string, r
   return { child, match, stderr: () => stderr };
 }
 
-abstract class ChildProcessOwned implements OwnedProcess {
+abstract class OwnedChildProcess implements OwnedProcess {
   abstract readonly name: string;
   private readonly exited: Promise<number | null>;
 
@@ -84,7 +84,7 @@ abstract class ChildProcessOwned implements OwnedProcess {
   }
 }
 
-export class ServerProcess extends ChildProcessOwned {
+export class ServerProcess extends OwnedChildProcess {
   readonly name = 'server';
 
   private constructor(
@@ -118,7 +118,7 @@ export class ServerProcess extends ChildProcessOwned {
 }
 
 /** A `tributary tiering` worker process; `nodeArgs` go to Node (e.g. `--cpu-prof`). */
-export class TieringProcess extends ChildProcessOwned {
+export class TieringProcess extends OwnedChildProcess {
   readonly name = 'tiering worker';
 
   static async start(
