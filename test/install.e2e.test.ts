@@ -24,6 +24,8 @@ const TSC = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
 const ENV = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('npm_')));
 
 let project: string;
+/** The tarball's directory. */
+let packs: string;
 /** The installed package's command. */
 let cli: string;
 let server: ServerProcess;
@@ -58,7 +60,7 @@ function distIsFresh(): boolean {
 before(async () => {
   // `npm install` and `npm ci` build dist/ (prepare); build again only after a source changed.
   if (!distIsFresh()) await sh('npm', ['run', 'build'], ROOT);
-  const packs = tempDir('pack');
+  packs = tempDir('pack');
   const [packed] = JSON.parse(await sh('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', packs], ROOT)) as { filename: string; files: { path: string }[] }[];
   const files = packed.files.map((f) => f.path);
   for (const f of ['package.json', 'README.md', 'dist/cli/main.js', 'dist/client/index.js', 'dist/client/index.d.ts', 'dist/lake/iceberg/data-file-worker.js']) {
@@ -87,6 +89,7 @@ before(async () => {
 
 after(async () => {
   for (const c of clusters) await c.stop();
+  for (const dir of [packs, project]) if (dir) fs.rmSync(dir, { recursive: true, force: true });
 });
 
 /** Writes TypeScript programs into the project and compiles them there, type checked against the installed packages. */
