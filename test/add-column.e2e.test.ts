@@ -8,16 +8,14 @@
  */
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { after, before, describe, test } from 'node:test';
-import { Connection, TributaryError } from '../src/client/index.js';
+import { describe, test } from 'node:test';
+import { TributaryError } from '../src/client/index.js';
 import type { ScanRecord } from '../src/client/index.js';
 import type { Table } from '../src/client/table.js';
 import type { Row } from '../src/common/values.js';
 import { FileSystemCatalog } from '../src/lake/iceberg/catalog.js';
 import { currentSchema } from '../src/lake/iceberg/table-metadata.js';
-import { DuckSession } from '../src/query/duckdb/session.js';
-import { SqlExecutor } from '../src/query/executor.js';
-import { ServerProcess } from './support/server-process.js';
+import { useCluster } from './support/cluster.js';
 
 const DB = 'evolve';
 const EVENTS = { database: DB, table: 'events' };
@@ -25,24 +23,7 @@ const USERS = { database: DB, table: 'users' };
 /** Tiering rounds are seconds apart; a slow machine may need many of them. */
 const CATCH_UP_MS = 120_000;
 
-let server: ServerProcess;
-let conn: Connection;
-let duck: DuckSession;
-let sql: SqlExecutor;
-
-before(async () => {
-  server = await ServerProcess.start();
-  conn = await Connection.create({ 'bootstrap.servers': server.bootstrap, 'client.writer.batch-timeout': '2ms' });
-  duck = await DuckSession.create();
-  await conn.getAdmin().createDatabase(DB);
-  sql = new SqlExecutor(conn, duck, DB);
-});
-
-after(async () => {
-  duck?.close();
-  await conn?.close();
-  await server?.stop();
-});
+const cluster = useCluster({ client: { 'client.writer.batch-timeout': '2ms' }, sql: DB });
 
 const byId = (a: Row, b: Row): number => (a.id! < b.id! ? -1 : a.id! > b.id! ? 1 : 0);
 
@@ -60,15 +41,15 @@ async function logRecords(table: Table, expected: number, project?: string[]): P
 }
 
 async function rowsOf(statement: string): Promise<unknown[][]> {
-  const out = await sql.execute(statement);
+  const out = await cluster.sql.execute(statement);
   assert.ok(out.result, `${statement}: returns rows`);
   return out.result.rows;
 }
 
 /** What every reader must see of the two tables once both writers wrote (see the test). */
 async function assertReadsAfterAddColumn(): Promise<void> {
-  const events = await conn.getTable(EVENTS);
-  const users = await conn.getTable(USERS);
+  const events = await cluster.conn.getTable(EVENTS);
+  const users = await cluster.conn.getTable(USERS);
   assert.equal(events.info.schemaId, 1);
   assert.equal(users.info.schemaId, 1);
 
@@ -118,11 +99,11 @@ async function assertReadsAfterAddColumn(): Promise<void> {
 
 describe('ADD COLUMN', () => {
   test('log and primary-key tables: old rows, new writers and old writers, read every way, also after kill -9', { timeout: 180_000 }, async () => {
-    const admin = conn.getAdmin();
+    const admin = cluster.conn.getAdmin();
     await admin.createTable(EVENTS, { columns: [{ name: 'id', type: 'BIGINT' }, { name: 'name', type: 'STRING' }], properties: { 'bucket.num': '2' } });
-    await sql.execute("CREATE TABLE users (id BIGINT PRIMARY KEY NOT ENFORCED, name STRING, score INT) WITH ('bucket.num' = '2')");
-    const eventsBefore = await conn.getTable(EVENTS);
-    const usersBefore = await conn.getTable(USERS);
+    await cluster.sql.execute("CREATE TABLE users (id BIGINT PRIMARY KEY NOT ENFORCED, name STRING, score INT) WITH ('bucket.num' = '2')");
+    const eventsBefore = await cluster.conn.getTable(EVENTS);
+    const usersBefore = await cluster.conn.getTable(USERS);
     const append = await eventsBefore.newAppend().createWriter();
     await append.append({ id: 1n, name: 'a' });
     await append.append({ id: 2n, name: 'b' });
@@ -135,7 +116,7 @@ describe('ADD COLUMN', () => {
     const partial = await usersBefore.newUpsert().partialUpdate(['id', 'score']).createWriter();
 
     await admin.alterTable(EVENTS, { addColumns: [{ name: 'tag', type: 'STRING', comment: 'added later' }] });
-    const altered = await sql.execute("ALTER TABLE users ADD COLUMN level INT COMMENT 'lvl', ADD note STRING");
+    const altered = await cluster.sql.execute("ALTER TABLE users ADD COLUMN level INT COMMENT 'lvl', ADD note STRING");
     assert.match(altered.message!, /2 column\(s\) added/);
     for (const [statement, name] of [
       ['ALTER TABLE users ADD COLUMN rank INT NOT NULL', 'INVALID_ALTER_TABLE_EXCEPTION'],
@@ -143,7 +124,7 @@ describe('ADD COLUMN', () => {
       ['ALTER TABLE users ADD COLUMN Name STRING', 'DUPLICATE_COLUMN'],
       ['ALTER TABLE users ADD COLUMN __bucket INT', 'INVALID_ALTER_TABLE_EXCEPTION'],
     ]) {
-      await assert.rejects(sql.execute(statement), (e: unknown) => e instanceof TributaryError && e.errorName === name, statement);
+      await assert.rejects(cluster.sql.execute(statement), (e: unknown) => e instanceof TributaryError && e.errorName === name, statement);
     }
     assert.deepEqual(
       (await rowsOf('DESCRIBE users')).map((r) => r.slice(0, 3).concat(r[4])),
@@ -153,8 +134,8 @@ describe('ADD COLUMN', () => {
     assert.equal((await admin.getTableSchema(EVENTS, 0)).schema.columns.length, 2, 'schema 0 stays as it was');
 
     // Writers made now write the new schema.
-    const events = await conn.getTable(EVENTS);
-    const users = await conn.getTable(USERS);
+    const events = await cluster.conn.getTable(EVENTS);
+    const users = await cluster.conn.getTable(USERS);
     const newAppend = await events.newAppend().createWriter();
     await newAppend.append({ id: 3n, name: 'c', tag: 't3' });
     await newAppend.append({ id: 5n, name: null, tag: 't5' });
@@ -185,26 +166,25 @@ describe('ADD COLUMN', () => {
     await assertReadsAfterAddColumn();
 
     // A crash: logs, KV state (replayed from changelogs of both schemas) and metadata come back.
-    const port = server.port;
-    await server.kill();
-    server = await ServerProcess.start({ dataDir: server.dataDir, port });
+    await cluster.server.kill();
+    await cluster.restart();
     await assertReadsAfterAddColumn();
   });
 
   test('a lake-enabled table: the Iceberg schema gains the column before the system columns, and t$lake shows it', { timeout: CATCH_UP_MS * 3 }, async () => {
     const lake = "'table.datalake.enabled' = 'true', 'table.datalake.freshness' = '1s'";
-    await sql.execute(`CREATE TABLE lk (id BIGINT, name STRING) WITH ('bucket.num' = '2', ${lake})`);
-    await sql.execute(`CREATE TABLE lkpk (id BIGINT PRIMARY KEY NOT ENFORCED, name STRING) WITH ('bucket.num' = '2', ${lake})`);
-    await sql.execute("INSERT INTO lk VALUES (1, 'a'), (2, 'b')");
-    await sql.execute("INSERT INTO lkpk VALUES (1, 'a'), (2, 'b'), (3, 'c')");
+    await cluster.sql.execute(`CREATE TABLE lk (id BIGINT, name STRING) WITH ('bucket.num' = '2', ${lake})`);
+    await cluster.sql.execute(`CREATE TABLE lkpk (id BIGINT PRIMARY KEY NOT ENFORCED, name STRING) WITH ('bucket.num' = '2', ${lake})`);
+    await cluster.sql.execute("INSERT INTO lk VALUES (1, 'a'), (2, 'b')");
+    await cluster.sql.execute("INSERT INTO lkpk VALUES (1, 'a'), (2, 'b'), (3, 'c')");
     // Old rows reach the lake before the change, so older Parquet files lack the column.
     await caughtUp('lk');
     await caughtUp('lkpk');
-    const oldWriter = await (await conn.getTable({ database: DB, table: 'lk' })).newAppend().createWriter();
+    const oldWriter = await (await cluster.conn.getTable({ database: DB, table: 'lk' })).newAppend().createWriter();
 
-    await sql.execute("ALTER TABLE lk ADD COLUMN tag STRING COMMENT 'added'");
-    await sql.execute('ALTER TABLE lkpk ADD COLUMN tag STRING');
-    const { warehouse } = await conn.getAdmin().getLakeTieringStatus({ database: DB, table: 'lk' });
+    await cluster.sql.execute("ALTER TABLE lk ADD COLUMN tag STRING COMMENT 'added'");
+    await cluster.sql.execute('ALTER TABLE lkpk ADD COLUMN tag STRING');
+    const { warehouse } = await cluster.conn.getAdmin().getLakeTieringStatus({ database: DB, table: 'lk' });
     for (const table of ['lk', 'lkpk']) {
       const metadata = (await new FileSystemCatalog(warehouse).loadTable(DB, table)).metadata;
       assert.deepEqual(
@@ -214,12 +194,12 @@ describe('ADD COLUMN', () => {
       );
     }
 
-    await sql.execute("INSERT INTO lk VALUES (3, 'c', 't3')");
+    await cluster.sql.execute("INSERT INTO lk VALUES (3, 'c', 't3')");
     await oldWriter.append({ id: 4n, name: 'd' });
     await oldWriter.flush();
     await oldWriter.close();
     // An update of an old key, an old key left alone and a new key.
-    await sql.execute("INSERT INTO lkpk VALUES (2, 'b2', 't2'), (4, 'd', 't4')");
+    await cluster.sql.execute("INSERT INTO lkpk VALUES (2, 'b2', 't2'), (4, 'd', 't4')");
     await caughtUp('lk');
     await caughtUp('lkpk');
     assert.deepEqual(await rowsOf('SELECT id, name, tag FROM "lk$lake" ORDER BY id'), [
@@ -241,9 +221,9 @@ describe('ADD COLUMN', () => {
 async function caughtUp(table: string): Promise<void> {
   const deadline = Date.now() + CATCH_UP_MS;
   for (;;) {
-    const status = await conn.getAdmin().getLakeTieringStatus({ database: DB, table });
+    const status = await cluster.conn.getAdmin().getLakeTieringStatus({ database: DB, table });
     if (status.snapshotId !== undefined && status.buckets.every((b) => b.recordsBehind === 0n)) return;
-    if (Date.now() > deadline) assert.fail(`tiering of ${table} did not catch up: ${JSON.stringify(status, (_, v) => (typeof v === 'bigint' ? String(v) : v))}\n${server.stderr}`);
+    if (Date.now() > deadline) assert.fail(`tiering of ${table} did not catch up: ${JSON.stringify(status, (_, v) => (typeof v === 'bigint' ? String(v) : v))}\n${cluster.server.stderr}`);
     await sleep(200);
   }
 }

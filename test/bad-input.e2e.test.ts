@@ -5,33 +5,24 @@
  */
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { after, before, test } from 'node:test';
-import { Connection, TributaryError } from '../src/client/index.js';
+import { test } from 'node:test';
+import { TributaryError } from '../src/client/index.js';
 import { buildLogBatch } from '../src/record/log-batch.js';
 import { create, toBinary } from '@bufbuild/protobuf';
 import { ApiKeys } from '../src/rpc/api-keys.js';
 import { LookupRequestSchema } from '../src/rpc/gen/tributary_pb.js';
 import { decodeLookupResponse, encodeLookupRequest, KeyFields } from '../src/rpc/lookup-messages.js';
+import { useCluster } from './support/cluster.js';
 import { ServerProcess } from './support/server-process.js';
 
-let server: ServerProcess;
-let conn: Connection;
-
-before(async () => {
-  server = await ServerProcess.start({ settings: { 'rpc.max-frame-size': '1mb' } });
-  conn = await Connection.create({ 'bootstrap.servers': server.bootstrap });
+const cluster = useCluster({ settings: { 'rpc.max-frame-size': '1mb' } }, async ({ conn }) => {
   await conn.getAdmin().createTable({ database: 'tributary', table: 't' }, { columns: [{ name: 'a', type: 'INT', nullable: false }, { name: 'b', type: 'STRING' }] });
-});
-
-after(async () => {
-  await conn?.close();
-  await server?.stop();
 });
 
 /** Sends raw bytes and returns what the server answered before closing the connection. */
 function raw(bytes: Buffer): Promise<Buffer> {
   return new Promise((resolve, reject) => {
-    const socket = net.connect(server.port, '127.0.0.1', () => socket.write(bytes));
+    const socket = net.connect(cluster.server.port, '127.0.0.1', () => socket.write(bytes));
     const chunks: Buffer[] = [];
     socket.on('data', (d) => chunks.push(d));
     socket.on('close', () => resolve(Buffer.concat(chunks)));
@@ -49,11 +40,11 @@ function errorOf(response: Buffer): { type: number; code: number } {
 }
 
 async function stillServes(): Promise<void> {
-  assert.ok((await conn.getAdmin().listDatabases()).includes('tributary'));
+  assert.ok((await cluster.conn.getAdmin().listDatabases()).includes('tributary'));
 }
 
 test('a second server on the same data dir is refused while the first runs', async () => {
-  await assert.rejects(ServerProcess.start({ dataDir: server.dataDir }), /in use by the server with pid/);
+  await assert.rejects(ServerProcess.start({ dataDir: cluster.server.dataDir }), /in use by the server with pid/);
   await stillServes();
 });
 
@@ -83,7 +74,7 @@ test('an unsupported API version gets UNSUPPORTED_VERSION', async () => {
   frame.writeInt16BE(ApiKeys.ListDatabases.key, 4);
   frame.writeInt16BE(9, 6);
   frame.writeInt32BE(3, 8);
-  const socket = net.connect(server.port, '127.0.0.1');
+  const socket = net.connect(cluster.server.port, '127.0.0.1');
   const answer = await new Promise<Buffer>((resolve) => {
     socket.once('data', resolve);
     socket.write(frame);
@@ -94,7 +85,7 @@ test('an unsupported API version gets UNSUPPORTED_VERSION', async () => {
 });
 
 test('rows that do not match the schema are rejected by name, client and server side', async () => {
-  const table = await conn.getTable({ database: 'tributary', table: 't' });
+  const table = await cluster.conn.getTable({ database: 'tributary', table: 't' });
   const writer = await table.newAppend().createWriter();
   // Messages in the user's terms: the column, the value as written, the column's type.
   const invalid = (message: string) => (e: TributaryError) => e.errorName === 'INVALID_ROW' && e.message === message;
@@ -106,7 +97,7 @@ test('rows that do not match the schema are rejected by name, client and server 
   await writer.close();
 
   // A hand-made batch whose payload is not an Arrow record batch of this schema.
-  const rpc = await conn.server();
+  const rpc = await cluster.conn.server();
   const bogus = buildLogBatch({ schemaId: 0, appendOnly: true, recordCount: 1, payload: Buffer.from('not arrow at all') });
   const resp = await rpc.request(ApiKeys.ProduceLog, { acks: -1, tableId: BigInt(table.info.tableId), timeoutMs: 1000, bucketsReq: [{ bucketId: 0, records: bogus }] });
   assert.equal(resp.bucketsResp[0].errorCode, 3, resp.bucketsResp[0].errorMessage);
@@ -117,28 +108,28 @@ test('rows that do not match the schema are rejected by name, client and server 
   flipped[flipped.length - 1] ^= 1;
   const resp3 = await rpc.request(ApiKeys.ProduceLog, { acks: -1, tableId: BigInt(table.info.tableId), timeoutMs: 1000, bucketsReq: [{ bucketId: 0, records: flipped }] });
   assert.equal(resp3.bucketsResp[0].errorCode, 14, 'CORRUPT_RECORD_EXCEPTION');
-  const stored = await conn.getAdmin().listOffsets({ database: 'tributary', table: 't' }, [0], 'latest');
+  const stored = await cluster.conn.getAdmin().listOffsets({ database: 'tributary', table: 't' }, [0], 'latest');
   assert.equal(stored.get(0), 0n, 'nothing was stored');
 });
 
 test('unknown tables, buckets and partitions get their named errors', async () => {
-  const rpc = await conn.server();
+  const rpc = await cluster.conn.server();
   const resp = await rpc.request(ApiKeys.ProduceLog, { acks: -1, tableId: 999_999n, timeoutMs: 1000, bucketsReq: [{ bucketId: 0, records: Buffer.alloc(0) }] });
   assert.equal(resp.bucketsResp[0].errorCode, 21, 'UNKNOWN_TABLE_OR_BUCKET_EXCEPTION');
-  const table = await conn.getTable({ database: 'tributary', table: 't' });
+  const table = await cluster.conn.getTable({ database: 'tributary', table: 't' });
   const fetch = await rpc.request(ApiKeys.FetchLog, {
     followerServerId: -1, maxBytes: 1024, minBytes: 1, maxWaitMs: 0,
     tablesReq: [{ tableId: BigInt(table.info.tableId), bucketsReq: [{ bucketId: 7, fetchOffset: 0n, maxFetchBytes: 1024 }, { bucketId: 0, fetchOffset: 99n, maxFetchBytes: 1024 }] }],
   });
   assert.equal(fetch.tablesResp[0].bucketsResp[0].errorCode, 21);
   assert.equal(fetch.tablesResp[0].bucketsResp[1].errorCode, 19, 'LOG_OFFSET_OUT_OF_RANGE_EXCEPTION');
-  await assert.rejects(conn.getTable({ database: 'tributary', table: 'missing' }), (e: TributaryError) => e.errorName === 'TABLE_NOT_EXIST');
-  await assert.rejects(conn.getAdmin().createPartition({ database: 'tributary', table: 't' }, { a: '1' }), (e: TributaryError) => e.errorName === 'TABLE_NOT_PARTITIONED_EXCEPTION');
+  await assert.rejects(cluster.conn.getTable({ database: 'tributary', table: 'missing' }), (e: TributaryError) => e.errorName === 'TABLE_NOT_EXIST');
+  await assert.rejects(cluster.conn.getAdmin().createPartition({ database: 'tributary', table: 't' }, { a: '1' }), (e: TributaryError) => e.errorName === 'TABLE_NOT_PARTITIONED_EXCEPTION');
   await stillServes();
 });
 
 test('request fields that are missing or out of range get named errors that say the API and the field', async () => {
-  const rpc = await conn.server();
+  const rpc = await cluster.conn.server();
   const named = (name: string, fragment: string) => (e: TributaryError) => e.errorName === name && e.message.includes(fragment);
   const tablePath = { databaseName: 'tributary', tableName: 'nameless' };
   // A column without a name was a TypeError (UNKNOWN_SERVER_ERROR), and must not leave a table behind.
@@ -157,8 +148,8 @@ test('request fields that are missing or out of range get named errors that say 
 });
 
 test('a Lookup of a negative bucket is refused by name instead of answered with a corrupt response', async () => {
-  const rpc = await conn.server();
-  const table = await conn.getTable({ database: 'tributary', table: 't' });
+  const rpc = await cluster.conn.server();
+  const table = await cluster.conn.getTable({ database: 'tributary', table: 't' });
   const keys = new KeyFields();
   keys.add(Buffer.from([1, 2, 3]));
   // As protobuf encodes an int32 of -1 (the client's own encoder writes bucket ids unsigned).

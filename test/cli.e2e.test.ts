@@ -6,12 +6,10 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { after, before, describe, it } from 'node:test';
-import { Connection } from '../src/client/connection.js';
-import { DuckSession } from '../src/query/duckdb/session.js';
-import { SqlExecutor } from '../src/query/executor.js';
+import { describe, it } from 'node:test';
 import type { ProgressEvent } from '../src/query/progress.js';
-import { CLI, ServerProcess } from './support/server-process.js';
+import { startCluster, useCluster } from './support/cluster.js';
+import { CLI } from './support/server-process.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -40,13 +38,7 @@ describe('tributary start --help', () => {
 });
 
 describe('tributary sql with statements piped into stdin', () => {
-  let server: ServerProcess;
-  before(async () => {
-    server = await ServerProcess.start({ args: ['--no-tiering'] });
-  });
-  after(async () => {
-    await server?.stop();
-  });
+  const cluster = useCluster({ args: ['--no-tiering'] });
 
   it('prints only the results, no prompts and no progress, and stops at the first error with exit code 1', async () => {
     const script = [
@@ -60,7 +52,7 @@ describe('tributary sql with statements piped into stdin', () => {
       'SELECT nope FROM piped.dst;',
       'SELECT 42 AS after_error;',
     ].join('\n');
-    const { code, stdout, stderr } = await runCli(['sql', '--bootstrap', server.bootstrap, '--format', 'json'], script);
+    const { code, stdout, stderr } = await runCli(['sql', '--bootstrap', cluster.bootstrap, '--format', 'json'], script);
     assert.equal(code, 1, stderr);
     assert.deepEqual(
       stdout.trim().split('\n').map((l) => JSON.parse(l)),
@@ -73,37 +65,28 @@ describe('tributary sql with statements piped into stdin', () => {
   });
 
   it('runs on after a failed statement with --continue-on-error, still exiting 1', async () => {
-    const { code, stdout } = await runCli(['sql', '--bootstrap', server.bootstrap, '--format', 'csv', '--continue-on-error'], 'SELECT nope;\nSELECT 42 AS after_error;\nSELECT 43 AS last');
+    const { code, stdout } = await runCli(['sql', '--bootstrap', cluster.bootstrap, '--format', 'csv', '--continue-on-error'], 'SELECT nope;\nSELECT 42 AS after_error;\nSELECT 43 AS last');
     assert.equal(code, 1);
     assert.equal(stdout, 'after_error\r\n42\nlast\r\n43\n');
   });
 });
 
 describe('progress of a statement', () => {
-  it('reports the rows an INSERT … SELECT has read and written so far, up to all of them', async () => {
-    const server = await ServerProcess.start({ args: ['--no-tiering'] });
-    const conn = await Connection.create({ 'bootstrap.servers': server.bootstrap });
-    const duck = await DuckSession.create();
-    try {
-      const executor = new SqlExecutor(conn, duck, 'tributary');
-      await executor.execute("CREATE TABLE src (id BIGINT) WITH ('bucket.num' = '2')");
-      await executor.execute('CREATE TABLE dst (id BIGINT)');
-      await executor.execute('INSERT INTO src SELECT range FROM range(5000)');
-      const events: ProgressEvent[] = [];
-      await executor.execute('INSERT INTO dst SELECT * FROM src', undefined, { onProgress: (e) => events.push({ ...e }) });
-      const reads = events.filter((e) => e.phase === 'read');
-      const writes = events.filter((e) => e.phase === 'write');
-      assert.ok(reads.length > 0 && reads.every((e) => e.table === 'tributary.src'), JSON.stringify(reads));
-      assert.equal(reads.at(-1)!.rows, 5000);
-      assert.ok(writes.length > 1, 'several reports while writing');
-      assert.ok(writes.every((e, i) => e.table === 'tributary.dst' && e.total === 5000 && (i === 0 || e.rows > writes[i - 1].rows)), JSON.stringify(writes));
-      assert.equal(writes.at(-1)!.rows, 5000);
-      // Without a listener nothing is reported, and statements run as before.
-      assert.match((await executor.execute('INSERT INTO dst SELECT * FROM src')).message!, /5000 row\(s\) inserted/);
-    } finally {
-      duck.close();
-      await conn.close();
-      await server.stop();
-    }
+  it('reports the rows an INSERT … SELECT has read and written so far, up to all of them', async (t) => {
+    const executor = (await startCluster(t, { args: ['--no-tiering'], sql: 'tributary' })).sql;
+    await executor.execute("CREATE TABLE src (id BIGINT) WITH ('bucket.num' = '2')");
+    await executor.execute('CREATE TABLE dst (id BIGINT)');
+    await executor.execute('INSERT INTO src SELECT range FROM range(5000)');
+    const events: ProgressEvent[] = [];
+    await executor.execute('INSERT INTO dst SELECT * FROM src', undefined, { onProgress: (e) => events.push({ ...e }) });
+    const reads = events.filter((e) => e.phase === 'read');
+    const writes = events.filter((e) => e.phase === 'write');
+    assert.ok(reads.length > 0 && reads.every((e) => e.table === 'tributary.src'), JSON.stringify(reads));
+    assert.equal(reads.at(-1)!.rows, 5000);
+    assert.ok(writes.length > 1, 'several reports while writing');
+    assert.ok(writes.every((e, i) => e.table === 'tributary.dst' && e.total === 5000 && (i === 0 || e.rows > writes[i - 1].rows)), JSON.stringify(writes));
+    assert.equal(writes.at(-1)!.rows, 5000);
+    // Without a listener nothing is reported, and statements run as before.
+    assert.match((await executor.execute('INSERT INTO dst SELECT * FROM src')).message!, /5000 row\(s\) inserted/);
   });
 });

@@ -11,7 +11,8 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { Connection } from '../src/client/index.js';
 import type { ScanRecord } from '../src/client/index.js';
-import { CLI, ServerProcess } from './support/server-process.js';
+import { startCluster } from './support/cluster.js';
+import { CLI } from './support/server-process.js';
 
 const CHILD = path.join(path.dirname(CLI), '..', '..', 'test', 'support', 'crash-writer-child.ts');
 
@@ -34,19 +35,17 @@ async function readAll(bootstrap: string, table: string, buckets: number, expect
   }
 }
 
-test('every acknowledged row survives repeated kill -9 exactly once, in order per bucket', async () => {
-  let server = await ServerProcess.start();
-  const port = server.port;
-  const dataDir = server.dataDir;
-  const setup = await Connection.create({ 'bootstrap.servers': server.bootstrap });
-  await setup.getAdmin().createTable({ database: 'tributary', table: 'crash' }, {
+test('every acknowledged row survives repeated kill -9 exactly once, in order per bucket', async (t) => {
+  const cluster = await startCluster(t);
+  const { dataDir } = cluster.server;
+  await cluster.conn.getAdmin().createTable({ database: 'tributary', table: 'crash' }, {
     columns: [{ name: 'id', type: 'BIGINT', nullable: false }, { name: 'payload', type: 'STRING' }],
     properties: { 'bucket.num': '2', 'bucket.key': 'id' },
   });
-  await setup.close();
+  await cluster.conn.close();
 
   const total = 20_000;
-  const child = spawn(process.execPath, ['--import', 'tsx', CHILD, server.bootstrap, 'tributary.crash', String(total)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', CHILD, cluster.bootstrap, 'tributary.crash', String(total)], { stdio: ['ignore', 'pipe', 'pipe'] });
   let acked = -1;
   let done = false;
   let childErr = '';
@@ -62,14 +61,14 @@ test('every acknowledged row survives repeated kill -9 exactly once, in order pe
   };
   for (let kill = 1; kill <= 3; kill++) {
     await waitForAcks(kill * 3000);
-    await server.kill();
-    server = await ServerProcess.start({ dataDir, port });
+    await cluster.server.kill();
+    await cluster.restart();
   }
   const code = await childExit;
   assert.equal(code, 0, `producer failed: ${childErr}`);
   assert.equal(acked, total - 1);
 
-  const records = await readAll(server.bootstrap, 'crash', 2, total);
+  const records = await readAll(cluster.bootstrap, 'crash', 2, total);
   const ids = records.map((r) => Number(r.row.id));
   assert.equal(new Set(ids).size, ids.length, 'no row appears twice');
   assert.equal(ids.length, total, 'every acknowledged row is present');
@@ -79,15 +78,15 @@ test('every acknowledged row survives repeated kill -9 exactly once, in order pe
   }
 
   // A torn tail: half a batch of garbage appended to the active segment while the server is down.
-  await server.stop();
+  assert.equal(await cluster.server.stop(), 0);
   const bucketDir = path.join(dataDir, 'log', 'tributary', fs.readdirSync(path.join(dataDir, 'log', 'tributary')).find((d) => d.startsWith('crash-'))!, 'log-0');
   const segment = fs.readdirSync(bucketDir).filter((f) => f.endsWith('.log')).sort().pop()!;
   const segmentPath = path.join(bucketDir, segment);
   const sizeBefore = fs.statSync(segmentPath).size;
   fs.appendFileSync(segmentPath, Buffer.concat([Buffer.from([0, 0, 0, 0, 0, 0, 0, 0, 200, 0, 0, 0, 2]), Buffer.alloc(40, 7)]));
-  server = await ServerProcess.start({ dataDir, port });
+  await cluster.restart();
   assert.equal(fs.statSync(segmentPath).size, sizeBefore, 'the torn tail was truncated');
-  const again = await readAll(server.bootstrap, 'crash', 2, total);
+  const again = await readAll(cluster.bootstrap, 'crash', 2, total);
   assert.equal(again.length, total);
-  assert.equal(await server.stop(), 0);
+  assert.equal(await cluster.server.stop(), 0);
 });

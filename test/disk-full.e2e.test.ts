@@ -6,11 +6,10 @@
  * write limit ratio on a normal disk.
  */
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import path from 'node:path';
 import { after, test } from 'node:test';
 import { Connection, TributaryError } from '../src/client/index.js';
-import { ServerProcess, tempDir } from './support/server-process.js';
+import { startCluster } from './support/cluster.js';
+import type { ServerProcess } from './support/server-process.js';
 import { SmallDisk } from './support/small-disk.js';
 
 const disk = SmallDisk.mount('disk-full', '16m');
@@ -146,65 +145,51 @@ async function writesRefused(server: ServerProcess): Promise<void> {
 
 test('a full disk: writes refused, reads served, writes resume when space returns, also across kill -9', { timeout: 600_000 }, async (t) => {
   if (mountRefused) return t.skip(mountRefused);
-  const dataDir = path.join(mountPoint, 'data');
-  let server = await ServerProcess.start({ dataDir, settings: FAST, args: ['--no-tiering'] });
-  try {
-    const port = server.port;
-    const admin = await Connection.create({ 'bootstrap.servers': server.bootstrap });
-    await admin.getAdmin().createTable(EVENTS, { columns: [{ name: 'id', type: 'BIGINT', nullable: false }, { name: 'payload', type: 'STRING' }] });
-    await admin.getAdmin().createTable(STATE, { columns: [{ name: 'k', type: 'BIGINT' }, { name: 'v', type: 'INT' }], primaryKey: ['k'] });
-    await admin.close();
-    let total = 500;
-    await write(server.bootstrap, 0, total);
+  const cluster = await startCluster(t, { dataRoot: mountPoint, settings: FAST, args: ['--no-tiering'] });
+  await cluster.conn.getAdmin().createTable(EVENTS, { columns: [{ name: 'id', type: 'BIGINT', nullable: false }, { name: 'payload', type: 'STRING' }] });
+  await cluster.conn.getAdmin().createTable(STATE, { columns: [{ name: 'k', type: 'BIGINT' }, { name: 'v', type: 'INT' }], primaryKey: ['k'] });
+  await cluster.conn.close();
+  let total = 500;
+  await write(cluster.bootstrap, 0, total);
 
-    disk.fill();
-    await writeLocked(server, true);
-    await writesRefused(server);
-    await readsServed(server, total);
+  disk.fill();
+  await writeLocked(cluster.server, true);
+  await writesRefused(cluster.server);
+  await readsServed(cluster.server, total);
 
-    disk.free();
-    await writeLocked(server, false);
-    await write(server.bootstrap, total, total + 300);
-    total += 300;
-    await readsServed(server, total);
+  disk.free();
+  await writeLocked(cluster.server, false);
+  await write(cluster.bootstrap, total, total + 300);
+  total += 300;
+  await readsServed(cluster.server, total);
 
-    // A crash, then a restart on a full disk: the server starts, read-only.
-    await server.kill();
-    disk.fill();
-    server = await ServerProcess.start({ dataDir, port, settings: FAST, args: ['--no-tiering'] });
-    assert.equal(await metric(server, 'tributary_data_disk_write_locked'), 1);
-    await readsServed(server, total);
-    await writesRefused(server);
+  // A crash, then a restart on a full disk: the server starts, read-only.
+  await cluster.server.kill();
+  disk.fill();
+  await cluster.restart();
+  assert.equal(await metric(cluster.server, 'tributary_data_disk_write_locked'), 1);
+  await readsServed(cluster.server, total);
+  await writesRefused(cluster.server);
 
-    disk.free();
-    await writeLocked(server, false);
-    await write(server.bootstrap, total, total + 200);
-    total += 200;
-    await readsServed(server, total);
-  } finally {
-    await server.stop();
-  }
+  disk.free();
+  await writeLocked(cluster.server, false);
+  await write(cluster.bootstrap, total, total + 200);
+  total += 200;
+  await readsServed(cluster.server, total);
 });
 
-test('above server.data-disk.write-limit-ratio writes are refused and reads served', { timeout: 300_000 }, async () => {
-  const dataDir = tempDir('disk-ratio');
-  let server = await ServerProcess.start({ dataDir, settings: FAST, args: ['--no-tiering'] });
-  try {
-    const admin = await Connection.create({ 'bootstrap.servers': server.bootstrap });
-    await admin.getAdmin().createTable(EVENTS, { columns: [{ name: 'id', type: 'BIGINT', nullable: false }, { name: 'payload', type: 'STRING' }] });
-    await admin.getAdmin().createTable(STATE, { columns: [{ name: 'k', type: 'BIGINT' }, { name: 'v', type: 'INT' }], primaryKey: ['k'] });
-    await admin.close();
-    await write(server.bootstrap, 0, 100);
-    await server.stop();
-    // Any disk in use is above a limit of 0.0001 of it.
-    server = await ServerProcess.start({ dataDir, settings: { ...FAST, 'server.data-disk.write-limit-ratio': '0.0001', 'server.data-disk.write-recover-ratio': '0' }, args: ['--no-tiering'] });
-    assert.equal(await metric(server, 'tributary_data_disk_write_locked'), 1);
-    assert.ok((await metric(server, 'tributary_data_disk_used_ratio')) > 0.0001);
-    await writesRefused(server);
-    await readsServed(server, 100);
-    assert.match(server.stderr, /data disk full: writes are refused until space returns/);
-  } finally {
-    await server.stop();
-    fs.rmSync(dataDir, { recursive: true, force: true });
-  }
+test('above server.data-disk.write-limit-ratio writes are refused and reads served', { timeout: 300_000 }, async (t) => {
+  const cluster = await startCluster(t, { settings: FAST, args: ['--no-tiering'] });
+  await cluster.conn.getAdmin().createTable(EVENTS, { columns: [{ name: 'id', type: 'BIGINT', nullable: false }, { name: 'payload', type: 'STRING' }] });
+  await cluster.conn.getAdmin().createTable(STATE, { columns: [{ name: 'k', type: 'BIGINT' }, { name: 'v', type: 'INT' }], primaryKey: ['k'] });
+  await cluster.conn.close();
+  await write(cluster.bootstrap, 0, 100);
+  assert.equal(await cluster.server.stop(), 0);
+  // Any disk in use is above a limit of 0.0001 of it.
+  const server = await cluster.restart(0, { 'server.data-disk.write-limit-ratio': '0.0001', 'server.data-disk.write-recover-ratio': '0' });
+  assert.equal(await metric(server, 'tributary_data_disk_write_locked'), 1);
+  assert.ok((await metric(server, 'tributary_data_disk_used_ratio')) > 0.0001);
+  await writesRefused(server);
+  await readsServed(server, 100);
+  assert.match(server.stderr, /data disk full: writes are refused until space returns/);
 });

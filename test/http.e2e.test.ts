@@ -7,32 +7,18 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import http from 'node:http';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { DuckDBInstance } from '@duckdb/node-api';
 import * as arrow from 'apache-arrow';
 import { IcebergError, IcebergRestCatalog } from 'iceberg-js';
-import { Connection } from '../src/client/index.js';
 import { ManifestContent } from '../src/lake/iceberg/data-file.js';
 import { isLive, readManifest, readManifestList } from '../src/lake/iceberg/scan.js';
-import { ServerProcess } from './support/server-process.js';
+import { useCluster } from './support/cluster.js';
 import { waitTiered } from './support/tiering-rounds.js';
 
 const ARROW_STREAM = 'application/vnd.apache.arrow.stream';
 
-let server: ServerProcess;
-let base: string;
-let conn: Connection;
-
-before(async () => {
-  server = await ServerProcess.start();
-  base = `http://${server.http}`;
-  conn = await Connection.create({ 'bootstrap.servers': server.bootstrap });
-});
-
-after(async () => {
-  await conn?.close();
-  assert.equal(await server?.stop(), 0, 'a clean shutdown');
-});
+const cluster = useCluster();
 
 interface Answer {
   status: number;
@@ -54,7 +40,7 @@ async function call(method: string, path: string, body?: unknown, headers: Recor
     init.body = JSON.stringify(body);
     (init.headers as Record<string, string>)['content-type'] = 'application/json';
   }
-  const res = await fetch(`${base}${path}`, init);
+  const res = await fetch(`http://${cluster.server.http}${path}`, init);
   const bytes = new Uint8Array(await res.arrayBuffer());
   const type = res.headers.get('content-type') ?? '';
   const json = type.startsWith('application/json') && bytes.length > 0 ? JSON.parse(Buffer.from(bytes).toString('utf8')) : undefined;
@@ -176,7 +162,7 @@ test('the REST API lists and describes tables, takes rows as JSON and Arrow, and
  */
 function postHuge(path: string, size: number): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const url = new URL(path, base);
+    const url = new URL(path, `http://${cluster.server.http}`);
     const req = http.request({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST', headers: { 'content-type': 'application/json', 'content-length': size } });
     req.on('response', (res) => {
       let body = '';
@@ -243,11 +229,11 @@ test('iceberg-js lists and loads lake tables from the Iceberg REST catalog, and 
   await sql('CREATE TABLE IF NOT EXISTS not_in_lake (id BIGINT)');
   const rows = Array.from({ length: 500 }, (_, i) => ({ id: i, note: `n${i}` }));
   assert.deepEqual((await call('POST', '/api/v1/databases/tributary/tables/lake_events/rows', rows)).json, { rows: 500 });
-  await waitTiered(conn, { database: 'tributary', table: 'lake_events' });
+  await waitTiered(cluster.conn, { database: 'tributary', table: 'lake_events' });
 
-  const catalog = new IcebergRestCatalog({ baseUrl: `${base}/iceberg`, auth: { type: 'none' } });
+  const catalog = new IcebergRestCatalog({ baseUrl: `http://${cluster.server.http}/iceberg`, auth: { type: 'none' } });
   const config = await catalog.loadConfig();
-  assert.ok(config.overrides.warehouse!.startsWith(server.dataDir), 'the warehouse is the server\'s');
+  assert.ok(config.overrides.warehouse!.startsWith(cluster.server.dataDir), 'the warehouse is the server\'s');
 
   const { namespaces } = await catalog.listNamespaces();
   assert.deepEqual(namespaces, [{ namespace: ['tributary'] }]);

@@ -13,7 +13,8 @@ import { after, before, test } from 'node:test';
 import { promisify } from 'node:util';
 import { Connection } from '../src/client/index.js';
 import { atServer, type CodeBlock, codeBlocks, ROOT } from './support/doc-blocks.js';
-import { ServerProcess, tempDir } from './support/server-process.js';
+import { TestCluster } from './support/cluster.js';
+import { type ServerProcess, tempDir } from './support/server-process.js';
 import { waitTiered } from './support/tiering-rounds.js';
 
 const run = promisify(execFile);
@@ -23,11 +24,15 @@ const TSC = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
 const ENV = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('npm_')));
 
 let project: string;
+/** The tarball's directory. */
+let packs: string;
 /** The installed package's command. */
 let cli: string;
 let server: ServerProcess;
 /** A second server, whose `tributary.orders` is a lake table (the README's is not). */
 let lake: ServerProcess;
+/** One cluster per server, each running the installed command; the programs connect on their own. */
+const clusters: TestCluster[] = [];
 
 /** Runs a command in the scratch project (or `cwd`); resolves with its output, rejects naming it. */
 async function sh(file: string, args: string[], cwd = project): Promise<string> {
@@ -55,7 +60,7 @@ function distIsFresh(): boolean {
 before(async () => {
   // `npm install` and `npm ci` build dist/ (prepare); build again only after a source changed.
   if (!distIsFresh()) await sh('npm', ['run', 'build'], ROOT);
-  const packs = tempDir('pack');
+  packs = tempDir('pack');
   const [packed] = JSON.parse(await sh('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', packs], ROOT)) as { filename: string; files: { path: string }[] }[];
   const files = packed.files.map((f) => f.path);
   for (const f of ['package.json', 'README.md', 'dist/cli/main.js', 'dist/client/index.js', 'dist/client/index.d.ts', 'dist/lake/iceberg/data-file-worker.js']) {
@@ -70,7 +75,9 @@ before(async () => {
   assert.ok(iceberg, 'docs/http.md says which iceberg-js to install');
   await sh('npm', ['install', path.join(packs, packed.filename), iceberg[1], '--prefer-offline', '--no-audit', '--no-fund']);
   cli = path.join(project, 'node_modules', NAME, 'dist', 'cli', 'main.js');
-  [server, lake] = await Promise.all([ServerProcess.start({ cli }), ServerProcess.start({ cli })]);
+  clusters.push(new TestCluster({ cli, client: false }), new TestCluster({ cli, client: false }));
+  for (const c of clusters) await c.start();
+  [server, lake] = clusters.map((c) => c.server);
   await compile({
     smoke: SMOKE,
     readme: atServer(readmeProgram().text, server),
@@ -81,7 +88,8 @@ before(async () => {
 });
 
 after(async () => {
-  for (const s of [server, lake]) if (s) assert.equal(await s.stop(), 0, 'a clean shutdown');
+  for (const c of clusters) await c.stop();
+  for (const dir of [packs, project]) if (dir) fs.rmSync(dir, { recursive: true, force: true });
 });
 
 /** Writes TypeScript programs into the project and compiles them there, type checked against the installed packages. */

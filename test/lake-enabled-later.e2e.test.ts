@@ -7,23 +7,21 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { test } from 'node:test';
-import { Connection } from '../src/client/index.js';
 import type { TablePath } from '../src/client/index.js';
 import { DataFileWriterPool } from '../src/lake/iceberg/data-file-writer.js';
+import { startCluster } from './support/cluster.js';
 import { readLakeTable } from './support/lake-content.js';
-import { ServerProcess } from './support/server-process.js';
 import { tierOnce } from './support/tiering-rounds.js';
 
 const ACCOUNTS: TablePath = { database: 'tributary', table: 'accounts' };
 const BUCKETS = [0, 1];
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-test('a primary-key table made lake-enabled after its changelog expired: the first round tiers its state, later rounds the changelog', { timeout: 240_000 }, async () => {
-  const server = await ServerProcess.start({
+test('a primary-key table made lake-enabled after its changelog expired: the first round tiers its state, later rounds the changelog', { timeout: 240_000 }, async (t) => {
+  const { server, conn } = await startCluster(t, {
     settings: { 'log.segment.file-size': '2kb', 'log.retention.check-interval': '200ms', 'kv.snapshot.interval': '500ms' },
     args: ['--no-tiering'],
   });
-  const conn = await Connection.create({ 'bootstrap.servers': server.bootstrap });
   const admin = conn.getAdmin();
   const pool = new DataFileWriterPool(1);
   try {
@@ -77,7 +75,5 @@ test('a primary-key table made lake-enabled after its changelog expired: the fir
     assert.deepEqual(await lakeState(), state, 'later rounds fold the changelog onto it');
   } finally {
     await pool.close();
-    await conn.close();
-    await server.stop();
   }
 });

@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import * as arrow from 'apache-arrow';
-import { Connection, type TablePath } from '../src/client/index.js';
+import type { TablePath } from '../src/client/index.js';
 import { FileSystemCatalog } from '../src/lake/iceberg/catalog.js';
 import { type DataFile, FileContent } from '../src/lake/iceberg/data-file.js';
 import { computeMetrics } from '../src/lake/iceberg/metrics.js';
@@ -21,8 +21,9 @@ import { newTableMetadata, type TableMetadata } from '../src/lake/iceberg/table-
 import type { IcebergSchema } from '../src/lake/iceberg/types.js';
 import { lakeArrowSchema } from '../src/lake/lake-batch.js';
 import { SUMMARY_TABLE_ID } from '../src/lake/tiered-offsets.js';
+import { startCluster } from './support/cluster.js';
 import { readLakeTable } from './support/lake-content.js';
-import { CLI, ServerProcess, TieringProcess, tempDir } from './support/server-process.js';
+import { CLI, tempDir } from './support/server-process.js';
 
 const PK: TablePath = { database: 'tributary', table: 'balances' };
 const BUCKETS = 2;
@@ -45,10 +46,10 @@ function filesUnder(dir: string, suffix: string): string[] {
   return fs.readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith(suffix)).map((f) => path.join(dir, f));
 }
 
-test('auto-compaction and auto-expiry over many small rounds: the lake equals the table, delete files stay bounded, old snapshots and their files go', async () => {
-  const server = await ServerProcess.start({ args: ['--no-tiering'] });
-  const conn = await Connection.create({ 'bootstrap.servers': server.bootstrap });
-  const worker = await TieringProcess.start(server.bootstrap);
+test('auto-compaction and auto-expiry over many small rounds: the lake equals the table, delete files stay bounded, old snapshots and their files go', async (t) => {
+  const cluster = await startCluster(t, { args: ['--no-tiering'] });
+  const { server, conn } = cluster;
+  const worker = await cluster.startTiering();
   let workerStopped = false;
   try {
     const admin = conn.getAdmin();
@@ -126,8 +127,6 @@ test('auto-compaction and auto-expiry over many small rounds: the lake equals th
     assert.deepEqual([...referenced].filter((f) => !fs.existsSync(f)), [], 'files of kept snapshots are kept');
   } finally {
     if (!workerStopped) await worker.kill();
-    await conn.close();
-    await server.stop();
   }
 });
 

@@ -9,42 +9,24 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
-import { after, before, describe, test } from 'node:test';
-import { Connection, TributaryError } from '../src/client/index.js';
+import { describe, test } from 'node:test';
+import { TributaryError } from '../src/client/index.js';
 import type { LakeTieringStatus } from '../src/client/admin.js';
-import { DuckSession } from '../src/query/duckdb/session.js';
-import { SqlExecutor } from '../src/query/executor.js';
-import { CLI, ServerProcess } from './support/server-process.js';
+import { useCluster } from './support/cluster.js';
+import { CLI } from './support/server-process.js';
 
 const DB = 'lake_sql';
 const LAKE = "'table.datalake.enabled' = 'true', 'table.datalake.freshness' = '1s'";
 /** Tiering rounds are seconds apart; a slow machine may need many of them. */
 const CATCH_UP_MS = 120_000;
 
-let server: ServerProcess;
-let conn: Connection;
-let duck: DuckSession;
-let executor: SqlExecutor;
-
-before(async () => {
-  server = await ServerProcess.start();
-  conn = await Connection.create({ 'bootstrap.servers': server.bootstrap });
-  duck = await DuckSession.create();
-  await conn.getAdmin().createDatabase(DB);
-  executor = new SqlExecutor(conn, duck, DB);
-});
-
-after(async () => {
-  duck?.close();
-  await conn?.close();
-  await server?.stop();
-});
+const cluster = useCluster({ sql: DB });
 
 const json = (v: unknown): string => JSON.stringify(v, (_, x) => (typeof x === 'bigint' ? x.toString() : x));
 
 /** The rows of a query, asserting how it read its tables. */
 async function query(sql: string, plan?: string): Promise<unknown[][]> {
-  const out = await executor.execute(sql);
+  const out = await cluster.sql.execute(sql);
   assert.ok(out.result, `${sql}: returns rows`);
   if (plan !== undefined) assert.equal(out.plan, plan, `${sql}: plan`);
   return out.result.rows;
@@ -54,16 +36,16 @@ async function query(sql: string, plan?: string): Promise<unknown[][]> {
 async function caughtUp(table: string): Promise<LakeTieringStatus> {
   const deadline = Date.now() + CATCH_UP_MS;
   for (;;) {
-    const status = await conn.getAdmin().getLakeTieringStatus({ database: DB, table });
+    const status = await cluster.conn.getAdmin().getLakeTieringStatus({ database: DB, table });
     if (status.snapshotId !== undefined && status.buckets.every((b) => b.recordsBehind === 0n)) return status;
-    if (Date.now() > deadline) assert.fail(`tiering of ${table} did not catch up: ${json(status)}\n${server.stderr}`);
+    if (Date.now() > deadline) assert.fail(`tiering of ${table} did not catch up: ${json(status)}\n${cluster.server.stderr}`);
     await sleep(200);
   }
 }
 
 /** SHOW LAKE STATUS says the lake is at the high watermark of every bucket, at the status's snapshot, without lag or failures. */
 async function assertNoLag(table: string, status: LakeTieringStatus): Promise<void> {
-  const out = await executor.execute(`SHOW LAKE STATUS ${table}`);
+  const out = await cluster.sql.execute(`SHOW LAKE STATUS ${table}`);
   assert.deepEqual(
     out.result!.columns.map((c) => c.name),
     ['state', 'tiering_epoch', 'failures', 'snapshot_id', 'last_tiered_time', 'lag_ms', 'partition', 'bucket', 'lake_end_offset', 'high_watermark', 'records_behind'],
@@ -100,9 +82,9 @@ async function assertCurrentSnapshot(table: string, status: LakeTieringStatus): 
 
 describe('lake tables through SQL', () => {
   test('a log table: $lake holds every row with its bucket, offset and commit timestamp', { timeout: CATCH_UP_MS * 2 }, async () => {
-    await executor.execute(`CREATE TABLE events (id BIGINT, name STRING, price DECIMAL(10, 2), day DATE, small SMALLINT, ts TIMESTAMP_LTZ(6)) WITH ('bucket.num' = '2', ${LAKE})`);
-    await executor.execute("INSERT INTO events VALUES (1, 'a', 1.50, DATE '2024-01-01', 7, TIMESTAMPTZ '2024-01-01 10:00:00.000001+00'), (2, NULL, NULL, NULL, NULL, NULL)");
-    await executor.execute("INSERT INTO events SELECT range + 10, 'r' || range, range / 4, DATE '2024-02-01' + range::INT, -range, NULL FROM range(40)");
+    await cluster.sql.execute(`CREATE TABLE events (id BIGINT, name STRING, price DECIMAL(10, 2), day DATE, small SMALLINT, ts TIMESTAMP_LTZ(6)) WITH ('bucket.num' = '2', ${LAKE})`);
+    await cluster.sql.execute("INSERT INTO events VALUES (1, 'a', 1.50, DATE '2024-01-01', 7, TIMESTAMPTZ '2024-01-01 10:00:00.000001+00'), (2, NULL, NULL, NULL, NULL, NULL)");
+    await cluster.sql.execute("INSERT INTO events SELECT range + 10, 'r' || range, range / 4, DATE '2024-02-01' + range::INT, -range, NULL FROM range(40)");
     const status = await caughtUp('events');
 
     const columns = 'id, name, price, day, small, ts';
@@ -125,18 +107,18 @@ describe('lake tables through SQL', () => {
   });
 
   test('a primary-key table: $lake is the current state after inserts, updates and deletes in several rounds', { timeout: CATCH_UP_MS * 3 }, async () => {
-    await executor.execute(`CREATE TABLE users (id BIGINT, name STRING, score INT, PRIMARY KEY (id) NOT ENFORCED) WITH ('bucket.num' = '2', ${LAKE})`);
-    await executor.execute("INSERT INTO users VALUES (1, 'ann', 10), (2, 'bob', 20), (3, 'cy', 30), (4, 'dee', 40), (5, 'eve', 50), (6, 'fay', 60)");
+    await cluster.sql.execute(`CREATE TABLE users (id BIGINT, name STRING, score INT, PRIMARY KEY (id) NOT ENFORCED) WITH ('bucket.num' = '2', ${LAKE})`);
+    await cluster.sql.execute("INSERT INTO users VALUES (1, 'ann', 10), (2, 'bob', 20), (3, 'cy', 30), (4, 'dee', 40), (5, 'eve', 50), (6, 'fay', 60)");
     await caughtUp('users');
     const state = 'SELECT * FROM users ORDER BY id';
     assert.deepEqual(await query('SELECT id, name, score FROM users$lake ORDER BY id', 'lake'), await query(state));
 
     // The next rounds change keys the lake already holds: equality deletes on older files.
-    await executor.execute('UPDATE users SET score = score + 100 WHERE id IN (2, 3)');
-    await executor.execute('DELETE FROM users WHERE id IN (4, 6)');
-    await executor.execute("INSERT INTO users VALUES (7, 'gus', 70), (2, 'bob2', 5)");
-    await executor.execute('DELETE FROM users WHERE id = 7');
-    await executor.execute("INSERT INTO users (id, name) VALUES (5, 'eve2')");
+    await cluster.sql.execute('UPDATE users SET score = score + 100 WHERE id IN (2, 3)');
+    await cluster.sql.execute('DELETE FROM users WHERE id IN (4, 6)');
+    await cluster.sql.execute("INSERT INTO users VALUES (7, 'gus', 70), (2, 'bob2', 5)");
+    await cluster.sql.execute('DELETE FROM users WHERE id = 7');
+    await cluster.sql.execute("INSERT INTO users (id, name) VALUES (5, 'eve2')");
     const status = await caughtUp('users');
 
     const lake = await query('SELECT id, name, score FROM users$lake ORDER BY id', 'lake');
@@ -162,7 +144,7 @@ describe('lake tables through SQL', () => {
     await assertNoLag('users', status);
 
     // The shell prints the same.
-    const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', CLI, 'sql', '--bootstrap', server.bootstrap, '-d', DB, '--format', 'json', '-e', 'SHOW LAKE STATUS users; SELECT id FROM users$lake ORDER BY id']);
+    const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', CLI, 'sql', '--bootstrap', cluster.bootstrap, '-d', DB, '--format', 'json', '-e', 'SHOW LAKE STATUS users; SELECT id FROM users$lake ORDER BY id']);
     const lines = stdout.trim().split('\n').map((l) => JSON.parse(l));
     assert.deepEqual(
       lines.filter((l) => 'bucket' in l).map((l) => l.records_behind),
@@ -175,18 +157,18 @@ describe('lake tables through SQL', () => {
   });
 
   test('a table that is not lake-enabled has no lake tables, and lake tables are read-only', async () => {
-    await executor.execute('CREATE TABLE plain (a INT)');
+    await cluster.sql.execute('CREATE TABLE plain (a INT)');
     for (const sql of ['SELECT * FROM plain$lake', 'SELECT * FROM "plain$lake$snapshots"', 'SHOW LAKE STATUS plain']) {
-      await assert.rejects(executor.execute(sql), (e: unknown) => {
+      await assert.rejects(cluster.sql.execute(sql), (e: unknown) => {
         assert.ok(e instanceof TributaryError, String(e));
         assert.equal(e.errorName, 'INVALID_TABLE_EXCEPTION', `${sql}: ${e.message}`);
         assert.match(e.message, /not lake-enabled/);
         return true;
       });
     }
-    await executor.execute(`CREATE TABLE lake_only (a INT) WITH (${LAKE})`);
+    await cluster.sql.execute(`CREATE TABLE lake_only (a INT) WITH (${LAKE})`);
     for (const sql of ['INSERT INTO lake_only$lake VALUES (1)', 'DELETE FROM lake_only$lake$snapshots']) {
-      await assert.rejects(executor.execute(sql), (e: unknown) => e instanceof TributaryError && e.errorName === 'SQL_UNSUPPORTED' && /read-only/.test(e.message));
+      await assert.rejects(cluster.sql.execute(sql), (e: unknown) => e instanceof TributaryError && e.errorName === 'SQL_UNSUPPORTED' && /read-only/.test(e.message));
     }
   });
 });

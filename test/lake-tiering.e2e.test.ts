@@ -18,7 +18,8 @@ import { planScan } from '../src/lake/iceberg/scan.js';
 import { runTieringRound } from '../src/tiering/tiering-round.js';
 import { ApiKeys } from '../src/rpc/api-keys.js';
 import { readLakeTable } from './support/lake-content.js';
-import { ServerProcess, TieringProcess } from './support/server-process.js';
+import { TestCluster } from './support/cluster.js';
+import type { ServerProcess } from './support/server-process.js';
 
 const silent = pino({ level: 'silent' });
 const pool = new DataFileWriterPool(1);
@@ -190,8 +191,8 @@ function round(conn: Connection, a: Assignment, onLakeCommitted?: (id: bigint) =
 }
 
 test('a crash between the lake commit and the report: the next round registers the snapshot and writes nothing twice', async () => {
-  const server = await ServerProcess.start({ args: ['--no-tiering'] });
-  const conn = await Connection.create({ 'bootstrap.servers': server.bootstrap });
+  const cluster = await TestCluster.start({ args: ['--no-tiering'] });
+  const { server, conn } = cluster;
   try {
     await createTables(conn, '1h');
     const w = new Workload();
@@ -223,14 +224,13 @@ test('a crash between the lake commit and the report: the next round registers t
     await assertLakeMatches(server, w);
     await assertLogFileLayout(server);
   } finally {
-    await conn.close();
-    await server.stop();
+    await cluster.stop();
   }
 });
 
 test('two rounds racing from the same lake snapshot: one commits, the other is fenced by the lake', async () => {
-  const server = await ServerProcess.start({ args: ['--no-tiering'], settings: { 'datalake.tiering.timeout': '1s' } });
-  const conn = await Connection.create({ 'bootstrap.servers': server.bootstrap });
+  const cluster = await TestCluster.start({ args: ['--no-tiering'], settings: { 'datalake.tiering.timeout': '1s' } });
+  const { server, conn } = cluster;
   try {
     await createTables(conn, '1h');
     const w = new Workload();
@@ -249,40 +249,39 @@ test('two rounds racing from the same lake snapshot: one commits, the other is f
     const lake = await readLakeTable(path.join(server.dataDir, 'lake'), table.database, table.table);
     assert.equal(lake.metadata.snapshots.length, 1, 'one lake snapshot from the two rounds');
     // The other table, and the rest of this one, by a regular worker.
-    const worker = await TieringProcess.start(server.bootstrap);
+    const worker = await cluster.startTiering();
     await conn.getAdmin().alterTable(LOG, { set: { 'table.datalake.freshness': '200ms' } });
     await conn.getAdmin().alterTable(PK, { set: { 'table.datalake.freshness': '200ms' } });
     await waitCaughtUp(conn);
     await worker.stop();
     await assertLakeMatches(server, w);
   } finally {
-    await conn.close();
-    await server.stop();
+    await cluster.stop();
   }
 });
 
 test('kill -9 of tiering workers and of the server over many rounds: the lake equals the table', async () => {
-  let server = await ServerProcess.start({ args: ['--no-tiering'], settings: { 'datalake.tiering.timeout': '1s' } });
-  const { dataDir, port } = server;
-  let conn = await Connection.create({ 'bootstrap.servers': server.bootstrap });
+  const cluster = await TestCluster.start({ args: ['--no-tiering'], settings: { 'datalake.tiering.timeout': '1s' } });
+  let { server, conn } = cluster;
+  const { dataDir } = server;
   const w = new Workload();
   try {
     await createTables(conn, '100ms');
     let seed = 7;
     const next = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
     for (let cycle = 0; cycle < 8; cycle++) {
-      const worker = await TieringProcess.start(server.bootstrap);
+      const worker = await cluster.startTiering();
       await w.write(conn, 200 + Math.floor(next() * 300), 100);
       await new Promise((r) => setTimeout(r, 100 + next() * 900));
       await worker.kill();
       if (cycle === 3 || cycle === 6) {
         await conn.close();
         await server.kill();
-        server = await ServerProcess.start({ dataDir, port, args: ['--no-tiering'], settings: { 'datalake.tiering.timeout': '1s' } });
-        conn = await Connection.create({ 'bootstrap.servers': server.bootstrap });
+        server = await cluster.restart();
+        conn = await cluster.reconnect();
       }
     }
-    const worker = await TieringProcess.start(server.bootstrap);
+    const worker = await cluster.startTiering();
     await waitCaughtUp(conn);
     await worker.stop();
     await assertLakeMatches(server, w);
@@ -291,17 +290,16 @@ test('kill -9 of tiering workers and of the server over many rounds: the lake eq
     const epochs = lake.metadata.snapshots.map((s) => s.summary['tributary.tiering-epoch']).filter(Boolean);
     assert.equal(new Set(epochs).size, epochs.length);
   } finally {
-    await conn.close();
-    await server.stop();
+    await cluster.stop();
   }
 });
 
 test('partitioned table: lake partitions by key and bucket, log retention waits for the lake, rows reach the lake within the freshness', async () => {
-  const server = await ServerProcess.start({
+  const cluster = await TestCluster.start({
     args: ['--no-tiering'],
     settings: { 'log.segment.file-size': '2kb', 'log.retention.check-interval': '200ms' },
   });
-  const conn = await Connection.create({ 'bootstrap.servers': server.bootstrap });
+  const { server, conn } = cluster;
   const path_: TablePath = { database: 'tributary', table: 'clicks' };
   const admin = conn.getAdmin();
   try {
@@ -328,7 +326,7 @@ test('partitioned table: lake partitions by key and bucket, log retention waits 
     assert.equal(waiting.state, 'PENDING');
     assert.ok(waiting.lagMs >= 2000, 'lag counts from the table creation while nothing is tiered');
 
-    const worker = await TieringProcess.start(server.bootstrap);
+    const worker = await cluster.startTiering();
     try {
       const caughtUp = async () => (await admin.getLakeTieringStatus(path_)).buckets.every((b) => b.recordsBehind === 0n);
       while (!(await caughtUp())) await new Promise((r) => setTimeout(r, 100));
@@ -364,7 +362,6 @@ test('partitioned table: lake partitions by key and bucket, log retention waits 
       assert.equal(r.__bucket, icebergBucket(r.id as bigint, 3));
     }
   } finally {
-    await conn.close();
-    await server.stop();
+    await cluster.stop();
   }
 });

@@ -3,25 +3,14 @@
  * partitions (manual, dynamic, automatic), ListOffsets by timestamp, LimitScan.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { Connection, Timestamp, TributaryError } from '../src/client/index.js';
 import type { ScanRecord } from '../src/client/index.js';
 import type { LogScanner } from '../src/client/log-scanner.js';
 import { ApiKeys } from '../src/rpc/api-keys.js';
-import { ServerProcess } from './support/server-process.js';
+import { useCluster } from './support/cluster.js';
 
-let server: ServerProcess;
-let conn: Connection;
-
-before(async () => {
-  server = await ServerProcess.start();
-  conn = await Connection.create({ 'bootstrap.servers': server.bootstrap, 'client.writer.batch-timeout': '5ms' });
-});
-
-after(async () => {
-  await conn?.close();
-  assert.equal(await server?.stop(), 0, 'graceful shutdown exits 0');
-});
+const cluster = useCluster({ client: { 'client.writer.batch-timeout': '5ms' } });
 
 /** Reads everything until `expected` records arrived (or fails after a bounded number of polls). */
 async function drain(scanner: LogScanner, expected: number): Promise<ScanRecord[]> {
@@ -32,14 +21,14 @@ async function drain(scanner: LogScanner, expected: number): Promise<ScanRecord[
 
 describe('log tables end to end', () => {
   test('the HTTP endpoint answers health checks', async () => {
-    const res = await fetch(`http://${server.http}/health`);
+    const res = await fetch(`http://${cluster.server.http}/health`);
     assert.equal(res.status, 200);
     assert.deepEqual(await res.json(), { status: 'ok' });
-    assert.equal((await fetch(`http://${server.http}/nope`)).status, 404);
+    assert.equal((await fetch(`http://${cluster.server.http}/nope`)).status, 404);
   });
 
   test('DDL: databases and tables', async () => {
-    const admin = conn.getAdmin();
+    const admin = cluster.conn.getAdmin();
     assert.ok((await admin.listDatabases()).includes('tributary'), 'the default database exists');
     await admin.createDatabase('shop', { comment: 'orders and more' });
     assert.equal(await admin.databaseExists('shop'), true);
@@ -104,7 +93,7 @@ describe('log tables end to end', () => {
   });
 
   test('rows written with the row API read back exactly, in offset order per bucket, with projection', async () => {
-    const table = await conn.getTable({ database: 'shop', table: 'orders' });
+    const table = await cluster.conn.getTable({ database: 'shop', table: 'orders' });
     const writer = await table.newAppend().createWriter();
     const n = 3000;
     for (let i = 0; i < n; i++) {
@@ -155,10 +144,10 @@ describe('log tables end to end', () => {
   });
 
   test('columnar appends and subscriptions from latest and by timestamp', async () => {
-    const admin = conn.getAdmin();
+    const admin = cluster.conn.getAdmin();
     const path = { database: 'tributary', table: 'events' };
     await admin.createTable(path, { columns: [{ name: 'seq', type: 'INT' }, { name: 'name', type: 'STRING' }] });
-    const table = await conn.getTable(path);
+    const table = await cluster.conn.getTable(path);
     const writer = await table.newAppend().createWriter();
     await writer.appendColumns({ seq: Int32Array.from([1, 2, 3]), name: ['a', 'b', 'c'] });
     await writer.flush();
@@ -185,7 +174,7 @@ describe('log tables end to end', () => {
     scanner.close();
     await writer.close();
 
-    const rpc = await conn.server();
+    const rpc = await cluster.conn.server();
     const tail = await rpc.request(ApiKeys.LimitScan, { tableId: BigInt(table.info.tableId), bucketId: 0, limit: 2 });
     assert.equal(tail.errorCode, undefined);
     assert.ok(tail.records.length > 0, 'LimitScan returns the tail batches');
@@ -193,22 +182,22 @@ describe('log tables end to end', () => {
 
   test('acks=1 and acks=0 writers deliver every row', async () => {
     const path = { database: 'tributary', table: 'acks' };
-    await conn.getAdmin().createTable(path, { columns: [{ name: 'n', type: 'INT' }], properties: { 'table.log.arrow.compression.type': 'lz4_frame' } });
+    await cluster.conn.getAdmin().createTable(path, { columns: [{ name: 'n', type: 'INT' }], properties: { 'table.log.arrow.compression.type': 'lz4_frame' } });
     for (const acks of ['1', '0']) {
-      const c = await Connection.create({ 'bootstrap.servers': server.bootstrap, 'client.writer.acks': acks, 'client.writer.batch-timeout': '1ms' });
+      const c = await Connection.create({ 'bootstrap.servers': cluster.bootstrap, 'client.writer.acks': acks, 'client.writer.batch-timeout': '1ms' });
       const writer = await (await c.getTable(path)).newAppend().createWriter();
       for (let n = 0; n < 500; n++) await writer.append({ n });
       await writer.close();
       await c.close();
     }
-    const scanner = (await conn.getTable(path)).newScan().createLogScanner();
+    const scanner = (await cluster.conn.getTable(path)).newScan().createLogScanner();
     await scanner.subscribe(0, 'earliest');
     const rows = await drain(scanner, 1000);
     scanner.close();
     assert.equal(rows.length, 1000);
 
     // positions() is where the next poll continues, even when a fetch brought more than one poll returns.
-    const small = await Connection.create({ 'bootstrap.servers': server.bootstrap, 'client.scanner.log.max-poll-records': '300' });
+    const small = await Connection.create({ 'bootstrap.servers': cluster.bootstrap, 'client.scanner.log.max-poll-records': '300' });
     const partial = (await small.getTable(path)).newScan().createLogScanner();
     await partial.subscribe(0, 'earliest');
     assert.equal(partial.highWatermarks().size, 0, 'no fetch yet');
@@ -222,7 +211,7 @@ describe('log tables end to end', () => {
   });
 
   test('partitions: manual, dynamic on first write, and automatic by time', async () => {
-    const admin = conn.getAdmin();
+    const admin = cluster.conn.getAdmin();
     const path = { database: 'tributary', table: 'clicks' };
     await admin.createTable(path, {
       columns: [{ name: 'region', type: 'STRING' }, { name: 'n', type: 'BIGINT' }],
@@ -232,7 +221,7 @@ describe('log tables end to end', () => {
     await admin.createPartition(path, { region: 'eu' });
     await assert.rejects(admin.createPartition(path, { region: 'eu' }), (e: TributaryError) => e.errorName === 'PARTITION_ALREADY_EXISTS');
     await assert.rejects(admin.createPartition(path, { region: 'bad/name' }), (e: TributaryError) => e.errorName === 'PARTITION_SPEC_INVALID_EXCEPTION');
-    const table = await conn.getTable(path);
+    const table = await cluster.conn.getTable(path);
     const writer = await table.newAppend().createWriter();
     for (let i = 0; i < 100; i++) await writer.append({ region: i % 2 ? 'eu' : 'us', n: BigInt(i) });
     await writer.flush();
@@ -264,15 +253,15 @@ describe('log tables end to end', () => {
 
   test('a fetch of several buckets keeps to the request\'s byte limit, and reads every bucket while it has room', async () => {
     const path = { database: 'tributary', table: 'fetch_limits' };
-    await conn.getAdmin().createTable(path, { columns: [{ name: 'id', type: 'BIGINT', nullable: false }, { name: 'pad', type: 'STRING' }], properties: { 'bucket.num': '4', 'bucket.key': 'id', 'table.log.arrow.compression.type': 'NONE' } });
-    const table = await conn.getTable(path);
+    await cluster.conn.getAdmin().createTable(path, { columns: [{ name: 'id', type: 'BIGINT', nullable: false }, { name: 'pad', type: 'STRING' }], properties: { 'bucket.num': '4', 'bucket.key': 'id', 'table.log.arrow.compression.type': 'NONE' } });
+    const table = await cluster.conn.getTable(path);
     const writer = await table.newAppend().createWriter();
     for (let round = 0; round < 4; round++) {
       for (let i = 0; i < 400; i++) await writer.append({ id: BigInt(round * 400 + i), pad: 'x'.repeat(100) });
       await writer.flush(); // a batch per bucket each round
     }
     await writer.close();
-    const rpc = await conn.server();
+    const rpc = await cluster.conn.server();
     const fetch = async (maxBytes: number, maxFetchBytes: number) => {
       const resp = await rpc.request(ApiKeys.FetchLog, {
         followerServerId: -1, maxBytes, minBytes: 1, maxWaitMs: 0,

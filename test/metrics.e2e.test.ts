@@ -4,22 +4,11 @@
  * lake-enabled table that no worker tiers, and RPC requests counted by API and error.
  */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
-import { Connection, type TributaryError } from '../src/client/index.js';
-import { ServerProcess } from './support/server-process.js';
+import { test } from 'node:test';
+import type { TributaryError } from '../src/client/index.js';
+import { useCluster } from './support/cluster.js';
 
-let server: ServerProcess;
-let conn: Connection;
-
-before(async () => {
-  server = await ServerProcess.start({ args: ['--no-tiering'] });
-  conn = await Connection.create({ 'bootstrap.servers': server.bootstrap });
-});
-
-after(async () => {
-  await conn?.close();
-  assert.equal(await server?.stop(), 0, 'a clean shutdown');
-});
+const cluster = useCluster({ args: ['--no-tiering'] });
 
 /** A sample line: name, optional {labels}, a value (the format's timestamps are not used). */
 const SAMPLE = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(?:[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\]|\\.)*",?)*\})? (-?[0-9.e+-]+|NaN|[+-]Inf)$/;
@@ -33,7 +22,7 @@ interface Scrape {
 }
 
 async function scrape(): Promise<Scrape> {
-  const res = await fetch(`http://${server.http}/metrics`);
+  const res = await fetch(`http://${cluster.server.http}/metrics`);
   assert.equal(res.status, 200);
   const text = await res.text();
   const samples = new Map<string, number>();
@@ -63,14 +52,14 @@ function series(s: Scrape, name: string): Map<string, number> {
 const sum = (m: Map<string, number>, labelPart: string): number => [...m].filter(([k]) => k.includes(labelPart)).reduce((n, [, v]) => n + v, 0);
 
 test('metrics: bucket offsets, sizes, state rows, tiering lag and RPC counts', async () => {
-  const admin = conn.getAdmin();
+  const admin = cluster.conn.getAdmin();
   const events = { database: 'tributary', table: 'events' };
   await admin.createTable(events, {
     columns: [{ name: 'id', type: 'BIGINT', nullable: false }, { name: 'day', type: 'STRING' }],
     partitionKeys: ['day'],
     properties: { 'bucket.num': '2', 'bucket.key': 'id' },
   });
-  const writer = await (await conn.getTable(events)).newAppend().createWriter();
+  const writer = await (await cluster.conn.getTable(events)).newAppend().createWriter();
   for (let i = 0; i < 30; i++) await writer.append({ id: BigInt(i), day: i < 10 ? 'mon' : 'tue' });
   await writer.flush();
   await writer.close();
@@ -81,7 +70,7 @@ test('metrics: bucket offsets, sizes, state rows, tiering lag and RPC counts', a
     primaryKey: ['id'],
     properties: { 'table.datalake.enabled': 'true' },
   });
-  const upserts = await (await conn.getTable(users)).newUpsert().createWriter();
+  const upserts = await (await cluster.conn.getTable(users)).newUpsert().createWriter();
   for (let i = 0; i < 5; i++) await upserts.upsert({ id: BigInt(i), name: `u${i}` });
   await upserts.flush();
   await upserts.upsert({ id: 0n, name: 'again' });

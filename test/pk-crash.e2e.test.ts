@@ -10,7 +10,8 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { Connection } from '../src/client/index.js';
 import type { ScanRecord, Row } from '../src/client/index.js';
-import { CLI, ServerProcess } from './support/server-process.js';
+import { startCluster } from './support/cluster.js';
+import { CLI } from './support/server-process.js';
 
 const CHILD = path.join(path.dirname(CLI), '..', '..', 'test', 'support', 'pk-writer-child.ts');
 
@@ -39,20 +40,18 @@ function fold(records: ScanRecord[], key: (r: Row) => string): Map<string, Row> 
   return state;
 }
 
-test('acknowledged upserts survive repeated kill -9 exactly once', async () => {
-  let server = await ServerProcess.start();
-  const { dataDir, port } = server;
-  let conn = await Connection.create({ 'bootstrap.servers': server.bootstrap });
-  await conn.getAdmin().createTable({ database: 'tributary', table: 'kv_crash' }, {
+test('acknowledged upserts survive repeated kill -9 exactly once', async (t) => {
+  const cluster = await startCluster(t);
+  await cluster.conn.getAdmin().createTable({ database: 'tributary', table: 'kv_crash' }, {
     columns: [{ name: 'k', type: 'BIGINT' }, { name: 'v', type: 'INT' }],
     primaryKey: ['k'],
     properties: { 'bucket.num': '2' },
   });
-  await conn.close();
+  await cluster.conn.close();
 
   const keys = 200;
   const rounds = 40;
-  const child = spawn(process.execPath, ['--import', 'tsx', CHILD, server.bootstrap, 'tributary.kv_crash', String(keys), String(rounds)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', CHILD, cluster.bootstrap, 'tributary.kv_crash', String(keys), String(rounds)], { stdio: ['ignore', 'pipe', 'pipe'] });
   let acked = -1;
   let childErr = '';
   child.stderr.on('data', (d: Buffer) => (childErr += d.toString()));
@@ -62,13 +61,13 @@ test('acknowledged upserts survive repeated kill -9 exactly once', async () => {
   const exit = new Promise<number | null>((resolve) => child.once('exit', resolve));
   for (let kill = 1; kill <= 3; kill++) {
     for (let i = 0; i < 600 && acked < kill * 8; i++) await new Promise((r) => setTimeout(r, 50));
-    await server.kill();
-    server = await ServerProcess.start({ dataDir, port });
+    await cluster.server.kill();
+    await cluster.restart();
   }
   assert.equal(await exit, 0, `writer failed: ${childErr}`);
   assert.equal(acked, rounds - 1);
 
-  conn = await Connection.create({ 'bootstrap.servers': server.bootstrap });
+  const conn = await cluster.reconnect();
   const table = await conn.getTable({ database: 'tributary', table: 'kv_crash' });
   const lookuper = table.newLookup().createLookuper();
   const looked = await Promise.all([...Array(keys).keys()].map((k) => lookuper.lookup({ k: BigInt(k) })));
@@ -86,12 +85,12 @@ test('acknowledged upserts survive repeated kill -9 exactly once', async () => {
   }
   assert.equal((await conn.getAdmin().getTableStats(table.info.path)).rowCount, BigInt(keys));
   await conn.close();
-  assert.equal(await server.stop(), 0);
+  assert.equal(await cluster.server.stop(), 0);
 });
 
-test('many writers on the same keys: the state equals the changelog folded in offset order', async () => {
-  const server = await ServerProcess.start();
-  const admin = await Connection.create({ 'bootstrap.servers': server.bootstrap });
+test('many writers on the same keys: the state equals the changelog folded in offset order', async (t) => {
+  const cluster = await startCluster(t);
+  const admin = cluster.conn;
   const path_ = { database: 'tributary', table: 'contended' };
   await admin.getAdmin().createTable(path_, {
     columns: [{ name: 'k', type: 'INT' }, { name: 'writer', type: 'INT' }, { name: 'n', type: 'INT' }],
@@ -100,7 +99,7 @@ test('many writers on the same keys: the state equals the changelog folded in of
   });
   const writers = await Promise.all(
     [0, 1, 2, 3].map(async (w) => {
-      const conn = await Connection.create({ 'bootstrap.servers': server.bootstrap, 'client.writer.batch-timeout': '1ms' });
+      const conn = await Connection.create({ 'bootstrap.servers': cluster.bootstrap, 'client.writer.batch-timeout': '1ms' });
       return { conn, writer: await (await conn.getTable(path_)).newUpsert().createWriter() };
     }),
   );
@@ -123,6 +122,4 @@ test('many writers on the same keys: the state equals the changelog folded in of
   assert.deepEqual(new Map(state.map((r) => [String(r.k), r])), folded);
   const lookuper = table.newLookup().createLookuper();
   for (let k = 0; k < 30; k++) assert.deepEqual(await lookuper.lookup({ k }), folded.get(String(k)) ?? null);
-  await admin.close();
-  await server.stop();
 });

@@ -6,26 +6,15 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { after, before, describe, test } from 'node:test';
-import { Connection, TributaryError } from '../src/client/index.js';
+import { describe, test } from 'node:test';
+import { TributaryError } from '../src/client/index.js';
 import type { ScanRecord } from '../src/client/index.js';
 import type { LogScanner } from '../src/client/log-scanner.js';
 import { ApiKeys } from '../src/rpc/api-keys.js';
-import { ServerProcess } from './support/server-process.js';
+import { useCluster } from './support/cluster.js';
 
-let server: ServerProcess;
-let conn: Connection;
 const users = { database: 'tributary', table: 'users' };
-
-before(async () => {
-  server = await ServerProcess.start();
-  conn = await Connection.create({ 'bootstrap.servers': server.bootstrap, 'client.writer.batch-timeout': '2ms' });
-});
-
-after(async () => {
-  await conn?.close();
-  await server?.stop();
-});
+const cluster = useCluster({ client: { 'client.writer.batch-timeout': '2ms' } });
 
 async function drain(scanner: LogScanner, expected: number): Promise<ScanRecord[]> {
   const out: ScanRecord[] = [];
@@ -34,7 +23,7 @@ async function drain(scanner: LogScanner, expected: number): Promise<ScanRecord[
 }
 
 async function changelog(buckets: number, expected: number): Promise<ScanRecord[]> {
-  const scanner = (await conn.getTable(users)).newScan().createLogScanner();
+  const scanner = (await cluster.conn.getTable(users)).newScan().createLogScanner();
   for (let b = 0; b < buckets; b++) await scanner.subscribe(b, 'earliest');
   const out = await drain(scanner, expected);
   scanner.close();
@@ -43,7 +32,7 @@ async function changelog(buckets: number, expected: number): Promise<ScanRecord[
 
 describe('primary-key tables', () => {
   test('upserts, deletes and lookups; the changelog has the exact change types', async () => {
-    const admin = conn.getAdmin();
+    const admin = cluster.conn.getAdmin();
     await admin.createTable(users, {
       columns: [{ name: 'id', type: 'BIGINT' }, { name: 'name', type: 'STRING' }, { name: 'score', type: 'INT' }],
       primaryKey: ['id'],
@@ -53,7 +42,7 @@ describe('primary-key tables', () => {
     assert.deepEqual(info.bucketKeys, ['id'], 'the bucket key defaults to the primary key');
     assert.equal(info.schema.columns[0].nullable, false, 'primary key columns are NOT NULL');
 
-    const table = await conn.getTable(users);
+    const table = await cluster.conn.getTable(users);
     await assert.rejects(table.newAppend().createWriter(), (e: TributaryError) => e.errorName === 'INVALID_TABLE_EXCEPTION');
     const writer = await table.newUpsert().createWriter();
     await writer.upsert({ id: 1n, name: 'ann', score: 10 });
@@ -91,13 +80,13 @@ describe('primary-key tables', () => {
     await assert.rejects(table.newScan().createBatchScanner([info.bucketCount]).readAll(), { errorName: 'UNKNOWN_TABLE_OR_BUCKET_EXCEPTION' });
 
     assert.equal((await admin.getTableStats(users)).rowCount, 1n);
-    const rpc = await conn.server();
+    const rpc = await cluster.conn.server();
     const limited = await Promise.all([0, 1].map((bucketId) => rpc.request(ApiKeys.LimitScan, { tableId: BigInt(info.tableId), bucketId, limit: 5 })));
     assert.equal(limited.reduce((n, r) => n + r.values.length, 0), 1, 'LimitScan on a primary-key table returns rows of its state');
   });
 
   test('partial updates keep the other columns', async () => {
-    const table = await conn.getTable(users);
+    const table = await cluster.conn.getTable(users);
     const partial = await table.newUpsert().partialUpdate(['id', 'score']).createWriter();
     await partial.upsert({ id: 1n, score: 12 });
     await partial.upsert({ id: 5n, score: 50 });
@@ -110,12 +99,12 @@ describe('primary-key tables', () => {
 
   test('prefix lookups by the bucket key', async () => {
     const orders = { database: 'tributary', table: 'orders_by_user' };
-    await conn.getAdmin().createTable(orders, {
+    await cluster.conn.getAdmin().createTable(orders, {
       columns: [{ name: 'user_id', type: 'BIGINT' }, { name: 'order_id', type: 'STRING' }, { name: 'amount', type: 'DECIMAL(10, 2)' }],
       primaryKey: ['user_id', 'order_id'],
       properties: { 'bucket.num': '3', 'bucket.key': 'user_id' },
     });
-    const table = await conn.getTable(orders);
+    const table = await cluster.conn.getTable(orders);
     const writer = await table.newUpsert().createWriter();
     for (let u = 0; u < 5; u++) for (let o = 0; o < 4; o++) await writer.upsert({ user_id: BigInt(u), order_id: `o-${u}-${o}`, amount: `${u}.${o}0` });
     await writer.close();
@@ -130,24 +119,24 @@ describe('primary-key tables', () => {
   });
 
   test('a KV snapshot restores the state after the local state is deleted', async () => {
-    const admin = conn.getAdmin();
+    const admin = cluster.conn.getAdmin();
     const taken = await admin.triggerKvSnapshot(users);
     assert.equal(taken.length, 2);
     const latest = await admin.getLatestKvSnapshots(users);
     assert.deepEqual(latest.map((s) => s.snapshotId), [1, 1]);
     assert.equal(latest.reduce((n, s) => n + s.rowCount!, 0), 2, 'ann and the partially written id 5');
     // A change after the snapshot must come back through changelog replay.
-    const table = await conn.getTable(users);
+    const table = await cluster.conn.getTable(users);
     const writer = await table.newUpsert().createWriter();
     await writer.upsert({ id: 7n, name: 'gus', score: 70 });
     await writer.close();
 
-    await conn.close();
-    assert.equal(await server.stop(), 0);
-    const tableDir = path.join(server.dataDir, 'log', 'tributary', fs.readdirSync(path.join(server.dataDir, 'log', 'tributary')).find((d) => d.startsWith('users-'))!);
+    await cluster.conn.close();
+    assert.equal(await cluster.server.stop(), 0);
+    const tableDir = path.join(cluster.server.dataDir, 'log', 'tributary', fs.readdirSync(path.join(cluster.server.dataDir, 'log', 'tributary')).find((d) => d.startsWith('users-'))!);
     for (const d of fs.readdirSync(tableDir).filter((d) => d.startsWith('kv-'))) fs.rmSync(path.join(tableDir, d), { recursive: true });
-    server = await ServerProcess.start({ dataDir: server.dataDir });
-    conn = await Connection.create({ 'bootstrap.servers': server.bootstrap });
+    await cluster.restart();
+    const conn = await cluster.reconnect();
     const lookuper = (await conn.getTable(users)).newLookup().createLookuper();
     assert.deepEqual(await lookuper.lookup({ id: 1n }), { id: 1n, name: 'ann', score: 12 });
     assert.deepEqual(await lookuper.lookup({ id: 7n }), { id: 7n, name: 'gus', score: 70 });

@@ -9,16 +9,16 @@
  * TRIBUTARY_FUZZ_REQUESTS (20000 there; 300 in `npm test`, with a fixed seed).
  */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { fromBinary, type DescMessage } from '@bufbuild/protobuf';
-import { Connection, type TributaryError } from '../src/client/index.js';
+import type { TributaryError } from '../src/client/index.js';
 import { ErrorCodes, errorNameOf } from '../src/common/errors.js';
 import { tableInfoFromJson, type TableDescriptor, type TablePath } from '../src/common/schema.js';
 import { ApiKeys, type Api } from '../src/rpc/api-keys.js';
 import { RpcConnection } from '../src/rpc/connection.js';
 import { RequestGenerator, type FuzzTarget, type FuzzWorld } from './support/rpc-fuzz.js';
 import { random } from './support/random.js';
-import { ServerProcess } from './support/server-process.js';
+import { useCluster } from './support/cluster.js';
 
 const SEED = Number(process.env.TRIBUTARY_FUZZ_SEED ?? 20260101);
 /** Metadata changes fsync, so a few hundred requests keep the run well under a minute on a busy machine. */
@@ -44,18 +44,7 @@ const EVENTS: TablePath = { database: 'sentinel', table: 'events' };
 const USERS: TablePath = { database: 'sentinel', table: 'users' };
 const SENTINEL_ROWS = 50;
 
-let server: ServerProcess;
-let conn: Connection;
-
-before(async () => {
-  server = await ServerProcess.start({ settings: { 'rpc.max-wait': '50ms' } });
-  conn = await Connection.create({ 'bootstrap.servers': server.bootstrap });
-});
-
-after(async () => {
-  await conn?.close();
-  await server?.stop();
-});
+const cluster = useCluster({ settings: { 'rpc.max-wait': '50ms' } });
 
 /** Every error code found anywhere in a decoded response (per bucket, per table, per tiering table). */
 function errorCodesIn(message: unknown, out: number[] = []): number[] {
@@ -75,12 +64,12 @@ function describe(init: unknown): string {
 }
 
 async function writeSentinel(): Promise<void> {
-  const admin = conn.getAdmin();
+  const admin = cluster.conn.getAdmin();
   await admin.createDatabase(EVENTS.database);
   await admin.createTable(EVENTS, { columns: [{ name: 'id', type: 'INT', nullable: false }, { name: 's', type: 'STRING' }], bucketCount: 1 });
   await admin.createTable(USERS, { columns: [{ name: 'id', type: 'INT' }, { name: 'name', type: 'STRING' }], primaryKey: ['id'], bucketCount: 2 });
-  const events = await (await conn.getTable(EVENTS)).newAppend().createWriter();
-  const users = await (await conn.getTable(USERS)).newUpsert().createWriter();
+  const events = await (await cluster.conn.getTable(EVENTS)).newAppend().createWriter();
+  const users = await (await cluster.conn.getTable(USERS)).newUpsert().createWriter();
   for (let i = 0; i < SENTINEL_ROWS; i++) {
     void events.append({ id: i, s: `event ${i}` });
     void users.upsert({ id: i, name: `user ${i}` });
@@ -90,21 +79,21 @@ async function writeSentinel(): Promise<void> {
 }
 
 async function checkSentinel(): Promise<void> {
-  const scanner = (await conn.getTable(EVENTS)).newScan().createLogScanner();
+  const scanner = (await cluster.conn.getTable(EVENTS)).newScan().createLogScanner();
   await scanner.subscribe(0, 'earliest');
   const rows: unknown[] = [];
   for (let i = 0; i < 100 && rows.length < SENTINEL_ROWS; i++) for (const r of await scanner.poll(200)) rows.push(r.row);
   scanner.close();
   assert.deepEqual(rows, Array.from({ length: SENTINEL_ROWS }, (_, i) => ({ id: i, s: `event ${i}` })));
-  const lookuper = (await conn.getTable(USERS)).newLookup().createLookuper();
+  const lookuper = (await cluster.conn.getTable(USERS)).newLookup().createLookuper();
   for (let i = 0; i < SENTINEL_ROWS; i++) assert.deepEqual(await lookuper.lookup({ id: i }), { id: i, name: `user ${i}` });
-  const offsets = await conn.getAdmin().listOffsets(EVENTS, [0], 'latest');
+  const offsets = await cluster.conn.getAdmin().listOffsets(EVENTS, [0], 'latest');
   assert.equal(offsets.get(0), BigInt(SENTINEL_ROWS), 'nothing more was appended to the checked log');
 }
 
 /** Puts the fuzzed tables back (requests may have dropped them) and reads what the server says of them. */
 async function refreshWorld(rpc: RpcConnection, world: FuzzWorld): Promise<void> {
-  const admin = conn.getAdmin();
+  const admin = cluster.conn.getAdmin();
   await admin.createDatabase('fuzz', { ignoreIfExists: true });
   world.targets = [];
   for (const t of FUZZ_TABLES) {
@@ -158,10 +147,10 @@ test(`every RPC answers fuzzed requests by name (seed ${SEED}, ${REQUESTS} reque
   await writeSentinel();
   const rand = random(SEED);
   const forbiddenIds = new Set<bigint>();
-  for (const p of [EVENTS, USERS]) forbiddenIds.add(BigInt((await conn.getTable(p)).info.tableId));
+  for (const p of [EVENTS, USERS]) forbiddenIds.add(BigInt((await cluster.conn.getTable(p)).info.tableId));
   const world: FuzzWorld = { databases: ['fuzz', 'tributary', 'nope', ''], targets: [], forbiddenIds };
   const gen = new RequestGenerator(rand, world);
-  const connect = (): Promise<RpcConnection> => RpcConnection.connect('127.0.0.1', server.port, { requestTimeoutMs: 30_000 });
+  const connect = (): Promise<RpcConnection> => RpcConnection.connect('127.0.0.1', cluster.server.port, { requestTimeoutMs: 30_000 });
   let rpc = await connect();
   await refreshWorld(rpc, world);
   const apis = Object.values(ApiKeys) as Api[];
@@ -212,21 +201,21 @@ test(`every RPC answers fuzzed requests by name (seed ${SEED}, ${REQUESTS} reque
     } else if (MUTATIONS.has(api) || WRITES.has(api)) {
       stored.catalog = stored.logEnds = undefined;
     }
-    assert.equal(server.child.exitCode, null, `the server exited at ${where}: ${server.stderr}`);
+    assert.equal(cluster.server.child.exitCode, null, `the server exited at ${where}: ${cluster.server.stderr}`);
   }
   console.log(`rpc fuzz answers: ${JSON.stringify(Object.fromEntries(answered))}`);
   await rpc.close();
   assert.deepEqual(failures, []);
 
   // A normal client still works, and the data written before is intact.
-  const admin = conn.getAdmin();
+  const admin = cluster.conn.getAdmin();
   const path = { database: 'after_fuzz', table: 't' };
   await admin.createDatabase(path.database);
   await admin.createTable(path, { columns: [{ name: 'id', type: 'INT' }, { name: 's', type: 'STRING' }], bucketCount: 1 });
-  const writer = await (await conn.getTable(path)).newAppend().createWriter();
+  const writer = await (await cluster.conn.getTable(path)).newAppend().createWriter();
   await writer.append({ id: 1, s: 'one' });
   await writer.close();
-  const scanner = (await conn.getTable(path)).newScan().createLogScanner();
+  const scanner = (await cluster.conn.getTable(path)).newScan().createLogScanner();
   await scanner.subscribe(0, 'earliest');
   const rows: unknown[] = [];
   for (let i = 0; i < 100 && rows.length < 1; i++) for (const r of await scanner.poll(200)) rows.push(r.row);

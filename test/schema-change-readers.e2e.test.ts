@@ -9,35 +9,24 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { after, before, test } from 'node:test';
-import { Connection } from '../src/client/index.js';
+import { test } from 'node:test';
 import type { LogScanner, ScanRecord } from '../src/client/index.js';
 import type { TablePath } from '../src/common/schema.js';
-import { CLI, ServerProcess } from './support/server-process.js';
+import { useCluster } from './support/cluster.js';
+import { CLI } from './support/server-process.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
-let server: ServerProcess;
-let conn: Connection;
-
-before(async () => {
-  server = await ServerProcess.start({ args: ['--no-tiering'] });
-  conn = await Connection.create({ 'bootstrap.servers': server.bootstrap, 'client.writer.batch-timeout': '2ms' });
-});
-
-after(async () => {
-  await conn?.close();
-  await server?.stop();
-});
+const cluster = useCluster({ args: ['--no-tiering'], client: { 'client.writer.batch-timeout': '2ms' } });
 
 async function createTable(table: string): Promise<TablePath> {
   const path = { database: 'tributary', table };
-  await conn.getAdmin().createTable(path, { columns: [{ name: 'id', type: 'BIGINT' }, { name: 'name', type: 'STRING' }], bucketCount: 1 });
+  await cluster.conn.getAdmin().createTable(path, { columns: [{ name: 'id', type: 'BIGINT' }, { name: 'name', type: 'STRING' }], bucketCount: 1 });
   return path;
 }
 
 async function append(path: TablePath, rows: Record<string, unknown>[]): Promise<void> {
-  const writer = await (await conn.getTable(path)).newAppend().createWriter();
+  const writer = await (await cluster.conn.getTable(path)).newAppend().createWriter();
   for (const row of rows) await writer.append(row);
   await writer.flush();
   await writer.close();
@@ -52,7 +41,7 @@ async function pollUntil(scanner: LogScanner, count: number): Promise<ScanRecord
 
 /** A CLI child whose stdout is read line by line. */
 function cli(args: string[]): { next: () => Promise<string>; stop: () => Promise<number | null>; stderr: () => string } {
-  const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args, '--bootstrap', server.bootstrap], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args, '--bootstrap', cluster.bootstrap], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
@@ -73,7 +62,7 @@ function cli(args: string[]): { next: () => Promise<string>; stop: () => Promise
 
 test('a LogScanner made before ADD COLUMN yields the new column once rows carry it; a projected one keeps its columns', { timeout: 120_000 }, async () => {
   const path = await createTable('scanned');
-  const before = await conn.getTable(path);
+  const before = await cluster.conn.getTable(path);
   const scanner = before.newScan().createLogScanner();
   const projected = before.newScan().project(['name', 'id']).createLogScanner();
   await scanner.subscribe(0, 'earliest');
@@ -84,7 +73,7 @@ test('a LogScanner made before ADD COLUMN yields the new column once rows carry 
   assert.deepEqual((await pollUntil(scanner, 1)).map((r) => r.row), [{ id: 1n, name: 'a' }]);
   assert.equal(scanner.schemaId, 0);
 
-  await conn.getAdmin().alterTable(path, { addColumns: [{ name: 'tag', type: 'STRING' }] });
+  await cluster.conn.getAdmin().alterTable(path, { addColumns: [{ name: 'tag', type: 'STRING' }] });
   await oldWriter.append({ id: 2n, name: 'b' }); // still schema 0
   await oldWriter.flush();
   await append(path, [{ id: 3n, name: 'c', tag: 't3' }]);
@@ -122,7 +111,7 @@ test('tributary tail started before ADD COLUMN prints the new column: table says
     assert.match(await table.next(), /^\+A \| 0 \| 0 \| \S+ \| 1 \| a$/);
     assert.deepEqual(JSON.parse(await json.next()).row, { id: 1, name: 'a' });
 
-    await conn.getAdmin().alterTable(path, { addColumns: [{ name: 'tag', type: 'STRING' }] });
+    await cluster.conn.getAdmin().alterTable(path, { addColumns: [{ name: 'tag', type: 'STRING' }] });
     await append(path, [{ id: 2n, name: 'b', tag: 't2' }]);
 
     assert.equal(await table.next(), '-- schema changed (schema id 1): added tag');
@@ -145,7 +134,7 @@ test('tributary sql --stream over * started before ADD COLUMN prints the new col
     assert.deepEqual(JSON.parse(await stream.next()), { id: 1, name: 'a' });
     assert.deepEqual(JSON.parse(await named.next()), { id: 1 });
 
-    await conn.getAdmin().alterTable(path, { addColumns: [{ name: 'tag', type: 'STRING' }] });
+    await cluster.conn.getAdmin().alterTable(path, { addColumns: [{ name: 'tag', type: 'STRING' }] });
     await append(path, [{ id: 2n, name: 'b', tag: 't2' }]);
 
     assert.deepEqual(JSON.parse(await stream.next()), { id: 2, name: 'b', tag: 't2' });

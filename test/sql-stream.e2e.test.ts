@@ -9,27 +9,16 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { after, before, test } from 'node:test';
-import { Connection } from '../src/client/index.js';
+import { test } from 'node:test';
 import type { QueryResult } from '../src/query/duckdb/result.js';
 import { DuckSession } from '../src/query/duckdb/session.js';
 import { SqlExecutor } from '../src/query/executor.js';
-import { CLI, ServerProcess } from './support/server-process.js';
+import { useCluster } from './support/cluster.js';
+import { CLI } from './support/server-process.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
-let server: ServerProcess;
-let conn: Connection;
-
-before(async () => {
-  server = await ServerProcess.start({ args: ['--no-tiering'] });
-  conn = await Connection.create({ 'bootstrap.servers': server.bootstrap });
-});
-
-after(async () => {
-  await conn?.close();
-  await server?.stop();
-});
+const cluster = useCluster({ args: ['--no-tiering'] });
 
 /** Takes results from a stream until `enough` says the rows so far suffice. */
 async function take(changes: AsyncIterator<QueryResult>, enough: (rows: unknown[][]) => boolean, timeoutMs = 60_000): Promise<{ columns: string[]; rows: unknown[][] }> {
@@ -48,10 +37,10 @@ async function take(changes: AsyncIterator<QueryResult>, enough: (rows: unknown[
 
 test('log table: the first result and the changes hold every row once, also when rows are written meanwhile', { timeout: 120_000 }, async () => {
   const duck = await DuckSession.create();
-  const executor = new SqlExecutor(conn, duck, 'tributary');
+  const executor = new SqlExecutor(cluster.conn, duck, 'tributary');
   try {
     await executor.execute("CREATE TABLE clicks (id BIGINT, region STRING, amount INT) PARTITIONED BY (region) WITH ('bucket.num' = '2', 'bucket.key' = 'id')");
-    const writer = await (await conn.getTable({ database: 'tributary', table: 'clicks' })).newAppend().createWriter();
+    const writer = await (await cluster.conn.getTable({ database: 'tributary', table: 'clicks' })).newAppend().createWriter();
     const total = 3000;
     // Writes run on while the streaming query starts; a new partition appears in the middle.
     let third!: () => void;
@@ -88,7 +77,7 @@ test('log table: the first result and the changes hold every row once, also when
 
 test('primary-key table: changes start with their change type', { timeout: 120_000 }, async () => {
   const duck = await DuckSession.create();
-  const executor = new SqlExecutor(conn, duck, 'tributary');
+  const executor = new SqlExecutor(cluster.conn, duck, 'tributary');
   try {
     await executor.execute("CREATE TABLE accounts (id BIGINT, owner STRING, balance INT, PRIMARY KEY (id) NOT ENFORCED) WITH ('bucket.num' = '1')");
     await executor.execute("INSERT INTO accounts VALUES (1, 'ann', 10), (2, 'bob', 20)");
@@ -117,12 +106,12 @@ test('primary-key table: changes start with their change type', { timeout: 120_0
 });
 
 test('tributary sql --stream prints the result, then changes as they arrive, until Ctrl-C', { timeout: 120_000 }, async () => {
-  const admin = conn.getAdmin();
+  const admin = cluster.conn.getAdmin();
   await admin.createTable({ database: 'tributary', table: 'ticks' }, { columns: [{ name: 'n', type: 'INT' }], bucketCount: 1 });
-  const writer = await (await conn.getTable({ database: 'tributary', table: 'ticks' })).newAppend().createWriter();
+  const writer = await (await cluster.conn.getTable({ database: 'tributary', table: 'ticks' })).newAppend().createWriter();
   for (let n = 0; n < 3; n++) await writer.append({ n });
   await writer.flush();
-  const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'sql', '--bootstrap', server.bootstrap, '--format', 'json', '--stream', '-e', 'SELECT n, n * n AS sq FROM ticks'], {
+  const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'sql', '--bootstrap', cluster.bootstrap, '--format', 'json', '--stream', '-e', 'SELECT n, n * n AS sq FROM ticks'], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
   });

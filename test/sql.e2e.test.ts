@@ -7,13 +7,14 @@ import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { Connection, TributaryError } from '../src/client/index.js';
 import { DEFAULT_DATABASE } from '../src/common/schema.js';
 import { formatResult } from '../src/query/duckdb/format.js';
 import { DuckSession } from '../src/query/duckdb/session.js';
 import { SqlExecutor } from '../src/query/executor.js';
-import { CLI, ServerProcess, tempDir } from './support/server-process.js';
+import { useCluster } from './support/cluster.js';
+import { CLI } from './support/server-process.js';
 
 const SQL_DIR = path.join(path.dirname(CLI), '..', '..', 'test', 'sql');
 const run = promisify(execFile);
@@ -53,20 +54,12 @@ function parseSqlTest(text: string): Block[] {
   return blocks;
 }
 
-let server: ServerProcess;
-
-before(async () => {
-  server = await ServerProcess.start();
-});
-
-after(async () => {
-  await server?.stop();
-});
+const cluster = useCluster();
 
 describe('SQL scripts', () => {
   for (const file of fs.readdirSync(SQL_DIR).filter((f) => f.endsWith('.sqltest')).sort()) {
     test(file, async () => {
-      const conn = await Connection.create({ 'bootstrap.servers': server.bootstrap });
+      const conn = await Connection.create({ 'bootstrap.servers': cluster.bootstrap });
       const duck = await DuckSession.create();
       const database = `db_${file.replace(/\W/g, '_')}`;
       await conn.getAdmin().createDatabase(database);
@@ -101,7 +94,7 @@ describe('SQL scripts', () => {
 
 describe('tributary sql', () => {
   const cli = async (...args: string[]) => {
-    const out = await run(process.execPath, ['--import', 'tsx', CLI, 'sql', '--bootstrap', server.bootstrap, ...args]);
+    const out = await run(process.execPath, ['--import', 'tsx', CLI, 'sql', '--bootstrap', cluster.bootstrap, ...args]);
     return { stdout: out.stdout.replaceAll('\r\n', '\n'), stderr: out.stderr };
   };
 
@@ -117,7 +110,7 @@ describe('tributary sql', () => {
   });
 
   test('-f runs a script file; an error names itself and makes the exit code 1', async () => {
-    const file = path.join(tempDir('sql'), 'script.sql');
+    const file = path.join(cluster.tempDir('sql'), 'script.sql');
     fs.writeFileSync(file, "-- a script\nCREATE TABLE f_t (a INT);\nINSERT INTO f_t VALUES (1), (2);\nSELECT sum(a) AS s FROM f_t;\n");
     const { stdout } = await cli('--format', 'csv', '-f', file);
     assert.equal(stdout, 's\n3\n');
@@ -132,7 +125,7 @@ describe('tributary sql', () => {
 
 describe('EXPLAIN', () => {
   test("shows how Tributary reads each table (lookup, KV scan, log scan with its columns and ranges) before DuckDB's plan", async () => {
-    const conn = await Connection.create({ 'bootstrap.servers': server.bootstrap });
+    const conn = await Connection.create({ 'bootstrap.servers': cluster.bootstrap });
     const duck = await DuckSession.create();
     await conn.getAdmin().createDatabase('explained');
     const executor = new SqlExecutor(conn, duck, 'explained');

@@ -12,34 +12,32 @@
  */
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { after, before, describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import { Connection, TributaryError } from '../src/client/index.js';
 import type { TablePath } from '../src/common/schema.js';
 import { DataFileWriterPool } from '../src/lake/iceberg/data-file-writer.js';
-import { DuckSession } from '../src/query/duckdb/session.js';
-import { type ExecutionResult, SqlExecutor } from '../src/query/executor.js';
-import { ServerProcess, TieringProcess } from './support/server-process.js';
+import type { DuckSession } from '../src/query/duckdb/session.js';
+import type { ExecutionResult } from '../src/query/executor.js';
+import { startCluster, type TestCluster, useCluster } from './support/cluster.js';
 import { tierOnce } from './support/tiering-rounds.js';
 
 const DB = 'union_read';
 const json = (v: unknown): string => JSON.stringify(v, (_, x) => (typeof x === 'bigint' ? x.toString() : x));
 
-/** A session of the SQL executor on its own connection. */
+/** The SQL executor of a cluster (started with `sql: DB`) and its connection. */
 class Sql {
-  private constructor(
-    readonly conn: Connection,
-    readonly duck: DuckSession,
-    readonly executor: SqlExecutor,
-  ) {}
+  constructor(private readonly cluster: TestCluster) {}
 
-  static async open(bootstrap: string): Promise<Sql> {
-    const conn = await Connection.create({ 'bootstrap.servers': bootstrap });
-    const duck = await DuckSession.create();
-    return new Sql(conn, duck, new SqlExecutor(conn, duck, DB));
+  get conn(): Connection {
+    return this.cluster.conn;
+  }
+
+  get duck(): DuckSession {
+    return this.cluster.duck;
   }
 
   run(sql: string): Promise<ExecutionResult> {
-    return this.executor.execute(sql);
+    return this.cluster.sql.execute(sql);
   }
 
   /** The rows of a query, asserting how it read its table when `plan` is given. */
@@ -47,11 +45,6 @@ class Sql {
     const out = await this.run(sql);
     if (plan !== undefined) assert.equal(out.plan, plan, `${sql}: plan`);
     return out.result!.rows;
-  }
-
-  async close(): Promise<void> {
-    this.duck.close();
-    await this.conn.close();
   }
 }
 
@@ -65,22 +58,10 @@ const rejectsWith = async (p: Promise<unknown>, name: string, message: RegExp): 
 };
 
 describe('union read, lake rounds run by the test', () => {
-  let server: ServerProcess;
-  let sql: Sql;
+  const sql = new Sql(useCluster({ args: ['--no-tiering'], sql: DB }));
   const pool = new DataFileWriterPool(1);
   const tier = (table: string) => tierOnce(sql.conn, { database: DB, table }, pool);
-
-  before(async () => {
-    server = await ServerProcess.start({ args: ['--no-tiering'] });
-    sql = await Sql.open(server.bootstrap);
-    await sql.run(`CREATE DATABASE ${DB}`);
-  });
-
-  after(async () => {
-    await sql?.close();
-    await server?.stop();
-    pool.close();
-  });
+  after(() => pool.close());
 
   const LAKE = "'table.datalake.enabled' = 'true', 'table.datalake.freshness' = '1s'";
   const ids = (rows: unknown[][]): number[] => rows.map((r) => Number(r[0]));
@@ -399,15 +380,14 @@ function checkKeyRows(w: Workload, table: string, rows: unknown[][], keyOf: (row
 }
 
 describe('union read at random moments while writing and tiering', () => {
-  test('equals the reference at every moment, across a kill -9 of the tiering worker', { timeout: 240_000 }, async () => {
-    const server = await ServerProcess.start({ args: ['--no-tiering'] });
-    let worker = await TieringProcess.start(server.bootstrap);
-    const sql = await Sql.open(server.bootstrap);
-    const writerConn = await Connection.create({ 'bootstrap.servers': server.bootstrap });
+  test('equals the reference at every moment, across a kill -9 of the tiering worker', { timeout: 240_000 }, async (t) => {
+    const cluster = await startCluster(t, { args: ['--no-tiering'], sql: DB });
+    let worker = await cluster.startTiering();
+    const sql = new Sql(cluster);
+    const writerConn = await Connection.create({ 'bootstrap.servers': cluster.bootstrap });
     const w = new Workload();
     try {
       const lake = "'table.datalake.enabled' = 'true', 'table.datalake.freshness' = '300ms'";
-      await sql.run(`CREATE DATABASE ${DB}`);
       await sql.run(`CREATE TABLE events (id BIGINT, p STRING, g INT, x DOUBLE) PARTITIONED BY (p) WITH ('bucket.num' = '2', 'bucket.key' = 'id', ${lake})`);
       await sql.run(`CREATE TABLE clicks (id BIGINT, g INT) WITH ('bucket.num' = '3', ${lake})`);
       await sql.run(`CREATE TABLE accounts (k INT, v STRING, n BIGINT, PRIMARY KEY (k) NOT ENFORCED) WITH ('bucket.num' = '3', ${lake})`);
@@ -431,7 +411,7 @@ describe('union read at random moments while writing and tiering', () => {
         if (round === rounds / 2) {
           // A crash of the worker, maybe in the middle of a round; a new one takes over.
           await worker.kill();
-          worker = await TieringProcess.start(server.bootstrap);
+          worker = await cluster.startTiering();
         }
         for (const [query, check] of checks) {
           const a = { log: w.logAcked, ops: w.opsAcked };
@@ -454,55 +434,46 @@ describe('union read at random moments while writing and tiering', () => {
     } finally {
       await w.stop();
       await writerConn.close();
-      await sql.close();
-      await worker.stop();
-      await server.stop();
     }
   });
 });
 
 describe('union read after retention', () => {
-  test('rows dropped from the log by retention after tiering are read from the lake', { timeout: 180_000 }, async () => {
+  test('rows dropped from the log by retention after tiering are read from the lake', { timeout: 180_000 }, async (t) => {
     // Small segments, retention checked often, and KV snapshots often (a primary-key table keeps the changelog its last KV snapshot needs).
-    const server = await ServerProcess.start({ settings: { 'log.segment.file-size': '2kb', 'log.retention.check-interval': '200ms', 'kv.snapshot.interval': '1s' } });
-    const sql = await Sql.open(server.bootstrap);
-    try {
-      const options = "'table.datalake.enabled' = 'true', 'table.datalake.freshness' = '300ms', 'table.log.ttl' = '1s'";
-      await sql.run(`CREATE DATABASE ${DB}`);
-      await sql.run(`CREATE TABLE events (id BIGINT, note STRING) WITH ('bucket.num' = '2', 'bucket.key' = 'id', ${options})`);
-      await sql.run(`CREATE TABLE accounts (k INT, n BIGINT, PRIMARY KEY (k) NOT ENFORCED) WITH ('bucket.num' = '2', ${options})`);
-      const model = new Map<number, bigint>();
-      for (let batch = 0; batch < 30; batch++) {
-        await sql.run(`INSERT INTO events SELECT range, repeat('x', 50) || range FROM range(${batch * 20}, ${batch * 20 + 20})`);
-        // Each key is written in two rounds of inserts and never again: the early ones end up in the lake only.
-        await sql.run(`INSERT INTO accounts SELECT ${batch * 10} + range, ${batch} * 100 + range FROM range(0, 20)`);
-        for (let i = 0; i < 20; i++) model.set(batch * 10 + i, BigInt(batch * 100 + i));
-      }
-      await sql.run('DELETE FROM accounts WHERE k < 5');
-      for (let k = 0; k < 5; k++) model.delete(k);
-      // Wait until retention has dropped tiered segments of every bucket.
-      const admin = sql.conn.getAdmin();
-      const deadline = Date.now() + 120_000;
-      for (;;) {
-        const starts = await Promise.all(['events', 'accounts'].map((table) => admin.listOffsets({ database: DB, table }, [0, 1], 'earliest')));
-        if (starts.every((m) => [...m.values()].every((o) => o > 0n))) break;
-        assert.ok(Date.now() < deadline, `retention did not drop segments: ${json(starts.map((m) => [...m]))}\n${server.stderr}`);
-        await sleep(200);
-      }
-      const logOnly = await sql.rows("SELECT count(*) FROM events /*+ OPTIONS('scan.startup.mode'='earliest') */");
-      assert.ok((logOnly[0][0] as bigint) < 600n, `the log lost rows: ${logOnly[0][0]}`);
-      const keysInLog = await sql.rows("SELECT count(*) FROM accounts /*+ OPTIONS('scan.startup.mode'='earliest') */ WHERE k >= 5");
-      assert.ok((keysInLog[0][0] as bigint) < BigInt(model.size), `the log lost keys: ${keysInLog[0][0]} of ${model.size}`);
-
-      assert.deepEqual(await sql.rows('SELECT count(*), count(DISTINCT id), min(id), max(id) FROM events', 'union'), [[600n, 600n, 0n, 599n]]);
-      assert.deepEqual(await sql.rows("SELECT count(*) FROM events WHERE note LIKE 'x%'", 'union'), [[600n]]);
-      assert.deepEqual(
-        await sql.rows('SELECT k, n FROM accounts ORDER BY k', 'union'),
-        [...model].sort((a, b) => a[0] - b[0]),
-      );
-    } finally {
-      await sql.close();
-      await server.stop();
+    const cluster = await startCluster(t, { settings: { 'log.segment.file-size': '2kb', 'log.retention.check-interval': '200ms', 'kv.snapshot.interval': '1s' }, sql: DB });
+    const sql = new Sql(cluster);
+    const options = "'table.datalake.enabled' = 'true', 'table.datalake.freshness' = '300ms', 'table.log.ttl' = '1s'";
+    await sql.run(`CREATE TABLE events (id BIGINT, note STRING) WITH ('bucket.num' = '2', 'bucket.key' = 'id', ${options})`);
+    await sql.run(`CREATE TABLE accounts (k INT, n BIGINT, PRIMARY KEY (k) NOT ENFORCED) WITH ('bucket.num' = '2', ${options})`);
+    const model = new Map<number, bigint>();
+    for (let batch = 0; batch < 30; batch++) {
+      await sql.run(`INSERT INTO events SELECT range, repeat('x', 50) || range FROM range(${batch * 20}, ${batch * 20 + 20})`);
+      // Each key is written in two rounds of inserts and never again: the early ones end up in the lake only.
+      await sql.run(`INSERT INTO accounts SELECT ${batch * 10} + range, ${batch} * 100 + range FROM range(0, 20)`);
+      for (let i = 0; i < 20; i++) model.set(batch * 10 + i, BigInt(batch * 100 + i));
     }
+    await sql.run('DELETE FROM accounts WHERE k < 5');
+    for (let k = 0; k < 5; k++) model.delete(k);
+    // Wait until retention has dropped tiered segments of every bucket.
+    const admin = sql.conn.getAdmin();
+    const deadline = Date.now() + 120_000;
+    for (;;) {
+      const starts = await Promise.all(['events', 'accounts'].map((table) => admin.listOffsets({ database: DB, table }, [0, 1], 'earliest')));
+      if (starts.every((m) => [...m.values()].every((o) => o > 0n))) break;
+      assert.ok(Date.now() < deadline, `retention did not drop segments: ${json(starts.map((m) => [...m]))}\n${cluster.server.stderr}`);
+      await sleep(200);
+    }
+    const logOnly = await sql.rows("SELECT count(*) FROM events /*+ OPTIONS('scan.startup.mode'='earliest') */");
+    assert.ok((logOnly[0][0] as bigint) < 600n, `the log lost rows: ${logOnly[0][0]}`);
+    const keysInLog = await sql.rows("SELECT count(*) FROM accounts /*+ OPTIONS('scan.startup.mode'='earliest') */ WHERE k >= 5");
+    assert.ok((keysInLog[0][0] as bigint) < BigInt(model.size), `the log lost keys: ${keysInLog[0][0]} of ${model.size}`);
+
+    assert.deepEqual(await sql.rows('SELECT count(*), count(DISTINCT id), min(id), max(id) FROM events', 'union'), [[600n, 600n, 0n, 599n]]);
+    assert.deepEqual(await sql.rows("SELECT count(*) FROM events WHERE note LIKE 'x%'", 'union'), [[600n]]);
+    assert.deepEqual(
+      await sql.rows('SELECT k, n FROM accounts ORDER BY k', 'union'),
+      [...model].sort((a, b) => a[0] - b[0]),
+    );
   });
 });

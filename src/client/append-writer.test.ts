@@ -5,28 +5,16 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
-import { ServerProcess } from '../../test/support/server-process.js';
+import { describe, it } from 'node:test';
+import { useCluster } from '../../test/support/cluster.js';
 import { logBatchesOf } from '../record/log-batch.js';
-import { Connection } from './connection.js';
 import type { Row } from './index.js';
 
-let server: ServerProcess;
-let conn: Connection;
-
-before(async () => {
-  server = await ServerProcess.start();
-  conn = await Connection.create({ 'bootstrap.servers': server.bootstrap, 'client.writer.batch-size': '16kb', 'client.writer.batch-timeout': '5ms' });
-});
-
-after(async () => {
-  await conn?.close();
-  assert.equal(await server?.stop(), 0);
-});
+const cluster = useCluster({ client: { 'client.writer.batch-size': '16kb', 'client.writer.batch-timeout': '5ms' } });
 
 /** Log batches stored for bucket 0 of a table (the tablet server's directory layout). */
 function storedBatches(table: string, tableId: number): number {
-  const dir = path.join(server.dataDir, 'log', 'tributary', `${table}-${tableId}`, 'log-0');
+  const dir = path.join(cluster.server.dataDir, 'log', 'tributary', `${table}-${tableId}`, 'log-0');
   let batches = 0;
   for (const file of fs.readdirSync(dir).filter((f) => f.endsWith('.log'))) batches += [...logBatchesOf(fs.readFileSync(path.join(dir, file)))].length;
   return batches;
@@ -53,7 +41,7 @@ describe('AppendWriter', () => {
   for (const compression of ['NONE', 'ZSTD']) {
     it(`${compression}: batches that reuse earlier batches' memory arrive whole and in order`, async () => {
       const tablePath = { database: 'tributary', table: `reuse_${compression.toLowerCase()}` };
-      await conn.getAdmin().createTable(tablePath, {
+      await cluster.conn.getAdmin().createTable(tablePath, {
         columns: [
           { name: 'id', type: 'BIGINT', nullable: false },
           { name: 'name', type: 'STRING' },
@@ -62,7 +50,7 @@ describe('AppendWriter', () => {
         ],
         properties: { 'table.log.arrow.compression.type': compression },
       });
-      const table = await conn.getTable(tablePath);
+      const table = await cluster.conn.getTable(tablePath);
       const writer = await table.newAppend().createWriter();
       const expected: Row[] = [];
       for (let k = 0; k < 40; k++) {

@@ -4,23 +4,11 @@
  * issuing the next, all answered with exactly their own rows.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { ServerProcess } from '../../test/support/server-process.js';
-import { Connection } from './connection.js';
+import { before, describe, it } from 'node:test';
+import { useCluster } from '../../test/support/cluster.js';
 import type { Row } from './index.js';
 
-let server: ServerProcess;
-let conn: Connection;
-
-before(async () => {
-  server = await ServerProcess.start();
-  conn = await Connection.create({ 'bootstrap.servers': server.bootstrap, 'client.writer.batch-timeout': '2ms' });
-});
-
-after(async () => {
-  await conn?.close();
-  assert.equal(await server?.stop(), 0);
-});
+const cluster = useCluster({ client: { 'client.writer.batch-timeout': '2ms' } });
 
 const ROWS = 3000;
 /** Ids 1..ROWS hold rows, except every 7th, deleted after it was written; the rows of a partition differ. */
@@ -31,7 +19,7 @@ describe('Lookuper', () => {
   const partitions = ['20240101', '20240102'];
 
   before(async () => {
-    await conn.getAdmin().createTable(path, {
+    await cluster.conn.getAdmin().createTable(path, {
       columns: [
         { name: 'id', type: 'BIGINT', nullable: false },
         { name: 'dt', type: 'STRING', nullable: false },
@@ -42,7 +30,7 @@ describe('Lookuper', () => {
       partitionKeys: ['dt'],
       properties: { 'bucket.num': '3' },
     });
-    const writer = await (await conn.getTable(path)).newUpsert().createWriter();
+    const writer = await (await cluster.conn.getTable(path)).newUpsert().createWriter();
     for (const dt of partitions) {
       for (let id = 1; id <= ROWS; id++) await writer.upsert({ id: BigInt(id), dt, name: 'first', score: 0 });
       for (let id = 1; id <= ROWS; id++) {
@@ -60,7 +48,7 @@ describe('Lookuper', () => {
   }
 
   it('answers many keys issued at once, across requests, buckets and partitions, each with its own row', async () => {
-    const lookuper = (await conn.getTable(path)).newLookup().createLookuper();
+    const lookuper = (await cluster.conn.getTable(path)).newLookup().createLookuper();
     const asked = keys(2500);
     const found = await Promise.all(asked.map((k) => lookuper.lookup({ id: BigInt(k.id), dt: k.dt })));
     assert.deepEqual(found, asked.map((k) => (partitions.includes(k.dt) ? rowOf(k.id, k.dt) : null)));
@@ -68,7 +56,7 @@ describe('Lookuper', () => {
   });
 
   it('answers lookups kept in flight, each answer issuing the next, each with its own row', async () => {
-    const lookuper = (await conn.getTable(path)).newLookup().createLookuper();
+    const lookuper = (await cluster.conn.getTable(path)).newLookup().createLookuper();
     const asked = keys(4000);
     const found = new Array<Row | null | undefined>(asked.length);
     await new Promise<void>((resolve, reject) => {

@@ -1,6 +1,7 @@
 /**
- * Starts a real Tributary server as a child process (`tributary start`) on ephemeral ports and a
- * temp data dir, waits for its `ready` line, and stops or kills it.
+ * Real Tributary processes as children of a test: a server (`tributary start`) on ephemeral ports and
+ * a temp data dir, and a tiering worker (`tributary tiering`). Each waits for its `ready` line, and
+ * stops (SIGTERM) or is killed (SIGKILL). test/support/cluster.ts builds suites' servers from these.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -11,21 +12,89 @@ import { fileURLToPath } from 'node:url';
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const CLI = path.join(ROOT, 'src', 'cli', 'main.ts');
 
-export function tempDir(prefix: string): string {
-  return fs.mkdtempSync(path.join(os.tmpdir(), `tributary-${prefix}-`));
+/** A new directory in `parent`, the system's temp dir by default. */
+export function tempDir(prefix: string, parent = os.tmpdir()): string {
+  return fs.mkdtempSync(path.join(parent, `tributary-${prefix}-`));
 }
 
-export class ServerProcess {
-  bootstrap = '';
-  http = '';
-  stderr = '';
-  private exited: Promise<number | null>;
+/** A process a test started and has to end: a server, a tiering worker, later ZooKeeper or an S3 server. */
+export interface OwnedProcess {
+  /** What it is, for messages. */
+  readonly name: string;
+  readonly running: boolean;
+  /** Its stderr so far. */
+  readonly stderr: string;
+  /** SIGTERM and wait: the graceful path. Resolves with the exit code. */
+  stop(): Promise<number | null>;
+  /** SIGKILL and wait: a crash. */
+  kill(): Promise<void>;
+}
+
+/** Spawns `node args` from the project root and resolves once its stdout matched `ready`. */
+async function spawnUntilReady(name: string, args: string[], logLevel: string, ready: RegExp): Promise<{ child: ChildProcess; match: RegExpExecArray; stderr: () => string }> {
+  const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, TRIBUTARY_LOG_LEVEL: logLevel } });
+  let stderr = '';
+  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  const match = await new Promise<RegExpExecArray>((resolve, reject) => {
+    let out = '';
+    const onData = (d: Buffer): void => {
+      out += d.toString();
+      const m = ready.exec(out);
+      if (m) {
+        child.stdout!.off('data', onData);
+        resolve(m);
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.once('close', (code) => reject(new Error(`${name} exited with ${code} before ready: ${stderr}`)));
+  });
+  return { child, match, stderr: () => stderr };
+}
+
+abstract class OwnedChildProcess implements OwnedProcess {
+  abstract readonly name: string;
+  private readonly exited: Promise<number | null>;
+
+  protected constructor(
+    readonly child: ChildProcess,
+    private readonly err: () => string,
+  ) {
+    this.exited = new Promise((resolve) => {
+      if (child.exitCode !== null || child.signalCode !== null) resolve(child.exitCode);
+      else child.once('exit', (code) => resolve(code));
+    });
+  }
+
+  get stderr(): string {
+    return this.err();
+  }
+
+  get running(): boolean {
+    return this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  async stop(): Promise<number | null> {
+    if (this.running) this.child.kill('SIGTERM');
+    return this.exited;
+  }
+
+  async kill(): Promise<void> {
+    if (this.running) this.child.kill('SIGKILL');
+    await this.exited;
+  }
+}
+
+export class ServerProcess extends OwnedChildProcess {
+  readonly name = 'server';
 
   private constructor(
-    readonly child: ChildProcess,
+    child: ChildProcess,
+    stderr: () => string,
     readonly dataDir: string,
+    readonly bootstrap: string,
+    readonly http: string,
   ) {
-    this.exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+    super(child, stderr);
   }
 
   /**
@@ -39,52 +108,18 @@ export class ServerProcess {
     const args = [...cli, 'start', '--data-dir', dataDir, '--port', String(options.port ?? 0), '--http-port', '0'];
     for (const [k, v] of Object.entries(options.settings ?? {})) args.push('--set', `${k}=${v}`);
     args.push(...(options.args ?? []));
-    const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, TRIBUTARY_LOG_LEVEL: 'warn' } });
-    const server = new ServerProcess(child, dataDir);
-    child.stderr!.on('data', (d: Buffer) => (server.stderr += d.toString()));
-    await new Promise<void>((resolve, reject) => {
-      let out = '';
-      const onData = (d: Buffer): void => {
-        out += d.toString();
-        const m = /ready bootstrap=(\S+) http=(\S+)/.exec(out);
-        if (m) {
-          server.bootstrap = m[1];
-          server.http = m[2];
-          child.stdout!.off('data', onData);
-          resolve();
-        }
-      };
-      child.stdout!.on('data', onData);
-      child.once('close', (code) => reject(new Error(`server exited with ${code} before ready: ${server.stderr}`)));
-    });
-    return server;
+    const { child, match, stderr } = await spawnUntilReady('server', args, 'warn', /ready bootstrap=(\S+) http=(\S+)/);
+    return new ServerProcess(child, stderr, dataDir, match[1], match[2]);
   }
 
   get port(): number {
     return Number(this.bootstrap.split(':').pop());
   }
-
-  /** SIGTERM and wait: the graceful path. */
-  async stop(): Promise<number | null> {
-    this.child.kill('SIGTERM');
-    return this.exited;
-  }
-
-  /** SIGKILL and wait: a crash. */
-  async kill(): Promise<void> {
-    this.child.kill('SIGKILL');
-    await this.exited;
-  }
 }
 
 /** A `tributary tiering` worker process; `nodeArgs` go to Node (e.g. `--cpu-prof`). */
-export class TieringProcess {
-  stderr = '';
-  private readonly exited: Promise<number | null>;
-
-  private constructor(readonly child: ChildProcess) {
-    this.exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
-  }
+export class TieringProcess extends OwnedChildProcess {
+  readonly name = 'tiering worker';
 
   static async start(
     bootstrap: string,
@@ -92,31 +127,7 @@ export class TieringProcess {
   ): Promise<TieringProcess> {
     const args = [...(options.nodeArgs ?? []), '--import', 'tsx', CLI, 'tiering', '--bootstrap', bootstrap, '--poll-interval', String(options.pollIntervalMs ?? 100)];
     if (options.threads !== undefined) args.push('--threads', String(options.threads));
-    const child = spawn(process.execPath, args, {
-      cwd: ROOT,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, TRIBUTARY_LOG_LEVEL: options.logLevel ?? 'warn' },
-    });
-    const worker = new TieringProcess(child);
-    child.stderr!.on('data', (d: Buffer) => (worker.stderr += d.toString()));
-    await new Promise<void>((resolve, reject) => {
-      let out = '';
-      child.stdout!.on('data', (d: Buffer) => {
-        out += d.toString();
-        if (out.includes('ready tiering')) resolve();
-      });
-      child.once('close', (code) => reject(new Error(`tiering worker exited with ${code} before ready: ${worker.stderr}`)));
-    });
-    return worker;
-  }
-
-  async stop(): Promise<number | null> {
-    if (this.child.exitCode === null) this.child.kill('SIGTERM');
-    return this.exited;
-  }
-
-  async kill(): Promise<void> {
-    this.child.kill('SIGKILL');
-    await this.exited;
+    const { child, stderr } = await spawnUntilReady('tiering worker', args, options.logLevel ?? 'warn', /ready tiering/);
+    return new TieringProcess(child, stderr);
   }
 }

@@ -1,0 +1,210 @@
+/**
+ * The end-to-end fixture: real `tributary start` processes (one in most suites) on temp data dirs
+ * and ephemeral ports, a client connection to them and, where a suite asks, a SQL executor on a
+ * DuckDB session. Everything it started is ended and removed afterwards, also when a test fails or
+ * the start fails half-way.
+ *
+ *   const cluster = useCluster({ args: ['--no-tiering'], sql: 'shop' }); // the suite's before/after
+ *   test('…', async () => {
+ *     await cluster.sql.execute('…');
+ *     await cluster.server.kill(); // a crash
+ *     await cluster.restart(); // again on the same data dir and port
+ *   });
+ *
+ *   test('…', async (t) => {
+ *     const cluster = await startCluster(t, { settings: { 'kv.snapshot.interval': '1s' } }); // ends with the test
+ *     const worker = await cluster.startTiering();
+ *   });
+ *
+ * At the end the connection and the DuckDB session close, then the processes stop with SIGTERM,
+ * tiering workers before the servers they read from, and each must exit 0: every suite checks the
+ * clean shutdown. Each process is an OwnedProcess; the services a cluster of servers will need
+ * (ZooKeeper, an S3 server) are more of them, started before the servers and stopped after them.
+ */
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import { after, before, type TestContext } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Connection } from '../../src/client/index.js';
+import { DEFAULT_DATABASE } from '../../src/common/schema.js';
+import { DuckSession } from '../../src/query/duckdb/session.js';
+import { SqlExecutor } from '../../src/query/executor.js';
+import { type OwnedProcess, ServerProcess, TieringProcess, tempDir } from './server-process.js';
+
+export interface ClusterOptions {
+  /** How many server processes; 1 by default. */
+  servers?: number;
+  /** `--set` settings of every server. */
+  settings?: Record<string, string>;
+  /** More CLI flags of every server, e.g. `--no-tiering`. */
+  args?: string[];
+  /** A built CLI to run instead of the sources (an installed package's `dist/cli/main.js`). */
+  cli?: string;
+  /** Where the servers' data dirs are made (a small disk, say); the system's temp dir by default. */
+  dataRoot?: string;
+  /** Client settings of `conn`, or `false` for no connection (a suite that counts the server's connections). */
+  client?: Record<string, string> | false;
+  /** The current database of `sql`, a SQL executor on `conn`; created unless it is the default one. */
+  sql?: string;
+}
+
+/** How long a process may take to stop on SIGTERM before it is killed and reported. */
+const STOP_TIMEOUT_MS = 60_000;
+
+export class TestCluster {
+  private readonly members: ServerProcess[] = [];
+  private readonly dataDirs: string[] = [];
+  private readonly workers: TieringProcess[] = [];
+  private readonly dirs: string[] = [];
+  private connection?: Connection;
+  private session?: DuckSession;
+  private executor?: SqlExecutor;
+
+  constructor(private readonly options: ClusterOptions = {}) {}
+
+  /** A started cluster, for a test that ends it itself (`finally { await cluster.stop() }`). */
+  static async start(options: ClusterOptions = {}): Promise<TestCluster> {
+    const cluster = new TestCluster(options);
+    await cluster.start();
+    return cluster;
+  }
+
+  /** Starts the servers, then the connection and the SQL executor; on a failure ends what started. */
+  async start(): Promise<void> {
+    try {
+      const count = this.options.servers ?? 1;
+      for (let i = 0; i < count; i++) this.dataDirs.push(tempDir('data', this.options.dataRoot));
+      // Settled one by one, so that a server that started is ended even when another failed.
+      const started = await Promise.allSettled(this.dataDirs.map(async (dataDir, i) => (this.members[i] = await this.launch(dataDir, 0))));
+      const failed = started.find((s) => s.status === 'rejected');
+      if (failed) throw failed.reason;
+      if (this.options.client !== false) this.connection = await this.connect();
+      if (this.options.sql !== undefined) {
+        if (this.options.sql !== DEFAULT_DATABASE) await this.conn.getAdmin().createDatabase(this.options.sql);
+        this.session = await DuckSession.create();
+        this.executor = new SqlExecutor(this.conn, this.session, this.options.sql);
+      }
+    } catch (err) {
+      await this.stop().catch(() => undefined);
+      throw err;
+    }
+  }
+
+  /** The first server: the only one, in most suites. */
+  get server(): ServerProcess {
+    return this.servers[0];
+  }
+
+  get servers(): readonly ServerProcess[] {
+    assert.ok(this.members.length > 0, 'the cluster has not started');
+    return this.members;
+  }
+
+  /** `bootstrap.servers` for a client of the cluster. */
+  get bootstrap(): string {
+    return this.servers.map((s) => s.bootstrap).join(',');
+  }
+
+  get conn(): Connection {
+    assert.ok(this.connection, 'a cluster started with a connection');
+    return this.connection;
+  }
+
+  get sql(): SqlExecutor {
+    assert.ok(this.executor, 'a cluster started with the `sql` option');
+    return this.executor;
+  }
+
+  /** The DuckDB session `sql` runs on. */
+  get duck(): DuckSession {
+    assert.ok(this.session, 'a cluster started with the `sql` option');
+    return this.session;
+  }
+
+  /**
+   * Starts server `member` again, once it has exited (killed or stopped by the test), on its data
+   * dir and port, with the cluster's settings and `settings` over them.
+   */
+  async restart(member = 0, settings: Record<string, string> = {}): Promise<ServerProcess> {
+    const old = this.servers[member];
+    assert.ok(!old.running, `server ${member} is still running: stop or kill it first`);
+    this.members[member] = await this.launch(old.dataDir, old.port, settings);
+    return this.members[member];
+  }
+
+  /** Closes `conn` and opens a new one with the same settings. */
+  async reconnect(): Promise<Connection> {
+    await this.connection?.close();
+    this.connection = await this.connect();
+    return this.connection;
+  }
+
+  /** A `tributary tiering` worker on the cluster, ended with it. */
+  async startTiering(options?: Parameters<typeof TieringProcess.start>[1]): Promise<TieringProcess> {
+    const worker = await TieringProcess.start(this.bootstrap, options);
+    this.workers.push(worker);
+    return worker;
+  }
+
+  /** A temp dir removed with the cluster. */
+  tempDir(prefix: string): string {
+    const dir = tempDir(prefix);
+    this.dirs.push(dir);
+    return dir;
+  }
+
+  /** Ends everything the cluster started; fails, after all is ended, if a process did not stop cleanly. */
+  async stop(): Promise<void> {
+    this.session?.close();
+    this.session = undefined;
+    this.executor = undefined;
+    await this.connection?.close();
+    this.connection = undefined;
+    // A server that failed to start leaves a hole in `members`.
+    const servers = this.members.splice(0).filter((s) => s !== undefined);
+    const unclean = [...(await Promise.all(this.workers.splice(0).map(end))), ...(await Promise.all(servers.map(end)))].filter((e) => e !== undefined);
+    for (const dir of [...this.dataDirs.splice(0), ...this.dirs.splice(0)]) fs.rmSync(dir, { recursive: true, force: true });
+    assert.deepEqual(unclean, [], 'a clean shutdown');
+  }
+
+  private launch(dataDir: string, port: number, settings: Record<string, string> = {}): Promise<ServerProcess> {
+    const { args, cli } = this.options;
+    return ServerProcess.start({ dataDir, port, settings: { ...this.options.settings, ...settings }, args, cli });
+  }
+
+  private connect(): Promise<Connection> {
+    return Connection.create({ ...(this.options.client || {}), 'bootstrap.servers': this.bootstrap });
+  }
+}
+
+/** SIGTERM, and SIGKILL after STOP_TIMEOUT_MS; says what went wrong, if anything. */
+async function end(p: OwnedProcess): Promise<string | undefined> {
+  if (!p.running) return undefined;
+  const timeout = new AbortController();
+  const code = await Promise.race([p.stop(), sleep(STOP_TIMEOUT_MS, 'timeout' as const, { signal: timeout.signal }).catch(() => 'aborted' as const)]);
+  timeout.abort();
+  if (code === 'timeout') await p.kill();
+  if (code === 0) return undefined;
+  return `${p.name} ${code === 'timeout' ? `did not stop within ${STOP_TIMEOUT_MS} ms` : `exited with ${code}`}: ${p.stderr.slice(-2000)}`;
+}
+
+/**
+ * A cluster for the enclosing suite: started in a `before` hook, then `setup` (a suite's tables, say)
+ * in the same hook, since Node 20 runs a file's top-level hooks at the same time; ended in an `after` hook.
+ */
+export function useCluster(options: ClusterOptions = {}, setup?: (cluster: TestCluster) => Promise<void>): TestCluster {
+  const cluster = new TestCluster(options);
+  before(async () => {
+    await cluster.start();
+    await setup?.(cluster);
+  });
+  after(() => cluster.stop());
+  return cluster;
+}
+
+/** A cluster for one test, ended when the test ends, whether it passed or failed. */
+export async function startCluster(t: TestContext, options: ClusterOptions = {}): Promise<TestCluster> {
+  const cluster = await TestCluster.start(options);
+  t.after(() => cluster.stop());
+  return cluster;
+}
