@@ -11,6 +11,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import type { OwnedProcess } from './server-process.js';
 
 const INSTALL_HINT = 'ZooKeeper is not installed: run `apt-get install -y zookeeper` (Debian; .ci/run installs it in CI)';
 /** Session timeouts the server grants: 2 ticks up to maxSessionTimeout, so tests can ask for short ones. */
@@ -53,10 +54,12 @@ function fourLetterWord(port: number, command: string): Promise<string> {
   });
 }
 
-export class ZooKeeperServer {
+/** A ZooKeeper server the test owns: one more `OwnedProcess`, beside servers and tiering workers. */
+export class ZooKeeperServer implements OwnedProcess {
+  readonly name = 'zookeeper';
   private child: ChildProcess | undefined;
-  private exited: Promise<void> = Promise.resolve();
-  private stderr = '';
+  private exited: Promise<number | null> = Promise.resolve(null);
+  private err = '';
   private readonly killOnExit = (): void => void this.child?.kill('SIGKILL');
 
   private constructor(
@@ -99,10 +102,19 @@ export class ZooKeeperServer {
     }
   }
 
-  /** SIGTERM and wait. */
-  async stop(): Promise<void> {
+  get running(): boolean {
+    return this.child !== undefined;
+  }
+
+  /** Its stderr so far (the last 4 KB). */
+  get stderr(): string {
+    return this.err;
+  }
+
+  /** SIGTERM and wait; resolves with the exit code. */
+  async stop(): Promise<number | null> {
     this.child?.kill('SIGTERM');
-    await this.exited;
+    return this.exited;
   }
 
   /** SIGKILL and wait: a crash, the data dir stays as it was. */
@@ -138,23 +150,23 @@ export class ZooKeeperServer {
     );
     const classpath = [confDir, ...zooKeeperJars()].join(':');
     const jvm = ['-Xms32m', '-Xmx256m', '-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1'];
-    this.stderr = '';
+    this.err = '';
     const child = spawn('java', [...jvm, '-cp', classpath, 'org.apache.zookeeper.server.quorum.QuorumPeerMain', cfg], {
       stdio: ['ignore', 'ignore', 'pipe'],
     });
-    child.stderr!.on('data', (d: Buffer) => (this.stderr = (this.stderr + d.toString()).slice(-4_000)));
+    child.stderr!.on('data', (d: Buffer) => (this.err = (this.err + d.toString()).slice(-4_000)));
     let running = true;
     this.child = child;
     this.exited = new Promise((resolve) => {
-      child.once('exit', () => {
+      child.once('exit', (code) => {
         running = false;
         if (this.child === child) this.child = undefined;
-        resolve();
+        resolve(code);
       });
       child.once('error', (err) => {
-        this.stderr += `${err.message}\n`;
+        this.err += `${err.message}\n`;
         if (this.child === child) this.child = undefined;
-        resolve();
+        resolve(null);
       });
     });
     const deadline = Date.now() + SERVING_TIMEOUT_MS;
