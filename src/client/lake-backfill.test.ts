@@ -12,9 +12,9 @@ import { type DataFile, FileContent, type PartitionValue } from '../lake/iceberg
 import { commitAppend, commitRowDelta } from '../lake/iceberg/snapshot-producer.js';
 import { currentSchema, newTableMetadata, partitionSpecById } from '../lake/iceberg/table-metadata.js';
 import type { IcebergSchema } from '../lake/iceberg/types.js';
-import { batchOf, POSITION_DELETE_SCHEMA, writeContentFile } from '../lake/fixtures/lake-files.js';
-import { toLakeBatch } from '../lake/lake-batch.js';
-import { lakePartitionSpec, lakeSortOrder, newLakeSchema } from '../lake/lake-schema.js';
+import { batchOf, POSITION_DELETE_SCHEMA, writeContentFile } from '../lake/iceberg/fixtures/lake-files.js';
+import { toLakeBatch } from '../lake/iceberg/lake-batch.js';
+import { lakePartitionSpec, lakeSortOrder, newLakeSchema } from '../lake/iceberg/table-shape.js';
 import { type LakePart, LakeReader } from './lake-backfill.js';
 import type { ScanBatch } from './log-scanner.js';
 

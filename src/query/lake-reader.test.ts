@@ -10,7 +10,7 @@ import { type DataFile, FileContent } from '../lake/iceberg/data-file.js';
 import { commitAppend, commitRowDelta } from '../lake/iceberg/snapshot-producer.js';
 import { newTableMetadata } from '../lake/iceberg/table-metadata.js';
 import type { IcebergSchema } from '../lake/iceberg/types.js';
-import { batchOf, POSITION_DELETE_SCHEMA, writeContentFile } from '../lake/fixtures/lake-files.js';
+import { batchOf, POSITION_DELETE_SCHEMA, writeContentFile } from '../lake/iceberg/fixtures/lake-files.js';
 import { SUMMARY_BUCKET_OFFSETS, SUMMARY_TIERING_EPOCH } from '../lake/tiered-offsets.js';
 import { DuckSession } from './duckdb/session.js';
 import { TEST_SCHEMA } from '../lake/iceberg/fixtures/catalog-table.js';

@@ -42,14 +42,14 @@ import type { OffsetSpec } from '../client/admin.js';
 import type { Connection } from '../client/connection.js';
 import type { Table } from '../client/table.js';
 import { TributaryError } from '../common/errors.js';
-import { type LakeSnapshot, lakeBucketKey } from '../common/lake.js';
+import { LAKE_SYSTEM_COLUMNS, type LakeSnapshot, lakeBucketKey } from '../common/lake.js';
 import { type PartitionInfo, type TableInfo, tablePathString } from '../common/schema.js';
 import type { DataType } from '../common/types.js';
 import type { FileSystemCatalog, LoadedTable } from '../lake/iceberg/catalog.js';
 import type { ScanTask } from '../lake/iceberg/scan.js';
 import { currentSchema, type TableMetadata } from '../lake/iceberg/table-metadata.js';
 import type { IcebergSchema } from '../lake/iceberg/types.js';
-import { BUCKET_COLUMN, OFFSET_COLUMN, TIMESTAMP_COLUMN } from '../lake/lake-schema.js';
+
 import { toArrowSchema } from '../record/arrow-schema.js';
 import type { ColumnFilter } from './duckdb/query-shapes.js';
 import { type DuckSession, relationSql } from './duckdb/session.js';
@@ -59,6 +59,8 @@ import { duckTypeOfIceberg, lakeFilesSql, scanTasksSql, schemaOf, snapshotAsOf }
 import { type BucketRange, bucketKey, bucketRanges, type BucketStart, type LogRange, readChangelogUpToHighWatermark, readLogRanges } from './log-reader.js';
 import type { LoadedTail, ReadCache } from './read-cache.js';
 import type { ScanOptions } from './scan-options.js';
+
+const [BUCKET_COLUMN, OFFSET_COLUMN, TIMESTAMP_COLUMN] = LAKE_SYSTEM_COLUMNS;
 
 /** Reads that start over after racing retention and newer lake snapshots, at most. */
 const MAX_ATTEMPTS = 5;

@@ -12,8 +12,8 @@ import { fromSingleValue } from '../lake/iceberg/single-value.js';
 import { commitRowDelta } from '../lake/iceberg/snapshot-producer.js';
 import { currentSnapshot, newTableMetadata } from '../lake/iceberg/table-metadata.js';
 import type { IcebergSchema } from '../lake/iceberg/types.js';
-import { batchOf, POSITION_DELETE_SCHEMA, writeContentFile } from '../lake/fixtures/lake-files.js';
-import { TABLE_ID_PROPERTY } from '../lake/lake-catalog-sync.js';
+import { batchOf, POSITION_DELETE_SCHEMA, writeContentFile } from '../lake/iceberg/fixtures/lake-files.js';
+import { TABLE_ID_PROPERTY } from '../lake/lake-format.js';
 import { compactLakeTable, prepareCompaction } from './compaction.js';
 import { bucketOffsetsSummary, SUMMARY_BUCKET_OFFSETS, SUMMARY_TABLE_ID, SUMMARY_TIERING_EPOCH } from '../lake/tiered-offsets.js';
 

@@ -39,7 +39,7 @@ import { commitRewrite } from '../lake/iceberg/snapshot-producer.js';
 import { ancestorsOf, currentSchema, currentSnapshot, type PartitionSpec, partitionSpecById, snapshotById, type TableMetadata } from '../lake/iceberg/table-metadata.js';
 import { parseTransform } from '../lake/iceberg/transforms.js';
 import { fixedLengthOf, type IcebergSchema } from '../lake/iceberg/types.js';
-import { TABLE_ID_PROPERTY } from '../lake/lake-catalog-sync.js';
+import { TABLE_ID_PROPERTY } from '../lake/lake-format.js';
 import { latestTieredSnapshot, SUMMARY_BUCKET_OFFSETS, SUMMARY_TABLE_ID, SUMMARY_TIERING_EPOCH } from '../lake/tiered-offsets.js';
 
 /**
@@ -158,7 +158,7 @@ export async function prepareCompaction(catalog: FileSystemCatalog, db: string, 
   }
 
   const tableId = metadata.properties[TABLE_ID_PROPERTY];
-  const tiered = tableId === undefined ? undefined : latestTieredSnapshot(metadata, Number(tableId), plan.snapshotId);
+  const tiered = tableId === undefined ? undefined : latestTieredSnapshot(ancestorsOf(metadata, plan.snapshotId), Number(tableId));
   const tieredSummary: Record<string, string> = tiered ? snapshotById(metadata, tiered.snapshotId)!.summary : {};
   const summary = Object.fromEntries([SUMMARY_TABLE_ID, SUMMARY_TIERING_EPOCH, SUMMARY_BUCKET_OFFSETS].filter((k) => tieredSummary[k] !== undefined).map((k) => [k, tieredSummary[k]]));
   return {
@@ -171,7 +171,7 @@ export async function prepareCompaction(catalog: FileSystemCatalog, db: string, 
           startingSequenceNumber: plan.sequenceNumber,
           summary,
           validate: (current) => {
-            const now = tableId === undefined ? undefined : latestTieredSnapshot(current, Number(tableId));
+            const now = tableId === undefined ? undefined : latestTieredSnapshot(ancestorsOf(current, current.currentSnapshotId), Number(tableId));
             if (now?.snapshotId !== tiered?.snapshotId) {
               throw new TributaryError('FENCED_TIERING_EPOCH_EXCEPTION', `tiering committed lake snapshot ${now?.snapshotId} of ${db}.${table} while it was being compacted`);
             }

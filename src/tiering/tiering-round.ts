@@ -49,12 +49,12 @@ import { type DataFile, FileContent, type PartitionValue } from '../lake/iceberg
 import type { DataFileWriterPool, OpenDataFile } from '../lake/iceberg/data-file-writer.js';
 import { expireSnapshots } from '../lake/iceberg/maintenance.js';
 import { commitRowDelta } from '../lake/iceberg/snapshot-producer.js';
-import { currentSchema, partitionSpecById, type TableMetadata } from '../lake/iceberg/table-metadata.js';
+import { ancestorsOf, currentSchema, partitionSpecById, type TableMetadata } from '../lake/iceberg/table-metadata.js';
 import { parseTransform } from '../lake/iceberg/transforms.js';
 import type { IcebergSchema } from '../lake/iceberg/types.js';
-import { consecutiveOffsets, toLakeBatch } from '../lake/lake-batch.js';
-import { TABLE_ID_PROPERTY } from '../lake/lake-catalog-sync.js';
-import { BUCKET_COLUMN } from '../lake/lake-schema.js';
+import { consecutiveOffsets, toLakeBatch } from '../lake/iceberg/lake-batch.js';
+import { TABLE_ID_PROPERTY } from '../lake/lake-format.js';
+import { BUCKET_COLUMN } from '../lake/iceberg/table-shape.js';
 import { COMPACT_AT_DELETE_FILES, compactLakeTable } from './compaction.js';
 import { bucketOffsetsSummary, latestTieredSnapshot, SUMMARY_BUCKET_OFFSETS, SUMMARY_TABLE_ID, SUMMARY_TIERING_EPOCH, type TieredSnapshot } from '../lake/tiered-offsets.js';
 
@@ -148,7 +148,7 @@ export async function runTieringRound(ctx: RoundContext): Promise<RoundResult> {
   const deadline = Date.now() + parseDuration(tableOption(info.properties, 'table.datalake.freshness')!)!;
   const catalog = new FileSystemCatalog(ctx.warehouse);
   const loaded = await catalog.loadTable(info.path.database, info.path.table);
-  const tiered = latestTieredSnapshot(loaded.metadata, info.tableId);
+  const tiered = latestTieredSnapshot(ancestorsOf(loaded.metadata, loaded.metadata.currentSnapshotId), info.tableId);
   await registerIfMissing(ctx, admin, tiered);
 
   const splits = await planSplits(ctx, admin, info, tiered);
@@ -187,7 +187,7 @@ export async function runTieringRound(ctx: RoundContext): Promise<RoundResult> {
       if (current.properties[TABLE_ID_PROPERTY] !== String(info.tableId)) {
         throw new TributaryError('TABLE_NOT_EXIST', `lake table ${tablePathString(info.path)} now belongs to another table (id ${current.properties[TABLE_ID_PROPERTY]})`);
       }
-      const now = latestTieredSnapshot(current, info.tableId);
+      const now = latestTieredSnapshot(ancestorsOf(current, current.currentSnapshotId), info.tableId);
       if (now?.snapshotId !== tiered?.snapshotId) {
         throw new TributaryError('FENCED_TIERING_EPOCH_EXCEPTION', `lake snapshot ${now?.snapshotId} of table ${tablePathString(info.path)} was committed by another tiering worker meanwhile`);
       }

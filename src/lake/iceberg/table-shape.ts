@@ -1,6 +1,6 @@
 /**
- * The lake table shape of a Tributary table (DESIGN.md §5): its Iceberg schema, partition spec and
- * sort order.
+ * The Iceberg table shape of a Tributary table (DESIGN.md §5): its Iceberg schema, partition spec
+ * and sort order.
  *
  * Schema: the table's columns in order with fresh field ids 1..n, then three system columns
  *   __bucket int (required)  __offset long (required)  __timestamp timestamptz (required)
@@ -12,13 +12,13 @@
  * column, else identity(__bucket): either way all rows of one key share a lake partition, and lake
  * bucket b is Tributary bucket b. Sort order: __offset ascending.
  */
-import { TributaryError } from '../common/errors.js';
-import type { Schema, TableInfo } from '../common/schema.js';
-import type { DataType } from '../common/types.js';
-import { icebergBucketColumn } from '../common/bucketing.js';
-import { LAKE_SYSTEM_COLUMNS } from '../common/lake.js';
-import type { PartitionField, PartitionSpec, SortOrder } from './iceberg/table-metadata.js';
-import type { IcebergField, IcebergPrimitive, IcebergSchema } from './iceberg/types.js';
+import { TributaryError } from '../../common/errors.js';
+import type { Schema, TableInfo } from '../../common/schema.js';
+import type { DataType } from '../../common/types.js';
+import { icebergBucketColumn } from '../../common/bucketing.js';
+import { LAKE_SYSTEM_COLUMNS } from '../../common/lake.js';
+import type { PartitionField, PartitionSpec, SortOrder } from './table-metadata.js';
+import type { IcebergField, IcebergPrimitive, IcebergSchema } from './types.js';
 
 export const [BUCKET_COLUMN, OFFSET_COLUMN, TIMESTAMP_COLUMN] = LAKE_SYSTEM_COLUMNS;
 

@@ -1,0 +1,183 @@
+/**
+ * The lake behind one interface (DESIGN.md §5; Fluss's lake storage plugin): what the coordinator,
+ * the tiering worker, the HTTP routes and the lake CLI ask of a lake format, in Tributary's terms.
+ * Each format implements it in its own folder (lake/iceberg/ first); lake/formats/ maps the server
+ * option `datalake.format` to the implementation. This file names no format.
+ *
+ *   LakeFormat     a format: opens the lake of a warehouse; owns what its writers need (threads)
+ *   LakeStorage    the lake of one warehouse: the catalog side (LakeCatalog: create, evolve, list,
+ *                  drop lake tables), loading a table, maintenance, and optionally the REST catalog
+ *   LakeTable      one lake table as loaded: its columns, its snapshots, the newest tiered snapshot,
+ *                  and the writer and committer of a tiering round (Fluss's LakeWriter/LakeCommitter)
+ *
+ * Every lake table records the Tributary table it belongs to (TABLE_ID_PROPERTY), so a re-created
+ * table of the same name is never mixed into another table's history; every snapshot tiering
+ * commits carries the bucket offsets it holds (tiered-offsets.ts).
+ */
+import type * as arrow from 'apache-arrow';
+import type { TableInfo, TablePath } from '../common/schema.js';
+import type { DataType } from '../common/types.js';
+import type { TieredSnapshot } from './tiered-offsets.js';
+
+/** Lake table property naming the Tributary table (id) the lake table belongs to. */
+export const TABLE_ID_PROPERTY = 'tributary.table-id';
+
+/** A lake table of the warehouse. */
+export interface LakeTableEntry {
+  path: TablePath;
+  /** The Tributary table it was created for (absent for a table not created by Tributary). */
+  tableId?: number;
+  location: string;
+}
+
+/** Creates, evolves and deletes the lake tables of lake-enabled tables (the coordinator owns lake metadata). */
+export interface LakeCatalog {
+  readonly warehouse: string;
+  /** Creates the lake table, or brings its schema and properties up to date; idempotent. */
+  syncTable(table: TableInfo): Promise<void>;
+  /** Every lake table of the warehouse. */
+  listTables(): Promise<LakeTableEntry[]>;
+  /** The lake table at `path`, or undefined. */
+  describeTable(path: TablePath): Promise<LakeTableEntry | undefined>;
+  /** Deletes the lake table at `path`: its metadata and files, its own directory and nothing else. */
+  dropTable(path: TablePath): Promise<void>;
+}
+
+/** A column of a lake table's schema, its type in Tributary's terms. */
+export interface LakeColumn {
+  /** The lake's field id: stable across schema changes. */
+  id: number;
+  name: string;
+  type: DataType;
+  nullable: boolean;
+}
+
+/** One snapshot of a lake table. */
+export interface LakeTableSnapshot {
+  snapshotId: bigint;
+  parentId?: bigint;
+  timestampMs: number;
+  /** Its summary properties, the tributary.* ones of tiering commits among them. */
+  properties: Readonly<Record<string, string>>;
+}
+
+/** Per row handed to a writer: its log offset and commit timestamp (µs), the lake's system columns with its bucket. */
+export interface LakeRowPositions {
+  offsets: BigInt64Array;
+  timestamps: BigInt64Array;
+}
+
+/** Writes one bucket's rows of a round (of one partition). */
+export interface LakeBucketWriter {
+  /**
+   * Log tables: appends rows read from the log, `batch` in the table's Arrow schema (record/arrow-schema.ts).
+   * Resolves once the writer can take more, so reading runs only a little ahead of writing.
+   */
+  append(batch: arrow.RecordBatch, positions: LakeRowPositions): Promise<void>;
+  /**
+   * Primary-key tables: the newest row of each key changed in the round (`rows`, in the table's
+   * Arrow schema), and the keys (an Arrow batch of the primary key columns) whose older lake rows go.
+   */
+  writeChanges(rows: arrow.RecordBatch | undefined, positions: LakeRowPositions, deletedKeys: arrow.RecordBatch | undefined): void;
+  /** Ends what the bucket has open; later rows start new files. */
+  flush(): Promise<void>;
+}
+
+/** What a round wrote, for the committer. */
+export interface LakeWriteResult {
+  rows: number;
+  dataFiles: number;
+  deleteFiles: number;
+}
+
+/** Writes a tiering round's files (Fluss's LakeWriter); nothing is visible before the commit. */
+export interface LakeWriter {
+  /** The writer of `bucket`'s rows; `partitionValues` are its partition keys' internal values (common/values.ts). */
+  bucket(bucket: number, partitionValues: ReadonlyMap<string, unknown>): LakeBucketWriter;
+  /** The round's files, once every bucket is flushed and its files are complete. */
+  complete(): Promise<LakeWriteResult>;
+  /** Gives up the files still being written and deletes what was written: a failed round leaves nothing. */
+  abort(): Promise<void>;
+}
+
+/** What a tiering commit must still find true when it lands (else it is refused and nothing commits). */
+export interface TieringFence {
+  /** The Tributary table the round tiers: the lake table must still belong to it. */
+  tableId: number;
+  /** The newest tiered snapshot when the round began: no other round may have committed since. */
+  basedOn: bigint | undefined;
+  /** Aborted when the coordinator fences the round's epoch. */
+  signal: AbortSignal;
+}
+
+/** Commits tiering rounds (Fluss's LakeCommitter). */
+export interface LakeCommitter {
+  /**
+   * Commits what `written` holds as one snapshot with summary `properties` (the bucket offsets);
+   * returns its id. FENCED_TIERING_EPOCH_EXCEPTION or TABLE_NOT_EXIST when `fence` no longer holds.
+   */
+  commit(written: LakeWriteResult, properties: Readonly<Record<string, string>>, fence: TieringFence): Promise<bigint>;
+}
+
+/** A lake table as loaded: a fixed version of it. */
+export interface LakeTable {
+  readonly path: TablePath;
+  /** The Tributary table it belongs to (TABLE_ID_PROPERTY), if any. */
+  readonly tableId?: number;
+  /** The current schema's columns, system columns included. */
+  readonly columns: readonly LakeColumn[];
+  /** The newest snapshot tiering of table `tableId` committed in the current history, with its offsets. */
+  tieredSnapshot(tableId: number): TieredSnapshot | undefined;
+}
+
+export interface ExpireOptions {
+  /** Snapshots older than this (ms since epoch) may expire. */
+  olderThanMs?: number;
+  /** Snapshots of each branch kept whatever their age, the newest included. */
+  retainLast?: number;
+}
+
+/** The result of a snapshot expiry. */
+export interface ExpiredSnapshots {
+  expiredSnapshotIds: bigint[];
+  deletedFiles: string[];
+}
+
+/**
+ * The Iceberg REST catalog protocol over the lake tables (server/http/iceberg-catalog-routes.ts),
+ * for formats that can describe their tables in it.
+ */
+export interface LakeRestCatalog {
+  /** The lake table's REST document, or undefined when there is no such table. */
+  loadTable(path: TablePath): Promise<LakeRestTable | undefined>;
+}
+
+export interface LakeRestTable {
+  /** The Tributary table it belongs to, if any. */
+  tableId?: number;
+  /** Differs between any two versions of the table (and between a table and its re-created namesake). */
+  version: string;
+  /** The LoadTableResult JSON text of this version. */
+  document(): Promise<string>;
+}
+
+/** The lake of one warehouse in one format. */
+export interface LakeStorage extends LakeCatalog {
+  readonly format: string;
+  /** The lake table at `path` as it is now; TABLE_NOT_EXIST when there is none. */
+  loadTable(path: TablePath): Promise<LakeTable>;
+  /** Expires old snapshots, deleting the files only they reached; the defaults are the lake table's own retention properties. */
+  expireSnapshots(path: TablePath, options?: ExpireOptions): Promise<ExpiredSnapshots>;
+  /** Deletes files under the table's location that no metadata reaches, last changed before `olderThanMs` (ms since epoch; default 3 days ago). */
+  removeOrphanFiles(path: TablePath, options?: { olderThanMs?: number }): Promise<{ deletedFiles: string[] }>;
+  readonly restCatalog?: LakeRestCatalog;
+}
+
+/** A lake format. */
+export interface LakeFormat {
+  /** Its `datalake.format` name. */
+  readonly name: string;
+  open(warehouse: string): LakeStorage;
+  /** Stops what its writers hold (threads); storages opened from it write no more. */
+  close(): Promise<void>;
+}
