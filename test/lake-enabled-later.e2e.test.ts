@@ -9,7 +9,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { Connection } from '../src/client/index.js';
 import type { TablePath } from '../src/client/index.js';
-import { DataFileWriterPool } from '../src/lake/iceberg/data-file-writer.js';
+import { lakeFormat } from '../src/lake/formats/index.js';
 import { readLakeTable } from './support/lake-content.js';
 import { ServerProcess } from './support/server-process.js';
 import { tierOnce } from './support/tiering-rounds.js';
@@ -25,7 +25,7 @@ test('a primary-key table made lake-enabled after its changelog expired: the fir
   });
   const conn = await Connection.create({ 'bootstrap.servers': server.bootstrap });
   const admin = conn.getAdmin();
-  const pool = new DataFileWriterPool(1);
+  const format = lakeFormat('iceberg', { writerThreads: 1 });
   try {
     await admin.createTable(ACCOUNTS, { columns: [{ name: 'k', type: 'INT' }, { name: 'v', type: 'STRING' }], primaryKey: ['k'], bucketCount: 2, properties: { 'table.log.ttl': '1s' } });
     const writer = await (await conn.getTable(ACCOUNTS)).newUpsert().createWriter();
@@ -56,7 +56,7 @@ test('a primary-key table made lake-enabled after its changelog expired: the fir
     await admin.alterTable(ACCOUNTS, { set: { 'table.datalake.enabled': 'true', 'table.datalake.freshness': '1s' } });
     await upsert(5000, 'after enabling');
     await writer.flush();
-    await tierOnce(conn, ACCOUNTS, pool);
+    await tierOnce(conn, ACCOUNTS, format);
     const { warehouse } = await admin.getLakeTieringStatus(ACCOUNTS);
     const lakeState = async () => {
       const lake = await readLakeTable(path.resolve(warehouse), ACCOUNTS.database, ACCOUNTS.table);
@@ -73,10 +73,10 @@ test('a primary-key table made lake-enabled after its changelog expired: the fir
       await upsert(k + 30, `last${k}`);
     }
     await writer.flush();
-    await tierOnce(conn, ACCOUNTS, pool);
+    await tierOnce(conn, ACCOUNTS, format);
     assert.deepEqual(await lakeState(), state, 'later rounds fold the changelog onto it');
   } finally {
-    await pool.close();
+    await format.close();
     await conn.close();
     await server.stop();
   }

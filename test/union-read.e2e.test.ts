@@ -15,7 +15,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import { Connection, TributaryError } from '../src/client/index.js';
 import type { TablePath } from '../src/common/schema.js';
-import { DataFileWriterPool } from '../src/lake/iceberg/data-file-writer.js';
+import { lakeFormat } from '../src/lake/formats/index.js';
 import { DuckSession } from '../src/query/duckdb/session.js';
 import { type ExecutionResult, SqlExecutor } from '../src/query/executor.js';
 import { ServerProcess, TieringProcess } from './support/server-process.js';
@@ -67,8 +67,8 @@ const rejectsWith = async (p: Promise<unknown>, name: string, message: RegExp): 
 describe('union read, lake rounds run by the test', () => {
   let server: ServerProcess;
   let sql: Sql;
-  const pool = new DataFileWriterPool(1);
-  const tier = (table: string) => tierOnce(sql.conn, { database: DB, table }, pool);
+  const format = lakeFormat('iceberg', { writerThreads: 1 });
+  const tier = (table: string) => tierOnce(sql.conn, { database: DB, table }, format);
 
   before(async () => {
     server = await ServerProcess.start({ args: ['--no-tiering'] });
@@ -79,7 +79,7 @@ describe('union read, lake rounds run by the test', () => {
   after(async () => {
     await sql?.close();
     await server?.stop();
-    pool.close();
+    format.close();
   });
 
   const LAKE = "'table.datalake.enabled' = 'true', 'table.datalake.freshness' = '1s'";

@@ -61,6 +61,12 @@ export interface LakeTableSnapshot {
   properties: Readonly<Record<string, string>>;
 }
 
+/** A plain value of a lake partition tuple or column bound (common/values.ts internal values; bigint for 64-bit ones). */
+export type LakeValue = number | bigint | string | boolean | Uint8Array | null;
+
+/** A lake partition: the values of the lake table's partition fields, in order. */
+export type LakePartition = readonly LakeValue[];
+
 /** Per row handed to a writer: its log offset and commit timestamp (µs), the lake's system columns with its bucket. */
 export interface LakeRowPositions {
   offsets: BigInt64Array;
@@ -70,10 +76,11 @@ export interface LakeRowPositions {
 /** Writes one bucket's rows of a round (of one partition). */
 export interface LakeBucketWriter {
   /**
-   * Log tables: appends rows read from the log, `batch` in the table's Arrow schema (record/arrow-schema.ts).
+   * Log tables: appends rows read from the log, `batch` in the table's Arrow schema
+   * (record/arrow-schema.ts), of consecutive offsets from `firstOffset`, committed at `timestampMs`.
    * Resolves once the writer can take more, so reading runs only a little ahead of writing.
    */
-  append(batch: arrow.RecordBatch, positions: LakeRowPositions): Promise<void>;
+  append(batch: arrow.RecordBatch, firstOffset: bigint, timestampMs: number): Promise<void>;
   /**
    * Primary-key tables: the newest row of each key changed in the round (`rows`, in the table's
    * Arrow schema), and the keys (an Arrow batch of the primary key columns) whose older lake rows go.
@@ -88,6 +95,8 @@ export interface LakeWriteResult {
   rows: number;
   dataFiles: number;
   deleteFiles: number;
+  /** The partitions written to (for compaction after the commit). */
+  partitions: LakePartition[];
 }
 
 /** Writes a tiering round's files (Fluss's LakeWriter); nothing is visible before the commit. */
@@ -96,7 +105,7 @@ export interface LakeWriter {
   bucket(bucket: number, partitionValues: ReadonlyMap<string, unknown>): LakeBucketWriter;
   /** The round's files, once every bucket is flushed and its files are complete. */
   complete(): Promise<LakeWriteResult>;
-  /** Gives up the files still being written and deletes what was written: a failed round leaves nothing. */
+  /** Gives up the files still being written: a failed round leaves no partial files. */
   abort(): Promise<void>;
 }
 
@@ -120,7 +129,7 @@ export interface LakeCommitter {
 }
 
 /** A lake table as loaded: a fixed version of it. */
-export interface LakeTable {
+export interface LakeTable extends LakeCommitter {
   readonly path: TablePath;
   /** The Tributary table it belongs to (TABLE_ID_PROPERTY), if any. */
   readonly tableId?: number;
@@ -128,6 +137,8 @@ export interface LakeTable {
   readonly columns: readonly LakeColumn[];
   /** The newest snapshot tiering of table `tableId` committed in the current history, with its offsets. */
   tieredSnapshot(tableId: number): TieredSnapshot | undefined;
+  /** A writer of one round's files for table `info`, in the current schema and partitioning. */
+  newWriter(info: TableInfo): LakeWriter;
 }
 
 export interface ExpireOptions {
@@ -180,4 +191,10 @@ export interface LakeFormat {
   open(warehouse: string): LakeStorage;
   /** Stops what its writers hold (threads); storages opened from it write no more. */
   close(): Promise<void>;
+}
+
+/** What a format's writers may use. */
+export interface LakeFormatOptions {
+  /** Threads that encode data files (a tiering worker's `--writer-threads`); 1 by default. */
+  writerThreads?: number;
 }

@@ -11,7 +11,9 @@ import { asTributaryError, TributaryError } from '../common/errors.js';
 import { tablePathString } from '../common/schema.js';
 import { ApiKeys } from '../rpc/api-keys.js';
 import type { Logger } from '../common/logger.js';
-import { DataFileWriterPool } from '../lake/iceberg/data-file-writer.js';
+import { optionDefault } from '../common/config.js';
+import { lakeFormat } from '../lake/formats/index.js';
+import type { LakeFormat } from '../lake/lake-format.js';
 import { runTieringRound } from './tiering-round.js';
 
 export interface TieringWorkerOptions {
@@ -49,13 +51,13 @@ export class TieringWorker {
   private readonly stopping = new AbortController();
   private readonly loop: Promise<void>;
   private wake?: () => void;
-  private readonly pool: DataFileWriterPool;
+  private readonly format: LakeFormat;
 
   private constructor(
     private readonly conn: Connection,
     private readonly options: Required<Omit<TieringWorkerOptions, 'log'>> & { log: Logger },
   ) {
-    this.pool = new DataFileWriterPool(options.writerThreads);
+    this.format = lakeFormat(optionDefault('datalake.format'), { writerThreads: options.writerThreads });
     this.loop = this.run();
   }
 
@@ -71,7 +73,7 @@ export class TieringWorker {
     this.stopping.abort(new TributaryError('CONNECTION_CLOSED', 'the tiering worker is stopping'));
     this.wake?.();
     await this.loop;
-    await this.pool.close();
+    await this.format.close();
     this.conn.close();
   }
 
@@ -115,8 +117,7 @@ export class TieringWorker {
           tableId: Number(assigned.tableId),
           path,
           epoch: assigned.tieringEpoch,
-          warehouse: assigned.warehouse,
-          pool: this.pool,
+          lake: this.format.open(assigned.warehouse),
           signal: AbortSignal.any([fenced.signal, this.stopping.signal]),
           log: log.child({ table: tablePathString(path), epoch: assigned.tieringEpoch.toString() }),
         });

@@ -5,24 +5,32 @@
  */
 import fs from 'node:fs';
 import { TributaryError } from '../../common/errors.js';
-import type { TablePath } from '../../common/schema.js';
+import { type TableInfo, type TablePath, tablePathString } from '../../common/schema.js';
 import type { DataType } from '../../common/types.js';
 import {
   type ExpireOptions,
   type ExpiredSnapshots,
   type LakeColumn,
   type LakeFormat,
+  type LakeFormatOptions,
   type LakeRestCatalog,
   type LakeRestTable,
   type LakeStorage,
   type LakeTable,
+  type LakeWriter,
+  type LakeWriteResult,
   TABLE_ID_PROPERTY,
+  type TieringFence,
 } from '../lake-format.js';
 import { latestTieredSnapshot, type TieredSnapshot } from '../tiered-offsets.js';
-import type { LoadedTable } from './catalog.js';
+import type { FileSystemCatalog, LoadedTable } from './catalog.js';
+import { FileContent } from './data-file.js';
+import { DataFileWriterPool } from './data-file-writer.js';
 import { IcebergLakeCatalog } from './iceberg-catalog.js';
 import { expireSnapshots, removeOrphanFiles } from './maintenance.js';
-import { ancestorsOf, currentSchema } from './table-metadata.js';
+import { commitRowDelta } from './snapshot-producer.js';
+import { ancestorsOf, currentSchema, type TableMetadata } from './table-metadata.js';
+import { filesOf, IcebergRoundWriter } from './tiering-writer.js';
 import { decimalOf, fixedLengthOf, type IcebergPrimitive } from './types.js';
 
 export const ICEBERG = 'iceberg';
@@ -70,6 +78,8 @@ class IcebergLakeTable implements LakeTable {
   constructor(
     readonly path: TablePath,
     readonly loaded: LoadedTable,
+    private readonly catalog: FileSystemCatalog,
+    private readonly pool: () => DataFileWriterPool,
   ) {
     const owner = loaded.metadata.properties[TABLE_ID_PROPERTY];
     if (owner !== undefined && /^\d+$/.test(owner)) this.tableId = Number(owner);
@@ -77,16 +87,55 @@ class IcebergLakeTable implements LakeTable {
   }
 
   tieredSnapshot(tableId: number): TieredSnapshot | undefined {
-    return latestTieredSnapshot(ancestorsOf(this.loaded.metadata, this.loaded.metadata.currentSnapshotId), tableId);
+    return tieredSnapshotOf(this.loaded.metadata, tableId);
   }
+
+  newWriter(info: TableInfo): LakeWriter {
+    return new IcebergRoundWriter(info, this.loaded.metadata, this.pool());
+  }
+
+  /** One row-delta snapshot of the round's data and delete files; its table version waits for the data files to be durable. */
+  async commit(written: LakeWriteResult, properties: Readonly<Record<string, string>>, fence: TieringFence): Promise<bigint> {
+    const { files, durable } = filesOf(written);
+    const name = tablePathString(this.path);
+    return commitRowDelta(this.catalog, this.path.database, this.path.table, {
+      dataFiles: files.filter((f) => f.content === FileContent.DATA),
+      deleteFiles: files.filter((f) => f.content !== FileContent.DATA),
+      summary: { ...properties },
+      addedFilesDurable: durable(),
+      base: this.loaded,
+      validate: (current) => {
+        fence.signal.throwIfAborted();
+        // Purged with its table and created anew for a namesake meanwhile: not this round's table.
+        if (current.properties[TABLE_ID_PROPERTY] !== String(fence.tableId)) {
+          throw new TributaryError('TABLE_NOT_EXIST', `lake table ${name} now belongs to another table (id ${current.properties[TABLE_ID_PROPERTY]})`);
+        }
+        const now = tieredSnapshotOf(current, fence.tableId);
+        if (now?.snapshotId !== fence.basedOn) {
+          throw new TributaryError('FENCED_TIERING_EPOCH_EXCEPTION', `lake snapshot ${now?.snapshotId} of table ${name} was committed by another tiering worker meanwhile`);
+        }
+      },
+    });
+  }
+}
+
+function tieredSnapshotOf(metadata: TableMetadata, tableId: number): TieredSnapshot | undefined {
+  return latestTieredSnapshot(ancestorsOf(metadata, metadata.currentSnapshotId), tableId);
 }
 
 class IcebergLakeStorage extends IcebergLakeCatalog implements LakeStorage {
   readonly format = ICEBERG;
   readonly restCatalog: LakeRestCatalog = { loadTable: (path) => this.restTable(path) };
 
+  constructor(
+    warehouse: string,
+    private readonly pool: () => DataFileWriterPool,
+  ) {
+    super(warehouse);
+  }
+
   async loadTable(path: TablePath): Promise<IcebergLakeTable> {
-    return new IcebergLakeTable(path, await this.catalog.loadTable(path.database, path.table));
+    return new IcebergLakeTable(path, await this.catalog.loadTable(path.database, path.table), this.catalog, this.pool);
   }
 
   expireSnapshots(path: TablePath, options: ExpireOptions = {}): Promise<ExpiredSnapshots> {
@@ -128,13 +177,18 @@ class IcebergLakeStorage extends IcebergLakeCatalog implements LakeStorage {
   }
 }
 
-/** The Iceberg format. */
+/** The Iceberg format; its data files are encoded by a pool of threads (data-file-writer.ts), started by the first writer. */
 export class IcebergFormat implements LakeFormat {
   readonly name = ICEBERG;
+  private pool?: DataFileWriterPool;
+
+  constructor(private readonly options: LakeFormatOptions = {}) {}
 
   open(warehouse: string): LakeStorage {
-    return new IcebergLakeStorage(warehouse);
+    return new IcebergLakeStorage(warehouse, () => (this.pool ??= new DataFileWriterPool(this.options.writerThreads ?? 1)));
   }
 
-  async close(): Promise<void> {}
+  async close(): Promise<void> {
+    await this.pool?.close();
+  }
 }
