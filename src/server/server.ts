@@ -93,7 +93,7 @@ export class TributaryServer {
     undo.push(() => coordinator.stop());
     await coordinator.start(tablets);
 
-    const tiering: TieringServiceDeps = { coordinator, warehouse, highWatermarks: (id) => tablets.highWatermarks(id) };
+    const tiering: TieringServiceDeps = { coordinator, warehouse, lakeFormat: lake.format, highWatermarks: (id) => tablets.highWatermarks(id) };
     const metrics = nodeMetrics(tiering, tablets, () => rpc.stats(), disk);
     const rpc = new RpcServer({
       host: listen.host,
