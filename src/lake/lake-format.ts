@@ -61,7 +61,12 @@ export interface LakeTableSnapshot {
   properties: Readonly<Record<string, string>>;
 }
 
-/** A plain value of a lake partition tuple or column bound (common/values.ts internal values; bigint for 64-bit ones). */
+/**
+ * A plain value of a lake partition tuple or column bound, by the column's type: BOOLEAN boolean;
+ * INT number; BIGINT bigint; FLOAT, DOUBLE number; DECIMAL the unscaled bigint; CHAR, STRING string;
+ * BINARY, BYTES bytes; DATE days since 1970-01-01 (number); TIME µs of the day and TIMESTAMP,
+ * TIMESTAMP_LTZ µs since the epoch (bigint); null.
+ */
 export type LakeValue = number | bigint | string | boolean | Uint8Array | null;
 
 /** A lake partition: the values of the lake table's partition fields, in order. */
@@ -128,9 +133,63 @@ export interface LakeCommitter {
   commit(written: LakeWriteResult, properties: Readonly<Record<string, string>>, fence: TieringFence): Promise<bigint>;
 }
 
+/** What a split holds of one column, for pruning: only nulls, or values within bounds (an absent bound is unknown). */
+export type LakeColumnSpan = 'null' | { lower?: LakeValue; upper?: LakeValue };
+
+/** A data file of a planned read, with the delete files that apply to it. */
+export interface LakeSplit {
+  readonly path: string;
+  readonly recordCount: number;
+  /** What the file holds of column `columnId`; undefined when it says nothing. */
+  span(columnId: number): LakeColumnSpan | undefined;
+}
+
+/** A planned read of one snapshot. */
+export interface LakeReadPlan {
+  /** The snapshot read; absent when the table has none yet. */
+  readonly snapshotId?: bigint;
+  /** The snapshot's schema. */
+  readonly columns: readonly LakeColumn[];
+  readonly splits: readonly LakeSplit[];
+  /**
+   * DuckDB SQL whose result is the rows of `splits` (some of this plan's), their deletes applied,
+   * with the columns named in `columns` (compared case-insensitively; all by default).
+   */
+  rowsSql(splits: readonly LakeSplit[], columns?: Iterable<string>): string;
+}
+
+/** The columns of `table$lake$snapshots`, in order, with their DuckDB types. */
+export const LAKE_SNAPSHOT_COLUMNS = [
+  ['snapshot_id', 'BIGINT'],
+  ['parent_id', 'BIGINT'],
+  ['sequence_number', 'BIGINT'],
+  ['committed_at', 'TIMESTAMPTZ'],
+  ['operation', 'VARCHAR'],
+  ['added_records', 'BIGINT'],
+  ['total_records', 'BIGINT'],
+  ['added_data_files', 'BIGINT'],
+  ['added_delete_files', 'BIGINT'],
+  ['tiering_epoch', 'BIGINT'],
+  ['bucket_offsets', 'VARCHAR'],
+  ['is_current', 'BOOLEAN'],
+] as const;
+
+/** The columns of `table$lake$files`, in order, with their DuckDB types. */
+export const LAKE_FILE_COLUMNS = [
+  ['file_path', 'VARCHAR'],
+  ['content', 'VARCHAR'],
+  ['partition', 'VARCHAR'],
+  ['record_count', 'BIGINT'],
+  ['file_size_in_bytes', 'BIGINT'],
+  ['data_sequence_number', 'BIGINT'],
+  ['added_snapshot_id', 'BIGINT'],
+] as const;
+
 /** A lake table as loaded: a fixed version of it. */
 export interface LakeTable extends LakeCommitter {
   readonly path: TablePath;
+  /** Differs between any two versions of the table, and between a table and a re-created namesake: what caches key on. */
+  readonly version: string;
   /** The Tributary table it belongs to (TABLE_ID_PROPERTY), if any. */
   readonly tableId?: number;
   /** The current schema's columns, system columns included. */
@@ -139,6 +198,17 @@ export interface LakeTable extends LakeCommitter {
   tieredSnapshot(tableId: number): TieredSnapshot | undefined;
   /** A writer of one round's files for table `info`, in the current schema and partitioning. */
   newWriter(info: TableInfo): LakeWriter;
+  /** The snapshot a time-travel read at `epochMicros` reads: the last to become current at or before then; LAKE_SNAPSHOT_NOT_EXIST when none. */
+  snapshotAt(epochMicros: bigint): bigint;
+  /**
+   * Plans the read of snapshot `snapshotId` (in its own schema, or the current one with
+   * `currentSchema`), or of the current snapshot; LAKE_SNAPSHOT_NOT_EXIST for one not in the table.
+   */
+  planRead(snapshotId?: bigint, options?: { currentSchema?: boolean }): Promise<LakeReadPlan>;
+  /** DuckDB SQL whose result is one row per snapshot (LAKE_SNAPSHOT_COLUMNS), oldest first. */
+  snapshotsSql(): string;
+  /** DuckDB SQL whose result is one row per live data or delete file of a snapshot (LAKE_FILE_COLUMNS), the current one by default. */
+  filesSql(snapshotId?: bigint): Promise<string>;
 }
 
 export interface ExpireOptions {
@@ -172,13 +242,50 @@ export interface LakeRestTable {
   document(): Promise<string>;
 }
 
+/**
+ * A session of the SQL engine that a format's compaction rewrites files with (DuckDB,
+ * query/duckdb): the query layer sits above the lake, so the caller hands it in.
+ */
+export interface LakeSqlSession {
+  run(sql: string): Promise<{ rows: unknown[][] }>;
+  close(): void;
+}
+
+/** Starts a session, once a rewrite needs one. */
+export type LakeSqlEngine = () => Promise<LakeSqlSession>;
+
+export interface LakeCompactionOptions {
+  /** The partitions to consider (as a round's LakeWriteResult names them); every partition by default. */
+  partitions?: readonly LakePartition[];
+  /** Only partitions holding at least this many delete files; either way only one with a delete file or more than one data file. */
+  minDeleteFiles?: number;
+  /** Told the rows written so far after each partition is rewritten. */
+  onProgress?: (rowsWritten: number) => void;
+}
+
+/** A partition compaction rewrote: its files went, one file without deleted rows took their place. */
+export interface LakeCompactedPartition {
+  /** As partition paths show it, e.g. `k=a/__bucket=0`; empty for an unpartitioned table. */
+  name: string;
+  removedDataFiles: number;
+  removedDeleteFiles: number;
+  /** The new data file; none when no row was left. */
+  added?: { path: string; recordCount: number };
+}
+
 /** The lake of one warehouse in one format. */
 export interface LakeStorage extends LakeCatalog {
   readonly format: string;
-  /** The lake table at `path` as it is now; TABLE_NOT_EXIST when there is none. */
-  loadTable(path: TablePath): Promise<LakeTable>;
+  /** The lake table at `path` as it is now (`known`, loaded before, while it still is); TABLE_NOT_EXIST when there is none. */
+  loadTable(path: TablePath, known?: LakeTable): Promise<LakeTable>;
   /** Expires old snapshots, deleting the files only they reached; the defaults are the lake table's own retention properties. */
   expireSnapshots(path: TablePath, options?: ExpireOptions): Promise<ExpiredSnapshots>;
+  /**
+   * Rewrites each chosen partition's data files into one without the rows its delete files
+   * remove, in one snapshot that changes no row and keeps the tiered offsets; undefined (no
+   * commit) when no partition needs it.
+   */
+  compact(path: TablePath, sql: LakeSqlEngine, options?: LakeCompactionOptions): Promise<{ snapshotId: bigint; partitions: LakeCompactedPartition[] } | undefined>;
   /** Deletes files under the table's location that no metadata reaches, last changed before `olderThanMs` (ms since epoch; default 3 days ago). */
   removeOrphanFiles(path: TablePath, options?: { olderThanMs?: number }): Promise<{ deletedFiles: string[] }>;
   readonly restCatalog?: LakeRestCatalog;

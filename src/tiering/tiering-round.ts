@@ -17,7 +17,7 @@
  *  4. Commit one lake snapshot whose summary carries the offsets, refused when the lake no longer
  *     ends where the round started (another worker tiered these offsets meanwhile).
  *  5. Register the snapshot with the coordinator (CommitLakeTableSnapshot).
- *  6. Maintain the lake by the table's options: compaction (compaction.ts) and snapshot expiry.
+ *  6. Maintain the lake by the table's options: compaction (DuckDB rewrites the files) and snapshot expiry.
  *
  * A round that runs past the table's freshness stops reading at a batch boundary and commits what
  * it has (force-finished); the rest is the next round's.
@@ -37,11 +37,16 @@ import { ColumnBatchBuilder } from '../record/column-batch-builder.js';
 import { ApiKeys } from '../rpc/api-keys.js';
 import { toPbLakeOffset } from '../rpc/lake-offsets.js';
 import type { Logger } from '../common/logger.js';
-import { FileSystemCatalog } from '../lake/iceberg/catalog.js';
 import type { LakeBucketWriter, LakePartition, LakeStorage, LakeWriter, LakeWriteResult } from '../lake/lake-format.js';
-import { COMPACT_AT_DELETE_FILES, compactLakeTable } from './compaction.js';
+import { DuckSession } from '../query/duckdb/session.js';
 import { bucketOffsetsSummary, SUMMARY_BUCKET_OFFSETS, SUMMARY_TABLE_ID, SUMMARY_TIERING_EPOCH, type TieredSnapshot } from '../lake/tiered-offsets.js';
 const PROGRESS_EVERY_MS = 10_000;
+/**
+ * A partition holding this many delete files is compacted after a tiering round even without
+ * `table.datalake.auto-compaction`: every delete file is one more anti-join for every read of the
+ * partition, and a primary-key bucket gets one per round that updates or deletes keys in it.
+ */
+const COMPACT_AT_DELETE_FILES = 8;
 
 export interface RoundContext {
   conn: Connection;
@@ -152,10 +157,9 @@ export async function runTieringRound(ctx: RoundContext): Promise<RoundResult> {
  * properties. The round's rows are safe by now: a failure here is logged, never the round's.
  */
 async function maintainLake(ctx: RoundContext, info: TableInfo, written: readonly LakePartition[], offsets: readonly LakeBucketOffset[]): Promise<void> {
-  const { database, table } = info.path;
   const enabled = (key: string) => tableOption(info.properties, key)?.toLowerCase() === 'true';
   try {
-    const compacted = await compactLakeTable(new FileSystemCatalog(ctx.lake.warehouse), database, table, {
+    const compacted = await ctx.lake.compact(info.path, () => DuckSession.create(), {
       partitions: written,
       ...(enabled('table.datalake.auto-compaction') ? {} : { minDeleteFiles: COMPACT_AT_DELETE_FILES }),
     });

@@ -6,15 +6,18 @@
 import fs from 'node:fs';
 import { TributaryError } from '../../common/errors.js';
 import { type TableInfo, type TablePath, tablePathString } from '../../common/schema.js';
-import type { DataType } from '../../common/types.js';
 import {
   type ExpireOptions,
   type ExpiredSnapshots,
   type LakeColumn,
+  type LakeCompactedPartition,
+  type LakeCompactionOptions,
   type LakeFormat,
   type LakeFormatOptions,
+  type LakeReadPlan,
   type LakeRestCatalog,
   type LakeRestTable,
+  type LakeSqlEngine,
   type LakeStorage,
   type LakeTable,
   type LakeWriter,
@@ -26,49 +29,18 @@ import { latestTieredSnapshot, type TieredSnapshot } from '../tiered-offsets.js'
 import type { FileSystemCatalog, LoadedTable } from './catalog.js';
 import { FileContent } from './data-file.js';
 import { DataFileWriterPool } from './data-file-writer.js';
+import { compactLakeTable } from './compaction.js';
 import { IcebergLakeCatalog } from './iceberg-catalog.js';
 import { expireSnapshots, removeOrphanFiles } from './maintenance.js';
+import { lakeFilesSql, lakeSnapshotsSql, schemaOf, snapshotAsOf } from './duckdb-sql.js';
+import { readPlanOf } from './read-plan.js';
+import { planScan } from './scan.js';
 import { commitRowDelta } from './snapshot-producer.js';
 import { ancestorsOf, currentSchema, type TableMetadata } from './table-metadata.js';
+import { lakeColumnsOf } from './table-shape.js';
 import { filesOf, IcebergRoundWriter } from './tiering-writer.js';
-import { decimalOf, fixedLengthOf, type IcebergPrimitive } from './types.js';
 
 export const ICEBERG = 'iceberg';
-
-/** Tributary's type of an Iceberg primitive (the widest one it maps from, for int). */
-export function dataTypeOfIceberg(type: IcebergPrimitive): DataType {
-  switch (type) {
-    case 'boolean':
-      return { kind: 'BOOLEAN' };
-    case 'int':
-      return { kind: 'INT' };
-    case 'long':
-      return { kind: 'BIGINT' };
-    case 'float':
-      return { kind: 'FLOAT' };
-    case 'double':
-      return { kind: 'DOUBLE' };
-    case 'string':
-      return { kind: 'STRING' };
-    case 'binary':
-      return { kind: 'BYTES' };
-    case 'uuid':
-      return { kind: 'BINARY', length: 16 };
-    case 'date':
-      return { kind: 'DATE' };
-    case 'time':
-      return { kind: 'TIME', precision: 6 };
-    case 'timestamp':
-      return { kind: 'TIMESTAMP', precision: 6 };
-    case 'timestamptz':
-      return { kind: 'TIMESTAMP_LTZ', precision: 6 };
-  }
-  const decimal = decimalOf(type);
-  if (decimal) return { kind: 'DECIMAL', ...decimal };
-  const length = fixedLengthOf(type);
-  if (length !== undefined) return { kind: 'BINARY', length };
-  throw new TributaryError('INVALID_TYPE', `Iceberg type ${type} has no Tributary type`);
-}
 
 /** One version of an Iceberg table as a LakeTable. */
 class IcebergLakeTable implements LakeTable {
@@ -83,11 +55,35 @@ class IcebergLakeTable implements LakeTable {
   ) {
     const owner = loaded.metadata.properties[TABLE_ID_PROPERTY];
     if (owner !== undefined && /^\d+$/.test(owner)) this.tableId = Number(owner);
-    this.columns = currentSchema(loaded.metadata).fields.map((f) => ({ id: f.id, name: f.name, type: dataTypeOfIceberg(f.type), nullable: !f.required }));
+    this.columns = lakeColumnsOf(currentSchema(loaded.metadata));
+  }
+
+  /** The table's uuid and metadata file: a version's file never changes, and a re-created table gets a new uuid. */
+  get version(): string {
+    return `${this.loaded.metadata.tableUuid}/${this.loaded.metadataLocation}`;
   }
 
   tieredSnapshot(tableId: number): TieredSnapshot | undefined {
     return tieredSnapshotOf(this.loaded.metadata, tableId);
+  }
+
+  snapshotAt(epochMicros: bigint): bigint {
+    return snapshotAsOf(this.loaded.metadata, epochMicros, tablePathString(this.path));
+  }
+
+  async planRead(snapshotId?: bigint, options: { currentSchema?: boolean } = {}): Promise<LakeReadPlan> {
+    const { metadata } = this.loaded;
+    const plan = await planScan(this.loaded, snapshotId === undefined ? {} : { snapshotId });
+    const schema = options.currentSchema ? currentSchema(metadata) : schemaOf(metadata, snapshotId);
+    return readPlanOf(metadata, schema, plan.snapshotId ?? undefined, plan.dataFiles);
+  }
+
+  snapshotsSql(): string {
+    return lakeSnapshotsSql(this.loaded.metadata);
+  }
+
+  filesSql(snapshotId?: bigint): Promise<string> {
+    return lakeFilesSql(this.loaded.metadata, this.path.database, this.path.table, snapshotId);
   }
 
   newWriter(info: TableInfo): LakeWriter {
@@ -134,12 +130,30 @@ class IcebergLakeStorage extends IcebergLakeCatalog implements LakeStorage {
     super(warehouse);
   }
 
-  async loadTable(path: TablePath): Promise<IcebergLakeTable> {
-    return new IcebergLakeTable(path, await this.catalog.loadTable(path.database, path.table), this.catalog, this.pool);
+  async loadTable(path: TablePath, known?: LakeTable): Promise<IcebergLakeTable> {
+    const before = known instanceof IcebergLakeTable && known.path.database === path.database && known.path.table === path.table ? known : undefined;
+    const loaded = await this.catalog.loadTable(path.database, path.table, before?.loaded);
+    return loaded === before?.loaded ? before : new IcebergLakeTable(path, loaded, this.catalog, this.pool);
   }
 
   expireSnapshots(path: TablePath, options: ExpireOptions = {}): Promise<ExpiredSnapshots> {
     return expireSnapshots(this.catalog, path.database, path.table, options);
+  }
+
+  async compact(path: TablePath, sql: LakeSqlEngine, options: LakeCompactionOptions = {}): Promise<{ snapshotId: bigint; partitions: LakeCompactedPartition[] } | undefined> {
+    const { partitions, ...rest } = options;
+    const result = await compactLakeTable(this.catalog, path.database, path.table, sql, { ...rest, ...(partitions ? { partitions } : {}) });
+    return (
+      result && {
+        snapshotId: result.snapshotId,
+        partitions: result.partitions.map((p) => ({
+          name: p.name,
+          removedDataFiles: p.removedDataFiles.length,
+          removedDeleteFiles: p.removedDeleteFiles.length,
+          ...(p.added ? { added: { path: p.added.filePath, recordCount: p.added.recordCount } } : {}),
+        })),
+      }
+    );
   }
 
   removeOrphanFiles(path: TablePath, options: { olderThanMs?: number } = {}): Promise<{ deletedFiles: string[] }> {

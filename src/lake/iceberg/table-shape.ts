@@ -18,7 +18,8 @@ import type { DataType } from '../../common/types.js';
 import { icebergBucketColumn } from '../../common/bucketing.js';
 import { LAKE_SYSTEM_COLUMNS } from '../../common/lake.js';
 import type { PartitionField, PartitionSpec, SortOrder } from './table-metadata.js';
-import type { IcebergField, IcebergPrimitive, IcebergSchema } from './types.js';
+import type { LakeColumn } from '../lake-format.js';
+import { decimalOf, fixedLengthOf, type IcebergField, type IcebergPrimitive, type IcebergSchema } from './types.js';
 
 export const [BUCKET_COLUMN, OFFSET_COLUMN, TIMESTAMP_COLUMN] = LAKE_SYSTEM_COLUMNS;
 
@@ -146,4 +147,44 @@ export function lakePartitionSpec(info: TableInfo, schema: IcebergSchema): Parti
 
 export function lakeSortOrder(schema: IcebergSchema): SortOrder {
   return { 'order-id': 1, fields: [{ transform: 'identity', 'source-id': fieldIdOf(schema.fields, OFFSET_COLUMN), direction: 'asc', 'null-order': 'nulls-first' }] };
+}
+
+/** Tributary's type of an Iceberg primitive (the widest one it maps from, for int). */
+export function dataTypeOfIceberg(type: IcebergPrimitive): DataType {
+  switch (type) {
+    case 'boolean':
+      return { kind: 'BOOLEAN' };
+    case 'int':
+      return { kind: 'INT' };
+    case 'long':
+      return { kind: 'BIGINT' };
+    case 'float':
+      return { kind: 'FLOAT' };
+    case 'double':
+      return { kind: 'DOUBLE' };
+    case 'string':
+      return { kind: 'STRING' };
+    case 'binary':
+      return { kind: 'BYTES' };
+    case 'uuid':
+      return { kind: 'BINARY', length: 16 };
+    case 'date':
+      return { kind: 'DATE' };
+    case 'time':
+      return { kind: 'TIME', precision: 6 };
+    case 'timestamp':
+      return { kind: 'TIMESTAMP', precision: 6 };
+    case 'timestamptz':
+      return { kind: 'TIMESTAMP_LTZ', precision: 6 };
+  }
+  const decimal = decimalOf(type);
+  if (decimal) return { kind: 'DECIMAL', ...decimal };
+  const length = fixedLengthOf(type);
+  if (length !== undefined) return { kind: 'BINARY', length };
+  throw new TributaryError('INVALID_TYPE', `Iceberg type ${type} has no Tributary type`);
+}
+
+/** The columns of an Iceberg schema in Tributary's terms. */
+export function lakeColumnsOf(schema: IcebergSchema): LakeColumn[] {
+  return schema.fields.map((f) => ({ id: f.id, name: f.name, type: dataTypeOfIceberg(f.type), nullable: !f.required }));
 }
