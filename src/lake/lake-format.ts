@@ -158,6 +158,28 @@ export interface LakeReadPlan {
   rowsSql(splits: readonly LakeSplit[], columns?: Iterable<string>): string;
 }
 
+/** A run of a bucket's lake rows: consecutive offsets from `baseOffset`, all committed at `timestamp` (ms), the shape of a log batch. */
+export interface LakeRowRun {
+  baseOffset: bigint;
+  timestamp: number;
+  batch: arrow.RecordBatch;
+}
+
+/** A bucket's lake rows, read a little at a time. */
+export interface LakeBucketRows {
+  /** The next runs in offset order; undefined once every row is read. */
+  next(): Promise<LakeRowRun[] | undefined>;
+}
+
+/** Reads the buckets of one planned snapshot (a LogScanner's past below the log start: client/lake-backfill.ts). */
+export interface LakeSnapshotReader {
+  /**
+   * The rows of a bucket (of a partition, by name) with `from` <= offset < `end`, from the first
+   * one committed at or after `startTimestampMs` when given, in offset order, their deletes applied.
+   */
+  readBucket(ref: { bucket: number; partition?: string }, from: bigint, end: bigint, startTimestampMs?: number): LakeBucketRows;
+}
+
 /** The columns of `table$lake$snapshots`, in order, with their DuckDB types. */
 export const LAKE_SNAPSHOT_COLUMNS = [
   ['snapshot_id', 'BIGINT'],
@@ -205,6 +227,11 @@ export interface LakeTable extends LakeCommitter {
    * `currentSchema`), or of the current snapshot; LAKE_SNAPSHOT_NOT_EXIST for one not in the table.
    */
   planRead(snapshotId?: bigint, options?: { currentSchema?: boolean }): Promise<LakeReadPlan>;
+  /**
+   * Plans snapshot `snapshotId` for reading its buckets' rows of table `info`, presented in
+   * `schema` (columns by name; one the lake lacks is null, the system columns are left out).
+   */
+  snapshotReader(snapshotId: bigint, info: TableInfo, schema: () => arrow.Schema): Promise<LakeSnapshotReader>;
   /** DuckDB SQL whose result is one row per snapshot (LAKE_SNAPSHOT_COLUMNS), oldest first. */
   snapshotsSql(): string;
   /** DuckDB SQL whose result is one row per live data or delete file of a snapshot (LAKE_FILE_COLUMNS), the current one by default. */

@@ -4,6 +4,7 @@
  * (snapshot-producer.ts), maintenance (maintenance.ts) and the Iceberg REST catalog's documents.
  */
 import fs from 'node:fs';
+import type * as arrow from 'apache-arrow';
 import { TributaryError } from '../../common/errors.js';
 import { type TableInfo, type TablePath, tablePathString } from '../../common/schema.js';
 import {
@@ -17,6 +18,7 @@ import {
   type LakeReadPlan,
   type LakeRestCatalog,
   type LakeRestTable,
+  type LakeSnapshotReader,
   type LakeSqlEngine,
   type LakeStorage,
   type LakeTable,
@@ -29,6 +31,7 @@ import { latestTieredSnapshot, type TieredSnapshot } from '../tiered-offsets.js'
 import type { FileSystemCatalog, LoadedTable } from './catalog.js';
 import { FileContent } from './data-file.js';
 import { DataFileWriterPool } from './data-file-writer.js';
+import { snapshotReader } from './bucket-reader.js';
 import { compactLakeTable } from './compaction.js';
 import { IcebergLakeCatalog } from './iceberg-catalog.js';
 import { expireSnapshots, removeOrphanFiles } from './maintenance.js';
@@ -76,6 +79,10 @@ class IcebergLakeTable implements LakeTable {
     const plan = await planScan(this.loaded, snapshotId === undefined ? {} : { snapshotId });
     const schema = options.currentSchema ? currentSchema(metadata) : schemaOf(metadata, snapshotId);
     return readPlanOf(metadata, schema, plan.snapshotId ?? undefined, plan.dataFiles);
+  }
+
+  snapshotReader(snapshotId: bigint, info: TableInfo, schema: () => arrow.Schema): Promise<LakeSnapshotReader> {
+    return snapshotReader(this.loaded, snapshotId, info, schema);
   }
 
   snapshotsSql(): string {
