@@ -57,7 +57,8 @@ test('a primary-key table made lake-enabled after its changelog expired: the fir
     await upsert(5000, 'after enabling');
     await writer.flush();
     await tierOnce(conn, ACCOUNTS, format);
-    const { warehouse } = await admin.getLakeTieringStatus(ACCOUNTS);
+    const { warehouse, lakeFormat } = await admin.getLakeTieringStatus(ACCOUNTS);
+    assert.equal(lakeFormat, 'iceberg', 'the server names its lake format with the warehouse');
     const lakeState = async () => {
       const lake = await readLakeTable(path.resolve(warehouse), ACCOUNTS.database, ACCOUNTS.table);
       return new Map(lake.rows.map((r) => [Number(r.k), String(r.v)]));

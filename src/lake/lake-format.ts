@@ -6,9 +6,12 @@
  *
  *   LakeFormat     a format: opens the lake of a warehouse; owns what its writers need (threads)
  *   LakeStorage    the lake of one warehouse: the catalog side (LakeCatalog: create, evolve, list,
- *                  drop lake tables), loading a table, maintenance, and optionally the REST catalog
- *   LakeTable      one lake table as loaded: its columns, its snapshots, the newest tiered snapshot,
- *                  and the writer and committer of a tiering round (Fluss's LakeWriter/LakeCommitter)
+ *                  drop lake tables), loading a table, maintenance (expiry, orphan removal,
+ *                  compaction), and optionally the Iceberg REST catalog's documents
+ *   LakeTable      one lake table as loaded: its columns, the newest tiered snapshot, the writer
+ *                  and committer of a tiering round (Fluss's LakeWriter/LakeCommitter), and its
+ *                  reads (Fluss's LakeSource): planned splits with the DuckDB SQL of their rows,
+ *                  its snapshots and files as SQL, a bucket's rows for a scanner's past
  *
  * Every lake table records the Tributary table it belongs to (TABLE_ID_PROPERTY), so a re-created
  * table of the same name is never mixed into another table's history; every snapshot tiering
@@ -50,15 +53,6 @@ export interface LakeColumn {
   name: string;
   type: DataType;
   nullable: boolean;
-}
-
-/** One snapshot of a lake table. */
-export interface LakeTableSnapshot {
-  snapshotId: bigint;
-  parentId?: bigint;
-  timestampMs: number;
-  /** Its summary properties, the tributary.* ones of tiering commits among them. */
-  properties: Readonly<Record<string, string>>;
 }
 
 /**

@@ -29,6 +29,8 @@ export async function tierOnce(conn: Connection, path: TablePath, format: LakeFo
       handBack = { tableId: a.tableId, tieringEpoch: a.tieringEpoch };
       continue;
     }
+    // The worker learns the format with the table, as tiering-worker.ts opens it.
+    if (a.lakeFormat !== format.name) throw new Error(`table handed out in lake format '${a.lakeFormat}', the test tiers in '${format.name}'`);
     const result = await runTieringRound({ conn, tableId, path, epoch: a.tieringEpoch, lake: format.open(a.warehouse), signal: new AbortController().signal, log: silent });
     // The round is over: the table waits for its freshness again.
     const done = [{ tableId: a.tableId, tieringEpoch: a.tieringEpoch }];

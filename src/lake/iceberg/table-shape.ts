@@ -150,7 +150,7 @@ export function lakeSortOrder(schema: IcebergSchema): SortOrder {
 }
 
 /** Tributary's type of an Iceberg primitive (the widest one it maps from, for int). */
-export function dataTypeOfIceberg(type: IcebergPrimitive): DataType {
+function dataTypeOfIceberg(type: IcebergPrimitive): DataType {
   switch (type) {
     case 'boolean':
       return { kind: 'BOOLEAN' };

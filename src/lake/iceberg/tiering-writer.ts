@@ -36,7 +36,7 @@ const [BUCKET_COLUMN] = LAKE_SYSTEM_COLUMNS;
  * A file's rows are encoded as they arrive (the writer holds a row group, not the file), so the
  * bound is there for readers: files of tens to hundreds of MB, several row groups each.
  */
-export const FILE_ROWS = 8_000_000;
+const FILE_ROWS = 8_000_000;
 /**
  * Lake batches of a bucket collected before they go to its data file as one Arrow IPC stream:
  * large enough that messages to the writer thread cost nothing, small enough that reading and
