@@ -30,7 +30,7 @@
  *   npm run bench:union [-- --lake-rows 2000000 --tail-rows 20000 --trickle 200 --runs 11 --freshness-samples 50]
  */
 import { parseArgs } from 'node:util';
-import { DataFileWriterPool } from '../src/lake/iceberg/data-file-writer.js';
+import { lakeFormat } from '../src/lake/formats/index.js';
 import { DuckSession } from '../src/query/duckdb/session.js';
 import { SqlExecutor } from '../src/query/executor.js';
 import { tierOnce } from '../test/support/tiering-rounds.js';
@@ -83,7 +83,7 @@ printHeader('union read', [
 ]);
 
 const bench = await BenchServer.start({}, {}, ['--no-tiering']);
-const pool = new DataFileWriterPool(4);
+const format = lakeFormat('iceberg', { writerThreads: 4 });
 const duck = await DuckSession.create();
 try {
   await bench.createTable(TABLE, WORKLOAD_COLUMNS, { 'bucket.num': '4', 'bucket.key': 'id', 'table.datalake.enabled': 'true', 'table.datalake.freshness': '1h' });
@@ -91,7 +91,7 @@ try {
   const columns = workloadColumns(w);
   await append(columns, 0, lakeRows);
   const tiered = await measure(bench.pid, async () => {
-    await tierOnce(bench.conn, { database: DATABASE, table: TABLE }, pool, 600_000);
+    await tierOnce(bench.conn, { database: DATABASE, table: TABLE }, format, 600_000);
   });
   console.log(`tiered ${count(lakeRows)} rows in ${tiered.seconds.toFixed(1)} s`);
   await append(columns, lakeRows, lakeRows + tailRows);
@@ -172,7 +172,7 @@ try {
   console.log(`\nfreshness (append → visible in a union read), ${freshnessSamples} samples: p50 ${percentile(sorted, 50).toFixed(0)} ms, p99 ${p99.toFixed(0)} ms, ${verdict(p99, TARGET_FRESHNESS_P99_MS, false, ' ms')}`);
 } finally {
   duck.close();
-  pool.close();
+  format.close();
   await bench.dispose();
 }
 

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { test } from 'node:test';
 import type { TablePath } from '../src/client/index.js';
-import { DataFileWriterPool } from '../src/lake/iceberg/data-file-writer.js';
+import { lakeFormat } from '../src/lake/formats/index.js';
 import { startCluster } from './support/cluster.js';
 import { readLakeTable } from './support/lake-content.js';
 import { tierOnce } from './support/tiering-rounds.js';
@@ -23,7 +23,7 @@ test('a primary-key table made lake-enabled after its changelog expired: the fir
     args: ['--no-tiering'],
   });
   const admin = conn.getAdmin();
-  const pool = new DataFileWriterPool(1);
+  const format = lakeFormat('iceberg', { writerThreads: 1 });
   try {
     await admin.createTable(ACCOUNTS, { columns: [{ name: 'k', type: 'INT' }, { name: 'v', type: 'STRING' }], primaryKey: ['k'], bucketCount: 2, properties: { 'table.log.ttl': '1s' } });
     const writer = await (await conn.getTable(ACCOUNTS)).newUpsert().createWriter();
@@ -54,8 +54,9 @@ test('a primary-key table made lake-enabled after its changelog expired: the fir
     await admin.alterTable(ACCOUNTS, { set: { 'table.datalake.enabled': 'true', 'table.datalake.freshness': '1s' } });
     await upsert(5000, 'after enabling');
     await writer.flush();
-    await tierOnce(conn, ACCOUNTS, pool);
-    const { warehouse } = await admin.getLakeTieringStatus(ACCOUNTS);
+    await tierOnce(conn, ACCOUNTS, format);
+    const { warehouse, lakeFormat } = await admin.getLakeTieringStatus(ACCOUNTS);
+    assert.equal(lakeFormat, 'iceberg', 'the server names its lake format with the warehouse');
     const lakeState = async () => {
       const lake = await readLakeTable(path.resolve(warehouse), ACCOUNTS.database, ACCOUNTS.table);
       return new Map(lake.rows.map((r) => [Number(r.k), String(r.v)]));
@@ -71,9 +72,9 @@ test('a primary-key table made lake-enabled after its changelog expired: the fir
       await upsert(k + 30, `last${k}`);
     }
     await writer.flush();
-    await tierOnce(conn, ACCOUNTS, pool);
+    await tierOnce(conn, ACCOUNTS, format);
     assert.deepEqual(await lakeState(), state, 'later rounds fold the changelog onto it');
   } finally {
-    await pool.close();
+    await format.close();
   }
 });

@@ -19,7 +19,7 @@ import { isLive, readManifest, readManifestList } from '../src/lake/iceberg/scan
 import { commitAppend, commitRowDelta } from '../src/lake/iceberg/snapshot-producer.js';
 import { newTableMetadata, type TableMetadata } from '../src/lake/iceberg/table-metadata.js';
 import type { IcebergSchema } from '../src/lake/iceberg/types.js';
-import { lakeArrowSchema } from '../src/lake/lake-batch.js';
+import { lakeArrowSchema } from '../src/lake/iceberg/lake-batch.js';
 import { SUMMARY_TABLE_ID } from '../src/lake/tiered-offsets.js';
 import { startCluster } from './support/cluster.js';
 import { readLakeTable } from './support/lake-content.js';

@@ -13,7 +13,7 @@ import { Connection } from '../src/client/index.js';
 import type { TablePath } from '../src/client/index.js';
 import { icebergBucket } from '../src/common/bucketing.js';
 import { FileSystemCatalog } from '../src/lake/iceberg/catalog.js';
-import { DataFileWriterPool } from '../src/lake/iceberg/data-file-writer.js';
+import { lakeFormat } from '../src/lake/formats/index.js';
 import { planScan } from '../src/lake/iceberg/scan.js';
 import { runTieringRound } from '../src/tiering/tiering-round.js';
 import { ApiKeys } from '../src/rpc/api-keys.js';
@@ -22,8 +22,8 @@ import { TestCluster } from './support/cluster.js';
 import type { ServerProcess } from './support/server-process.js';
 
 const silent = pino({ level: 'silent' });
-const pool = new DataFileWriterPool(1);
-after(() => pool.close());
+const format = lakeFormat('iceberg', { writerThreads: 1 });
+after(() => format.close());
 
 const LOG: TablePath = { database: 'tributary', table: 'events' };
 const PK: TablePath = { database: 'tributary', table: 'accounts' };
@@ -182,8 +182,7 @@ function round(conn: Connection, a: Assignment, onLakeCommitted?: (id: bigint) =
     tableId: Number(a.tableId),
     path: { database: a.tablePath!.databaseName, table: a.tablePath!.tableName },
     epoch: a.tieringEpoch,
-    warehouse: a.warehouse,
-    pool,
+    lake: format.open(a.warehouse),
     signal: new AbortController().signal,
     log: silent,
     ...(onLakeCommitted ? { onLakeCommitted } : {}),

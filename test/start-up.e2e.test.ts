@@ -77,6 +77,15 @@ test('a port out of range fails with INVALID_CONFIG_EXCEPTION before the data di
   assert.equal(fs.existsSync(dir), false);
 });
 
+test('a lake format other than iceberg fails with INVALID_CONFIG_EXCEPTION naming the supported one, before the data dir is made', async () => {
+  const dir = path.join(root, 'bad-lake-format');
+  for (const format of ['paimon', 'delta']) {
+    const err = await startFails(settings(dir, { 'datalake.format': format }), 'INVALID_CONFIG_EXCEPTION');
+    assert.match(err.message, new RegExp(`'${format}' for option 'datalake.format'.*iceberg`));
+  }
+  assert.equal(fs.existsSync(dir), false);
+});
+
 test('an RPC port in use fails with ADDRESS_IN_USE and removes the data dir the start created', async () => {
   const taken = await takenPort();
   try {

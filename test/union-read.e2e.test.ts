@@ -15,7 +15,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { after, describe, test } from 'node:test';
 import { Connection, TributaryError } from '../src/client/index.js';
 import type { TablePath } from '../src/common/schema.js';
-import { DataFileWriterPool } from '../src/lake/iceberg/data-file-writer.js';
+import { lakeFormat } from '../src/lake/formats/index.js';
 import type { DuckSession } from '../src/query/duckdb/session.js';
 import type { ExecutionResult } from '../src/query/executor.js';
 import { startCluster, type TestCluster, useCluster } from './support/cluster.js';
@@ -59,9 +59,9 @@ const rejectsWith = async (p: Promise<unknown>, name: string, message: RegExp): 
 
 describe('union read, lake rounds run by the test', () => {
   const sql = new Sql(useCluster({ args: ['--no-tiering'], sql: DB }));
-  const pool = new DataFileWriterPool(1);
-  const tier = (table: string) => tierOnce(sql.conn, { database: DB, table }, pool);
-  after(() => pool.close());
+  const format = lakeFormat('iceberg', { writerThreads: 1 });
+  const tier = (table: string) => tierOnce(sql.conn, { database: DB, table }, format);
+  after(() => format.close());
 
   const LAKE = "'table.datalake.enabled' = 'true', 'table.datalake.freshness' = '1s'";
   const ids = (rows: unknown[][]): number[] => rows.map((r) => Number(r[0]));

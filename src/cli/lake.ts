@@ -15,9 +15,10 @@
 import { Command, Option } from 'commander';
 import { lakeWarehouse, optionDefault, Options, parseDuration } from '../common/config.js';
 import { TributaryError } from '../common/errors.js';
-import { FileSystemCatalog } from '../lake/iceberg/catalog.js';
-import { expireSnapshots, removeOrphanFiles } from '../lake/iceberg/maintenance.js';
-import { compactLakeTable } from '../tiering/compaction.js';
+import type { TablePath } from '../common/schema.js';
+import { lakeFormat } from '../lake/formats/index.js';
+import type { LakeStorage } from '../lake/lake-format.js';
+import { DuckSession } from '../query/duckdb/session.js';
 import { ProgressLine } from './progress.js';
 
 interface LakeFlags {
@@ -46,8 +47,8 @@ export function lakeCommand(): Command {
     .option('--older-than <duration>', 'snapshots older than this may expire (default: the table property history.expire.max-snapshot-age-ms, else 5d)')
     .option('--retain-last <n>', 'snapshots of each branch kept whatever their age (default: history.expire.min-snapshots-to-keep, else 1)')
     .action(async (flags: LakeFlags) => {
-      const { catalog, db, table } = open(flags);
-      const result = await expireSnapshots(catalog, db, table, {
+      const { lake, path } = open(flags);
+      const result = await lake.expireSnapshots(path, {
         ...(flags.olderThan !== undefined ? { olderThanMs: Date.now() - duration(flags.olderThan) } : {}),
         ...(flags.retainLast !== undefined ? { retainLast: positiveInt(flags.retainLast, '--retain-last') } : {}),
       });
@@ -62,20 +63,20 @@ export function lakeCommand(): Command {
   target(lake.command('remove-orphans').description('delete files under the table location that no metadata references'))
     .option('--older-than <duration>', 'only files older than this (default 3d: younger ones may belong to a commit in flight)')
     .action(async (flags: LakeFlags) => {
-      const { catalog, db, table } = open(flags);
-      const result = await removeOrphanFiles(catalog, db, table, flags.olderThan !== undefined ? { olderThanMs: Date.now() - duration(flags.olderThan) } : {});
+      const { lake, path } = open(flags);
+      const result = await lake.removeOrphanFiles(path, flags.olderThan !== undefined ? { olderThanMs: Date.now() - duration(flags.olderThan) } : {});
       print(flags, { deleted_files: result.deletedFiles }, [...result.deletedFiles.map((f) => `deleted ${f}`), `deleted ${result.deletedFiles.length} orphan files`]);
     });
 
   target(lake.command('compact').description("rewrite each partition's data files into one, without deleted rows and delete files")).action(async (flags: LakeFlags) => {
-    const { catalog, db, table } = open(flags);
+    const { lake, path } = open(flags);
     const progress = new ProgressLine(process.stderr, { enabled: flags.progress !== false });
-    const result = await compactLakeTable(catalog, db, table, { onProgress: (rows) => progress.update(`compacting ${flags.table}`, rows) }).finally(() => progress.end());
+    const result = await lake.compact(path, () => DuckSession.create(), { onProgress: (rows) => progress.update(`compacting ${flags.table}`, rows) }).finally(() => progress.end());
     const partitions = (result?.partitions ?? []).map((p) => ({
       partition: p.name,
-      removed_data_files: p.removedDataFiles.length,
-      removed_delete_files: p.removedDeleteFiles.length,
-      added_file: p.added?.filePath ?? null,
+      removed_data_files: p.removedDataFiles,
+      removed_delete_files: p.removedDeleteFiles,
+      added_file: p.added?.path ?? null,
       records: p.added?.recordCount ?? 0,
     }));
     print(flags, { snapshot_id: result ? String(result.snapshotId) : null, partitions }, [
@@ -90,11 +91,11 @@ export function lakeCommand(): Command {
   return lake;
 }
 
-function open(flags: LakeFlags): { catalog: FileSystemCatalog; db: string; table: string } {
+function open(flags: LakeFlags): { lake: LakeStorage; path: TablePath } {
   const dot = flags.table.indexOf('.');
   if (dot <= 0 || dot === flags.table.length - 1) throw new TributaryError('INVALID_ARGUMENT', `--table must be <database>.<table>, got '${flags.table}'`);
-  const warehouse = lakeWarehouse(new Options('server', { ...(flags.warehouse ? { 'datalake.iceberg.warehouse': flags.warehouse } : {}), ...(flags.dataDir ? { 'data.dir': flags.dataDir } : {}) }));
-  return { catalog: new FileSystemCatalog(warehouse), db: flags.table.slice(0, dot), table: flags.table.slice(dot + 1) };
+  const options = new Options('server', { ...(flags.warehouse ? { 'datalake.iceberg.warehouse': flags.warehouse } : {}), ...(flags.dataDir ? { 'data.dir': flags.dataDir } : {}) });
+  return { lake: lakeFormat(options.string('datalake.format')!).open(lakeWarehouse(options)), path: { database: flags.table.slice(0, dot), table: flags.table.slice(dot + 1) } };
 }
 
 function duration(text: string): number {

@@ -47,8 +47,9 @@ const pbSpec = (spec: Record<string, string>) => Object.entries(spec).map(([key,
 
 export interface LakeTieringStatus {
   tableId: number;
-  /** The Iceberg filesystem catalog (directory) holding the lake table. */
+  /** The lake's warehouse holding the lake table, and its format (datalake.format). */
   warehouse: string;
+  lakeFormat: string;
   /** SCHEDULED (waiting for its freshness), PENDING (queued for a worker) or TIERING. */
   state: 'SCHEDULED' | 'PENDING' | 'TIERING';
   tieringEpoch?: bigint;
@@ -255,6 +256,7 @@ export class Admin {
     return {
       tableId: Number(r.tableId),
       warehouse: r.warehouse,
+      lakeFormat: r.lakeFormat,
       state: r.state as LakeTieringStatus['state'],
       failures: Number(r.failures),
       lagMs: Number(r.lagMs),

@@ -12,9 +12,10 @@ import { type DataFile, FileContent, type PartitionValue } from '../lake/iceberg
 import { commitAppend, commitRowDelta } from '../lake/iceberg/snapshot-producer.js';
 import { currentSchema, newTableMetadata, partitionSpecById } from '../lake/iceberg/table-metadata.js';
 import type { IcebergSchema } from '../lake/iceberg/types.js';
-import { batchOf, POSITION_DELETE_SCHEMA, writeContentFile } from '../lake/fixtures/lake-files.js';
-import { toLakeBatch } from '../lake/lake-batch.js';
-import { lakePartitionSpec, lakeSortOrder, newLakeSchema } from '../lake/lake-schema.js';
+import { batchOf, POSITION_DELETE_SCHEMA, writeContentFile } from '../lake/iceberg/fixtures/lake-files.js';
+import { IcebergFormat } from '../lake/iceberg/iceberg-format.js';
+import { toLakeBatch } from '../lake/iceberg/lake-batch.js';
+import { lakePartitionSpec, lakeSortOrder, newLakeSchema } from '../lake/iceberg/table-shape.js';
 import { type LakePart, LakeReader } from './lake-backfill.js';
 import type { ScanBatch } from './scan-batch.js';
 
@@ -148,7 +149,7 @@ describe('lake backfill reader', () => {
       // Two rounds: bucket 0 in two files, bucket 1 in one.
       const first = await commitAppend(lake.catalog, 'db', 't', { dataFiles: [await lake.dataFile(0, [0], rows0.slice(0, 60)), await lake.dataFile(1, [1], rows1)] });
       const snapshot = await commitAppend(lake.catalog, 'db', 't', { dataFiles: [await lake.dataFile(0, [0], rows0.slice(60))] });
-      const reader = new LakeReader(lake.catalog, info, () => toArrowSchema(info.schema));
+      const reader = new LakeReader(new IcebergFormat().open(lake.catalog.warehouse), info, () => toArrowSchema(info.schema));
 
       const all = records(await drain(await reader.read(snapshot, { bucket: 0 }, 0n, 100n)), info);
       assert.deepEqual(all, rows0.map((r) => ({ offset: r.offset, timestamp: r.timestamp, changeType: 0, row: r.row })));
@@ -177,7 +178,7 @@ describe('lake backfill reader', () => {
       const snapshot = await commitAppend(lake.catalog, 'db', 't', {
         dataFiles: [await lake.dataFile(0, [0], [...shuffled, ...interleaved]), await lake.dataFile(0, [0], rest)],
       });
-      const reader = new LakeReader(lake.catalog, info, () => toArrowSchema(info.schema));
+      const reader = new LakeReader(new IcebergFormat().open(lake.catalog.warehouse), info, () => toArrowSchema(info.schema));
       const got = records(await drain(await reader.read(snapshot, { bucket: 0 }, 5n, 40n)), info);
       assert.deepEqual(got.map((r) => r.offset), rows.slice(5).map((r) => r.offset));
       assert.deepEqual(got.map((r) => r.row), rows.slice(5).map((r) => r.row));
@@ -191,7 +192,7 @@ describe('lake backfill reader', () => {
       // The table gained a column the lake does not have yet.
       const evolved: TableInfo = { ...info, schemaId: 2, schema: addColumns(info.schema, [{ name: 'extra', type: 'INT' }]) };
       const projection = [3, 2, 0]; // extra, small, id
-      const reader = new LakeReader(lake.catalog, evolved, () => toArrowSchema(evolved.schema, projection));
+      const reader = new LakeReader(new IcebergFormat().open(lake.catalog.warehouse), evolved, () => toArrowSchema(evolved.schema, projection));
       const got = records(await drain(await reader.read(snapshot, { bucket: 0 }, 0n, 10n)), evolved);
       assert.deepEqual(got.map((r) => r.row), rows.map((r) => ({ extra: null, small: r.row.small, id: r.row.id })));
       assert.deepEqual(Object.keys(got[0].row), ['extra', 'small', 'id']);
@@ -202,7 +203,7 @@ describe('lake backfill reader', () => {
       await lake.create();
       const rows = rowsOf(0, 30, 10); // commit times T0, T0+10, T0+20
       const snapshot = await commitAppend(lake.catalog, 'db', 't', { dataFiles: [await lake.dataFile(0, [0], rows)] });
-      const reader = new LakeReader(lake.catalog, info, () => toArrowSchema(info.schema));
+      const reader = new LakeReader(new IcebergFormat().open(lake.catalog.warehouse), info, () => toArrowSchema(info.schema));
       const from = async (ms: number) => records(await drain(await reader.read(snapshot, { bucket: 0 }, 0n, 30n, ms)), info).map((r) => r.offset);
       assert.deepEqual(await from(T0 + 5), rows.slice(10).map((r) => r.offset));
       assert.deepEqual(await from(T0 + 10), rows.slice(10).map((r) => r.offset));
@@ -227,7 +228,7 @@ describe('lake backfill reader', () => {
     const files: DataFile[] = [];
     for (const region of ['eu', 'us']) for (const bucket of [0, 1, 2]) files.push(await lake.dataFile(bucket, [region, bucket], rows(region, bucket)));
     const snapshot = await commitAppend(lake.catalog, 'db', 't', { dataFiles: files });
-    const reader = new LakeReader(lake.catalog, info, () => toArrowSchema(info.schema));
+    const reader = new LakeReader(new IcebergFormat().open(lake.catalog.warehouse), info, () => toArrowSchema(info.schema));
     const batches = await drain(await reader.read(snapshot, { bucket: 1, partition: 'us' }, 0n, 5n));
     assert.ok(batches.every((b) => b.bucket === 1 && b.partition === 'us'));
     assert.deepEqual(records(batches, info).map((r) => r.row), rows('us', 1).map((r) => r.row));
@@ -254,7 +255,7 @@ describe('lake backfill reader', () => {
       dataFiles: [round2],
       deleteFiles: [await lake.equalityDeletes([0], [{ k: 2 }, { k: 3 }, { k: 5 }]), await lake.positionDeletes([0], [{ file: round2, pos: 1n }])],
     });
-    const reader = new LakeReader(lake.catalog, info, () => toArrowSchema(info.schema));
+    const reader = new LakeReader(new IcebergFormat().open(lake.catalog.warehouse), info, () => toArrowSchema(info.schema));
     const got = records(await drain(await reader.read(snapshot, { bucket: 0 }, 0n, 9n)), info);
     assert.deepEqual(
       got.map((r) => [r.offset, r.row.k, r.row.v, r.changeType]),

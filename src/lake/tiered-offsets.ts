@@ -11,7 +11,6 @@
  * it instead of writing the rows again.
  */
 import { type LakeBucketOffset, type LakeOffsetJson, lakeOffsetsFromJson, lakeOffsetsToJson } from '../common/lake.js';
-import { ancestorsOf, type TableMetadata } from './iceberg/table-metadata.js';
 
 export const SUMMARY_TABLE_ID = 'tributary.table-id';
 export const SUMMARY_TIERING_EPOCH = 'tributary.tiering-epoch';
@@ -27,13 +26,13 @@ export interface TieredSnapshot {
 }
 
 /**
- * The newest snapshot in the current snapshot's history that tiering of table `tableId` committed,
- * with its offsets; undefined when the lake holds nothing of this table yet. Compaction snapshots
- * carry the offsets of the snapshot they rewrote, so they count; snapshots of other writers are
- * skipped over.
+ * The newest snapshot of `history` (a snapshot and its ancestors, newest first) that tiering of
+ * table `tableId` committed, with its offsets; undefined when the lake holds nothing of this table
+ * yet. Compaction snapshots carry the offsets of the snapshot they rewrote, so they count;
+ * snapshots of other writers are skipped over.
  */
-export function latestTieredSnapshot(metadata: TableMetadata, tableId: number, fromSnapshotId = metadata.currentSnapshotId): TieredSnapshot | undefined {
-  for (const s of ancestorsOf(metadata, fromSnapshotId)) {
+export function latestTieredSnapshot(history: Iterable<{ snapshotId: bigint; summary: Readonly<Record<string, string>> }>, tableId: number): TieredSnapshot | undefined {
+  for (const s of history) {
     if (s.summary[SUMMARY_TABLE_ID] === String(tableId) && s.summary[SUMMARY_BUCKET_OFFSETS] !== undefined) {
       return { snapshotId: s.snapshotId, bucketOffsets: lakeOffsetsFromJson(JSON.parse(s.summary[SUMMARY_BUCKET_OFFSETS]) as LakeOffsetJson[]) };
     }

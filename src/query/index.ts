@@ -10,8 +10,9 @@
  *                     formatResult for the shell
  *   log-reader.ts     a table's log (and `$changelog`) up to the high watermark, as Arrow
  *   state-reader.ts   a primary-key table's current state, whole or by keys, as Arrow
- *   lake-reader.ts    the lake's rows, snapshots and files, as DuckDB SQL over the Parquet files
- *   union-reader.ts   union read: a lake snapshot and the log after it as one DuckDB view
+ *   union-reader.ts   union read: a lake snapshot and the log after it as one DuckDB view; the
+ *                     lake's own tables ($lake, $lake$files), read through the lake format
+ *                     (lake/lake-format.ts), which gives the DuckDB SQL of its files
  *   lake-pruning.ts   lake files and log partitions a query's filters rule out
  *   scan-options.ts   startup modes, lake snapshots by id or time: hints, FOR SYSTEM_TIME, SET
  *   table-loader.ts   loads what a query reads into DuckDB, choosing scan, lookup or union read

@@ -5,11 +5,12 @@ import { parseDataType } from '../common/types.js';
 import { type DataFile, FileContent } from '../lake/iceberg/data-file.js';
 import type { ScanTask } from '../lake/iceberg/scan.js';
 import { toSingleValue } from '../lake/iceberg/single-value.js';
+import { readPlanOf } from '../lake/iceberg/read-plan.js';
 import { newTableMetadata, type TableMetadata } from '../lake/iceberg/table-metadata.js';
 import type { IcebergPrimitive, IcebergSchema } from '../lake/iceberg/types.js';
 import { columnFiltersOf } from './duckdb/query-shapes.js';
 import { DuckSession } from './duckdb/session.js';
-import { prunePartitions, pruneScanTasks } from './lake-pruning.js';
+import { pruneLakeSplits, prunePartitions } from './lake-pruning.js';
 
 let duck: DuckSession;
 before(async () => {
@@ -110,7 +111,8 @@ describe('lake file pruning', () => {
   for (const [where, expected] of cases) {
     it(`keeps the files that may hold a row of WHERE ${where}`, async () => {
       const filters = columnFiltersOf((await duck.syntaxTree(`SELECT * FROM t WHERE ${where}`)).json, columns);
-      const kept = (await pruneScanTasks(duck, metadata, schema, tasks, filters)).map((t) => Number(/f(\d)/.exec(t.file.filePath)![1]));
+      const plan = readPlanOf(metadata, schema, undefined, tasks);
+      const kept = (await pruneLakeSplits(duck, plan.columns, plan.splits, filters)).map((t) => Number(/f(\d)/.exec(t.path)![1]));
       assert.deepEqual(kept, expected);
       // Whatever is kept, no file with a passing row is dropped.
       let holding: number[] = [];

@@ -3,11 +3,8 @@
  * that passes a query's column filters (duckdb/query-shapes.ts). What a candidate holds of a
  * column is a span [lower, upper], either end unknown:
  *
- *   lake data file   an identity partition field of the column: [value, value], or all null for a
- *                    null value (only while the table has one partition spec, so that the file's
- *                    partition tuple is known to be that spec's); else the column's lower and
- *                    upper bounds (Iceberg single-value encoding), or all null when its value
- *                    count equals its null count
+ *   lake data file   what the lake format says the file holds of the column (LakeSplit.span:
+ *                    partition values, column bounds, all null), as plain values
  *   log partition    a partition key: [value, value], read from the partition's string form
  *
  * DuckDB compares the spans with the literals as written, so literal types and casts are the
@@ -17,8 +14,8 @@
  *   IN (…) any of the = conditions           > l    upper > l        >= l   upper >= l
  *
  * An all-null span fails every filter, since NULL compares to nothing. Float columns are pruned
- * only in files that count no NaN (NaN sorts above every value in DuckDB, and bounds leave it out);
- * binary columns are never pruned. Pruning is an optimisation: the query still runs as written, and
+ * only in files the format knows to hold no NaN (NaN sorts above every value in DuckDB, and bounds
+ * leave it out); binary columns are never pruned. Pruning is an optimisation: the query still runs as written, and
  * when DuckDB cannot evaluate the comparisons (a literal of the wrong type, say) nothing is pruned
  * and the query reports its own error.
  */
@@ -26,14 +23,10 @@ import { TributaryError } from '../common/errors.js';
 import type { PartitionInfo, TableInfo } from '../common/schema.js';
 import type { DataType } from '../common/types.js';
 import { formatDecimal } from '../common/values.js';
-import type { ScanTask } from '../lake/iceberg/scan.js';
-import { fromSingleValue, type SingleValue } from '../lake/iceberg/single-value.js';
-import type { TableMetadata } from '../lake/iceberg/table-metadata.js';
-import { decimalOf, type IcebergField, type IcebergPrimitive, type IcebergSchema } from '../lake/iceberg/types.js';
+import type { LakeColumn, LakeSplit, LakeValue } from '../lake/lake-format.js';
 import type { ColumnFilter } from './duckdb/query-shapes.js';
 import type { DuckSession } from './duckdb/session.js';
 import { duckTypeName } from './duckdb/type-name.js';
-import { duckTypeOfIceberg } from './lake-reader.js';
 
 /** What a candidate holds of a column: SQL literals of its ends (absent when unknown), or only nulls. */
 type Range = { lower?: string; upper?: string };
@@ -42,35 +35,22 @@ type Span = 'null' | Range;
 const UNKNOWN: Range = {};
 const literal = (s: string): string => `'${s.replaceAll("'", "''")}'`;
 
-/** The data files of `tasks` that may hold a row passing `filters` (columns of `schema`, by name). */
-export async function pruneScanTasks(duck: DuckSession, metadata: TableMetadata, schema: IcebergSchema, tasks: readonly ScanTask[], filters: readonly ColumnFilter[]): Promise<ScanTask[]> {
-  const fields = new Map<string, IcebergField>();
-  for (const f of schema.fields) fields.set(f.name.toLowerCase(), f);
-  // Partition position of each identity-partitioned field id, when every file has the one spec.
-  const identity = new Map<number, number>();
-  if (metadata.partitionSpecs.length === 1) {
-    metadata.partitionSpecs[0].fields.forEach((p, i) => {
-      if (p.transform === 'identity') identity.set(p['source-id'], i);
-    });
-  }
-  const columns = new Map<string, string>();
+/** The splits that may hold a row passing `filters` (on `columns`, the read's lake schema, by name). */
+export async function pruneLakeSplits<T extends LakeSplit>(duck: DuckSession, columns: readonly LakeColumn[], splits: readonly T[], filters: readonly ColumnFilter[]): Promise<T[]> {
+  const byName = new Map<string, LakeColumn>();
+  for (const c of columns) byName.set(c.name.toLowerCase(), c);
+  const types = new Map<string, string>();
   for (const f of filters) {
-    const field = fields.get(f.column.toLowerCase());
-    if (field && prunable(field.type)) columns.set(f.column, duckTypeOfIceberg(field.type));
+    const column = byName.get(f.column.toLowerCase());
+    if (column && column.type.kind !== 'BINARY' && column.type.kind !== 'BYTES') types.set(f.column, duckTypeName(column.type));
   }
-  return survivors(duck, tasks, columns, filters, (task, column) => {
-    const field = fields.get(column.toLowerCase())!;
-    const file = task.file;
-    const position = identity.get(field.id);
-    if (position !== undefined) {
-      const value = file.partition[position];
-      return value === null ? 'null' : point(sqlOfLakeValue(field.type, value));
-    }
-    const values = file.valueCounts?.get(field.id);
-    if (values !== undefined && values === file.nullValueCounts?.get(field.id)) return 'null';
-    if ((field.type === 'float' || field.type === 'double') && file.nanValueCounts?.get(field.id) !== 0) return UNKNOWN;
-    const lower = bound(field.type, file.lowerBounds?.get(field.id));
-    const upper = bound(field.type, file.upperBounds?.get(field.id));
+  return survivors(duck, splits, types, filters, (split, name) => {
+    const column = byName.get(name.toLowerCase())!;
+    const span = split.span(column.id);
+    if (span === undefined) return UNKNOWN;
+    if (span === 'null') return 'null';
+    const lower = span.lower === undefined ? undefined : sqlOfLakeValue(column.type, span.lower);
+    const upper = span.upper === undefined ? undefined : sqlOfLakeValue(column.type, span.upper);
     return { ...(lower ? { lower } : {}), ...(upper ? { upper } : {}) };
   });
 }
@@ -87,48 +67,40 @@ export async function prunePartitions(duck: DuckSession, info: TableInfo, partit
   return survivors(duck, partitions, columns, filters, (p, column) => point(partitionValueSql(keys.get(column)!, p.spec[column])));
 }
 
-function prunable(type: IcebergPrimitive): boolean {
-  return type !== 'binary' && type !== 'uuid' && !type.startsWith('fixed');
-}
-
 const point = (sql: string | undefined): Span => (sql === undefined ? UNKNOWN : { lower: sql, upper: sql });
 
-/** A bound's SQL literal; undefined when absent or unreadable. */
-function bound(type: IcebergPrimitive, bytes: Uint8Array | undefined): string | undefined {
-  if (!bytes) return undefined;
-  try {
-    return sqlOfLakeValue(type, fromSingleValue(type, bytes));
-  } catch {
-    return undefined; // e.g. a truncated string bound that is not UTF-8: an unknown end
-  }
-}
-
-/** A SQL literal of DuckDB's type for an Iceberg value in its single-value form; undefined when not comparable. */
-export function sqlOfLakeValue(type: IcebergPrimitive, v: SingleValue): string | undefined {
-  switch (type) {
-    case 'boolean':
+/** A SQL literal of DuckDB's type for a lake value (LakeValue) of a column of type `type`; undefined when not comparable. */
+function sqlOfLakeValue(type: DataType, v: LakeValue): string | undefined {
+  if (v === null) return undefined;
+  switch (type.kind) {
+    case 'BOOLEAN':
       return v ? 'TRUE' : 'FALSE';
-    case 'int':
+    case 'TINYINT':
+    case 'SMALLINT':
+    case 'INT':
       return `CAST(${Number(v)} AS INTEGER)`;
-    case 'long':
+    case 'BIGINT':
       return `CAST(${BigInt(v as number | bigint)} AS BIGINT)`;
-    case 'float':
-    case 'double':
-      return Number.isFinite(v) ? `CAST('${Number(v)}' AS ${type === 'float' ? 'FLOAT' : 'DOUBLE'})` : undefined;
-    case 'date':
+    case 'FLOAT':
+    case 'DOUBLE':
+      return Number.isFinite(v) ? `CAST('${Number(v)}' AS ${type.kind})` : undefined;
+    case 'DATE':
       return `(DATE '1970-01-01' + CAST(${Number(v)} AS INTEGER))`;
-    case 'time':
+    case 'TIME':
       return `(TIME '00:00:00' + to_microseconds(CAST(${BigInt(v as number | bigint)} AS BIGINT)))`;
-    case 'timestamp':
+    case 'TIMESTAMP':
       return `make_timestamp(CAST(${BigInt(v as number | bigint)} AS BIGINT))`;
-    case 'timestamptz':
+    case 'TIMESTAMP_LTZ':
       return `make_timestamptz(CAST(${BigInt(v as number | bigint)} AS BIGINT))`;
-    case 'string':
+    case 'CHAR':
+    case 'STRING':
       return literal(String(v));
+    case 'DECIMAL':
+      return `CAST('${formatDecimal(BigInt(v as bigint), type.scale)}' AS DECIMAL(${type.precision},${type.scale}))`;
+    case 'BINARY':
+    case 'BYTES':
+      return undefined;
   }
-  const decimal = decimalOf(type);
-  if (decimal) return `CAST('${formatDecimal(BigInt(v as bigint), decimal.scale)}' AS DECIMAL(${decimal.precision},${decimal.scale}))`;
-  return undefined;
 }
 
 /** The SQL value of a partition's string form (common/partitions.ts) of a key of type `type`. */

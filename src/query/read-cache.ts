@@ -3,14 +3,12 @@
  * table's lake snapshot stays the same (most queries between two tiering rounds) reads only what
  * is new:
  *
- *   lake tables  a lake table's loaded metadata, by table id (a table's lake table is never
- *                replaced: a table created again gets a new id); reused while its version is still
- *                the current one (the catalog checks that the next version does not exist): a
- *                version's file never changes once written.
- *   lake plans   the scan of a snapshot planned from one metadata version, by the lake table's uuid,
- *                that version's file and the snapshot: an Iceberg snapshot's manifests never change
- *                either. (A lake table purged and created again for a namesake reuses the file
- *                names of its versions, not its uuid.)
+ *   lake tables  a lake table as loaded, by table id (a table's lake table is never replaced: a
+ *                table created again gets a new id); reused while its version is still the
+ *                current one (LakeStorage.loadTable with the one known).
+ *   lake plans   the read of a snapshot planned from one version of a lake table, by that version
+ *                (LakeTable.version, which a purged and re-created namesake does not share) and the
+ *                snapshot: a snapshot's files never change.
  *   tails        the log rows that union reads loaded into DuckDB (union-reader.ts), each in its
  *                own tables, by what the read asked for (table, columns, partitions). A tail says
  *                which table version and lake snapshot it was read for and where each bucket's
@@ -22,8 +20,8 @@
  * Each kind is bounded, the least recently used dropped first (a dropped tail's tables with it).
  */
 import type { Table } from '../client/table.js';
-import type { FileSystemCatalog, LoadedTable } from '../lake/iceberg/catalog.js';
-import { planScan, type ScanTask } from '../lake/iceberg/scan.js';
+import type { TablePath } from '../common/schema.js';
+import type { LakeReadPlan, LakeStorage, LakeTable } from '../lake/lake-format.js';
 import type { DuckSession } from './duckdb/session.js';
 import type { BucketStart } from './log-reader.js';
 
@@ -49,26 +47,26 @@ export interface LoadedTail {
 }
 
 export class ReadCache {
-  private readonly lakeTables = new Map<number, LoadedTable>();
-  private readonly lakePlans = new Map<string, Promise<ScanTask[]>>();
+  private readonly lakeTables = new Map<number, LakeTable>();
+  private readonly lakePlans = new Map<string, Promise<LakeReadPlan>>();
   private readonly tails = new Map<string, LoadedTail>();
   private readonly unionReads = new Map<string, Table>();
 
   constructor(private readonly duck: DuckSession) {}
 
-  /** The current metadata of the lake table of Tributary table `tableId`. */
-  async lakeTable(catalog: FileSystemCatalog, tableId: number, database: string, table: string): Promise<LoadedTable> {
-    const loaded = await catalog.loadTable(database, table, this.lakeTables.get(tableId));
+  /** The lake table (its current version) of Tributary table `tableId` at `path`. */
+  async lakeTable(lake: LakeStorage, tableId: number, path: TablePath): Promise<LakeTable> {
+    const loaded = await lake.loadTable(path, this.lakeTables.get(tableId));
     keep(this.lakeTables, tableId, loaded, LAKE_TABLES_KEPT);
     return loaded;
   }
 
-  /** The data files (with their deletes) of a snapshot of `loaded`, the current one by default. */
-  lakePlan(loaded: LoadedTable, snapshotId?: bigint): Promise<ScanTask[]> {
-    const key = `${loaded.metadata.tableUuid}/${loaded.metadataLocation}#${snapshotId ?? 'current'}`;
+  /** The read of a snapshot of `table`, the current one by default; in the table's current schema with `currentSchema`, else in the snapshot's. */
+  lakePlan(table: LakeTable, snapshotId?: bigint, options: { currentSchema?: boolean } = {}): Promise<LakeReadPlan> {
+    const key = `${table.version}#${snapshotId ?? 'current'}${options.currentSchema ? '#current-schema' : ''}`;
     let plan = this.lakePlans.get(key);
     if (!plan) {
-      plan = planScan(loaded, snapshotId === undefined ? {} : { snapshotId }).then((p) => p.dataFiles);
+      plan = table.planRead(snapshotId, options);
       plan.catch(() => this.lakePlans.delete(key)); // a failed plan is planned again next time
     }
     keep(this.lakePlans, key, plan, LAKE_PLANS_KEPT);

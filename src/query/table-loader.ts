@@ -14,16 +14,16 @@
  *   table$binlog         a primary-key table's changelog as Fluss's binlog: one row
  *                        per change with its before and after rows (binlogSql)   plan 'scan'
  *   table$lake           a view of the rows of the current (or a chosen) snapshot
- *                        of the table's lake (Iceberg) table, deletes applied
- *                        (lake-reader.ts)                                          plan 'lake'
+ *                        of the table's lake table, deletes applied (the lake
+ *                        format's SQL, union-reader.ts)                            plan 'lake'
  *   table$lake$snapshots the snapshots of that lake table                          plan 'lake'
  *   table$lake$files     the live files of a snapshot of that lake table           plan 'lake'
  *
  * Scan options (scan-options.ts: a table's OPTIONS hint or FOR SYSTEM_TIME AS OF, else the
  * session's) choose where reads start: `scan.startup.mode` other than `full` reads a table from its
  * log alone (plan 'scan'); the lake tables take a snapshot id or a time. The lake tables of a
- * lake-enabled table are read straight from the warehouse the server names
- * (GetLakeTieringStatus), so they must be reachable at the same path from here. Union and lake
+ * lake-enabled table are read straight from the warehouse the server names, in the lake format it
+ * names (GetLakeTieringStatus), so they must be reachable at the same path from here. Union and lake
  * reads skip the lake files and log partitions that the query's column filters rule out
  * (lake-pruning.ts).
  *
@@ -37,14 +37,14 @@ import type { DataType } from '../common/types.js';
 import type { Row } from '../common/values.js';
 import type { Connection } from '../client/connection.js';
 import type { Table } from '../client/table.js';
-import { FileSystemCatalog } from '../lake/iceberg/catalog.js';
+import { lakeFormat } from '../lake/formats/index.js';
+import type { LakeStorage } from '../lake/lake-format.js';
 import { toArrowSchema } from '../record/arrow-schema.js';
 import { columnFiltersOf, keyLookupOf } from './duckdb/query-shapes.js';
 import { referencesOf, type TableReference } from './duckdb/references.js';
 import { type DuckSession, relationSql } from './duckdb/session.js';
 import type { SyntaxTree } from './duckdb/syntax-tree.js';
 import { duckTypeName } from './duckdb/type-name.js';
-import { loadLakeSnapshots } from './lake-reader.js';
 import { bucketRanges, CHANGELOG_COLUMNS, type LogRange, logRangesOf, readChangelogUpToHighWatermark, readLogUpToHighWatermark } from './log-reader.js';
 import { type ScanOptions, scanOptionsOf, type ScanTarget, type TableHint } from './scan-options.js';
 import { lookupState, readState } from './state-reader.js';
@@ -96,8 +96,8 @@ export interface QueryScan {
 export const quoteIdentifier = (name: string): string => `"${name.replaceAll('"', '""')}"`;
 
 export class TableLoader {
-  /** The lake catalog of each lake-enabled table read so far, by table id: the server's warehouse does not move. */
-  private readonly catalogs = new Map<number, FileSystemCatalog>();
+  /** The lake of each lake-enabled table read so far, by table id: the server's warehouse and format do not move. */
+  private readonly lakes = new Map<number, LakeStorage>();
   private readonly cache: ReadCache;
 
   constructor(
@@ -151,12 +151,12 @@ export class TableLoader {
       const speculated = last && startCatchUp({ conn: this.conn, duck: this.duck, table: last, name, columns: columnsToRead(last.info, refs.columns), filters: [], cache: this.cache });
       const table = await this.conn.getTable({ ...path, table: system?.table ?? path.table });
       if (system?.system.startsWith('$lake')) {
-        const catalog = await this.lakeCatalog(table.info, system!.system);
+        const lake = await this.lakeOf(table.info, system!.system);
         if (system!.system === '$lake') {
           const filters = columnFiltersOf(tree.json, lakeColumns(table.info));
-          await loadLakeRows(this.cache, this.duck, catalog, table.info, name, refs.columns, filters, options);
-        } else if (system!.system === '$lake$files') await loadLakeFiles(this.cache, this.duck, catalog, table.info, name, options);
-        else await loadLakeSnapshots(this.duck, name, catalog, table.info.path.database, table.info.path.table);
+          await loadLakeRows(this.cache, this.duck, lake, table.info, name, refs.columns, filters, options);
+        } else if (system!.system === '$lake$files') await loadLakeFiles(this.cache, this.duck, lake, table.info, name, options);
+        else await this.duck.createTableAs(name, `AS ${(await this.cache.lakeTable(lake, table.info.tableId, table.info.path)).snapshotsSql()}`);
         reads.push(describeRead(name, `lake read (${system!.shows}), from the lake's files`, undefined));
         plan = 'lake';
         continue;
@@ -190,7 +190,7 @@ export class TableLoader {
         continue;
       }
       const keys = table.info.schema.primaryKey && refs.tables.length === 1 ? await this.lookupKeys(tree, table) : undefined;
-      const union = !keys && tableOption(table.info.properties, 'table.datalake.enabled') === 'true' ? await loadUnionRead(read, await this.lakeCatalog(table.info, 'union read')) : undefined;
+      const union = !keys && tableOption(table.info.properties, 'table.datalake.enabled') === 'true' ? await loadUnionRead(read, await this.lakeOf(table.info, 'union read')) : undefined;
       if (union) {
         const lake = `lake snapshot ${union.snapshotId}: ${union.filesRead} data file(s) read, ${union.filesPruned} pruned by the query's filters`;
         reads.push(describeRead(name, 'union read (lake snapshot, then the log after it)', columns, [lake, ...rangeLines(union.log)]));
@@ -219,17 +219,19 @@ export class TableLoader {
     return { ...(plan ? { plan } : {}), reads };
   }
 
-  /** The filesystem catalog of the lake that a lake-enabled table is tiered into; `use` says what for. */
-  private async lakeCatalog(info: TableInfo, use: string): Promise<FileSystemCatalog> {
+  /** The lake that a lake-enabled table is tiered into; `use` says what for. */
+  private async lakeOf(info: TableInfo, use: string): Promise<LakeStorage> {
     if (tableOption(info.properties, 'table.datalake.enabled') !== 'true') {
       throw new TributaryError('INVALID_TABLE_EXCEPTION', `'${tablePathString(info.path)}' is not lake-enabled ('table.datalake.enabled'), so it has no ${use}`);
     }
-    let catalog = this.catalogs.get(info.tableId);
-    if (!catalog) {
-      catalog = new FileSystemCatalog((await this.conn.getAdmin().getLakeTieringStatus(info.path)).warehouse);
-      this.catalogs.set(info.tableId, catalog);
+    let lake = this.lakes.get(info.tableId);
+    if (!lake) {
+      const status = await this.conn.getAdmin().getLakeTieringStatus(info.path);
+      // Read only: a format holds nothing until one of its writers runs.
+      lake = lakeFormat(status.lakeFormat).open(status.warehouse);
+      this.lakes.set(info.tableId, lake);
     }
-    return catalog;
+    return lake;
   }
 
   /**

@@ -8,10 +8,10 @@
  *                        ANTI JOIN tail AS c ON c.<key> = l.<key> AND ...
  *                      UNION ALL SELECT <columns> FROM tail WHERE "$change_type" <> 'delete'
  *
- *   <rows of S>   lake-reader's SQL of S's data files (deletes applied), read by DuckDB when the
- *                 query runs, so its filters reach the Parquet scan; files pruned first by the
- *                 query's column filters (lake-pruning.ts). Columns resolve by field id in the
- *                 lake's current schema; a column the lake lacks is NULL, and lake columns whose
+ *   <rows of S>   the lake format's SQL of S's data files (deletes applied, LakeReadPlan), read by
+ *                 DuckDB when the query runs, so its filters reach the Parquet scan; files pruned
+ *                 first by the query's column filters (lake-pruning.ts). Columns resolve by field
+ *                 id in the lake's current schema; a column the lake lacks is NULL, and lake columns whose
  *                 DuckDB type differs from the table's (TINYINT, SMALLINT) are cast back.
  *   tail          table `__union_tail."<db>.<table>#<n>"`: per bucket, the log from O_b (S's end
  *                 offset of the bucket; the log start for a bucket S does not hold) to the high
@@ -42,23 +42,21 @@ import type { OffsetSpec } from '../client/admin.js';
 import type { Connection } from '../client/connection.js';
 import type { Table } from '../client/table.js';
 import { TributaryError } from '../common/errors.js';
-import { type LakeSnapshot, lakeBucketKey } from '../common/lake.js';
+import { LAKE_SYSTEM_COLUMNS, type LakeSnapshot, lakeBucketKey } from '../common/lake.js';
 import { type PartitionInfo, type TableInfo, tablePathString } from '../common/schema.js';
 import type { DataType } from '../common/types.js';
-import type { FileSystemCatalog, LoadedTable } from '../lake/iceberg/catalog.js';
-import type { ScanTask } from '../lake/iceberg/scan.js';
-import { currentSchema, type TableMetadata } from '../lake/iceberg/table-metadata.js';
-import type { IcebergSchema } from '../lake/iceberg/types.js';
-import { BUCKET_COLUMN, OFFSET_COLUMN, TIMESTAMP_COLUMN } from '../lake/lake-schema.js';
+import type { LakeReadPlan, LakeStorage, LakeTable } from '../lake/lake-format.js';
+
 import { toArrowSchema } from '../record/arrow-schema.js';
 import type { ColumnFilter } from './duckdb/query-shapes.js';
 import { type DuckSession, relationSql } from './duckdb/session.js';
 import { duckTypeName } from './duckdb/type-name.js';
-import { pruneScanTasks, prunePartitions } from './lake-pruning.js';
-import { duckTypeOfIceberg, lakeFilesSql, scanTasksSql, schemaOf, snapshotAsOf } from './lake-reader.js';
+import { pruneLakeSplits, prunePartitions } from './lake-pruning.js';
 import { type BucketRange, bucketKey, bucketRanges, type BucketStart, type LogRange, readChangelogUpToHighWatermark, readLogRanges } from './log-reader.js';
 import type { LoadedTail, ReadCache } from './read-cache.js';
 import type { ScanOptions } from './scan-options.js';
+
+const [BUCKET_COLUMN, OFFSET_COLUMN, TIMESTAMP_COLUMN] = LAKE_SYSTEM_COLUMNS;
 
 /** Reads that start over after racing retention and newer lake snapshots, at most. */
 const MAX_ATTEMPTS = 5;
@@ -100,7 +98,7 @@ export interface UnionReadPlan {
  * primary-key table's log alone no longer tells its state (the caller then reads the table as
  * without a lake).
  */
-export async function loadUnionRead(read: TableRead, catalog: FileSystemCatalog): Promise<UnionReadPlan | undefined> {
+export async function loadUnionRead(read: TableRead, lake: LakeStorage): Promise<UnionReadPlan | undefined> {
   const { conn, table } = read;
   const info = table.info;
   const admin = conn.getAdmin();
@@ -109,7 +107,7 @@ export async function loadUnionRead(read: TableRead, catalog: FileSystemCatalog)
   const tailKey = tailKeyOf(read.name, columns, partitions);
   // So is the lake table's metadata loaded; one older than the snapshot lacks it, and the read starts over.
   const lakeTable = () => {
-    const loaded = read.cache.lakeTable(catalog, info.tableId, info.path.database, info.path.table);
+    const loaded = read.cache.lakeTable(lake, info.tableId, info.path);
     loaded.catch(() => undefined); // awaited below, or dropped with the read
     return loaded;
   };
@@ -142,7 +140,7 @@ export async function loadUnionRead(read: TableRead, catalog: FileSystemCatalog)
     if (expired && !last && (await admin.getLakeSnapshot(info.path)).snapshotId !== snapshot.snapshotId) continue;
     if (info.schema.primaryKey && (expired || ranges.some((r) => r.lakeEnd === undefined && r.logStart > 0n))) return undefined;
     let tail: string;
-    let lake: LakePlan;
+    let lake: LakeReadPlan;
     try {
       const starts = ranges.map((r) => ({ ...r, start: r.lakeEnd !== undefined && r.lakeEnd > r.logStart ? r.lakeEnd : r.logStart }));
       tail = await loadWholeTail(read, columns, tailKey, starts, snapshot.snapshotId);
@@ -183,7 +181,7 @@ function tailKeyOf(name: string, columns: readonly string[], partitions: readonl
  * header), and remembers the table it reads, for the next read's early catch-up (startCatchUp).
  * Returns how many of the snapshot's data files it reads and how many the filters pruned.
  */
-async function createUnionView(read: TableRead, columns: string[], tail: string, lake: LakePlan): Promise<{ filesRead: number; filesPruned: number }> {
+async function createUnionView(read: TableRead, columns: string[], tail: string, lake: LakeReadPlan): Promise<{ filesRead: number; filesPruned: number }> {
   const { sql: lakeSql, filesRead } = await lakeRows(read, lake, columns);
   const cols = columns.map(quote).join(', ');
   const t = relationSql(tail);
@@ -194,7 +192,7 @@ async function createUnionView(read: TableRead, columns: string[], tail: string,
     : `${lakeSql}\nUNION ALL SELECT ${cols} FROM ${t}`;
   await read.duck.createView(read.name, sql);
   read.cache.rememberUnionRead(read.name, read.table);
-  return { filesRead, filesPruned: lake.tasks.length - filesRead };
+  return { filesRead, filesPruned: lake.splits.length - filesRead };
 }
 
 /**
@@ -229,34 +227,30 @@ export async function loadLogFrom(read: TableRead, from: OffsetSpec): Promise<vo
 }
 
 /** The lake snapshot a read of `t$lake` or `t$lake$files` reads: chosen by id or by time, else the current one (undefined). */
-async function chosenLakeSnapshot(duck: DuckSession, metadata: TableMetadata, options: ScanOptions, name: string): Promise<bigint | undefined> {
+async function chosenLakeSnapshot(duck: DuckSession, table: LakeTable, options: ScanOptions): Promise<bigint | undefined> {
   if (options.snapshotId !== undefined) return options.snapshotId;
   if (options.asOf === undefined) return undefined;
   const result = await duck.run(`SELECT epoch_us(CAST((${options.asOf}) AS TIMESTAMPTZ))`);
   const micros = result.rows[0]?.[0];
   if (typeof micros !== 'bigint') throw new TributaryError('INVALID_ARGUMENT', `FOR SYSTEM_TIME AS OF needs a timestamp, not NULL`);
-  return snapshotAsOf(metadata, micros, name);
+  return table.snapshotAt(micros);
 }
 
 /**
  * Creates `t$lake` as view `name`: the rows of a lake snapshot (current by default), `columns` of
  * its schema (all for '*'), with data files pruned by `filters` on its column names.
  */
-export async function loadLakeRows(cache: ReadCache, duck: DuckSession, catalog: FileSystemCatalog, info: TableInfo, name: string, columns: Iterable<string> | '*', filters: readonly ColumnFilter[], options: ScanOptions): Promise<void> {
-  const loaded = await cache.lakeTable(catalog, info.tableId, info.path.database, info.path.table);
-  const { metadata } = loaded;
-  const snapshotId = await chosenLakeSnapshot(duck, metadata, options, tablePathString(info.path));
-  const schema = schemaOf(metadata, snapshotId);
-  const tasks = await pruneScanTasks(duck, metadata, schema, await cache.lakePlan(loaded, snapshotId), filters);
-  await duck.createView(name, scanTasksSql(metadata, tasks, { schema, ...(columns === '*' ? {} : { columns }) }));
+export async function loadLakeRows(cache: ReadCache, duck: DuckSession, lake: LakeStorage, info: TableInfo, name: string, columns: Iterable<string> | '*', filters: readonly ColumnFilter[], options: ScanOptions): Promise<void> {
+  const table = await cache.lakeTable(lake, info.tableId, info.path);
+  const plan = await cache.lakePlan(table, await chosenLakeSnapshot(duck, table, options));
+  const splits = await pruneLakeSplits(duck, plan.columns, plan.splits, filters);
+  await duck.createView(name, plan.rowsSql(splits, columns === '*' ? undefined : columns));
 }
 
 /** Creates `t$lake$files` as table `name`: the live files of a lake snapshot (current by default). */
-export async function loadLakeFiles(cache: ReadCache, duck: DuckSession, catalog: FileSystemCatalog, info: TableInfo, name: string, options: ScanOptions): Promise<void> {
-  const { database, table } = info.path;
-  const { metadata } = await cache.lakeTable(catalog, info.tableId, database, table);
-  const snapshotId = await chosenLakeSnapshot(duck, metadata, options, tablePathString(info.path));
-  await duck.createTableAs(name, `AS ${await lakeFilesSql(metadata, database, table, snapshotId)}`);
+export async function loadLakeFiles(cache: ReadCache, duck: DuckSession, lake: LakeStorage, info: TableInfo, name: string, options: ScanOptions): Promise<void> {
+  const table = await cache.lakeTable(lake, info.tableId, info.path);
+  await duck.createTableAs(name, `AS ${await table.filesSql(await chosenLakeSnapshot(duck, table, options))}`);
 }
 
 /** The columns of `t$lake` with their types, for its column filters: the table's, then the lake's system columns. */
@@ -334,7 +328,7 @@ async function catchUp(read: TableRead, columns: string[], key: string): Promise
  * one when it was made for the same tail and table version), when the registered lake snapshot is
  * still the one it was read for. Undefined, nothing changed, otherwise.
  */
-async function caughtUpTail(read: TableRead, columns: string[], key: string, loaded: Promise<LoadedTable>): Promise<{ tail: string; lake: LakePlan } | undefined> {
+async function caughtUpTail(read: TableRead, columns: string[], key: string, loaded: Promise<LakeTable>): Promise<{ tail: string; lake: LakeReadPlan } | undefined> {
   const { info } = read.table;
   let caught = await read.speculated?.catch(() => undefined);
   const current = caught && caught.key === key && caught.kept === read.cache.tail(key) && caught.kept.tableId === info.tableId && caught.kept.schemaId === info.schemaId;
@@ -405,28 +399,20 @@ async function loadTail(read: TableRead, tables: readonly string[], tail: Tail, 
   );
 }
 
-/** A lake snapshot's scan, planned: the table's metadata and the snapshot's data files with their deletes. */
-interface LakePlan {
-  metadata: TableMetadata;
-  tasks: ScanTask[];
-}
-
-async function planLake(cache: ReadCache, loaded: Promise<LoadedTable>, snapshotId: bigint): Promise<LakePlan> {
-  const table = await loaded;
-  return { metadata: table.metadata, tasks: await cache.lakePlan(table, snapshotId) };
+/** The read of lake snapshot `snapshotId`, in the lake table's current schema. */
+async function planLake(cache: ReadCache, loaded: Promise<LakeTable>, snapshotId: bigint): Promise<LakeReadPlan> {
+  return cache.lakePlan(await loaded, snapshotId, { currentSchema: true });
 }
 
 /** `SELECT <columns> FROM (<rows of the snapshot>) AS l` (see the header), files pruned by the read's filters. */
-async function lakeRows(read: TableRead, lake: LakePlan, columns: readonly string[]): Promise<{ sql: string; filesRead: number }> {
+async function lakeRows(read: TableRead, lake: LakeReadPlan, columns: readonly string[]): Promise<{ sql: string; filesRead: number }> {
   const info = read.table.info;
-  const { metadata } = lake;
-  const schema: IcebergSchema = currentSchema(metadata);
-  const tasks = await pruneScanTasks(read.duck, metadata, schema, lake.tasks, read.filters);
+  const splits = await pruneLakeSplits(read.duck, lake.columns, lake.splits, read.filters);
   const select = columns.map((c) => {
     const type = duckTypeName(info.schema.columns.find((x) => x.name === c)!.type);
-    const field = schema.fields.find((f) => f.name === c);
-    if (!field) return `CAST(NULL AS ${type}) AS ${quote(c)}`;
-    return duckTypeOfIceberg(field.type) === type.replaceAll(' ', '') ? `l.${quote(c)}` : `CAST(l.${quote(c)} AS ${type}) AS ${quote(c)}`;
+    const column = lake.columns.find((f) => f.name === c);
+    if (!column) return `CAST(NULL AS ${type}) AS ${quote(c)}`;
+    return duckTypeName(column.type).replaceAll(' ', '') === type.replaceAll(' ', '') ? `l.${quote(c)}` : `CAST(l.${quote(c)} AS ${type}) AS ${quote(c)}`;
   });
-  return { sql: `SELECT ${select.join(', ')} FROM (${scanTasksSql(metadata, tasks, { schema, columns })}) AS l`, filesRead: tasks.length };
+  return { sql: `SELECT ${select.join(', ')} FROM (${lake.rowsSql(splits, columns)}) AS l`, filesRead: splits.length };
 }

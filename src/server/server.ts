@@ -6,7 +6,7 @@
 import path from 'node:path';
 import fs from 'node:fs';
 import { lakeWarehouse, Options } from '../common/config.js';
-import { IcebergLakeCatalog } from '../lake/lake-catalog-sync.js';
+import { lakeFormat } from '../lake/formats/index.js';
 import { TributaryError } from '../common/errors.js';
 import { makeDirectory } from '../common/files.js';
 import { sqlLimits } from '../query/sql-limits.js';
@@ -85,15 +85,15 @@ export class TributaryServer {
     const store = await LocalMetadataStore.open(path.join(dataDir, 'metadata'));
     undo.push(() => store.close());
     const warehouse = lakeWarehouse(options);
-    const lakeCatalog = new IcebergLakeCatalog(warehouse);
-    const coordinator = new Coordinator(store, options, log.child({ role: 'coordinator' }), lakeCatalog, disk);
+    const lake = lakeFormat(options.string('datalake.format')!).open(warehouse);
+    const coordinator = new Coordinator(store, options, log.child({ role: 'coordinator' }), lake, disk);
     const tablets = new TabletServer(dataDir, options, coordinator, log.child({ role: 'tablet-server' }), disk);
     undo.push(() => tablets.stop());
     await tablets.start(coordinator.allTables());
     undo.push(() => coordinator.stop());
     await coordinator.start(tablets);
 
-    const tiering: TieringServiceDeps = { coordinator, warehouse, highWatermarks: (id) => tablets.highWatermarks(id) };
+    const tiering: TieringServiceDeps = { coordinator, warehouse, lakeFormat: lake.format, highWatermarks: (id) => tablets.highWatermarks(id) };
     const metrics = nodeMetrics(tiering, tablets, () => rpc.stats(), disk);
     const rpc = new RpcServer({
       host: listen.host,
@@ -151,7 +151,7 @@ export class TributaryServer {
       port: options.int('http.port'),
       rpc: rpcAddress,
       tables: coordinator,
-      catalog: lakeCatalog.catalog,
+      lake,
       metrics,
       readiness: () => rpc.readiness(),
       sql: sqlLimits(options, path.join(dataDir, 'sql-spill')),

@@ -2,33 +2,26 @@
  * One tiering round of one table (DESIGN.md §5):
  *
  *  1. Where the lake stands: the newest snapshot this table's tiering committed, found by its
- *     summary (tiered-offsets.ts). If the coordinator has not registered it (the previous worker died
+ *     summary properties (tiered-offsets.ts). If the coordinator has not registered it (the previous worker died
  *     between the lake commit and the report), it is registered now and the round starts after it.
  *  2. Plan: one split per bucket (per partition), [lake end offset, high watermark), with the stop
  *     offsets frozen now. The first round of a primary-key bucket whose changelog no longer starts
  *     at offset 0 (retention dropped what its KV snapshots hold, before the table was lake-enabled)
  *     starts from the bucket's state instead: a consistent scan of it, as of offset S, folded like
  *     changes at offset S - 1, then the changelog from S.
- *  3. Read the splits with a LogScanner. Log tables: batches become lake batches (system columns
- *     added, columns shared), appended every `CHUNK_BYTES` to the split's Parquet data file, which
- *     a thread of the writer pool encodes while the next chunk is read; after `FILE_ROWS` rows the
- *     file ends and the split's next rows start another. Primary-key tables: the changelog is
- *     folded per key — the last +I/+U of a key becomes a data row, and a key that existed before
- *     the round (its first change is not +I) gets an equality delete on the primary key, which
- *     removes its older lake rows (deletes apply to files of earlier sequence numbers only, so
- *     this round's rows survive).
- *  4. Commit one Iceberg snapshot whose summary carries the offsets, checking at every attempt that
- *     the lake still ends where the round started (no other worker tiered these offsets meanwhile).
- *     Its manifests are written while the data files sync; its table version waits for them.
+ *  3. Read the splits with a LogScanner into the lake format's writer (LakeWriter, lake/lake-format.ts),
+ *     one bucket writer per split. Log tables: read batches go to it as they come. Primary-key
+ *     tables: the changelog is folded per key — the last +I/+U of a key becomes a row, and a key
+ *     that existed before the round (its first change is not +I) is deleted from the lake's older
+ *     rows — and written once the split is read.
+ *  4. Commit one lake snapshot whose summary carries the offsets, refused when the lake no longer
+ *     ends where the round started (another worker tiered these offsets meanwhile).
  *  5. Register the snapshot with the coordinator (CommitLakeTableSnapshot).
- *  6. Maintain the lake by the table's options: compaction (compaction.ts) and snapshot expiry.
+ *  6. Maintain the lake by the table's options: compaction (DuckDB rewrites the files) and snapshot expiry.
  *
  * A round that runs past the table's freshness stops reading at a batch boundary and commits what
  * it has (force-finished); the rest is the next round's.
  */
-import crypto from 'node:crypto';
-import path from 'node:path';
-import * as arrow from 'apache-arrow';
 import type { Admin } from '../client/admin.js';
 import type { Connection } from '../client/connection.js';
 import type { BucketRef, ScanBatch } from '../client/log-scanner.js';
@@ -44,41 +37,24 @@ import { ColumnBatchBuilder } from '../record/column-batch-builder.js';
 import { ApiKeys } from '../rpc/api-keys.js';
 import { toPbLakeOffset } from '../rpc/lake-offsets.js';
 import type { Logger } from '../common/logger.js';
-import { FileSystemCatalog } from '../lake/iceberg/catalog.js';
-import { type DataFile, FileContent, type PartitionValue } from '../lake/iceberg/data-file.js';
-import type { DataFileWriterPool, OpenDataFile } from '../lake/iceberg/data-file-writer.js';
-import { expireSnapshots } from '../lake/iceberg/maintenance.js';
-import { commitRowDelta } from '../lake/iceberg/snapshot-producer.js';
-import { currentSchema, partitionSpecById, type TableMetadata } from '../lake/iceberg/table-metadata.js';
-import { parseTransform } from '../lake/iceberg/transforms.js';
-import type { IcebergSchema } from '../lake/iceberg/types.js';
-import { consecutiveOffsets, toLakeBatch } from '../lake/lake-batch.js';
-import { TABLE_ID_PROPERTY } from '../lake/lake-catalog-sync.js';
-import { BUCKET_COLUMN } from '../lake/lake-schema.js';
-import { COMPACT_AT_DELETE_FILES, compactLakeTable } from './compaction.js';
-import { bucketOffsetsSummary, latestTieredSnapshot, SUMMARY_BUCKET_OFFSETS, SUMMARY_TABLE_ID, SUMMARY_TIERING_EPOCH, type TieredSnapshot } from '../lake/tiered-offsets.js';
-
-/**
- * Rows per data file of a log table bucket; a bucket with more in one round gets several files.
- * A file's rows are encoded as they arrive (the writer holds a row group, not the file), so the
- * bound is there for readers: files of tens to hundreds of MB, several row groups each.
- */
-export const FILE_ROWS = 8_000_000;
-/**
- * Lake batches of a split collected before they go to its data file as one Arrow IPC stream: large
- * enough that messages to the writer thread cost nothing, small enough that reading and encoding
- * overlap from the first rows on. While the writer encodes one chunk of a file, the next is read.
- */
-const CHUNK_BYTES = 2 << 20;
+import type { LakeBucketWriter, LakePartition, LakeStorage, LakeWriter, LakeWriteResult } from '../lake/lake-format.js';
+import { DuckSession } from '../query/duckdb/session.js';
+import { bucketOffsetsSummary, SUMMARY_BUCKET_OFFSETS, SUMMARY_TABLE_ID, SUMMARY_TIERING_EPOCH, type TieredSnapshot } from '../lake/tiered-offsets.js';
 const PROGRESS_EVERY_MS = 10_000;
+/**
+ * A partition holding this many delete files is compacted after a tiering round even without
+ * `table.datalake.auto-compaction`: every delete file is one more anti-join for every read of the
+ * partition, and a primary-key bucket gets one per round that updates or deletes keys in it.
+ */
+const COMPACT_AT_DELETE_FILES = 8;
 
 export interface RoundContext {
   conn: Connection;
   tableId: number;
   path: TablePath;
   epoch: bigint;
-  warehouse: string;
-  pool: DataFileWriterPool;
+  /** The lake the table is tiered into. */
+  lake: LakeStorage;
   /** Aborted when the coordinator fences this round's epoch. */
   signal: AbortSignal;
   log: Logger;
@@ -104,26 +80,14 @@ interface Split {
   /** First offset not read yet. */
   position: bigint;
   maxTimestamp?: number;
-  /** Values of the partition keys (transform source form), from the first row read. */
-  partitionSource?: Map<string, PartitionValue>;
-  /** Log tables: lake batches not sent to the data file yet, and their bytes. */
-  pendingBatches: arrow.RecordBatch[];
-  pendingBytes: number;
-  /** Log tables: the data file being written. */
-  file?: SplitFile;
+  /** Values of the partition keys (internal values), from the first row read. */
+  partitionSource?: Map<string, unknown>;
+  /** The lake writer of the split's rows, from the first rows written. */
+  writer?: LakeBucketWriter;
   /** Primary-key tables: the changelog folded per key. */
   changes?: Map<string, FoldedChange>;
   /** Primary-key tables: the bucket's state is read first (see the header, step 2). */
   fromState?: boolean;
-}
-
-interface SplitFile {
-  sink: OpenDataFile;
-  partition: PartitionValue[];
-  /** Rows sent to it so far. */
-  rows: number;
-  /** The chunk the writer is encoding. */
-  appending?: Promise<void>;
 }
 
 interface FoldedChange {
@@ -146,60 +110,43 @@ export async function runTieringRound(ctx: RoundContext): Promise<RoundResult> {
   // The connection's reads (offsets, scans) go by its cached table: one of a dropped namesake must not answer for this one.
   if (ctx.conn.metadata.cachedTable(ctx.path)?.tableId !== info.tableId) ctx.conn.metadata.invalidate(ctx.path);
   const deadline = Date.now() + parseDuration(tableOption(info.properties, 'table.datalake.freshness')!)!;
-  const catalog = new FileSystemCatalog(ctx.warehouse);
-  const loaded = await catalog.loadTable(info.path.database, info.path.table);
-  const tiered = latestTieredSnapshot(loaded.metadata, info.tableId);
+  const lakeTable = await ctx.lake.loadTable(info.path);
+  const tiered = lakeTable.tieredSnapshot(info.tableId);
   await registerIfMissing(ctx, admin, tiered);
 
   const splits = await planSplits(ctx, admin, info, tiered);
   if (splits.length === 0) return { forceFinished: false, rows: 0, dataFiles: 0, deleteFiles: 0 };
   ctx.log.info({ splits: splits.length, records: splits.reduce((n, s) => n + Number(s.stop - s.start), 0) }, 'tiering round planned');
 
-  const writer = new RoundWriter(ctx, info, loaded.metadata);
+  const lakeWriter = lakeTable.newWriter(info);
+  const writer = new RoundWriter(info, lakeWriter);
   let forceFinished: boolean;
-  let written: DataFile[];
+  let written: LakeWriteResult;
   try {
     await readStates(ctx, info, splits, writer);
     forceFinished = await readSplits(ctx, info, splits, writer, deadline);
     for (const split of splits) await writer.flushSplit(split);
-    written = await writer.files();
+    written = await lakeWriter.complete();
   } catch (err) {
-    await writer.abort(splits);
+    await lakeWriter.abort();
     throw err;
   }
 
   const advanced = splits.filter((s) => s.position > s.start || s.fromState);
   if (advanced.length === 0) return { forceFinished, rows: 0, dataFiles: 0, deleteFiles: 0 };
   const offsets = mergeOffsets(tiered?.bucketOffsets ?? [], advanced);
-  const snapshotId = await commitRowDelta(catalog, info.path.database, info.path.table, {
-    dataFiles: written.filter((f) => f.content === FileContent.DATA),
-    deleteFiles: written.filter((f) => f.content !== FileContent.DATA),
-    summary: {
-      [SUMMARY_TABLE_ID]: String(info.tableId),
-      [SUMMARY_TIERING_EPOCH]: ctx.epoch.toString(),
-      [SUMMARY_BUCKET_OFFSETS]: bucketOffsetsSummary(offsets),
-    },
-    addedFilesDurable: writer.durable(),
-    base: loaded,
-    validate: (current) => {
-      ctx.signal.throwIfAborted();
-      // Purged with its table and created anew for a namesake meanwhile: not this round's table.
-      if (current.properties[TABLE_ID_PROPERTY] !== String(info.tableId)) {
-        throw new TributaryError('TABLE_NOT_EXIST', `lake table ${tablePathString(info.path)} now belongs to another table (id ${current.properties[TABLE_ID_PROPERTY]})`);
-      }
-      const now = latestTieredSnapshot(current, info.tableId);
-      if (now?.snapshotId !== tiered?.snapshotId) {
-        throw new TributaryError('FENCED_TIERING_EPOCH_EXCEPTION', `lake snapshot ${now?.snapshotId} of table ${tablePathString(info.path)} was committed by another tiering worker meanwhile`);
-      }
-    },
-  });
+  const properties = {
+    [SUMMARY_TABLE_ID]: String(info.tableId),
+    [SUMMARY_TIERING_EPOCH]: ctx.epoch.toString(),
+    [SUMMARY_BUCKET_OFFSETS]: bucketOffsetsSummary(offsets),
+  };
+  const snapshotId = await lakeTable.commit(written, properties, { tableId: info.tableId, basedOn: tiered?.snapshotId, signal: ctx.signal });
   await ctx.onLakeCommitted?.(snapshotId);
   await commitToCoordinator(ctx, snapshotId, offsets);
-  await maintainLake(ctx, catalog, info, written, offsets);
-  const rows = written.reduce((n, f) => n + (f.content === FileContent.DATA ? f.recordCount : 0), 0);
-  const deleteFiles = written.filter((f) => f.content !== FileContent.DATA).length;
-  ctx.log.info({ snapshotId: snapshotId.toString(), rows, dataFiles: written.length - deleteFiles, deleteFiles, forceFinished }, 'tiering round committed');
-  return { forceFinished, snapshotId, rows, dataFiles: written.length - deleteFiles, deleteFiles };
+  await maintainLake(ctx, info, written.partitions, offsets);
+  const { rows, dataFiles, deleteFiles } = written;
+  ctx.log.info({ snapshotId: snapshotId.toString(), rows, dataFiles, deleteFiles, forceFinished }, 'tiering round committed');
+  return { forceFinished, snapshotId, rows, dataFiles, deleteFiles };
 }
 
 /**
@@ -209,12 +156,11 @@ export async function runTieringRound(ctx: RoundContext): Promise<RoundResult> {
  * table.datalake.auto-expire-snapshot, expires snapshots by the lake table's history.expire.*
  * properties. The round's rows are safe by now: a failure here is logged, never the round's.
  */
-async function maintainLake(ctx: RoundContext, catalog: FileSystemCatalog, info: TableInfo, written: readonly DataFile[], offsets: readonly LakeBucketOffset[]): Promise<void> {
-  const { database, table } = info.path;
+async function maintainLake(ctx: RoundContext, info: TableInfo, written: readonly LakePartition[], offsets: readonly LakeBucketOffset[]): Promise<void> {
   const enabled = (key: string) => tableOption(info.properties, key)?.toLowerCase() === 'true';
   try {
-    const compacted = await compactLakeTable(catalog, database, table, {
-      partitions: written.map((f) => f.partition),
+    const compacted = await ctx.lake.compact(info.path, () => DuckSession.create(), {
+      partitions: written,
       ...(enabled('table.datalake.auto-compaction') ? {} : { minDeleteFiles: COMPACT_AT_DELETE_FILES }),
     });
     if (compacted) {
@@ -229,7 +175,7 @@ async function maintainLake(ctx: RoundContext, catalog: FileSystemCatalog, info:
   }
   if (!enabled('table.datalake.auto-expire-snapshot')) return;
   try {
-    const expired = await expireSnapshots(catalog, database, table);
+    const expired = await ctx.lake.expireSnapshots(info.path);
     if (expired.expiredSnapshotIds.length > 0) ctx.log.info({ snapshots: expired.expiredSnapshotIds.length, files: expired.deletedFiles.length }, 'lake snapshots expired');
   } catch (err) {
     ctx.log.warn({ err: asTributaryError(err).toString() }, 'lake snapshot expiry failed; the round stays committed');
@@ -286,8 +232,6 @@ async function planSplits(ctx: RoundContext, admin: Admin, info: TableInfo, tier
         start,
         stop,
         position: start,
-        pendingBatches: [],
-        pendingBytes: 0,
         ...(info.schema.primaryKey ? { changes: new Map() } : {}),
         ...(fromState ? { fromState } : {}),
       });
@@ -376,35 +320,22 @@ function mergeOffsets(before: readonly LakeBucketOffset[], splits: readonly Spli
   return [...merged.values()];
 }
 
-/** Turns read batches into data and delete files of the round. */
+/** Hands read batches to the lake writer: log batches as they come, a primary-key split's changelog folded per key. */
 class RoundWriter {
-  private readonly lakeSchema: IcebergSchema;
-  private readonly deleteSchema?: IcebergSchema;
   private readonly keySchema?: Schema;
   private readonly keyColumns: number[];
   private readonly partitionColumns: number[];
-  private readonly written: Promise<DataFile>[] = [];
-  /** Per data file complete but maybe still syncing: settles once it is durable. */
-  private readonly syncing: Promise<void>[] = [];
-  private readonly location: string;
-  private readonly spec;
 
   constructor(
-    private readonly ctx: RoundContext,
     private readonly info: TableInfo,
-    metadata: TableMetadata,
+    private readonly lake: LakeWriter,
   ) {
-    this.lakeSchema = currentSchema(metadata);
-    this.location = metadata.location;
-    this.spec = partitionSpecById(metadata, metadata.defaultSpecId);
     const columns = info.schema.columns;
     this.partitionColumns = info.partitionKeys.map((k) => columns.findIndex((c) => c.name === k));
     const pk = info.schema.primaryKey ?? [];
     this.keyColumns = pk.map((k) => columns.findIndex((c) => c.name === k));
     if (pk.length > 0) {
       this.keySchema = buildSchema(pk.map((k) => columns.find((c) => c.name === k)!).map((c) => ({ name: c.name, type: c.type, nullable: false })));
-      const ids = new Set(pk);
-      this.deleteSchema = { type: 'struct', 'schema-id': this.lakeSchema['schema-id'], fields: this.lakeSchema.fields.filter((f) => ids.has(f.name)) };
     }
   }
 
@@ -441,48 +372,13 @@ class RoundWriter {
     if (split.changes) {
       this.fold(split, b, rows, read);
     } else {
-      const timestamps = new BigInt64Array(rows).fill(BigInt(b.timestamp) * 1000n);
-      const lake = toLakeBatch(batch, this.info, this.lakeSchema, { bucket: split.bucket, offsets: consecutiveOffsets(b.baseOffset, rows), timestamps });
-      split.pendingBatches.push(lake);
-      split.pendingBytes += lake.data.byteLength;
-      if (split.pendingBytes >= CHUNK_BYTES) await this.append(split);
+      await this.writerOf(split).append(batch, b.baseOffset, b.timestamp);
     }
     return rows;
   }
 
-  /**
-   * Sends the split's pending lake batches to its data file (opened on the first chunk), then
-   * waits for the writer to finish the chunk before: the writer always has the next chunk at hand,
-   * and reading runs at most two chunks ahead of it.
-   */
-  private async append(split: Split): Promise<void> {
-    const file = (split.file ??= { sink: this.ctx.pool.open(this.dataFilePath(split, FileContent.DATA), this.lakeSchema), partition: this.partitionOf(split), rows: 0 });
-    const batches = split.pendingBatches.splice(0);
-    split.pendingBytes = 0;
-    file.rows += batches.reduce((n, b) => n + b.numRows, 0);
-    const previous = file.appending;
-    file.appending = file.sink.append(batches);
-    // Its failure is seen by the next append or by finish.
-    file.appending.catch(() => {});
-    if (file.rows >= FILE_ROWS) this.finishFile(split);
-    await previous;
-  }
-
-  /** Completes the split's data file once the writer has its last chunk; the next chunk opens another. */
-  private finishFile(split: Split): void {
-    const file = split.file!;
-    split.file = undefined;
-    const completed = file.sink.complete();
-    this.track(completed.then(({ file: w }) => ({ ...w, content: FileContent.DATA, partition: file.partition })));
-    const durable = completed.then((c) => c.durable);
-    // Its failure surfaces at the commit, or at `files()` first.
-    durable.catch(() => {});
-    this.syncing.push(durable);
-  }
-
-  /** Gives up the data files still being written: a failed round leaves no partial files. */
-  async abort(splits: readonly Split[]): Promise<void> {
-    await Promise.all(splits.map((s) => s.file?.sink.abort().catch(() => {})));
+  private writerOf(split: Split): LakeBucketWriter {
+    return (split.writer ??= this.lake.bucket(split.bucket, split.partitionSource ?? new Map()));
   }
 
   private fold(split: Split, b: ScanBatch, rows: number, read: (row: number) => unknown[]): void {
@@ -516,7 +412,7 @@ class RoundWriter {
     return id;
   }
 
-  /** Writes what a split holds so far as files (in the background). */
+  /** Writes what a split holds so far (in the background). */
   async flushSplit(split: Split): Promise<void> {
     if (split.changes) {
       if (split.changes.size === 0) return;
@@ -533,82 +429,19 @@ class RoundWriter {
         if (change.existed) deletes.appendInternalRow(change.key);
       }
       split.changes.clear();
-      if (data.rowCount > 0) {
-        const batch = toLakeBatch(data.build(), this.info, this.lakeSchema, { bucket: split.bucket, offsets: BigInt64Array.from(offsets), timestamps: BigInt64Array.from(timestamps) });
-        this.write(split, [batch], FileContent.DATA, this.lakeSchema);
-      }
-      if (deletes.rowCount > 0) {
-        const rows = deletes.rowCount;
-        const batch = toLakeBatch(deletes.build(), this.info, this.deleteSchema!, { bucket: split.bucket, offsets: new BigInt64Array(rows), timestamps: new BigInt64Array(rows) });
-        this.write(split, [batch], FileContent.EQUALITY_DELETES, this.deleteSchema!);
-      }
+      this.writerOf(split).writeChanges(
+        data.rowCount > 0 ? data.build() : undefined,
+        { offsets: BigInt64Array.from(offsets), timestamps: BigInt64Array.from(timestamps) },
+        deletes.rowCount > 0 ? deletes.build() : undefined,
+      );
       return;
     }
-    if (split.pendingBatches.length > 0) await this.append(split);
-    if (split.file) this.finishFile(split);
-  }
-
-  /** Writes a primary-key table's data or delete file in one go. */
-  private write(split: Split, batches: arrow.RecordBatch[], content: FileContent, schema: IcebergSchema): void {
-    const partition = this.partitionOf(split);
-    this.track(
-      this.ctx.pool.write({ batches, path: this.dataFilePath(split, content), schema }).then((w) => ({
-        ...w,
-        content,
-        partition,
-        ...(content === FileContent.EQUALITY_DELETES ? { equalityIds: schema.fields.map((f) => f.id) } : {}),
-      })),
-    );
-  }
-
-  /** Keeps a file being written for `files()`; its failure surfaces there. */
-  private track(file: Promise<DataFile>): void {
-    file.catch(() => {});
-    this.written.push(file);
-  }
-
-  private dataFilePath(split: Split, content: FileContent): string {
-    const dir = path.join(this.location, 'data', ...this.partitionPath(split, this.partitionOf(split)));
-    return path.join(dir, `${crypto.randomUUID()}${content === FileContent.DATA ? '' : '-deletes'}.parquet`);
+    await split.writer?.flush();
   }
 
   /** The values of the partition keys in a row of the split (internal values), which every row of it shares. */
-  private partitionSourceOf(values: readonly unknown[]): Map<string, PartitionValue> {
+  private partitionSourceOf(values: readonly unknown[]): Map<string, unknown> {
     const columns = this.info.schema.columns;
-    return new Map(this.partitionColumns.map((c) => [columns[c].name, sourceValue(columns[c].type, values[c])]));
+    return new Map(this.partitionColumns.map((c) => [columns[c].name, values[c]]));
   }
-
-  /** The partition tuple of a split's files: partition key values, then the bucket (bucket[N] of the key or __bucket). */
-  private partitionOf(split: Split): PartitionValue[] {
-    return this.spec.fields.map((f) => {
-      const source = this.lakeSchema.fields.find((x) => x.id === f['source-id'])!;
-      if (source.name === BUCKET_COLUMN || f.transform.startsWith('bucket')) return split.bucket;
-      const value = split.partitionSource?.get(source.name);
-      if (value === undefined) throw new TributaryError('INVALID_TABLE_EXCEPTION', `lake partition field ${f.name} has no value`);
-      return parseTransform(f.transform).apply(source.type, value as never);
-    });
-  }
-
-  private partitionPath(split: Split, partition: PartitionValue[]): string[] {
-    return this.spec.fields.map((f, i) => {
-      const source = this.lakeSchema.fields.find((x) => x.id === f['source-id'])!;
-      const text = f.transform.startsWith('bucket') || source.name === BUCKET_COLUMN ? String(split.bucket) : parseTransform(f.transform).toHumanString(source.type, partition[i] as never);
-      return `${f.name}=${encodeURIComponent(text)}`;
-    });
-  }
-
-  /** The round's files, once complete; `durable` tells when they are durable. */
-  async files(): Promise<DataFile[]> {
-    return Promise.all(this.written);
-  }
-
-  async durable(): Promise<void> {
-    await Promise.all(this.syncing);
-  }
-}
-
-/** An internal value (values.ts) as Iceberg transforms take it. */
-function sourceValue(type: DataType, v: unknown): PartitionValue {
-  if (v === null || v === undefined) return null;
-  return type.kind === 'TIME' ? BigInt(v as number) : (v as PartitionValue);
 }

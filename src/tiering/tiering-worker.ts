@@ -11,7 +11,8 @@ import { asTributaryError, TributaryError } from '../common/errors.js';
 import { tablePathString } from '../common/schema.js';
 import { ApiKeys } from '../rpc/api-keys.js';
 import type { Logger } from '../common/logger.js';
-import { DataFileWriterPool } from '../lake/iceberg/data-file-writer.js';
+import { lakeFormat } from '../lake/formats/index.js';
+import type { LakeFormat } from '../lake/lake-format.js';
 import { runTieringRound } from './tiering-round.js';
 
 export interface TieringWorkerOptions {
@@ -49,13 +50,13 @@ export class TieringWorker {
   private readonly stopping = new AbortController();
   private readonly loop: Promise<void>;
   private wake?: () => void;
-  private readonly pool: DataFileWriterPool;
+  /** The lake formats rounds were assigned in (the server's datalake.format), by name. */
+  private readonly formats = new Map<string, LakeFormat>();
 
   private constructor(
     private readonly conn: Connection,
     private readonly options: Required<Omit<TieringWorkerOptions, 'log'>> & { log: Logger },
   ) {
-    this.pool = new DataFileWriterPool(options.writerThreads);
     this.loop = this.run();
   }
 
@@ -71,8 +72,14 @@ export class TieringWorker {
     this.stopping.abort(new TributaryError('CONNECTION_CLOSED', 'the tiering worker is stopping'));
     this.wake?.();
     await this.loop;
-    await this.pool.close();
+    await Promise.all([...this.formats.values()].map((f) => f.close()));
     this.conn.close();
+  }
+
+  private formatOf(name: string): LakeFormat {
+    let format = this.formats.get(name);
+    if (!format) this.formats.set(name, (format = lakeFormat(name, { writerThreads: this.options.writerThreads })));
+    return format;
   }
 
   private async run(): Promise<void> {
@@ -115,8 +122,7 @@ export class TieringWorker {
           tableId: Number(assigned.tableId),
           path,
           epoch: assigned.tieringEpoch,
-          warehouse: assigned.warehouse,
-          pool: this.pool,
+          lake: this.formatOf(assigned.lakeFormat).open(assigned.warehouse),
           signal: AbortSignal.any([fenced.signal, this.stopping.signal]),
           log: log.child({ table: tablePathString(path), epoch: assigned.tieringEpoch.toString() }),
         });

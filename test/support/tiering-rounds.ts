@@ -6,13 +6,13 @@
 import pino from 'pino';
 import type { Connection } from '../../src/client/index.js';
 import type { TablePath } from '../../src/common/schema.js';
-import type { DataFileWriterPool } from '../../src/lake/iceberg/data-file-writer.js';
+import type { LakeFormat } from '../../src/lake/lake-format.js';
 import { type RoundResult, runTieringRound } from '../../src/tiering/tiering-round.js';
 import { ApiKeys } from '../../src/rpc/api-keys.js';
 
 const silent = pino({ level: 'silent' });
 
-export async function tierOnce(conn: Connection, path: TablePath, pool: DataFileWriterPool, timeoutMs = 60_000): Promise<RoundResult> {
+export async function tierOnce(conn: Connection, path: TablePath, format: LakeFormat, timeoutMs = 60_000): Promise<RoundResult> {
   const { tableId } = await conn.getAdmin().getTableInfo(path);
   const rpc = await conn.server();
   const deadline = Date.now() + timeoutMs;
@@ -29,7 +29,9 @@ export async function tierOnce(conn: Connection, path: TablePath, pool: DataFile
       handBack = { tableId: a.tableId, tieringEpoch: a.tieringEpoch };
       continue;
     }
-    const result = await runTieringRound({ conn, tableId, path, epoch: a.tieringEpoch, warehouse: a.warehouse, pool, signal: new AbortController().signal, log: silent });
+    // The worker learns the format with the table, as tiering-worker.ts opens it.
+    if (a.lakeFormat !== format.name) throw new Error(`table handed out in lake format '${a.lakeFormat}', the test tiers in '${format.name}'`);
+    const result = await runTieringRound({ conn, tableId, path, epoch: a.tieringEpoch, lake: format.open(a.warehouse), signal: new AbortController().signal, log: silent });
     // The round is over: the table waits for its freshness again.
     const done = [{ tableId: a.tableId, tieringEpoch: a.tieringEpoch }];
     await rpc.request(ApiKeys.LakeTieringHeartbeat, { requestTable: false, ...(result.forceFinished ? { forceFinishedTables: done } : { finishedTables: done }) });

@@ -9,9 +9,10 @@ import { TributaryError } from '../../common/errors.js';
 import type { TableInfo } from '../../common/schema.js';
 import { formatDataType } from '../../common/types.js';
 import { currentSchema } from '../../lake/iceberg/table-metadata.js';
-import { IcebergLakeCatalog } from '../../lake/lake-catalog-sync.js';
+import { IcebergLakeCatalog } from '../../lake/iceberg/iceberg-catalog.js';
+import type { LakeCatalog } from '../../lake/lake-format.js';
 import { LocalMetadataStore } from '../metadata/local-metadata-store.js';
-import { type BucketLifecycle, Coordinator, type LakeCatalogSync } from './coordinator.js';
+import { type BucketLifecycle, Coordinator } from './coordinator.js';
 
 const dirs: string[] = [];
 after(() => dirs.forEach((d) => fs.rmSync(d, { recursive: true, force: true })));
@@ -32,7 +33,7 @@ class RecordingTablets implements BucketLifecycle {
   lakeOffsetsChanged(): void {}
 }
 
-async function start(dir: string, lake?: LakeCatalogSync): Promise<{ coordinator: Coordinator; tablets: RecordingTablets; store: LocalMetadataStore }> {
+async function start(dir: string, lake?: LakeCatalog): Promise<{ coordinator: Coordinator; tablets: RecordingTablets; store: LocalMetadataStore }> {
   const store = await LocalMetadataStore.open(path.join(dir, 'metadata'));
   const coordinator = new Coordinator(store, new Options('server', {}), pino({ level: 'silent' }), lake);
   const tablets = new RecordingTablets();

@@ -35,6 +35,7 @@ import {
 import type { MetadataOp, MetadataStore } from '../metadata/metadata-store.js';
 import type { Logger } from '../../common/logger.js';
 import type { LakeBucketOffset } from '../../common/lake.js';
+import type { LakeCatalog, LakeTableEntry } from '../../lake/lake-format.js';
 import { isLakeEnabled, LakeTieringManager } from './lake-tiering-manager.js';
 
 interface DatabaseRegistration {
@@ -68,27 +69,6 @@ export interface BucketLifecycle {
   tableAltered(table: TableInfo): void;
   /** What the lake now holds of the table's buckets: log retention keeps everything above it. */
   lakeOffsetsChanged(table: TableInfo, offsets: readonly LakeBucketOffset[]): void;
-}
-
-/** A lake table of the warehouse. */
-export interface LakeTableEntry {
-  path: TablePath;
-  /** The Tributary table it was created for (absent for a table not created by Tributary). */
-  tableId?: number;
-  location: string;
-}
-
-/** Creates, evolves and deletes the lake tables of lake-enabled tables (the coordinator owns lake metadata). */
-export interface LakeCatalogSync {
-  readonly warehouse: string;
-  /** Creates the lake table, or brings its schema up to date; idempotent. */
-  syncTable(table: TableInfo): Promise<void>;
-  /** Every lake table of the warehouse. */
-  listTables(): Promise<LakeTableEntry[]>;
-  /** The lake table at `path`, or undefined. */
-  describeTable(path: TablePath): Promise<LakeTableEntry | undefined>;
-  /** Deletes the lake table at `path`: its metadata and files, its own directory and nothing else. */
-  dropTable(path: TablePath): Promise<void>;
 }
 
 /** A lake table, and whether a live table (of its path and table id) owns it. */
@@ -142,7 +122,7 @@ export class Coordinator {
     private readonly store: MetadataStore,
     private readonly options: Options,
     private readonly log: Logger,
-    private readonly lakeCatalog?: LakeCatalogSync,
+    private readonly lakeCatalog?: LakeCatalog,
     /** Refuses creations while the data disk is full (DISK_WRITE_LOCKED). */
     private readonly disk?: { checkWritable(): void },
   ) {
@@ -396,7 +376,7 @@ export class Coordinator {
     return entry.tableId !== undefined && this.store.get<TableRegistration>(tablePath(entry.path))?.table_id === entry.tableId;
   }
 
-  private requireLake(): LakeCatalogSync {
+  private requireLake(): LakeCatalog {
     if (!this.lakeCatalog) throw new TributaryError('LAKE_STORAGE_NOT_CONFIGURED_EXCEPTION', 'this server has no lake configured (datalake.format)');
     return this.lakeCatalog;
   }

@@ -14,12 +14,14 @@ import type { Coordinator } from './coordinator.js';
 
 export interface TieringServiceDeps {
   coordinator: Coordinator;
-  /** The Iceberg filesystem catalog workers write to. */
+  /** The lake's warehouse workers write to, and its format (datalake.format): workers and clients learn both from here. */
   warehouse: string;
+  lakeFormat: string;
   highWatermarks(tableId: number): { partitionId?: number; partitionName?: string; bucket: number; highWatermark: bigint }[];
 }
 
-export function registerTieringService(rpc: RpcServer, { coordinator, warehouse, highWatermarks }: TieringServiceDeps): void {
+export function registerTieringService(rpc: RpcServer, deps: TieringServiceDeps): void {
+  const { coordinator, warehouse, lakeFormat } = deps;
   const tiering = coordinator.tiering;
 
   rpc.register(ApiKeys.LakeTieringHeartbeat, async (req) => {
@@ -47,6 +49,7 @@ export function registerTieringService(rpc: RpcServer, { coordinator, warehouse,
               tablePath: { databaseName: assigned.path.database, tableName: assigned.path.table },
               tieringEpoch: assigned.epoch,
               warehouse,
+              lakeFormat,
             },
           }
         : {}),
@@ -83,11 +86,12 @@ export function registerTieringService(rpc: RpcServer, { coordinator, warehouse,
 
   rpc.register(ApiKeys.GetLakeTieringStatus, async (req) => {
     const info = coordinator.getTableInfo(tablePathOf(ApiKeys.GetLakeTieringStatus, req.tablePath));
-    const { status, lagMs, buckets } = lakeTieringLag({ coordinator, warehouse, highWatermarks }, info);
+    const { status, lagMs, buckets } = lakeTieringLag(deps, info);
     return {
       lagMs: BigInt(lagMs),
       tableId: BigInt(info.tableId),
       warehouse,
+      lakeFormat,
       state: status.state,
       failures: BigInt(status.failures),
       ...(status.epoch !== undefined ? { tieringEpoch: status.epoch } : {}),

@@ -17,7 +17,7 @@ import fs from 'node:fs';
 import { fastify, type FastifyInstance, type FastifyReply } from 'fastify';
 import { Connection } from '../../client/connection.js';
 import { listenError } from '../../common/errors.js';
-import type { FileSystemCatalog } from '../../lake/iceberg/catalog.js';
+import type { LakeStorage } from '../../lake/lake-format.js';
 import type { RpcReadiness } from '../../rpc/server.js';
 import type { SqlLimits } from '../../query/sql-limits.js';
 import type { Logger } from '../../common/logger.js';
@@ -43,7 +43,7 @@ export interface HttpServerOptions {
   /** This node's RPC address: the REST API connects to it as a client. */
   rpc: { host: string; port: number };
   tables: TributaryTables;
-  catalog: FileSystemCatalog;
+  lake: LakeStorage;
   /** The node's metrics (`NodeMetrics` in server/metrics.ts, which the wiring above this folder builds), served as they are. */
   metrics: { readonly contentType: string; text(): Promise<string> };
   /** Whether the node's RPC listener serves requests (RpcServer.readiness). */
@@ -84,8 +84,9 @@ export class HttpServer {
         reply.raw.writeHead(200, { 'content-type': options.metrics.contentType, 'content-length': Buffer.byteLength(body) }).end(body);
       });
       app.setNotFoundHandler((_req, reply) => plainJson(reply, 404, '{"error":"not found"}'));
-      await app.register(restApiRoutes(conn, options.catalog, sql, log), { prefix: '/api/v1' });
-      await app.register(icebergCatalogRoutes(options.tables, options.catalog, log), { prefix: '/iceberg' });
+      await app.register(restApiRoutes(conn, options.lake, sql, log), { prefix: '/api/v1' });
+      const { restCatalog } = options.lake;
+      if (restCatalog) await app.register(icebergCatalogRoutes(options.tables, options.lake, restCatalog, log), { prefix: '/iceberg' });
       await app.listen({ host: options.host, port: options.port }).catch((err: unknown) => {
         throw listenError('http.port', options.host, options.port, err);
       });

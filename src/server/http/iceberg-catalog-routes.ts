@@ -15,9 +15,9 @@
  *   HEAD /v1/namespaces/{ns}/tables/{table}       204, or 404
  *   POST /v1/namespaces/{ns}/tables/{table}/metrics  204: scan and commit reports are accepted and dropped
  *
- * `metadata` is the current `v<N>.metadata.json` byte for byte: snapshot ids are 63-bit integers
- * that a JSON round trip through JavaScript numbers would corrupt. Namespaces have one level (a
- * database); a multi-level one does not exist.
+ * The documents come from the lake format's REST catalog facet (LakeRestCatalog, lake-format.ts);
+ * the routes are mounted only for a format that has one. Namespaces have one level (a database);
+ * a multi-level one does not exist.
  *
  * Tributary owns the lake metadata: tiering commits snapshots, and table DDL goes through Tributary.
  * Every write of the API (create, commit, drop, rename, register, namespace changes, multi-table
@@ -25,12 +25,10 @@
  * read the list refuse them before sending.
  */
 import crypto from 'node:crypto';
-import fs from 'node:fs';
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { TributaryError } from '../../common/errors.js';
 import type { TableInfo, TablePath } from '../../common/schema.js';
-import type { FileSystemCatalog, LoadedTable } from '../../lake/iceberg/catalog.js';
-import { TABLE_ID_PROPERTY } from '../../lake/lake-catalog-sync.js';
+import type { LakeRestCatalog, LakeRestTable, LakeStorage } from '../../lake/lake-format.js';
 import { isLakeEnabled } from '../coordinator/lake-tiering-manager.js';
 import type { Logger } from '../../common/logger.js';
 import { IcebergCatalogError, icebergError, logFailure } from './errors.js';
@@ -73,7 +71,7 @@ const NAMESPACE_SEPARATOR = '\x1f';
 type NamespaceParams = { Params: { namespace: string } };
 type TableParams = { Params: { namespace: string; table: string } };
 
-export function icebergCatalogRoutes(tables: TributaryTables, catalog: FileSystemCatalog, log: Logger): FastifyPluginAsync {
+export function icebergCatalogRoutes(tables: TributaryTables, lake: LakeStorage, rest: LakeRestCatalog, log: Logger): FastifyPluginAsync {
   /** The database a namespace names; NoSuchNamespaceException when there is none. */
   const database = (namespace: string): string => {
     const levels = namespace.split(NAMESPACE_SEPARATOR);
@@ -84,19 +82,14 @@ export function icebergCatalogRoutes(tables: TributaryTables, catalog: FileSyste
   };
 
   /** The lake table of a lake-enabled table, if it exists and belongs to that table (not to a dropped namesake). */
-  const ownedLakeTable = async (info: TableInfo): Promise<LoadedTable | undefined> => {
+  const ownedLakeTable = async (info: TableInfo): Promise<LakeRestTable | undefined> => {
     if (!isLakeEnabled(info)) return undefined;
-    try {
-      const loaded = await catalog.loadTable(info.path.database, info.path.table);
-      return loaded.metadata.properties[TABLE_ID_PROPERTY] === String(info.tableId) ? loaded : undefined;
-    } catch (err) {
-      if ((err as TributaryError).errorName === 'TABLE_NOT_EXIST') return undefined;
-      throw err;
-    }
+    const loaded = await rest.loadTable(info.path);
+    return loaded?.tableId === info.tableId ? loaded : undefined;
   };
 
   /** The lake table `{ns}.{table}`; NoSuchTableException (or NoSuchNamespaceException) otherwise. */
-  const lakeTable = async (namespace: string, table: string): Promise<LoadedTable> => {
+  const lakeTable = async (namespace: string, table: string): Promise<LakeRestTable> => {
     const db = database(namespace);
     const noSuchTable = (why: string) => new IcebergCatalogError(404, 'NoSuchTableException', `table ${db}.${table} ${why}`);
     let info: TableInfo;
@@ -126,7 +119,7 @@ export function icebergCatalogRoutes(tables: TributaryTables, catalog: FileSyste
       reply.code(404).send({ error: { message: `no endpoint ${req.method} ${req.url} in this catalog`, type: 'NotFoundException', code: 404 } });
     });
 
-    app.get('/v1/config', async () => ({ defaults: {}, overrides: { warehouse: catalog.warehouse }, endpoints: ENDPOINTS }));
+    app.get('/v1/config', async () => ({ defaults: {}, overrides: { warehouse: lake.warehouse }, endpoints: ENDPOINTS }));
 
     app.get('/v1/namespaces', async (req: FastifyRequest<{ Querystring: { parent?: string } }>) => {
       const parent = req.query.parent;
@@ -156,18 +149,10 @@ export function icebergCatalogRoutes(tables: TributaryTables, catalog: FileSyste
     });
     app.get('/v1/namespaces/:namespace/tables/:table', async (req: FastifyRequest<TableParams>, reply: FastifyReply) => {
       const loaded = await lakeTable(req.params.namespace, req.params.table);
-      // A version file is never rewritten, and a re-created table gets a new uuid.
-      const etag = `"${crypto.createHash('sha256').update(`${loaded.metadata.tableUuid}/${loaded.metadataLocation}`).digest('hex').slice(0, 32)}"`;
+      const etag = `"${crypto.createHash('sha256').update(loaded.version).digest('hex').slice(0, 32)}"`;
       reply.header('etag', etag);
       if (req.headers['if-none-match'] === etag) return reply.code(304).send();
-      let metadata: string;
-      try {
-        metadata = await fs.promises.readFile(loaded.metadataLocation, 'utf8');
-      } catch (err) {
-        throw new TributaryError('STORAGE_EXCEPTION', `cannot read ${loaded.metadataLocation}: ${(err as Error).message}`, { cause: err });
-      }
-      const body = `{"metadata-location":${JSON.stringify(loaded.metadataLocation)},"metadata":${metadata.trim()},"config":{}}`;
-      return reply.type('application/json').send(body);
+      return reply.type('application/json').send(await loaded.document());
     });
 
     app.post('/v1/namespaces/:namespace/tables/:table/metrics', async (req: FastifyRequest<TableParams>, reply: FastifyReply) => {

@@ -36,8 +36,7 @@ import type { Connection } from '../../client/connection.js';
 import { parseDuration } from '../../common/config.js';
 import { TributaryError } from '../../common/errors.js';
 import { DEFAULT_DATABASE, type TableInfo, tableInfoToJson } from '../../common/schema.js';
-import type { FileSystemCatalog } from '../../lake/iceberg/catalog.js';
-import { currentSchema } from '../../lake/iceberg/table-metadata.js';
+import type { LakeStorage } from '../../lake/lake-format.js';
 import { isLakeEnabled } from '../coordinator/lake-tiering-manager.js';
 import { DuckSession } from '../../query/duckdb/session.js';
 import { SqlExecutor } from '../../query/executor.js';
@@ -92,19 +91,19 @@ function sqlRequest(req: FastifyRequest<SqlRequest>, serverTimeoutMs: number): {
 type ColumnJson = { name: string; field_id: number; lake_field_id?: number };
 
 /** The table info JSON, with the lake's field id of each column of a lake-enabled table. */
-async function tableInfoJson(info: TableInfo, catalog: FileSystemCatalog): Promise<unknown> {
+async function tableInfoJson(info: TableInfo, lake: LakeStorage): Promise<unknown> {
   const json = tableInfoToJson(info) as { schema: { columns: ColumnJson[] } };
   if (!isLakeEnabled(info)) return json;
-  const lake = new Map(currentSchema((await catalog.loadTable(info.path.database, info.path.table)).metadata).fields.map((f) => [f.name, f.id]));
+  const ids = new Map((await lake.loadTable(info.path)).columns.map((c) => [c.name, c.id]));
   for (const c of json.schema.columns) {
-    const id = lake.get(c.name);
+    const id = ids.get(c.name);
     // A column added since the lake schema last evolved has no lake field yet.
     if (id !== undefined) c.lake_field_id = id;
   }
   return json;
 }
 
-export function restApiRoutes(conn: Connection, catalog: FileSystemCatalog, limits: SqlLimits, log: Logger): FastifyPluginAsync {
+export function restApiRoutes(conn: Connection, lake: LakeStorage, limits: SqlLimits, log: Logger): FastifyPluginAsync {
   const admin = conn.getAdmin();
   /** SQL statements running now. */
   let running = 0;
@@ -125,7 +124,7 @@ export function restApiRoutes(conn: Connection, catalog: FileSystemCatalog, limi
 
     app.get('/databases/:database/tables', async (req: FastifyRequest<DatabaseParams>) => ({ tables: await admin.listTables(req.params.database) }));
 
-    app.get('/databases/:database/tables/:table', async (req: FastifyRequest<TableParams>) => tableInfoJson(await admin.getTableInfo(req.params), catalog));
+    app.get('/databases/:database/tables/:table', async (req: FastifyRequest<TableParams>) => tableInfoJson(await admin.getTableInfo(req.params), lake));
 
     app.post('/databases/:database/tables/:table/rows', async (req: FastifyRequest<TableParams & { Body: unknown }>) => {
       const table = await conn.getTable(req.params);

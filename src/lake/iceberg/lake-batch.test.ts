@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import * as arrow from 'apache-arrow';
-import { TributaryError } from '../common/errors.js';
-import { buildSchema, type ColumnSpec, type TableInfo } from '../common/schema.js';
-import { ColumnBatchBuilder } from '../record/column-batch-builder.js';
-import { ipcStreamOf } from './iceberg/parquet.js';
+import { TributaryError } from '../../common/errors.js';
+import { buildSchema, type ColumnSpec, type TableInfo } from '../../common/schema.js';
+import { ColumnBatchBuilder } from '../../record/column-batch-builder.js';
+import { ipcStreamOf } from './parquet.js';
 import { consecutiveOffsets, FIELD_ID_KEY, lakeArrowSchema, toLakeBatch } from './lake-batch.js';
-import { newLakeSchema } from './lake-schema.js';
+import { newLakeSchema } from './table-shape.js';
 
 function tableInfo(columns: ColumnSpec[]): TableInfo {
   return {

@@ -4,17 +4,27 @@ import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterEach, beforeEach, describe, it } from 'node:test';
-import { TributaryError } from '../common/errors.js';
-import { FileSystemCatalog } from '../lake/iceberg/catalog.js';
-import { type DataFile, FileContent } from '../lake/iceberg/data-file.js';
-import { commitAppend, commitRowDelta } from '../lake/iceberg/snapshot-producer.js';
-import { newTableMetadata } from '../lake/iceberg/table-metadata.js';
-import type { IcebergSchema } from '../lake/iceberg/types.js';
-import { batchOf, POSITION_DELETE_SCHEMA, writeContentFile } from '../lake/fixtures/lake-files.js';
-import { SUMMARY_BUCKET_OFFSETS, SUMMARY_TIERING_EPOCH } from '../lake/tiered-offsets.js';
-import { DuckSession } from './duckdb/session.js';
-import { TEST_SCHEMA } from '../lake/iceberg/fixtures/catalog-table.js';
-import { duckTypeOfIceberg, LAKE_SNAPSHOT_COLUMNS, lakeRowsSql, type LakeReadOptions, loadLakeSnapshots } from './lake-reader.js';
+import { TributaryError } from '../../common/errors.js';
+import { DuckSession } from '../../query/duckdb/session.js';
+import { LAKE_SNAPSHOT_COLUMNS } from '../lake-format.js';
+import { SUMMARY_BUCKET_OFFSETS, SUMMARY_TIERING_EPOCH } from '../tiered-offsets.js';
+import { FileSystemCatalog } from './catalog.js';
+import { type DataFile, FileContent } from './data-file.js';
+import { duckTypeOfIceberg } from './duckdb-sql.js';
+import { TEST_SCHEMA } from './fixtures/catalog-table.js';
+import { batchOf, lakeRowsSql, POSITION_DELETE_SCHEMA, writeContentFile } from './fixtures/lake-files.js';
+import { IcebergFormat } from './iceberg-format.js';
+import { commitAppend, commitRowDelta } from './snapshot-producer.js';
+import { newTableMetadata } from './table-metadata.js';
+import type { IcebergSchema } from './types.js';
+
+type LakeReadOptions = { snapshotId?: bigint; columns?: Iterable<string> };
+
+/** Loads the snapshots of lake table `db.table` into DuckDB as table `name`, as `table$lake$snapshots` reads them. */
+async function loadLakeSnapshots(duck: DuckSession, name: string, catalog: FileSystemCatalog, db: string, table: string): Promise<void> {
+  const loaded = await new IcebergFormat().open(catalog.warehouse).loadTable({ database: db, table });
+  await duck.createTableAs(name, `AS ${loaded.snapshotsSql()}`);
+}
 
 const DB = 'db';
 const TABLE = 't';

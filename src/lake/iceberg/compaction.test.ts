@@ -3,19 +3,21 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
-import { DuckSession } from '../query/duckdb/session.js';
-import { lakeRowsSql } from '../query/lake-reader.js';
-import { FileSystemCatalog } from '../lake/iceberg/catalog.js';
-import { type DataFile, FileContent } from '../lake/iceberg/data-file.js';
-import { planScan } from '../lake/iceberg/scan.js';
-import { fromSingleValue } from '../lake/iceberg/single-value.js';
-import { commitRowDelta } from '../lake/iceberg/snapshot-producer.js';
-import { currentSnapshot, newTableMetadata } from '../lake/iceberg/table-metadata.js';
-import type { IcebergSchema } from '../lake/iceberg/types.js';
-import { batchOf, POSITION_DELETE_SCHEMA, writeContentFile } from '../lake/fixtures/lake-files.js';
-import { TABLE_ID_PROPERTY } from '../lake/lake-catalog-sync.js';
+import { DuckSession } from '../../query/duckdb/session.js';
+import { FileSystemCatalog } from './catalog.js';
+import { type DataFile, FileContent } from './data-file.js';
+import { planScan } from './scan.js';
+import { fromSingleValue } from './single-value.js';
+import { commitRowDelta } from './snapshot-producer.js';
+import { currentSnapshot, newTableMetadata } from './table-metadata.js';
+import type { IcebergSchema } from './types.js';
+import { batchOf, lakeRowsSql, POSITION_DELETE_SCHEMA, writeContentFile } from './fixtures/lake-files.js';
+import { TABLE_ID_PROPERTY } from '../lake-format.js';
 import { compactLakeTable, prepareCompaction } from './compaction.js';
-import { bucketOffsetsSummary, SUMMARY_BUCKET_OFFSETS, SUMMARY_TABLE_ID, SUMMARY_TIERING_EPOCH } from '../lake/tiered-offsets.js';
+import { bucketOffsetsSummary, SUMMARY_BUCKET_OFFSETS, SUMMARY_TABLE_ID, SUMMARY_TIERING_EPOCH } from '../tiered-offsets.js';
+
+/** DuckDB, the engine compaction rewrites with. */
+const sql = () => DuckSession.create();
 
 const DB = 'db';
 const TABLE = 'accounts';
@@ -135,7 +137,7 @@ describe('lake compaction', () => {
     await round([{ bucket: 0, upserts: [7n, 3n], deletes: [6n], duplicate: true }]);
   }
 
-  /** The model's rows as lake-reader reads them: [k, v, __bucket, __offset], sorted. */
+  /** The model's rows as the format's read gives them: [k, v, __bucket, __offset], sorted. */
   function expectedRows(): unknown[][] {
     const rows: unknown[][] = [];
     for (const [bucket, state] of model) for (const r of state.values()) rows.push([r.k, r.v, bucket, r.offset]);
@@ -167,7 +169,7 @@ describe('lake compaction', () => {
     assert.equal((await filesByBucket()).get(0)!.data.length, 4);
 
     const progress: number[] = [];
-    const result = await compactLakeTable(catalog, DB, TABLE, { onProgress: (rows) => progress.push(rows) });
+    const result = await compactLakeTable(catalog, DB, TABLE, sql, { onProgress: (rows) => progress.push(rows) });
     assert.ok(result);
     assert.deepEqual(result.partitions.map((p) => p.name).sort(), ['__bucket=0', '__bucket=1']);
     // The rows written so far, after each partition.
@@ -213,13 +215,13 @@ describe('lake compaction', () => {
     }
 
     // Nothing left to compact: no commit.
-    assert.equal(await compactLakeTable(catalog, DB, TABLE), undefined);
+    assert.equal(await compactLakeTable(catalog, DB, TABLE, sql), undefined);
     assert.equal((await catalog.loadTable(DB, TABLE)).metadata.snapshots.length, after.metadata.snapshots.length);
   });
 
   it('applies an equality delete committed between the scan and the rewrite to the new file', async () => {
     await buildLake();
-    const prepared = await prepareCompaction(catalog, DB, TABLE);
+    const prepared = await prepareCompaction(catalog, DB, TABLE, sql);
     assert.ok(prepared);
     // Another writer deletes key 2 of bucket 0 while the rewrite is being written.
     const concurrent = write(FileContent.EQUALITY_DELETES, 0, keySchema, [[2n]]);
@@ -236,20 +238,20 @@ describe('lake compaction', () => {
 
   it('is fenced when tiering commits meanwhile, and deletes the files it wrote', async () => {
     await buildLake();
-    const prepared = await prepareCompaction(catalog, DB, TABLE);
+    const prepared = await prepareCompaction(catalog, DB, TABLE, sql);
     assert.ok(prepared);
     await round([{ bucket: 1, upserts: [11n, 15n] }]);
     await assert.rejects(prepared.commit(), (err: { errorName?: string }) => err.errorName === 'FENCED_TIERING_EPOCH_EXCEPTION');
     for (const p of prepared.partitions) assert.equal(fs.existsSync(p.added!.filePath), false);
     assert.deepEqual(await lakeRows(), expectedRows());
     // The next compaction starts from the new snapshot.
-    assert.ok(await compactLakeTable(catalog, DB, TABLE));
+    assert.ok(await compactLakeTable(catalog, DB, TABLE, sql));
     assert.deepEqual(await lakeRows(), expectedRows());
   });
 
   it('fails rather than lose position deletes committed meanwhile, which name the files it rewrites', async () => {
     await buildLake();
-    const prepared = await prepareCompaction(catalog, DB, TABLE);
+    const prepared = await prepareCompaction(catalog, DB, TABLE, sql);
     assert.ok(prepared);
     const target = prepared.partitions.find((p) => p.name === '__bucket=1')!.removedDataFiles[0];
     await commitRowDelta(catalog, DB, TABLE, { dataFiles: [], deleteFiles: [write(FileContent.POSITION_DELETES, 1, POSITION_DELETE_SCHEMA, [[target.filePath], [0n]])] });
@@ -259,15 +261,15 @@ describe('lake compaction', () => {
 
   it('compacts only the chosen partitions, and only those with enough delete files', async () => {
     await buildLake();
-    assert.equal(await compactLakeTable(catalog, DB, TABLE, { minDeleteFiles: 6 }), undefined);
-    const one = await compactLakeTable(catalog, DB, TABLE, { partitions: [[1]] });
+    assert.equal(await compactLakeTable(catalog, DB, TABLE, sql, { minDeleteFiles: 6 }), undefined);
+    const one = await compactLakeTable(catalog, DB, TABLE, sql, { partitions: [[1]] });
     assert.deepEqual(one?.partitions.map((p) => p.name), ['__bucket=1']);
     const files = await filesByBucket();
     assert.equal(files.get(0)!.data.length, 4);
     assert.equal(files.get(1)!.data.length, 1);
     // Bucket 0 holds 5 delete files.
-    assert.equal(await compactLakeTable(catalog, DB, TABLE, { partitions: [[0]], minDeleteFiles: 6 }), undefined);
-    assert.deepEqual((await compactLakeTable(catalog, DB, TABLE, { minDeleteFiles: 5 }))?.partitions.map((p) => p.name), ['__bucket=0']);
+    assert.equal(await compactLakeTable(catalog, DB, TABLE, sql, { partitions: [[0]], minDeleteFiles: 6 }), undefined);
+    assert.deepEqual((await compactLakeTable(catalog, DB, TABLE, sql, { minDeleteFiles: 5 }))?.partitions.map((p) => p.name), ['__bucket=0']);
     assert.deepEqual(await lakeRows(), expectedRows());
   });
 
@@ -277,7 +279,7 @@ describe('lake compaction', () => {
       { bucket: 1, upserts: [10n] },
     ]);
     await round([{ bucket: 0, upserts: [], deletes: [1n, 2n] }]);
-    const result = await compactLakeTable(catalog, DB, TABLE);
+    const result = await compactLakeTable(catalog, DB, TABLE, sql);
     assert.deepEqual(result?.partitions.map((p) => [p.name, p.added]), [['__bucket=0', undefined]]);
     assert.deepEqual(await lakeRows(), expectedRows());
     const files = await filesByBucket();

@@ -1,5 +1,5 @@
 /**
- * Log record batches as lake record batches: the Arrow schema of a lake schema (lake-schema.ts),
+ * Log record batches as lake record batches: the Arrow schema of a lake schema (table-shape.ts),
  * and the conversion of a batch of the table's Arrow schema (record/arrow-schema.ts) into it.
  *
  * | Iceberg      | Arrow                                  |
@@ -20,12 +20,12 @@
  * the Iceberg field is optional.
  */
 import * as arrow from 'apache-arrow';
-import { TributaryError } from '../common/errors.js';
-import type { Column, TableInfo } from '../common/schema.js';
-import { sameArrowType, toArrowType } from '../record/arrow-schema.js';
-import { nullColumn } from '../record/batch-evolution.js';
-import { decimalOf, type IcebergPrimitive, type IcebergSchema } from './iceberg/types.js';
-import { BUCKET_COLUMN, icebergTypeOf, OFFSET_COLUMN, TIMESTAMP_COLUMN } from './lake-schema.js';
+import { TributaryError } from '../../common/errors.js';
+import type { Column, TableInfo } from '../../common/schema.js';
+import { sameArrowType, toArrowType } from '../../record/arrow-schema.js';
+import { nullColumn } from '../../record/batch-evolution.js';
+import { decimalOf, type IcebergPrimitive, type IcebergSchema } from './types.js';
+import { BUCKET_COLUMN, icebergTypeOf, OFFSET_COLUMN, TIMESTAMP_COLUMN } from './table-shape.js';
 
 export const FIELD_ID_KEY = 'PARQUET:field_id';
 

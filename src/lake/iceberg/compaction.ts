@@ -5,7 +5,7 @@
  *
  *   plan     planScan of the current snapshot S; its data files (with the deletes that apply to
  *            each) and its live delete files, grouped by partition tuple
- *   write    per partition, DuckDB runs lake-reader's SQL of the partition's scan tasks (equality
+ *   write    per partition, DuckDB (the SQL engine the caller gives, LakeSqlEngine) runs the SQL of the partition's scan tasks (duckdb-sql.ts: equality
  *            and position deletes applied), ordered by the table's sort order (__offset), into
  *            `COPY … TO <location>/data/<partition path>/<uuid>.parquet` (Parquet, ZSTD, Iceberg
  *            field ids); the file is fsynced, then read back (parquet-wasm → Arrow) for exact
@@ -28,26 +28,18 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import * as arrow from 'apache-arrow';
-import { type ErrorName, TributaryError } from '../common/errors.js';
-import { DuckSession } from '../query/duckdb/session.js';
-import { scanTasksSql } from '../query/lake-reader.js';
-import type { FileSystemCatalog } from '../lake/iceberg/catalog.js';
-import { type DataFile, FileContent, ManifestContent, type PartitionValue } from '../lake/iceberg/data-file.js';
-import { computeMetrics } from '../lake/iceberg/metrics.js';
-import { isLive, localPath, partitionKey, planScan, readManifest, readManifestList, type ScanTask } from '../lake/iceberg/scan.js';
-import { commitRewrite } from '../lake/iceberg/snapshot-producer.js';
-import { ancestorsOf, currentSchema, currentSnapshot, type PartitionSpec, partitionSpecById, snapshotById, type TableMetadata } from '../lake/iceberg/table-metadata.js';
-import { parseTransform } from '../lake/iceberg/transforms.js';
-import { fixedLengthOf, type IcebergSchema } from '../lake/iceberg/types.js';
-import { TABLE_ID_PROPERTY } from '../lake/lake-catalog-sync.js';
-import { latestTieredSnapshot, SUMMARY_BUCKET_OFFSETS, SUMMARY_TABLE_ID, SUMMARY_TIERING_EPOCH } from '../lake/tiered-offsets.js';
-
-/**
- * A partition holding this many delete files is compacted after a tiering round even without
- * `table.datalake.auto-compaction`: every delete file is one more anti-join for every read of the
- * partition, and a primary-key bucket gets one per round that updates or deletes keys in it.
- */
-export const COMPACT_AT_DELETE_FILES = 8;
+import { type ErrorName, TributaryError } from '../../common/errors.js';
+import { type LakeSqlEngine, type LakeSqlSession, TABLE_ID_PROPERTY } from '../lake-format.js';
+import { latestTieredSnapshot, SUMMARY_BUCKET_OFFSETS, SUMMARY_TABLE_ID, SUMMARY_TIERING_EPOCH } from '../tiered-offsets.js';
+import type { FileSystemCatalog } from './catalog.js';
+import { type DataFile, FileContent, ManifestContent, type PartitionValue } from './data-file.js';
+import { scanTasksSql } from './duckdb-sql.js';
+import { computeMetrics } from './metrics.js';
+import { isLive, localPath, partitionKey, planScan, readManifest, readManifestList, type ScanTask } from './scan.js';
+import { commitRewrite } from './snapshot-producer.js';
+import { ancestorsOf, currentSchema, currentSnapshot, type PartitionSpec, partitionSpecById, snapshotById, type TableMetadata } from './table-metadata.js';
+import { parseTransform } from './transforms.js';
+import { fixedLengthOf, type IcebergSchema } from './types.js';
 
 /** Rows per Arrow batch when the written file is read back for its metrics. */
 const READ_BACK_BATCH_ROWS = 65_536;
@@ -88,9 +80,10 @@ export async function compactLakeTable(
   catalog: FileSystemCatalog,
   db: string,
   table: string,
+  sql: LakeSqlEngine,
   options: CompactionOptions = {},
 ): Promise<{ snapshotId: bigint; partitions: CompactedPartition[] } | undefined> {
-  const prepared = await prepareCompaction(catalog, db, table, options);
+  const prepared = await prepareCompaction(catalog, db, table, sql, options);
   return prepared && { snapshotId: await prepared.commit(), partitions: prepared.partitions };
 }
 
@@ -101,7 +94,7 @@ interface PartitionFiles {
 }
 
 /** Plans the rewrite of the chosen partitions and writes their new data files; undefined when none needs it. */
-export async function prepareCompaction(catalog: FileSystemCatalog, db: string, table: string, options: CompactionOptions = {}): Promise<PreparedCompaction | undefined> {
+export async function prepareCompaction(catalog: FileSystemCatalog, db: string, table: string, sql: LakeSqlEngine, options: CompactionOptions = {}): Promise<PreparedCompaction | undefined> {
   if (options.partitions?.length === 0) return undefined;
   const loaded = await catalog.loadTable(db, table);
   const { metadata } = loaded;
@@ -134,7 +127,7 @@ export async function prepareCompaction(catalog: FileSystemCatalog, db: string, 
   if (chosen.length === 0) return undefined;
 
   const partitions: CompactedPartition[] = [];
-  const duck = await DuckSession.create();
+  const duck = await sql();
   try {
     const writer = new PartitionWriter(duck, metadata, schema, spec);
     let rowsWritten = 0;
@@ -158,7 +151,7 @@ export async function prepareCompaction(catalog: FileSystemCatalog, db: string, 
   }
 
   const tableId = metadata.properties[TABLE_ID_PROPERTY];
-  const tiered = tableId === undefined ? undefined : latestTieredSnapshot(metadata, Number(tableId), plan.snapshotId);
+  const tiered = tableId === undefined ? undefined : latestTieredSnapshot(ancestorsOf(metadata, plan.snapshotId), Number(tableId));
   const tieredSummary: Record<string, string> = tiered ? snapshotById(metadata, tiered.snapshotId)!.summary : {};
   const summary = Object.fromEntries([SUMMARY_TABLE_ID, SUMMARY_TIERING_EPOCH, SUMMARY_BUCKET_OFFSETS].filter((k) => tieredSummary[k] !== undefined).map((k) => [k, tieredSummary[k]]));
   return {
@@ -171,7 +164,7 @@ export async function prepareCompaction(catalog: FileSystemCatalog, db: string, 
           startingSequenceNumber: plan.sequenceNumber,
           summary,
           validate: (current) => {
-            const now = tableId === undefined ? undefined : latestTieredSnapshot(current, Number(tableId));
+            const now = tableId === undefined ? undefined : latestTieredSnapshot(ancestorsOf(current, current.currentSnapshotId), Number(tableId));
             if (now?.snapshotId !== tiered?.snapshotId) {
               throw new TributaryError('FENCED_TIERING_EPOCH_EXCEPTION', `tiering committed lake snapshot ${now?.snapshotId} of ${db}.${table} while it was being compacted`);
             }
@@ -210,7 +203,7 @@ class PartitionWriter {
   private readonly fieldIds: string;
 
   constructor(
-    private readonly duck: DuckSession,
+    private readonly duck: LakeSqlSession,
     private readonly metadata: TableMetadata,
     private readonly schema: IcebergSchema,
     private readonly spec: PartitionSpec,

@@ -1,6 +1,6 @@
 /**
- * The lake table shape of a Tributary table (DESIGN.md §5): its Iceberg schema, partition spec and
- * sort order.
+ * The Iceberg table shape of a Tributary table (DESIGN.md §5): its Iceberg schema, partition spec
+ * and sort order.
  *
  * Schema: the table's columns in order with fresh field ids 1..n, then three system columns
  *   __bucket int (required)  __offset long (required)  __timestamp timestamptz (required)
@@ -12,13 +12,14 @@
  * column, else identity(__bucket): either way all rows of one key share a lake partition, and lake
  * bucket b is Tributary bucket b. Sort order: __offset ascending.
  */
-import { TributaryError } from '../common/errors.js';
-import type { Schema, TableInfo } from '../common/schema.js';
-import type { DataType } from '../common/types.js';
-import { icebergBucketColumn } from '../common/bucketing.js';
-import { LAKE_SYSTEM_COLUMNS } from '../common/lake.js';
-import type { PartitionField, PartitionSpec, SortOrder } from './iceberg/table-metadata.js';
-import type { IcebergField, IcebergPrimitive, IcebergSchema } from './iceberg/types.js';
+import { TributaryError } from '../../common/errors.js';
+import type { Schema, TableInfo } from '../../common/schema.js';
+import type { DataType } from '../../common/types.js';
+import { icebergBucketColumn } from '../../common/bucketing.js';
+import { LAKE_SYSTEM_COLUMNS } from '../../common/lake.js';
+import type { PartitionField, PartitionSpec, SortOrder } from './table-metadata.js';
+import type { LakeColumn } from '../lake-format.js';
+import { decimalOf, fixedLengthOf, type IcebergField, type IcebergPrimitive, type IcebergSchema } from './types.js';
 
 export const [BUCKET_COLUMN, OFFSET_COLUMN, TIMESTAMP_COLUMN] = LAKE_SYSTEM_COLUMNS;
 
@@ -146,4 +147,44 @@ export function lakePartitionSpec(info: TableInfo, schema: IcebergSchema): Parti
 
 export function lakeSortOrder(schema: IcebergSchema): SortOrder {
   return { 'order-id': 1, fields: [{ transform: 'identity', 'source-id': fieldIdOf(schema.fields, OFFSET_COLUMN), direction: 'asc', 'null-order': 'nulls-first' }] };
+}
+
+/** Tributary's type of an Iceberg primitive (the widest one it maps from, for int). */
+function dataTypeOfIceberg(type: IcebergPrimitive): DataType {
+  switch (type) {
+    case 'boolean':
+      return { kind: 'BOOLEAN' };
+    case 'int':
+      return { kind: 'INT' };
+    case 'long':
+      return { kind: 'BIGINT' };
+    case 'float':
+      return { kind: 'FLOAT' };
+    case 'double':
+      return { kind: 'DOUBLE' };
+    case 'string':
+      return { kind: 'STRING' };
+    case 'binary':
+      return { kind: 'BYTES' };
+    case 'uuid':
+      return { kind: 'BINARY', length: 16 };
+    case 'date':
+      return { kind: 'DATE' };
+    case 'time':
+      return { kind: 'TIME', precision: 6 };
+    case 'timestamp':
+      return { kind: 'TIMESTAMP', precision: 6 };
+    case 'timestamptz':
+      return { kind: 'TIMESTAMP_LTZ', precision: 6 };
+  }
+  const decimal = decimalOf(type);
+  if (decimal) return { kind: 'DECIMAL', ...decimal };
+  const length = fixedLengthOf(type);
+  if (length !== undefined) return { kind: 'BINARY', length };
+  throw new TributaryError('INVALID_TYPE', `Iceberg type ${type} has no Tributary type`);
+}
+
+/** The columns of an Iceberg schema in Tributary's terms. */
+export function lakeColumnsOf(schema: IcebergSchema): LakeColumn[] {
+  return schema.fields.map((f) => ({ id: f.id, name: f.name, type: dataTypeOfIceberg(f.type), nullable: !f.required }));
 }

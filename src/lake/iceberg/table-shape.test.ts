@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { TributaryError } from '../common/errors.js';
-import { buildSchema, type ColumnSpec, type TableInfo } from '../common/schema.js';
-import { parseDataType } from '../common/types.js';
-import { checkLakeColumnNames, evolveLakeSchema, icebergTypeOf, lakePartitionSpec, lakeSortOrder, newLakeSchema } from './lake-schema.js';
+import { TributaryError } from '../../common/errors.js';
+import { buildSchema, type ColumnSpec, type TableInfo } from '../../common/schema.js';
+import { parseDataType } from '../../common/types.js';
+import { checkLakeColumnNames, evolveLakeSchema, icebergTypeOf, lakePartitionSpec, lakeSortOrder, newLakeSchema } from './table-shape.js';
 
 function tableInfo(columns: ColumnSpec[], keys: { primaryKey?: string[]; partitionKeys?: string[]; bucketKeys?: string[]; bucketCount?: number; properties?: Record<string, string> } = {}): TableInfo {
   return {

@@ -1,18 +1,16 @@
 /**
- * The coordinator's hold on lake metadata: creates the Iceberg table of a lake-enabled table and
+ * The catalog side of the Iceberg lake (LakeCatalog, lake-format.ts): creates the Iceberg table of a lake-enabled table and
  * keeps its schema in step with the table's (ADD COLUMN), in the filesystem catalog under the
  * warehouse; lists the lake tables and deletes one (DROP TABLE … PURGE, DROP LAKE TABLE). Table options `iceberg.<key>` become lake table properties `<key>`. The lake table records which Tributary table it belongs to (`tributary.table-id`
  * property), so a re-created table of the same name is not mixed into another table's history.
  */
-import { TributaryError } from '../common/errors.js';
-import { type TableInfo, type TablePath, tablePathString } from '../common/schema.js';
-import type { LakeCatalogSync, LakeTableEntry } from '../server/coordinator/coordinator.js';
-import { FileSystemCatalog } from './iceberg/catalog.js';
-import { manifestMergePolicy } from './iceberg/manifest-merge.js';
-import { currentSchema, newTableMetadata } from './iceberg/table-metadata.js';
-import { evolveLakeSchema, lakePartitionSpec, lakeSortOrder, newLakeSchema } from './lake-schema.js';
-
-export const TABLE_ID_PROPERTY = 'tributary.table-id';
+import { TributaryError } from '../../common/errors.js';
+import { type TableInfo, type TablePath, tablePathString } from '../../common/schema.js';
+import { type LakeCatalog, type LakeTableEntry, TABLE_ID_PROPERTY } from '../lake-format.js';
+import { FileSystemCatalog } from './catalog.js';
+import { manifestMergePolicy } from './manifest-merge.js';
+import { currentSchema, newTableMetadata } from './table-metadata.js';
+import { evolveLakeSchema, lakePartitionSpec, lakeSortOrder, newLakeSchema } from './table-shape.js';
 /** Table options with this prefix become lake table properties, prefix stripped (as in Fluss). */
 const LAKE_PROPERTY_PREFIX = 'iceberg.';
 
@@ -23,7 +21,7 @@ function lakeProperties(info: TableInfo): Record<string, string> {
   return props;
 }
 
-export class IcebergLakeCatalog implements LakeCatalogSync {
+export class IcebergLakeCatalog implements LakeCatalog {
   readonly catalog: FileSystemCatalog;
 
   constructor(warehouse: string) {

@@ -1,9 +1,9 @@
 /**
- * Reads an Iceberg table of the filesystem catalog with DuckDB: the rows of a snapshot with its
- * delete files applied (`table$lake`), the table's snapshots (`table$lake$snapshots`) and the live
- * files of a snapshot (`table$lake$files`, LAKE_FILE_COLUMNS). DuckDB
- * has no Iceberg extension offline, so the scan is planned here (lake/iceberg/scan.ts) and DuckDB
- * gets plain file lists. The SQL of a snapshot's rows:
+ * The DuckDB SQL of an Iceberg table's reads (LakeTable, lake-format.ts): the rows of a snapshot
+ * with its delete files applied (`table$lake`, union reads, compaction), the table's snapshots
+ * (`table$lake$snapshots`, LAKE_SNAPSHOT_COLUMNS) and the live files of a snapshot
+ * (`table$lake$files`, LAKE_FILE_COLUMNS). DuckDB has no Iceberg extension offline, so the scan is
+ * planned here (scan.ts) and DuckDB gets plain file lists. The SQL of a snapshot's rows:
  *
  *   WITH files(file, path, location) AS (VALUES (0, '<path>', '<location>'), ...)
  *            -- every data and delete file: its index, the path DuckDB opens and, for position
@@ -35,41 +35,17 @@
  * Paths are passed as the manifests hold them (`file:` URIs become paths), as quoted literals.
  * DuckDB expands `*`, `?` and `[` in a path as a glob, so such paths are refused.
  */
-import { TributaryError } from '../common/errors.js';
-import type { FileSystemCatalog } from '../lake/iceberg/catalog.js';
-import { type DataFile, FileContent } from '../lake/iceberg/data-file.js';
-import { isLive, localPath, planScan, readManifest, readManifestList, type ScanTask } from '../lake/iceberg/scan.js';
-import { currentSchema, currentSnapshot, partitionSpecById, snapshotById, type TableMetadata } from '../lake/iceberg/table-metadata.js';
-import { decimalOf, fixedLengthOf, type IcebergField, type IcebergPrimitive, type IcebergSchema } from '../lake/iceberg/types.js';
-import { SUMMARY_BUCKET_OFFSETS, SUMMARY_TIERING_EPOCH } from '../lake/tiered-offsets.js';
-import type { DuckSession } from './duckdb/session.js';
+import { TributaryError } from '../../common/errors.js';
+import { LAKE_FILE_COLUMNS, LAKE_SNAPSHOT_COLUMNS } from '../lake-format.js';
+import { SUMMARY_BUCKET_OFFSETS, SUMMARY_TIERING_EPOCH } from '../tiered-offsets.js';
+import { type DataFile, FileContent } from './data-file.js';
+import { isLive, localPath, readManifest, readManifestList, type ScanTask } from './scan.js';
+import { currentSchema, currentSnapshot, partitionSpecById, snapshotById, type TableMetadata } from './table-metadata.js';
+import { decimalOf, fixedLengthOf, type IcebergField, type IcebergPrimitive, type IcebergSchema } from './types.js';
 
 /** Field ids of position delete files (spec: "Reserved Field IDs"). */
 const DELETE_FILE_PATH_ID = 2147483546;
 const DELETE_POS_ID = 2147483545;
-
-/** The columns of `table$lake$snapshots`, in order, with their DuckDB types. */
-export const LAKE_SNAPSHOT_COLUMNS = [
-  ['snapshot_id', 'BIGINT'],
-  ['parent_id', 'BIGINT'],
-  ['sequence_number', 'BIGINT'],
-  ['committed_at', 'TIMESTAMPTZ'],
-  ['operation', 'VARCHAR'],
-  ['added_records', 'BIGINT'],
-  ['total_records', 'BIGINT'],
-  ['added_data_files', 'BIGINT'],
-  ['added_delete_files', 'BIGINT'],
-  ['tiering_epoch', 'BIGINT'],
-  ['bucket_offsets', 'VARCHAR'],
-  ['is_current', 'BOOLEAN'],
-] as const;
-
-export interface LakeReadOptions {
-  /** The snapshot to read (read with its own schema); the current one (current schema) by default. */
-  snapshotId?: bigint;
-  /** Only the schema's columns among these names (compared case-insensitively); all by default. */
-  columns?: Iterable<string>;
-}
 
 const literal = (s: string): string => `'${s.replaceAll("'", "''")}'`;
 const identifier = (name: string): string => `"${name.replaceAll('"', '""')}"`;
@@ -110,13 +86,6 @@ export function duckTypeOfIceberg(type: IcebergPrimitive): string {
   throw new TributaryError('INVALID_TYPE', `lake column type ${type} cannot be read`);
 }
 
-/** The SQL whose result is the rows of a lake table's snapshot (see the header). */
-export async function lakeRowsSql(catalog: FileSystemCatalog, db: string, table: string, options: LakeReadOptions = {}): Promise<string> {
-  const loaded = await catalog.loadTable(db, table);
-  const plan = await planScan(loaded, options.snapshotId === undefined ? {} : { snapshotId: options.snapshotId });
-  return scanTasksSql(loaded.metadata, plan.dataFiles, { schema: schemaOf(loaded.metadata, options.snapshotId), ...(options.columns ? { columns: options.columns } : {}) });
-}
-
 /**
  * The SQL whose result is the rows of some scan tasks of one planned scan (e.g. one partition's),
  * their delete files applied, in `schema` (the current one by default).
@@ -131,8 +100,7 @@ export function scanTasksSql(metadata: TableMetadata, tasks: readonly ScanTask[]
 }
 
 /** The SQL whose result is one row per snapshot of a lake table (LAKE_SNAPSHOT_COLUMNS), oldest first. */
-export async function lakeSnapshotsSql(catalog: FileSystemCatalog, db: string, table: string): Promise<string> {
-  const { metadata } = await catalog.loadTable(db, table);
+export function lakeSnapshotsSql(metadata: TableMetadata): string {
   const count = (summary: Record<string, string>, key: string, absent: string): string => (/^\d+$/.test(summary[key] ?? '') ? summary[key] : absent);
   const optionalText = (v: string | undefined): string => (v === undefined ? 'NULL' : literal(v));
   const rows = [...metadata.snapshots]
@@ -157,22 +125,6 @@ export async function lakeSnapshotsSql(catalog: FileSystemCatalog, db: string, t
   const aliases = LAKE_SNAPSHOT_COLUMNS.map((_, i) => `c${i}`);
   return `SELECT ${select((i) => aliases[i])} FROM (VALUES ${rows.map((r) => `(${r.join(', ')})`).join(', ')}) AS v(${aliases.join(', ')})`;
 }
-
-/** Loads the snapshots of a lake table into DuckDB as table `name` (`table` or `schema.table`). */
-export async function loadLakeSnapshots(duck: DuckSession, name: string, catalog: FileSystemCatalog, db: string, table: string): Promise<void> {
-  await duck.createTableAs(name, `AS ${await lakeSnapshotsSql(catalog, db, table)}`);
-}
-
-/** The columns of `table$lake$files`, in order, with their DuckDB types. */
-export const LAKE_FILE_COLUMNS = [
-  ['file_path', 'VARCHAR'],
-  ['content', 'VARCHAR'],
-  ['partition', 'VARCHAR'],
-  ['record_count', 'BIGINT'],
-  ['file_size_in_bytes', 'BIGINT'],
-  ['data_sequence_number', 'BIGINT'],
-  ['added_snapshot_id', 'BIGINT'],
-] as const;
 
 const CONTENT_NAMES: Record<FileContent, string> = {
   [FileContent.DATA]: 'data',
