@@ -75,6 +75,8 @@ export interface LogTabletLogger {
 export interface LogTabletOptions {
   /** Wall clock in ms, for commit timestamps and writer expiry. */
   clock?: () => number;
+  /** Told of each fdatasync on the append path: when it started (performance.now()) and how long it took. */
+  onFlush?: (start: number, ms: number) => void;
 }
 
 /** A point of the log: an offset and where it sits in which segment. */
@@ -116,11 +118,12 @@ export class LogTablet {
     private readonly config: LogConfig,
     private readonly log: LogTabletLogger,
     private readonly clock: () => number,
+    private readonly onFlush: (start: number, ms: number) => void,
   ) {}
 
   /** Opens the log in `dir` (created if missing) and recovers it: see `recover`. */
   static async open(dir: string, config: LogConfig, log: LogTabletLogger = SILENT, options: LogTabletOptions = {}): Promise<LogTablet> {
-    const tablet = new LogTablet(dir, checkConfig(config), log, options.clock ?? Date.now);
+    const tablet = new LogTablet(dir, checkConfig(config), log, options.clock ?? Date.now, options.onFlush ?? (() => undefined));
     try {
       await tablet.recover();
     } catch (err) {
@@ -592,7 +595,9 @@ export class LogTablet {
     if (target.offset > this.flushedOffset) {
       try {
         // Sealed segments were fsynced when they rolled: the target's segment is all that is left.
+        const start = performance.now();
         await target.segment.flushLog();
+        this.onFlush(start, performance.now() - start);
       } catch (err) {
         this.fail(err);
         return;
