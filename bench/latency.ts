@@ -371,6 +371,8 @@ interface ServerWindow {
   loop: { p99Ms: number; maxMs: number };
   gc: Record<string, { count: number; totalMs: number; maxMs: number }>;
   flush: { count: number; p50Ms: number; p99Ms: number; maxMs: number };
+  /** Runs of each periodic task and the longest. */
+  tasks: { task: string; count: number; maxMs: number }[];
 }
 
 function serverWindow(before: Map<string, number>, after: Map<string, number>): ServerWindow {
@@ -380,7 +382,13 @@ function serverWindow(before: Map<string, number>, after: Map<string, number>): 
   for (const kind of GC_KINDS) {
     gc[kind] = { count: grew(`tributary_gc_pause_seconds_count{kind="${kind}"}`), totalMs: grew(`tributary_gc_pause_seconds_sum{kind="${kind}"}`) * 1000, maxMs: ms(`tributary_gc_pause_seconds{kind="${kind}",quantile="1"}`) };
   }
+  const tasks: ServerWindow['tasks'] = [];
+  for (const key of after.keys()) {
+    const task = /^tributary_background_task_seconds_count\{task="([^"]+)"\}$/.exec(key)?.[1];
+    if (task && grew(key) > 0) tasks.push({ task, count: grew(key), maxMs: ms(`tributary_background_task_seconds{task="${task}",quantile="1"}`) });
+  }
   return {
+    tasks,
     loop: { p99Ms: ms('tributary_event_loop_delay_seconds{quantile="0.99"}'), maxMs: ms('tributary_event_loop_delay_seconds{quantile="1"}') },
     gc,
     flush: {
@@ -399,7 +407,7 @@ function serverEvents(bench: BenchServer, fromMs: number): TimedEvent[] {
     const startMs = line.startMs as number;
     if (startMs < fromMs - SPIKE_MARGIN_MS) continue;
     const ms = line.ms as number;
-    if (line.msg === 'pause') events.push(pauseEvent('server', { kind: line.kind as Pause['kind'], startMs, ms }));
+    if (line.msg === 'pause') events.push(pauseEvent('server', { kind: line.kind as Pause['kind'], startMs, ms, ...(line.cpuMs !== undefined ? { cpuMs: line.cpuMs as number } : {}) }));
     else if (line.msg === 'slow log flush') events.push({ who: 'server', what: 'fsync', startMs, ms });
     else events.push({ who: 'server', what: `task ${line.task as string} (sync ${(line.syncMs as number).toFixed(1)} ms)`, startMs, ms });
   }
@@ -407,7 +415,7 @@ function serverEvents(bench: BenchServer, fromMs: number): TimedEvent[] {
 }
 
 function pauseEvent(who: string, p: Pause): TimedEvent {
-  return { who, what: p.kind === 'stall' ? 'event-loop stall' : `gc ${p.kind}`, startMs: p.startMs, ms: p.ms };
+  return { who, what: p.kind === 'stall' ? `event-loop stall (cpu ${p.cpuMs!.toFixed(0)} ms)` : `gc ${p.kind}`, startMs: p.startMs, ms: p.ms };
 }
 
 function gcLine(gc: Record<string, { count: number; totalMs: number; maxMs: number }>): string {
@@ -421,6 +429,7 @@ function printRun(n: number, load: SteadyRun, separate: boolean): void {
   console.log(`run ${n}: ${count(load.rate)} rows/s over ${load.seconds.toFixed(1)} s: p50 ${p(50)}, p99 ${p(99)}, p99.9 ${p(99.9)}, max ${p(100)} ms`);
   const { server } = load;
   console.log(`  server: event loop p99 ${millis(server.loop.p99Ms)}, max ${millis(server.loop.maxMs)} ms; GC ${gcLine(server.gc)}; fsync p50 ${millis(server.flush.p50Ms)}, p99 ${millis(server.flush.p99Ms)}, max ${millis(server.flush.maxMs)} ms (${count(server.flush.count)})`);
+  console.log(`  server tasks: ${server.tasks.map((t) => `${t.task} ${t.count}× (max ${t.maxMs.toFixed(1)} ms)`).join(', ') || 'none'}`);
   for (const [who, runtime] of load.clients) {
     const gc = Object.fromEntries(GC_KINDS.map((k) => [k, runtime.gc[k]]));
     console.log(`  ${who}${separate ? '' : ' (producer and scanner)'}: event loop p99 ${millis(runtime.loopDelay.p99Ms)}, max ${millis(runtime.loopDelay.maxMs)} ms; GC ${gcLine(gc)}`);

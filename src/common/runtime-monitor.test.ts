@@ -17,7 +17,7 @@ test('duration window: count, sum, quantiles and maximum of what was recorded, t
   assert.equal(w.take().maxMs, 0.001, 'shorter than a microsecond counts as one');
 });
 
-test('runtime monitor: a synchronous stretch is reported as a stall starting where it began; GC pauses by kind', async () => {
+test('runtime monitor: a synchronous stretch is reported as a stall starting where it began, with CPU used; GC pauses by kind', async () => {
   const pauses: Pause[] = [];
   const monitor = new RuntimeMonitor({ pauseThresholdMs: 30, onPause: (p) => pauses.push(p) });
   try {
@@ -31,7 +31,9 @@ test('runtime monitor: a synchronous stretch is reported as a stall starting whe
     }
     await new Promise((r) => setTimeout(r, 50));
     const stalls = pauses.filter((p) => p.kind === 'stall');
-    assert.ok(stalls.some((s) => s.ms >= 60 && s.startMs <= blockedAt + 10 && s.startMs >= blockedAt - 20), JSON.stringify(pauses));
+    const stall = stalls.find((s) => s.ms >= 60 && s.startMs <= blockedAt + 10 && s.startMs >= blockedAt - 20);
+    assert.ok(stall, JSON.stringify(pauses));
+    assert.ok(stall.cpuMs! > 0, 'the process was busy meanwhile');
     const window = monitor.take();
     assert.ok(window.loopDelay.maxMs >= 60, `the loop delay saw it: ${JSON.stringify(window.loopDelay)}`);
     assert.ok(window.gc.minor.count >= 1, 'the garbage was collected');

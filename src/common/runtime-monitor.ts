@@ -7,8 +7,10 @@
  *
  * With `onPause`, single pauses of at least `pauseThresholdMs` are also reported as they happen,
  * with their wall-clock start, so that they can be lined up with other events: each GC pause that
- * long, and each event-loop stall that long as seen by a ticker every STALL_TICK_MS (synchronous
- * work, or a GC, kept the loop from turning).
+ * long, and each event-loop stall that long as seen by a ticker every STALL_TICK_MS, with the CPU
+ * time the process used meanwhile: about the stall's length when synchronous work (or a GC) kept
+ * the loop from turning, near 0 when the process was not running at all (other processes had the
+ * cores, or it waited in a system call).
  *
  * DurationWindow is the same kind of window over durations a caller records (fsyncs, tasks).
  */
@@ -37,6 +39,8 @@ export interface Pause {
   kind: GcKind | 'stall';
   startMs: number;
   ms: number;
+  /** Stalls: CPU time (all threads) the process used during the stall. */
+  cpuMs?: number;
 }
 
 export interface RuntimeMonitorOptions {
@@ -97,11 +101,14 @@ export class RuntimeMonitor {
     this.observer.observe({ entryTypes: ['gc'] });
     if (onPause) {
       let last = performance.now();
+      let cpu = process.cpuUsage();
       this.ticker = setInterval(() => {
         const at = performance.now();
+        const used = process.cpuUsage(cpu);
         const late = at - last - STALL_TICK_MS;
-        if (late >= threshold) onPause({ kind: 'stall', startMs: wallClockMs(last + STALL_TICK_MS), ms: late });
+        if (late >= threshold) onPause({ kind: 'stall', startMs: wallClockMs(last + STALL_TICK_MS), ms: late, cpuMs: (used.user + used.system) / 1000 });
         last = at;
+        cpu = process.cpuUsage();
       }, STALL_TICK_MS);
       this.ticker.unref();
     }

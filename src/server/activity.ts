@@ -21,7 +21,7 @@ export class ServerActivity {
   constructor(private readonly log: Logger) {
     this.traced = log.isLevelEnabled('debug');
     this.runtime = new RuntimeMonitor(
-      this.traced ? { pauseThresholdMs: PAUSE_LOG_MS, onPause: (p) => log.debug({ kind: p.kind, startMs: Math.round(p.startMs), ms: round(p.ms) }, 'pause') } : {},
+      this.traced ? { pauseThresholdMs: PAUSE_LOG_MS, onPause: (p) => log.debug({ ...p, startMs: Math.round(p.startMs), ms: round(p.ms), ...(p.cpuMs !== undefined ? { cpuMs: round(p.cpuMs) } : {}) }, 'pause') } : {},
     );
   }
 
