@@ -17,7 +17,7 @@ import { formatDataType } from '../common/types.js';
 import type { LakeSnapshot } from '../common/lake.js';
 import { type Api, ApiKeys, type RequestInit, type ResponseMessage } from '../rpc/api-keys.js';
 import { fromPbLakeOffset } from '../rpc/lake-offsets.js';
-import type { Connection } from './connection.js';
+import type { ConnectionCore } from './connection-core.js';
 import { throwIfError, toPartitionInfo } from './responses.js';
 
 /** Where to start reading a bucket, or which offset ListOffsets should return. */
@@ -74,7 +74,7 @@ export interface LakeTable {
 }
 
 export class Admin {
-  constructor(private readonly conn: Connection) {}
+  constructor(private readonly conn: ConnectionCore) {}
 
   async createDatabase(name: string, options: { comment?: string; ignoreIfExists?: boolean } = {}): Promise<void> {
     await this.call(ApiKeys.CreateDatabase, {

@@ -24,7 +24,7 @@ import { ColumnBatchBuilder } from '../record/column-batch-builder.js';
 import type { ArrowCompression } from '../record/compression.js';
 import { buildLogBatchInHeadroom, HEADER_SIZE as LOG_BATCH_HEADER_SIZE } from '../record/log-batch.js';
 import { BucketWriter } from './bucket-writer.js';
-import type { Connection } from './connection.js';
+import type { ConnectionCore } from './connection-core.js';
 import type { WriteBatch } from './write-batch.js';
 
 /** Builders and payload buffers kept for reuse; enough for a bucket's batches in flight to circulate. */
@@ -43,7 +43,7 @@ export class AppendWriter extends BucketWriter<ColumnBatchBuilder> {
   private readonly spareBuilders: ColumnBatchBuilder[] = [];
   private readonly payloadMemory = new RecycledMemory(SPARES);
 
-  private constructor(conn: Connection, table: TableInfo, writerId: bigint | undefined) {
+  private constructor(conn: ConnectionCore, table: TableInfo, writerId: bigint | undefined) {
     super(conn, table, writerId, 'ProduceLog');
     if (table.schema.primaryKey) throw new TributaryError('INVALID_TABLE_EXCEPTION', 'append writers write log tables; this table has a primary key: use newUpsert()');
     if (table.bucketKeys.length > 0) this.assigner = new BucketAssigner(table);
@@ -54,7 +54,7 @@ export class AppendWriter extends BucketWriter<ColumnBatchBuilder> {
     this.roundRobin = conn.options.enumValue('client.writer.bucket.no-key-assigner') === 'ROUND_ROBIN';
   }
 
-  static async create(conn: Connection, table: TableInfo): Promise<AppendWriter> {
+  static async create(conn: ConnectionCore, table: TableInfo): Promise<AppendWriter> {
     return new AppendWriter(conn, table, await BucketWriter.writerIdFor(conn));
   }
 

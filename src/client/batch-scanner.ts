@@ -13,7 +13,7 @@ import { TributaryError } from '../common/errors.js';
 import type { TableInfo } from '../common/schema.js';
 import type { Row } from '../common/values.js';
 import { ApiKeys } from '../rpc/api-keys.js';
-import type { Connection } from './connection.js';
+import type { ConnectionCore } from './connection-core.js';
 import { KvEncoding } from './kv-encoding.js';
 import type { BucketRef } from './log-scanner.js';
 import { throwIfError } from './responses.js';
@@ -32,7 +32,7 @@ export class BatchScanner {
   private readonly stateOffsets = new Map<string, bigint>();
 
   constructor(
-    private readonly conn: Connection,
+    private readonly conn: ConnectionCore,
     private readonly table: TableInfo,
     private readonly projection: number[] | undefined,
     /** Only these buckets (every bucket when absent), read in this order. */

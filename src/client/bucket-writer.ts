@@ -11,7 +11,8 @@ import { PartitionGetter, partitionSpecFromName } from '../common/partitions.js'
 import { TributaryError } from '../common/errors.js';
 import type { TableInfo } from '../common/schema.js';
 import { ApiKeys } from '../rpc/api-keys.js';
-import type { Connection } from './connection.js';
+import { Admin } from './admin.js';
+import type { ConnectionCore } from './connection-core.js';
 import { Sender, type SendApi } from './sender.js';
 import { type BatchContent, bucketTarget, WriteBatch } from './write-batch.js';
 
@@ -32,7 +33,7 @@ export abstract class BucketWriter<C extends BatchContent> {
   private closed = false;
 
   protected constructor(
-    protected readonly conn: Connection,
+    protected readonly conn: ConnectionCore,
     protected readonly table: TableInfo,
     protected readonly writerId: bigint | undefined,
     api: SendApi,
@@ -66,7 +67,7 @@ export abstract class BucketWriter<C extends BatchContent> {
   }
 
   /** A writer id from the server when idempotence is on (the default). */
-  protected static async writerIdFor(conn: Connection): Promise<bigint | undefined> {
+  protected static async writerIdFor(conn: ConnectionCore): Promise<bigint | undefined> {
     if (!conn.options.bool('client.writer.enable-idempotence')) return undefined;
     return (await (await conn.server()).request(ApiKeys.InitWriter, {})).writerId;
   }
@@ -160,7 +161,7 @@ export abstract class BucketWriter<C extends BatchContent> {
       if (!this.conn.options.bool('client.writer.dynamic-create-partition.enabled')) {
         throw new TributaryError('PARTITION_NOT_EXISTS', `partition '${name}' does not exist and dynamic partition creation is off`);
       }
-      await this.conn.getAdmin().createPartition(this.table.path, partitionSpecFromName(this.table.partitionKeys, name), { ignoreIfExists: true });
+      await new Admin(this.conn).createPartition(this.table.path, partitionSpecFromName(this.table.partitionKeys, name), { ignoreIfExists: true });
       p = await this.conn.metadata.partition(this.table, name, true);
       if (!p) throw new TributaryError('PARTITION_NOT_EXISTS', `partition '${name}' could not be created`);
     }

@@ -12,6 +12,7 @@ import type { TablePath } from '../common/schema.js';
 import { initArrowCompression } from '../record/compression.js';
 import { RpcConnection } from '../rpc/connection.js';
 import { Admin } from './admin.js';
+import type { ConnectionCore } from './connection-core.js';
 import { MetadataCache } from './metadata-cache.js';
 import { Table } from './table.js';
 
@@ -26,7 +27,7 @@ function parseEndpoint(text: string): Endpoint {
   return { host: m[1].replace(/^\[|\]$/g, ''), port: Number(m[2]) };
 }
 
-export class Connection {
+export class Connection implements ConnectionCore {
   readonly options: Options;
   readonly metadata: MetadataCache;
   private readonly endpoints: Endpoint[];

@@ -1,7 +1,7 @@
 /**
  * The TypeScript client of Tributary. It talks to servers over the wire like any program and never
- * imports server code (may import: common, record, rpc, and lake/iceberg, the format library the
- * LogScanner reads a lake-enabled table's past with).
+ * imports server code (may import: common, record, rpc, and lake, the format-neutral lake interface
+ * through which the LogScanner reads a lake-enabled table's past).
  */
 export { Connection } from './connection.js';
 export { Admin, type OffsetSpec, type KvSnapshot, type LakeTieringStatus } from './admin.js';

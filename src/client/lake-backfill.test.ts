@@ -16,7 +16,7 @@ import { batchOf, POSITION_DELETE_SCHEMA, writeContentFile } from '../lake/fixtu
 import { toLakeBatch } from '../lake/lake-batch.js';
 import { lakePartitionSpec, lakeSortOrder, newLakeSchema } from '../lake/lake-schema.js';
 import { type LakePart, LakeReader } from './lake-backfill.js';
-import type { ScanBatch } from './log-scanner.js';
+import type { ScanBatch } from './scan-batch.js';
 
 type TableRow = Record<string, unknown>;
 /** A row as the lake holds it: the table's columns and where it sits in the log. */

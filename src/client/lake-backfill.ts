@@ -48,8 +48,9 @@ import { currentSchema, partitionSpecById, snapshotById, type TableMetadata } fr
 import type { IcebergField } from '../lake/iceberg/types.js';
 import { sameArrowType } from '../record/arrow-schema.js';
 import { nullColumn } from '../record/batch-evolution.js';
-import type { Connection } from './connection.js';
-import type { ScanBatch } from './log-scanner.js';
+import { Admin } from './admin.js';
+import type { ConnectionCore } from './connection-core.js';
+import type { ScanBatch } from './scan-batch.js';
 
 const [BUCKET_COLUMN, OFFSET_COLUMN, TIMESTAMP_COLUMN] = LAKE_SYSTEM_COLUMNS;
 const FIELD_ID_KEY = 'PARQUET:field_id';
@@ -90,7 +91,7 @@ export class LakeBackfill {
 
   /** `schema`: the Arrow schema rows are presented in now (the scanner's, projection applied; it grows when the scanner takes on a newer schema). */
   constructor(
-    private readonly conn: Connection,
+    private readonly conn: ConnectionCore,
     private readonly table: TableInfo,
     private readonly schema: () => arrow.Schema,
   ) {}
@@ -108,7 +109,7 @@ export class LakeBackfill {
     for (let attempt = 1; ; attempt++) {
       let snapshot: LakeSnapshot;
       try {
-        snapshot = await this.conn.getAdmin().getLakeSnapshot(this.table.path);
+        snapshot = await new Admin(this.conn).getLakeSnapshot(this.table.path);
       } catch (err) {
         if (err instanceof TributaryError && err.errorName === 'LAKE_SNAPSHOT_NOT_EXIST') return undefined;
         throw err;
@@ -117,8 +118,7 @@ export class LakeBackfill {
       const wanted = lakeBucketKey(ref.partition ? { partitionId: ref.partition.id, bucket: ref.bucket } : { bucket: ref.bucket });
       const end = snapshot.bucketOffsets.find((o) => lakeBucketKey(o) === wanted)?.endOffset;
       if (end === undefined || end <= from) return undefined;
-      this.reader ??= this.conn
-        .getAdmin()
+      this.reader ??= new Admin(this.conn)
         .getLakeTieringStatus(this.table.path)
         .then((s) => new LakeReader(new FileSystemCatalog(s.warehouse), this.table, this.schema));
       const bucket: LakeBucketRef = { bucket: ref.bucket, ...(ref.partition ? { partition: ref.partition.name } : {}) };

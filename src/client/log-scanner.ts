@@ -41,23 +41,13 @@ import { type BatchLayout, batchLayout, evolvedBatch, inReaderSchema } from '../
 import { splitChangelogPayload } from '../record/changelog.js';
 import { logBatchPayload, readLogBatchHeader, splitLogBatches } from '../record/log-batch.js';
 import { ApiKeys } from '../rpc/api-keys.js';
-import type { OffsetSpec } from './admin.js';
-import type { Connection } from './connection.js';
+import { Admin, type OffsetSpec } from './admin.js';
+import type { ConnectionCore } from './connection-core.js';
 import { LakeBackfill, type LakePart } from './lake-backfill.js';
 import { hasError, throwIfError } from './responses.js';
+import type { ScanBatch } from './scan-batch.js';
 
-
-/** A decoded log batch: the columnar form of what `poll` returns row by row. */
-export interface ScanBatch {
-  bucket: number;
-  partition?: string;
-  /** Offset of the batch's first row (rows before the subscribed offset are already cut off). */
-  baseOffset: bigint;
-  timestamp: number;
-  batch: arrow.RecordBatch;
-  /** One change type byte per row for primary-key tables' changelog; absent for log tables (+A). */
-  changeTypes?: Uint8Array;
-}
+export type { ScanBatch };
 
 export interface ScanRecord {
   bucket: number;
@@ -112,7 +102,7 @@ export class LogScanner implements AsyncIterable<ScanRecord> {
   private closed = false;
 
   constructor(
-    private readonly conn: Connection,
+    private readonly conn: ConnectionCore,
     private readonly table: TableInfo,
     private readonly projection: number[] | undefined,
     options: { logOnly?: boolean } = {},
@@ -271,7 +261,7 @@ export class LogScanner implements AsyncIterable<ScanRecord> {
   }
 
   private async resolveOffset(bucket: number, partition: string | undefined, spec: OffsetSpec): Promise<bigint> {
-    const offsets = await this.conn.getAdmin().listOffsets(this.table.path, [bucket], spec, partition);
+    const offsets = await new Admin(this.conn).listOffsets(this.table.path, [bucket], spec, partition);
     return offsets.get(bucket)!;
   }
 
@@ -305,7 +295,7 @@ export class LogScanner implements AsyncIterable<ScanRecord> {
     // The lake has every column the table has, whatever schema id its rows were written with:
     // a scanner without a projection reads it in the table's latest schema.
     if (this.lake && this.projection === undefined) {
-      const latest = await this.conn.getAdmin().getTableSchema(this.table.path);
+      const latest = await new Admin(this.conn).getTableSchema(this.table.path);
       if (latest.schemaId > this.readerSchemaId) await this.adoptSchema(latest.schemaId, latest.schema);
     }
     const part = await this.lake?.open(sub, sub.offset, sub.startTimestampMs);

@@ -21,7 +21,7 @@ import type { TableInfo } from '../common/schema.js';
 import type { Row } from '../common/values.js';
 import { ApiKeys } from '../rpc/api-keys.js';
 import { decodeLookupResponse, encodeLookupRequest, KeyFields } from '../rpc/lookup-messages.js';
-import type { Connection } from './connection.js';
+import type { ConnectionCore } from './connection-core.js';
 import { KvEncoding } from './kv-encoding.js';
 import { hasError } from './responses.js';
 
@@ -51,7 +51,7 @@ export class Lookuper {
   private readonly prefixColumns?: Set<string>;
 
   constructor(
-    private readonly conn: Connection,
+    private readonly conn: ConnectionCore,
     private readonly table: TableInfo,
     /** Columns of a prefix lookup: the bucket key (plus partition keys); undefined for point lookups. */
     prefix?: string[],

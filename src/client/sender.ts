@@ -13,7 +13,7 @@
 import { type ErrorName, errorFromCode, TributaryError } from '../common/errors.js';
 import { ApiKeys } from '../rpc/api-keys.js';
 import { type BucketRecordsRequest, encodeBucketRecordsRequest } from '../rpc/bucket-records-request.js';
-import type { Connection } from './connection.js';
+import type { ConnectionCore } from './connection-core.js';
 import { hasError } from './responses.js';
 import type { WriteBatch } from './write-batch.js';
 
@@ -54,7 +54,7 @@ export class Sender {
   private retryTimer?: NodeJS.Timeout;
 
   constructor(
-    private readonly conn: Connection,
+    private readonly conn: ConnectionCore,
     private readonly options: SenderOptions,
     /**
      * Called once per batch when it is acknowledged (`acknowledged`: the server answered for it, so

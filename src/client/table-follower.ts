@@ -9,8 +9,8 @@
  */
 import { TributaryError } from '../common/errors.js';
 import type { TableInfo } from '../common/schema.js';
-import type { OffsetSpec } from './admin.js';
-import type { Connection } from './connection.js';
+import { Admin, type OffsetSpec } from './admin.js';
+import type { ConnectionCore } from './connection-core.js';
 import type { BucketRef, LogScanner, ScanBatch, ScanRecord } from './log-scanner.js';
 
 /** Where a bucket starts: one place for all, or per bucket (partition name undefined for tables without partitions). */
@@ -25,7 +25,7 @@ export class TableFollower {
 
   /** `from`: where the buckets there are at `start()` begin; partitions created after begin at their start. */
   constructor(
-    private readonly conn: Connection,
+    private readonly conn: ConnectionCore,
     private readonly info: TableInfo,
     readonly scanner: LogScanner,
     private readonly from: FollowFrom,
@@ -78,7 +78,7 @@ export class TableFollower {
       return true;
     }
     this.refreshed = Date.now();
-    const names = new Set((await this.conn.getAdmin().listPartitionInfos(this.info.path)).map((p) => p.partitionName));
+    const names = new Set((await new Admin(this.conn).listPartitionInfos(this.info.path)).map((p) => p.partitionName));
     let changed = false;
     for (const name of this.subscribed) {
       if (names.has(name)) continue;

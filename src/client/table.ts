@@ -10,14 +10,14 @@ import { TributaryError } from '../common/errors.js';
 import type { TableInfo } from '../common/schema.js';
 import { AppendWriter } from './append-writer.js';
 import { BatchScanner } from './batch-scanner.js';
-import type { Connection } from './connection.js';
+import type { ConnectionCore } from './connection-core.js';
 import { type BucketRef, LogScanner } from './log-scanner.js';
 import { Lookuper } from './lookuper.js';
 import { UpsertWriter } from './upsert-writer.js';
 
 export class Table {
   constructor(
-    private readonly conn: Connection,
+    private readonly conn: ConnectionCore,
     readonly info: TableInfo,
   ) {}
 
@@ -44,7 +44,7 @@ export class UpsertBuilder {
   private columns?: string[];
 
   constructor(
-    private readonly conn: Connection,
+    private readonly conn: ConnectionCore,
     private readonly info: TableInfo,
   ) {}
 
@@ -63,7 +63,7 @@ export class LookupBuilder {
   private prefix?: string[];
 
   constructor(
-    private readonly conn: Connection,
+    private readonly conn: ConnectionCore,
     private readonly info: TableInfo,
   ) {}
 
@@ -84,7 +84,7 @@ export class Scan {
   private fromLogOnly = false;
 
   constructor(
-    private readonly conn: Connection,
+    private readonly conn: ConnectionCore,
     private readonly info: TableInfo,
   ) {}
 

@@ -19,7 +19,7 @@ import type { TableInfo } from '../common/schema.js';
 import type { Row } from '../common/values.js';
 import { KvBatchBuilder } from '../record/kv-batch.js';
 import { BucketWriter } from './bucket-writer.js';
-import type { Connection } from './connection.js';
+import type { ConnectionCore } from './connection-core.js';
 import { KvEncoding } from './kv-encoding.js';
 import type { WriteBatch } from './write-batch.js';
 
@@ -46,13 +46,13 @@ export class UpsertWriter extends BucketWriter<KvRecords> {
   /** The open batch of each bucket of an unpartitioned table, so that rows find theirs without a lookup. */
   private readonly openByBucket: (WriteBatch<KvRecords> | undefined)[] = [];
 
-  private constructor(conn: Connection, table: TableInfo, writerId: bigint | undefined, targetColumns: number[] | undefined) {
+  private constructor(conn: ConnectionCore, table: TableInfo, writerId: bigint | undefined, targetColumns: number[] | undefined) {
     super(conn, table, writerId, 'PutKv', targetColumns);
     this.encoding = new KvEncoding(table, conn.metadata);
     if (targetColumns) this.othersOfPartial = table.schema.columns.map((_, i) => i).filter((i) => !targetColumns.includes(i));
   }
 
-  static async create(conn: Connection, table: TableInfo, partialUpdate?: string[]): Promise<UpsertWriter> {
+  static async create(conn: ConnectionCore, table: TableInfo, partialUpdate?: string[]): Promise<UpsertWriter> {
     let targetColumns: number[] | undefined;
     if (partialUpdate) {
       const pk = table.schema.primaryKey ?? [];

@@ -92,6 +92,10 @@ export const OPTIONS: readonly OptionDef[] = [
   d({ key: 'sql.memory-limit', scope: 'server', type: 'memory', default: '1gb', description: 'Memory DuckDB may use for one statement (its memory_limit); beyond it DuckDB spills to a directory under data.dir where it can, and otherwise the statement fails with QUERY_MEMORY_EXCEEDED.' }),
   d({ key: 'sql.threads', scope: 'server', type: 'int', min: 1, description: 'Threads DuckDB uses for one statement; unset: one per core.' }),
   d({ key: 'sql.max-concurrent-queries', scope: 'server', type: 'int', default: '2', min: 1, description: 'SQL statements the REST API runs at once; one more is refused with SERVER_BUSY. Each running statement holds one of Node\'s libuv threads (4 unless UV_THREADPOOL_SIZE says otherwise) while DuckDB works, which file I/O needs too: keep it below that.' }),
+  d({ key: 'zookeeper.address', scope: 'server', type: 'string', description: 'ZooKeeper ensemble that holds a cluster\'s metadata, as comma-separated host:port; not used by the one-process tributary start.' }),
+  d({ key: 'zookeeper.path.root', scope: 'server', type: 'string', default: '/tributary', description: 'Znode under which the cluster keeps everything in ZooKeeper (metadata, counters, coordinator election); clusters sharing an ensemble need different roots.' }),
+  d({ key: 'zookeeper.client.session-timeout', scope: 'server', type: 'duration', min: 1, default: '60s', description: 'ZooKeeper session timeout asked for (the server bounds it by its min/maxSessionTimeout): a coordinator cut off from ZooKeeper this long loses its session, and with it its leadership.' }),
+  d({ key: 'zookeeper.client.connection-timeout', scope: 'server', type: 'duration', min: 1, default: '15s', description: 'How long a server waits for its first connection to ZooKeeper before failing with NETWORK_EXCEPTION.' }),
 
   // ---- client options
   d({ key: 'bootstrap.servers', scope: 'client', type: 'list', default: '127.0.0.1:9123', description: 'host:port of any server to bootstrap from.' }),

@@ -8,24 +8,9 @@
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { type DurationStats, GC_KINDS } from '../common/runtime-monitor.js';
-import type { ServerActivity } from './activity.js';
-import type { DataDiskState } from './data-disk.js';
-
-/** One bucket hosted by this node, as metrics see it. */
-export interface BucketMetrics {
-  database: string;
-  table: string;
-  /** Partition name; empty for tables without partitions. */
-  partition: string;
-  bucket: number;
-  logStartOffset: bigint;
-  logEndOffset: bigint;
-  highWatermark: bigint;
-  logSizeBytes: number;
-  segments: number;
-  /** Rows of a primary-key bucket's state. */
-  kvRows?: number;
-}
+import type { ServerActivity } from '../common/activity.js';
+import type { DataDiskState } from './tablet/data-disk.js';
+import type { BucketMetrics } from './tablet/tablet-server.js';
 
 /** One lake-enabled table's tiering, as metrics see it. */
 export interface LakeTableMetrics {

@@ -10,7 +10,7 @@ import type { TableInfo } from '../../common/schema.js';
 import { formatDataType } from '../../common/types.js';
 import { currentSchema } from '../../lake/iceberg/table-metadata.js';
 import { IcebergLakeCatalog } from '../../lake/lake-catalog-sync.js';
-import { ServerActivity } from '../activity.js';
+import { ServerActivity } from '../../common/activity.js';
 import { LocalMetadataStore } from '../metadata/local-metadata-store.js';
 import { type BucketLifecycle, Coordinator, type LakeCatalogSync } from './coordinator.js';
 

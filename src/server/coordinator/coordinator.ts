@@ -34,7 +34,7 @@ import {
 } from '../../common/schema.js';
 import type { MetadataOp, MetadataStore } from '../metadata/metadata-store.js';
 import type { Logger } from '../../common/logger.js';
-import type { ServerActivity } from '../activity.js';
+import type { ServerActivity } from '../../common/activity.js';
 import type { LakeBucketOffset } from '../../common/lake.js';
 import { isLakeEnabled, LakeTieringManager } from './lake-tiering-manager.js';
 

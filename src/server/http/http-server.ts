@@ -4,7 +4,7 @@
  *   GET  /health      {"status":"ok"} while the process answers (liveness), for supervisors
  *   GET  /ready       {"status":"ready"} while the RPC listener serves requests, else 503
  *                     {"status":"not ready","reason":…} (readiness), for load balancers
- *   GET  /metrics     the node's metrics in the Prometheus text format (metrics.ts)
+ *   GET  /metrics     the node's metrics in the Prometheus text format (server/metrics.ts)
  *   …    /api/v1/…    the REST API for admin and rows (rest-api-routes.ts)
  *   …    /iceberg/v1/… the Iceberg REST catalog over the lake tables (iceberg-catalog-routes.ts)
  *
@@ -21,7 +21,6 @@ import type { FileSystemCatalog } from '../../lake/iceberg/catalog.js';
 import type { RpcReadiness } from '../../rpc/server.js';
 import type { SqlLimits } from '../../query/sql-limits.js';
 import type { Logger } from '../../common/logger.js';
-import type { NodeMetrics } from '../metrics.js';
 import { ARROW_STREAM } from './encoding.js';
 import { icebergCatalogRoutes, type TributaryTables } from './iceberg-catalog-routes.js';
 import { restApiRoutes } from './rest-api-routes.js';
@@ -45,7 +44,8 @@ export interface HttpServerOptions {
   rpc: { host: string; port: number };
   tables: TributaryTables;
   catalog: FileSystemCatalog;
-  metrics: NodeMetrics;
+  /** The node's metrics (`NodeMetrics` in server/metrics.ts, which the wiring above this folder builds), served as they are. */
+  metrics: { readonly contentType: string; text(): Promise<string> };
   /** Whether the node's RPC listener serves requests (RpcServer.readiness). */
   readiness: () => RpcReadiness;
   /** Limits of the REST API's SQL statements. */

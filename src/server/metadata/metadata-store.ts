@@ -1,7 +1,7 @@
 /**
  * The cluster's metadata, behind an interface shaped like a hierarchical key-value store (paths such
- * as `/databases/<db>/tables/<table>`), so that a ZooKeeper-backed store can replace the local one
- * for a cluster without touching the coordinator.
+ * as `/databases/<db>/tables/<table>`), so that the coordinator works the same on the local store
+ * of one node (local-metadata-store.ts) and on ZooKeeper for a cluster (zookeeper-metadata-store.ts).
  *
  * Invariants: a commit applies all of its operations or none; a committed change survives kill -9;
  * `nextId` never hands out the same id twice, across restarts.

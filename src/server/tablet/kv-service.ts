@@ -13,9 +13,9 @@ import { fieldError, idOf, intIn, optionalIdOf } from '../../rpc/request-fields.
 import { type LookupRequestRead, LookupResponseWriter } from '../../rpc/lookup-messages.js';
 import { EncodedResponse } from '../../rpc/server.js';
 import { asBuffer, bucketError } from './bucket-responses.js';
-import type { ServerActivity } from '../activity.js';
+import type { ServerActivity } from '../../common/activity.js';
+import type { DataDisk } from './data-disk.js';
 import type { Replica } from './replica.js';
-import type { TabletServer } from './tablet-server.js';
 
 const SCANNER_TTL_MS = 60_000;
 const DEFAULT_SCAN_BYTES = 4 * 1024 * 1024;
@@ -28,12 +28,18 @@ interface ScanSession {
   lastUsed: number;
 }
 
+/** What the KV APIs use of the tablet server, which creates them: its replicas and the data disk's write lock. */
+interface TabletReplicas {
+  replica(tableId: number, partitionId: number | undefined, bucket: number): Replica;
+  readonly disk: DataDisk;
+}
+
 export class KvService {
   private readonly scanners = new Map<string, ScanSession>();
   private readonly sweeper: NodeJS.Timeout;
 
   constructor(
-    private readonly tablets: TabletServer,
+    private readonly tablets: TabletReplicas,
     activity: ServerActivity,
   ) {
     this.sweeper = activity.every('kv-scanner-sweep', SCANNER_TTL_MS / 2, () => this.expireScanners(Date.now()));

@@ -32,9 +32,8 @@ import { idOf, intIn, optionalIdOf } from '../../rpc/request-fields.js';
 import type { BucketLifecycle } from '../coordinator/coordinator.js';
 import type { LakeBucketOffset } from '../../common/lake.js';
 import type { Logger } from '../../common/logger.js';
-import type { ServerActivity } from '../activity.js';
-import type { DataDisk } from '../data-disk.js';
-import type { BucketMetrics } from '../metrics.js';
+import type { ServerActivity } from '../../common/activity.js';
+import type { DataDisk } from './data-disk.js';
 import { asBuffer, bucketError } from './bucket-responses.js';
 import { KvService } from './kv-service.js';
 import { KvTablet } from './kv/kv-tablet.js';
@@ -42,6 +41,22 @@ import { type KvSnapshotInfo, KvSnapshotStore } from './kv/kv-snapshot-store.js'
 import { type LogConfig, LogTablet } from './log/log-tablet.js';
 import type { BatchCutter } from './log/log-segment.js';
 import { bucketKey, type Replica, type TableBucket } from './replica.js';
+
+/** One hosted bucket, as the node's metrics (server/metrics.ts) read it. */
+export interface BucketMetrics {
+  database: string;
+  table: string;
+  /** Partition name; empty for tables without partitions. */
+  partition: string;
+  bucket: number;
+  logStartOffset: bigint;
+  logEndOffset: bigint;
+  highWatermark: bigint;
+  logSizeBytes: number;
+  segments: number;
+  /** Rows of a primary-key bucket's state. */
+  kvRows?: number;
+}
 
 /** What the tablet server needs to know about tables, answered by the coordinator. */
 export interface TableMetadataSource {

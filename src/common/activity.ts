@@ -6,8 +6,8 @@
  * SLOW_FLUSH_MS and each pause of at least PAUSE_LOG_MS is also logged with its start time, so that
  * a latency spike can be lined up with what ran at the time.
  */
-import type { Logger } from '../common/logger.js';
-import { type DurationStats, DurationWindow, type RuntimeWindow, RuntimeMonitor, wallClockMs } from '../common/runtime-monitor.js';
+import type { Logger } from './logger.js';
+import { type DurationStats, DurationWindow, type RuntimeWindow, RuntimeMonitor, wallClockMs } from './runtime-monitor.js';
 
 const SLOW_FLUSH_MS = 2;
 const PAUSE_LOG_MS = 5;

@@ -1,7 +1,7 @@
 /** The spike report of bench/latency.ts: which latencies count as separate spikes and which events are listed with them. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { describeSpikes, eventsAround, type TimedEvent, worstSpikes } from '../bench/latency-spikes.js';
+import { describeSpikes, eventsAround, type TimedEvent, worstSpikes } from './latency-spikes.js';
 
 const T0 = 1_700_000_000_000;
 

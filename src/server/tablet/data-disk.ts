@@ -9,11 +9,11 @@
  * info line.
  */
 import fs from 'node:fs';
-import type { Options } from '../common/config.js';
-import { TributaryError } from '../common/errors.js';
-import { isNoSpace } from '../common/files.js';
-import type { Logger } from '../common/logger.js';
-import type { ServerActivity } from './activity.js';
+import type { ServerActivity } from '../../common/activity.js';
+import type { Options } from '../../common/config.js';
+import { TributaryError } from '../../common/errors.js';
+import { isNoSpace } from '../../common/files.js';
+import type { Logger } from '../../common/logger.js';
 
 export interface DataDiskState {
   writeLocked: boolean;
