@@ -113,7 +113,7 @@ export function workloadColumns(w: Workload): Record<string, ColumnValues> {
 
 // ---------------------------------------------------------------------------------- server
 
-/** `--client key=value` arguments (repeatable) as client options. */
+/** `--client key=value` (or `--server key=value`) arguments, repeatable, as options. */
 export function clientOptionArgs(pairs: string[] | undefined): Record<string, string> {
   const options: Record<string, string> = {};
   for (const pair of pairs ?? []) {
