@@ -113,7 +113,7 @@ export function workloadColumns(w: Workload): Record<string, ColumnValues> {
 
 // ---------------------------------------------------------------------------------- server
 
-/** `--client key=value` arguments (repeatable) as client options. */
+/** `--client key=value` (or `--server key=value`) arguments, repeatable, as options. */
 export function clientOptionArgs(pairs: string[] | undefined): Record<string, string> {
   const options: Record<string, string> = {};
   for (const pair of pairs ?? []) {
@@ -133,9 +133,9 @@ export class BenchServer {
     readonly conn: Connection,
   ) {}
 
-  /** `args` are more flags of `tributary start`, e.g. `--no-tiering`. */
-  static async start(settings: Record<string, string> = {}, clientOptions: Record<string, string> = {}, args: string[] = []): Promise<BenchServer> {
-    const server = await ServerProcess.start({ settings, args });
+  /** `args` are more flags of `tributary start`, e.g. `--no-tiering`; `logLevel` the server's (warn by default). */
+  static async start(settings: Record<string, string> = {}, clientOptions: Record<string, string> = {}, args: string[] = [], logLevel?: string): Promise<BenchServer> {
+    const server = await ServerProcess.start({ settings, args, ...(logLevel ? { logLevel } : {}) });
     try {
       return new BenchServer(server, await Connection.create({ 'bootstrap.servers': server.bootstrap, ...clientOptions }));
     } catch (err) {
@@ -165,6 +165,24 @@ export class BenchServer {
   /** Another connection to this server, for a second client; the caller closes it. */
   connect(clientOptions: Record<string, string> = {}): Promise<Connection> {
     return Connection.create({ 'bootstrap.servers': this.server.bootstrap, ...clientOptions });
+  }
+
+  /** One scrape of the server's `/metrics`: each sample's value by `name{labels}` as written. */
+  async metrics(): Promise<Map<string, number>> {
+    const res = await fetch(`http://${this.server.http}/metrics`);
+    if (!res.ok) throw new Error(`GET /metrics answered ${res.status}`);
+    const samples = new Map<string, number>();
+    for (const line of (await res.text()).split('\n')) {
+      if (line === '' || line.startsWith('#')) continue;
+      const space = line.lastIndexOf(' ');
+      samples.set(line.slice(0, space), Number(line.slice(space + 1)));
+    }
+    return samples;
+  }
+
+  /** The server's JSON log lines (pino, on stderr) whose message is one of `msgs`. */
+  logLines(msgs: readonly string[]): LogLine[] {
+    return logLinesOf(this.server.stderr, msgs);
   }
 
   /** Closes the connection and stops the server gracefully (indexes and checkpoints written); keeps the data. */
@@ -210,17 +228,7 @@ export class TieringWorkerProcess {
 
   /** Its complete log lines so far whose message is `msg`. */
   lines(msg: string): LogLine[] {
-    const out: LogLine[] = [];
-    for (const text of this.worker.stderr.split('\n')) {
-      if (!text.includes(msg)) continue;
-      try {
-        const line = JSON.parse(text) as LogLine;
-        if (line.msg === msg) out.push(line);
-      } catch {
-        // the last line may still be partly written
-      }
-    }
-    return out;
+    return logLinesOf(this.worker.stderr, [msg]);
   }
 
   /** SIGKILL, for clean-up after a failure. */
@@ -233,6 +241,21 @@ export class TieringWorkerProcess {
     const code = await this.worker.stop();
     if (code !== 0) throw new Error(`tiering worker exited with ${code}: ${this.worker.stderr.slice(-2000)}`);
   }
+}
+
+/** The complete JSON log lines of `text` whose message is one of `msgs`. */
+function logLinesOf(text: string, msgs: readonly string[]): LogLine[] {
+  const out: LogLine[] = [];
+  for (const line of text.split('\n')) {
+    if (!msgs.some((msg) => line.includes(msg))) continue;
+    try {
+      const parsed = JSON.parse(line) as LogLine;
+      if (msgs.includes(parsed.msg)) out.push(parsed);
+    } catch {
+      // the last line may still be partly written
+    }
+  }
+  return out;
 }
 
 /** Sum of the sizes of the files under `dir` whose name passes `filter`. */
@@ -304,6 +327,29 @@ export async function rawWriteMBps(bytes: number, dir: string, runs = 3): Promis
     rates.push(bytes / 1e6 / rawWriteSeconds(bytes, file));
   }
   return median(rates);
+}
+
+/**
+ * The fsync baseline of a log append: `count` times 4 KiB written at the end of a new file in `dir`
+ * and fdatasync'd, each timed (ms, ascending). The file is removed afterwards.
+ */
+export function fdatasyncLoopMs(dir: string, count: number): Float64Array {
+  const file = path.join(dir, `fdatasync-${process.pid}.bin`);
+  const block = rawChunkBytes().subarray(0, 4096);
+  const ms = new Float64Array(count);
+  const fd = fs.openSync(file, 'w');
+  try {
+    for (let i = 0; i < count; i++) {
+      const start = now();
+      fs.writeSync(fd, block, 0, block.length, i * block.length);
+      fs.fdatasyncSync(fd);
+      ms[i] = now() - start;
+    }
+  } finally {
+    fs.closeSync(fd);
+    fs.rmSync(file, { force: true });
+  }
+  return ms.sort();
 }
 
 /** Deletes the raw baseline's files. */

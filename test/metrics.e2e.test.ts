@@ -106,4 +106,31 @@ test('metrics: bucket offsets, sizes, state rows, tiering lag and RPC counts', a
   assert.ok(s.samples.get('tributary_rpc_request_duration_seconds_count{api="ProduceLog"}')! >= 1);
   assert.ok(s.samples.get('tributary_rpc_connections')! >= 1);
   assert.ok(s.samples.has('process_cpu_user_seconds_total'), "the process's own metrics");
+
+  // Runtime pauses and the log's fsyncs: quantiles in order, counts and sums that only grow.
+  const quantilesInOrder = (name: string, labels = ''): void => {
+    const q = (quantile: string): number => s.samples.get(`${name}{${labels}${labels ? ',' : ''}quantile="${quantile}"}`)!;
+    const values = ['0.5', '0.99', '0.999', '1'].map(q);
+    assert.ok(values.every((v) => Number.isFinite(v) && v >= 0), `${name}{${labels}}: ${values}`);
+    assert.deepEqual([...values].sort((a, b) => a - b), values, `${name}{${labels}} quantiles ascend`);
+  };
+  quantilesInOrder('tributary_event_loop_delay_seconds');
+  assert.ok(s.samples.get('tributary_event_loop_delay_seconds{quantile="1"}')! > 0, 'the event loop is sampled');
+  quantilesInOrder('tributary_log_flush_seconds');
+  assert.ok(s.samples.get('tributary_log_flush_seconds_count')! >= 1, 'acknowledged writes were fsynced');
+  assert.ok(s.samples.get('tributary_log_flush_seconds_sum')! > 0);
+  for (const kind of ['minor', 'major', 'incremental', 'weakcb']) {
+    quantilesInOrder('tributary_gc_pause_seconds', `kind="${kind}"`);
+    assert.ok(s.samples.get(`tributary_gc_pause_seconds_count{kind="${kind}"}`)! >= 0, kind);
+  }
+  for (const labels of series(s, 'tributary_background_task_seconds_count').keys()) quantilesInOrder('tributary_background_task_seconds', labels.slice(1, -1));
+
+  // A scrape starts a new window: counters keep counting, the next window's quantiles cover only it.
+  const flushes = s.samples.get('tributary_log_flush_seconds_count')!;
+  await (await cluster.conn.getTable(events)).newAppend().createWriter().then(async (w) => {
+    await w.append({ id: 100n, day: 'mon' });
+    await w.close();
+  });
+  const next = await scrape();
+  assert.ok(next.samples.get('tributary_log_flush_seconds_count')! > flushes);
 });

@@ -1,11 +1,13 @@
 /**
  * `tributary start`: runs one embedded node (coordinator + tablet server) until SIGTERM or SIGINT,
- * then shuts down gracefully. An embedded lake tiering worker runs beside it unless `--no-tiering`. Prints exactly one line to stdout once it serves: `ready …`.
+ * then shuts down gracefully. An embedded lake tiering worker runs beside it, on a thread of its
+ * own (embedded-tiering.ts), unless `--no-tiering`. Prints exactly one line to stdout once it
+ * serves: `ready …`.
  */
 import { optionDefault } from '../common/config.js';
-import { TieringWorker } from '../tiering/tiering-worker.js';
 import { parseListener, TributaryServer } from '../server/server.js';
 import { createLogger } from '../common/logger.js';
+import { EmbeddedTiering } from './embedded-tiering.js';
 import { readConfigFile } from './settings.js';
 import { onShutdown } from './tiering.js';
 
@@ -37,9 +39,9 @@ export async function start(flags: StartFlags): Promise<void> {
   const server = await TributaryServer.start(serverSettings(flags), log);
   const { rpcAddress: rpc, httpAddress: http } = server;
   // The embedded tiering worker is a client of this node like any other worker.
-  let worker: TieringWorker | undefined;
+  let worker: EmbeddedTiering | undefined;
   try {
-    worker = flags.tiering === false ? undefined : await TieringWorker.start(`${rpc.host}:${rpc.port}`, { log: log.child({ role: 'tiering' }) });
+    worker = flags.tiering === false ? undefined : await EmbeddedTiering.start(`${rpc.host}:${rpc.port}`);
   } catch (err) {
     await server.stop();
     throw err;

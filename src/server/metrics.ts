@@ -7,6 +7,8 @@
  * metrics where there is one (docs/operations.md lists them all).
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { type DurationStats, GC_KINDS } from '../common/runtime-monitor.js';
+import type { ServerActivity } from '../common/activity.js';
 import type { DataDiskState } from './tablet/data-disk.js';
 import type { BucketMetrics } from './tablet/tablet-server.js';
 
@@ -29,12 +31,16 @@ export interface MetricSources {
   tables(): { tables: number; partitions: number };
   rpc(): { connections: number; heldBytes: number };
   dataDisk(): DataDiskState;
+  /** Read once per scrape: each scrape starts a new window. */
+  activity(): ReturnType<ServerActivity['take']>;
 }
 
 /** What one scrape reads of the sources. */
 type Scrape = { [K in keyof MetricSources]: ReturnType<MetricSources[K]> };
 
 const BUCKET_LABELS = ['database', 'table', 'partition', 'bucket'] as const;
+/** The quantiles of the windowed summaries; 1 is the longest. */
+const QUANTILES: [string, keyof DurationStats][] = [['0.5', 'p50Ms'], ['0.99', 'p99Ms'], ['0.999', 'p999Ms'], ['1', 'maxMs']];
 const TABLE_LABELS = ['database', 'table'] as const;
 
 export class NodeMetrics {
@@ -95,6 +101,12 @@ export class NodeMetrics {
     lake('tributary_lake_tiering_lag_records', 'Records of a lake-enabled table not yet tiered into the lake.', (t) => Number(t.lagRecords));
     lake('tributary_lake_tiering_lag_seconds', 'How long the oldest row not yet in the lake has waited (0 when the lake holds everything).', (t) => t.lagMs / 1000);
     lake('tributary_lake_tiering_failures', 'Tiering rounds of the table that failed.', (t) => t.failures);
+    const window = (name: string, help: string, labelName: string | undefined, items: () => [string, DurationStats][], counted = true): void =>
+      windowSummary(registers, name, help, labelName, items, counted);
+    window('tributary_event_loop_delay_seconds', 'How late the event loop ran callbacks (1 ms resolution), by quantile over the time since the previous scrape.', undefined, () => [['', current().activity.runtime.loopDelay]], false);
+    window('tributary_gc_pause_seconds', 'Garbage-collection pauses by kind (minor, major, incremental, weakcb): quantiles since the previous scrape, count and sum since the start.', 'kind', () => GC_KINDS.map((k) => [k, current().activity.runtime.gc[k]]));
+    window('tributary_log_flush_seconds', 'fdatasync of a log on the append path (acknowledgements and readers wait for it): quantiles since the previous scrape, count and sum since the start.', undefined, () => [['', current().activity.flushes]]);
+    window('tributary_background_task_seconds', 'Runs of the periodic tasks (checkpoint, retention, kv snapshots, tiering and auto-partition timers, data-disk check, sweepers): quantiles since the previous scrape, count and sum since the start.', 'task', () => [...current().activity.tasks]);
     lake('tributary_lake_snapshot_timestamp_seconds', 'Commit time of the table\'s latest lake snapshot, Unix seconds.', (t) => (t.lastSnapshotTime === undefined ? undefined : t.lastSnapshotTime / 1000));
   }
 
@@ -127,7 +139,7 @@ export class NodeMetrics {
 
   private read(): Scrape {
     const { sources } = this;
-    return { buckets: sources.buckets(), lakeTables: sources.lakeTables(), tables: sources.tables(), rpc: sources.rpc(), dataDisk: sources.dataDisk() };
+    return { buckets: sources.buckets(), lakeTables: sources.lakeTables(), tables: sources.tables(), rpc: sources.rpc(), dataDisk: sources.dataDisk(), activity: sources.activity() };
   }
 }
 
@@ -157,6 +169,32 @@ function seriesGauge<T, L extends string>(
       }
     },
   });
+}
+
+/**
+ * A summary of durations per label value: `name{quantile}` gauges over the window the scrape
+ * closes (activity.ts) and, when `counted`, `name_count` and `name_sum` counters since the start.
+ */
+function windowSummary(registers: Registry[], name: string, help: string, labelName: string | undefined, items: () => [string, DurationStats][], counted: boolean): void {
+  const labelsOf = (value: string): Record<string, string> => (labelName === undefined ? {} : { [labelName]: value });
+  const labelNames = labelName === undefined ? [] : [labelName];
+  // Registered before the counters, which a scrape writes after this gauge's collect has counted into them.
+  new Gauge({
+    name,
+    help,
+    labelNames: [...labelNames, 'quantile'],
+    registers,
+    collect() {
+      for (const [value, stats] of items()) {
+        const labels = labelsOf(value);
+        for (const [quantile, field] of QUANTILES) this.set({ ...labels, quantile }, stats[field] / 1000);
+        count?.inc(labels, stats.count);
+        sum?.inc(labels, stats.totalMs / 1000);
+      }
+    },
+  });
+  const count = counted ? new Counter({ name: `${name}_count`, help: `${help} (count)`, labelNames, registers }) : undefined;
+  const sum = counted ? new Counter({ name: `${name}_sum`, help: `${help} (sum)`, labelNames, registers }) : undefined;
 }
 
 const bucketLabels = (b: BucketMetrics) => ({ database: b.database, table: b.table, partition: b.partition, bucket: String(b.bucket) });

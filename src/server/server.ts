@@ -16,6 +16,7 @@ import { decodeLookupRequest } from '../rpc/lookup-messages.js';
 import { tablePathOf } from '../rpc/request-fields.js';
 import { RpcServer, type RpcServerStats } from '../rpc/server.js';
 import { Coordinator } from './coordinator/coordinator.js';
+import { ServerActivity } from '../common/activity.js';
 import { DataDirLock } from './data-dir-lock.js';
 import { DataDisk } from './tablet/data-disk.js';
 import { isLakeEnabled } from './coordinator/lake-tiering-manager.js';
@@ -53,6 +54,7 @@ export class TributaryServer {
     private readonly store: LocalMetadataStore,
     private readonly disk: DataDisk,
     private readonly lock: DataDirLock,
+    private readonly activity: ServerActivity,
     private readonly log: Logger,
   ) {}
 
@@ -80,21 +82,23 @@ export class TributaryServer {
   /** The start after the lock: each part opened pushes its closing onto `undo`. */
   private static async open(options: Options, listen: Address, dataDir: string, lock: DataDirLock, log: Logger, undo: (() => Promise<unknown>)[]): Promise<TributaryServer> {
     await initArrowCompression();
-    const disk = await DataDisk.start(dataDir, options, log.child({ role: 'data-disk' }));
+    const activity = new ServerActivity(log.child({ role: 'activity' }));
+    undo.push(async () => activity.close());
+    const disk = await DataDisk.start(dataDir, options, log.child({ role: 'data-disk' }), activity);
     undo.push(async () => disk.stop());
     const store = await LocalMetadataStore.open(path.join(dataDir, 'metadata'));
     undo.push(() => store.close());
     const warehouse = lakeWarehouse(options);
     const lake = lakeFormat(options.string('datalake.format')!).open(warehouse);
-    const coordinator = new Coordinator(store, options, log.child({ role: 'coordinator' }), lake, disk);
-    const tablets = new TabletServer(dataDir, options, coordinator, log.child({ role: 'tablet-server' }), disk);
+    const coordinator = new Coordinator(store, options, log.child({ role: 'coordinator' }), activity, lake, disk);
+    const tablets = new TabletServer(dataDir, options, coordinator, log.child({ role: 'tablet-server' }), disk, activity);
     undo.push(() => tablets.stop());
     await tablets.start(coordinator.allTables());
     undo.push(() => coordinator.stop());
     await coordinator.start(tablets);
 
     const tiering: TieringServiceDeps = { coordinator, warehouse, lakeFormat: lake.format, highWatermarks: (id) => tablets.highWatermarks(id) };
-    const metrics = nodeMetrics(tiering, tablets, () => rpc.stats(), disk);
+    const metrics = nodeMetrics(tiering, tablets, () => rpc.stats(), disk, activity);
     const rpc = new RpcServer({
       host: listen.host,
       port: listen.port,
@@ -168,6 +172,7 @@ export class TributaryServer {
       store,
       disk,
       lock,
+      activity,
       log,
     );
   }
@@ -182,13 +187,14 @@ export class TributaryServer {
     await this.tablets.stop();
     await this.store.close();
     this.disk.stop();
+    this.activity.close();
     await this.lock.release();
     this.log.info('server stopped');
   }
 }
 
 /** The node's metrics, read from the coordinator, the tablet server and the RPC listener when scraped. */
-function nodeMetrics(tiering: TieringServiceDeps, tablets: TabletServer, rpcStats: () => RpcServerStats, disk: DataDisk): NodeMetrics {
+function nodeMetrics(tiering: TieringServiceDeps, tablets: TabletServer, rpcStats: () => RpcServerStats, disk: DataDisk, activity: ServerActivity): NodeMetrics {
   const { coordinator } = tiering;
   return new NodeMetrics({
     buckets: () => tablets.bucketMetrics(),
@@ -213,5 +219,6 @@ function nodeMetrics(tiering: TieringServiceDeps, tablets: TabletServer, rpcStat
         }),
     rpc: rpcStats,
     dataDisk: () => disk.state,
+    activity: () => activity.take(),
   });
 }

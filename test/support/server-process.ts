@@ -100,15 +100,15 @@ export class ServerProcess extends OwnedChildProcess {
   /**
    * Starts a server on `dataDir` (a new temp dir by default); `port` 0 picks a free one; `args` are
    * more CLI flags (e.g. `--no-tiering`); `cli` is a built CLI to run instead of the source (e.g. an
-   * installed package's `dist/cli/main.js`).
+   * installed package's `dist/cli/main.js`); `logLevel` is its log level (warn by default).
    */
-  static async start(options: { dataDir?: string; port?: number; settings?: Record<string, string>; args?: string[]; cli?: string } = {}): Promise<ServerProcess> {
+  static async start(options: { dataDir?: string; port?: number; settings?: Record<string, string>; args?: string[]; cli?: string; logLevel?: string } = {}): Promise<ServerProcess> {
     const dataDir = options.dataDir ?? tempDir('data');
     const cli = options.cli === undefined ? ['--import', 'tsx', CLI] : [options.cli];
     const args = [...cli, 'start', '--data-dir', dataDir, '--port', String(options.port ?? 0), '--http-port', '0'];
     for (const [k, v] of Object.entries(options.settings ?? {})) args.push('--set', `${k}=${v}`);
     args.push(...(options.args ?? []));
-    const { child, match, stderr } = await spawnUntilReady('server', args, 'warn', /ready bootstrap=(\S+) http=(\S+)/);
+    const { child, match, stderr } = await spawnUntilReady('server', args, options.logLevel ?? 'warn', /ready bootstrap=(\S+) http=(\S+)/);
     return new ServerProcess(child, stderr, dataDir, match[1], match[2]);
   }
 

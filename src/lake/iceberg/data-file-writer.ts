@@ -22,11 +22,10 @@
  *
  * A file's metrics are those of its chunks, merged (MergedMetrics, metrics.ts).
  */
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import type * as arrow from 'apache-arrow';
 import { type ErrorName, TributaryError } from '../../common/errors.js';
+import { startModuleWorker } from '../../common/module-worker.js';
 import type { DataFile } from './data-file.js';
 import { computeMetrics, MergedMetrics } from './metrics.js';
 import { ipcStreamOf } from './parquet.js';
@@ -79,15 +78,8 @@ export interface OpenDataFile {
 const SPARE_MEMORY = 4;
 const SPARE_MEMORY_BYTES = 16 << 20;
 
-/** Compiled, this module and the worker's are .js files; under tsx (the tests) both are .ts. */
-const EXTENSION = path.extname(fileURLToPath(import.meta.url));
-const WORKER_URL = new URL(`./data-file-worker${EXTENSION}`, import.meta.url);
-
 function startWorker(): Worker {
-  if (EXTENSION !== '.ts') return new Worker(WORKER_URL);
-  // tsx's loader hooks do not reach worker threads on Node 20: load the entry through its API.
-  const tsx = JSON.stringify(import.meta.resolve('tsx/esm/api'));
-  return new Worker(`import(${tsx}).then((api) => api.tsImport(${JSON.stringify(WORKER_URL.href)}, ${JSON.stringify(import.meta.url)}))`, { eval: true });
+  return startModuleWorker(new URL('./data-file-worker', import.meta.url));
 }
 
 function closedError(): TributaryError {

@@ -11,6 +11,7 @@ import { formatDataType } from '../../common/types.js';
 import { currentSchema } from '../../lake/iceberg/table-metadata.js';
 import { IcebergLakeCatalog } from '../../lake/iceberg/iceberg-catalog.js';
 import type { LakeCatalog } from '../../lake/lake-format.js';
+import { ServerActivity } from '../../common/activity.js';
 import { LocalMetadataStore } from '../metadata/local-metadata-store.js';
 import { type BucketLifecycle, Coordinator } from './coordinator.js';
 
@@ -35,10 +36,15 @@ class RecordingTablets implements BucketLifecycle {
 
 async function start(dir: string, lake?: LakeCatalog): Promise<{ coordinator: Coordinator; tablets: RecordingTablets; store: LocalMetadataStore }> {
   const store = await LocalMetadataStore.open(path.join(dir, 'metadata'));
-  const coordinator = new Coordinator(store, new Options('server', {}), pino({ level: 'silent' }), lake);
+  const log = pino({ level: 'silent' });
+  const activity = new ServerActivity(log);
+  const coordinator = new Coordinator(store, new Options('server', {}), log, activity, lake);
   const tablets = new RecordingTablets();
   await coordinator.start(tablets);
-  after(() => coordinator.stop());
+  after(async () => {
+    await coordinator.stop();
+    activity.close();
+  });
   return { coordinator, tablets, store };
 }
 

@@ -34,6 +34,7 @@ import {
 } from '../../common/schema.js';
 import type { MetadataOp, MetadataStore } from '../metadata/metadata-store.js';
 import type { Logger } from '../../common/logger.js';
+import type { ServerActivity } from '../../common/activity.js';
 import type { LakeBucketOffset } from '../../common/lake.js';
 import type { LakeCatalog, LakeTableEntry } from '../../lake/lake-format.js';
 import { isLakeEnabled, LakeTieringManager } from './lake-tiering-manager.js';
@@ -122,6 +123,8 @@ export class Coordinator {
     private readonly store: MetadataStore,
     private readonly options: Options,
     private readonly log: Logger,
+    /** Times the automatic partitioning runs. */
+    private readonly activity: ServerActivity,
     private readonly lakeCatalog?: LakeCatalog,
     /** Refuses creations while the data disk is full (DISK_WRITE_LOCKED). */
     private readonly disk?: { checkWritable(): void },
@@ -162,10 +165,7 @@ export class Coordinator {
     });
     this.tiering.start([...this.pathsById.values()].map((p) => this.getTableInfo(p)));
     const every = this.options.durationMs('auto-partition.check.interval');
-    this.autoPartitionTimer = setInterval(() => {
-      this.runAutoPartitioning().catch((err) => this.log.error({ err }, 'auto partitioning failed'));
-    }, every);
-    this.autoPartitionTimer.unref();
+    this.autoPartitionTimer = this.activity.every('auto-partition', every, () => this.runAutoPartitioning());
   }
 
   async stop(): Promise<void> {

@@ -9,6 +9,7 @@
  * info line.
  */
 import fs from 'node:fs';
+import type { ServerActivity } from '../../common/activity.js';
 import type { Options } from '../../common/config.js';
 import { TributaryError } from '../../common/errors.js';
 import { isNoSpace } from '../../common/files.js';
@@ -34,7 +35,7 @@ export class DataDisk {
   ) {}
 
   /** Reads the disk use once (a start on a full disk starts locked), then every check interval. */
-  static async start(dir: string, options: Options, log: Logger): Promise<DataDisk> {
+  static async start(dir: string, options: Options, log: Logger, activity: ServerActivity): Promise<DataDisk> {
     const limit = options.double('server.data-disk.write-limit-ratio');
     const recover = options.double('server.data-disk.write-recover-ratio');
     if (recover > limit) {
@@ -42,8 +43,7 @@ export class DataDisk {
     }
     const disk = new DataDisk(dir, limit, recover, log);
     await disk.check();
-    disk.timer = setInterval(() => void disk.check(), options.durationMs('server.data-disk.check-interval'));
-    disk.timer.unref();
+    disk.timer = activity.every('data-disk-check', options.durationMs('server.data-disk.check-interval'), () => disk.check());
     return disk;
   }
 

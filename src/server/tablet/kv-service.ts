@@ -13,6 +13,7 @@ import { fieldError, idOf, intIn, optionalIdOf } from '../../rpc/request-fields.
 import { type LookupRequestRead, LookupResponseWriter } from '../../rpc/lookup-messages.js';
 import { EncodedResponse } from '../../rpc/server.js';
 import { asBuffer, bucketError } from './bucket-responses.js';
+import type { ServerActivity } from '../../common/activity.js';
 import type { DataDisk } from './data-disk.js';
 import type { Replica } from './replica.js';
 
@@ -37,9 +38,11 @@ export class KvService {
   private readonly scanners = new Map<string, ScanSession>();
   private readonly sweeper: NodeJS.Timeout;
 
-  constructor(private readonly tablets: TabletReplicas) {
-    this.sweeper = setInterval(() => this.expireScanners(Date.now()), SCANNER_TTL_MS / 2);
-    this.sweeper.unref();
+  constructor(
+    private readonly tablets: TabletReplicas,
+    activity: ServerActivity,
+  ) {
+    this.sweeper = activity.every('kv-scanner-sweep', SCANNER_TTL_MS / 2, () => this.expireScanners(Date.now()));
   }
 
   close(): void {

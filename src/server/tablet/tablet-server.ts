@@ -32,6 +32,7 @@ import { idOf, intIn, optionalIdOf } from '../../rpc/request-fields.js';
 import type { BucketLifecycle } from '../coordinator/coordinator.js';
 import type { LakeBucketOffset } from '../../common/lake.js';
 import type { Logger } from '../../common/logger.js';
+import type { ServerActivity } from '../../common/activity.js';
 import type { DataDisk } from './data-disk.js';
 import { asBuffer, bucketError } from './bucket-responses.js';
 import { KvService } from './kv-service.js';
@@ -81,7 +82,7 @@ export class TabletServer implements BucketLifecycle {
   /** A batch never exceeds a segment (`log.segment.file-size`), read once. */
   private readonly maxBatchBytes: number;
   /** The primary-key APIs, over the same replicas. */
-  readonly kvService = new KvService(this);
+  readonly kvService: KvService;
 
   constructor(
     private readonly dataDir: string,
@@ -90,8 +91,11 @@ export class TabletServer implements BucketLifecycle {
     private readonly log: Logger,
     /** Writes wait while the data disk is full. */
     readonly disk: DataDisk,
+    /** Times the periodic tasks and the log's fsyncs. */
+    private readonly activity: ServerActivity,
   ) {
     this.maxBatchBytes = options.bytes('log.segment.file-size');
+    this.kvService = new KvService(this, activity);
   }
 
   /** Opens (and recovers) the buckets of every existing table, then starts retention and checkpoints. */
@@ -100,14 +104,12 @@ export class TabletServer implements BucketLifecycle {
       if (table.partitionKeys.length === 0) await this.createBuckets(table);
       for (const p of partitions) await this.createBuckets(table, p);
     }
-    const every = (key: string, task: () => Promise<unknown>): void => {
-      const timer = setInterval(() => task().catch((err) => this.log.error({ err }, `${key} task failed`)), this.options.durationMs(key));
-      timer.unref();
-      this.timers.push(timer);
+    const every = (task: string, key: string, work: () => Promise<unknown>): void => {
+      this.timers.push(this.activity.every(task, this.options.durationMs(key), work));
     };
-    every('log.retention.check-interval', () => this.deleteExpiredSegments());
-    every('log.flush.offset.checkpoint-interval', () => this.checkpointAll());
-    every('kv.snapshot.interval', () => this.snapshotAll());
+    every('log-retention', 'log.retention.check-interval', () => this.deleteExpiredSegments());
+    every('log-checkpoint', 'log.flush.offset.checkpoint-interval', () => this.checkpointAll());
+    every('kv-snapshot', 'kv.snapshot.interval', () => this.snapshotAll());
   }
 
   /** Answers waiting fetches now; called before the RPC server drains its requests. */
@@ -136,7 +138,7 @@ export class TabletServer implements BucketLifecycle {
       if (this.replicas.has(key)) continue;
       const dir = path.join(this.tableDir(table, partition), `log-${b}`);
       const logger = this.log.child({ bucket: key });
-      const log = await LogTablet.open(dir, this.logConfig(table), logger);
+      const log = await LogTablet.open(dir, this.logConfig(table), logger, { onFlush: (start, ms) => this.activity.flushed(start, ms) });
       let kv: KvTablet | undefined;
       if (table.schema.primaryKey) {
         const snapshots = new KvSnapshotStore(path.join(this.snapshotDir(table, partition), String(b)), this.options.int('kv.snapshot.num-retained'));

@@ -23,6 +23,9 @@ export interface KvSnapshotInfo {
 const METADATA = '_METADATA';
 
 export class KvSnapshotStore {
+  /** The newest completed snapshot once read (null: none), kept as snapshots are taken. */
+  private newest: KvSnapshotInfo | null | undefined;
+
   constructor(
     readonly dir: string,
     private readonly numRetained: number,
@@ -42,13 +45,18 @@ export class KvSnapshotStore {
     return out.sort((a, b) => a.snapshotId - b.snapshotId);
   }
 
+  /**
+   * The newest completed snapshot. The directory is read once, when the bucket opens; retention
+   * checks and GetLatestKvSnapshots then ask without file system calls on the event loop.
+   */
   latest(): KvSnapshotInfo | undefined {
-    return this.list().at(-1);
+    if (this.newest === undefined) this.newest = this.list().at(-1) ?? null;
+    return this.newest ?? undefined;
   }
 
   /** Copies `env` (whose state corresponds to `logOffset`) into a new snapshot, then drops old ones. */
   async take(env: RootDatabase<Uint8Array, Uint8Array>, state: { logOffset: bigint; rowCount: number }): Promise<KvSnapshotInfo> {
-    const existing = this.allIds();
+    const existing = await this.allIds();
     const snapshotId = (existing.at(-1) ?? 0) + 1;
     const target = path.join(this.dir, `snap-${snapshotId}`);
     await fs.promises.mkdir(target, { recursive: true });
@@ -56,6 +64,7 @@ export class KvSnapshotStore {
     const info: KvSnapshotInfo = { snapshotId, logOffset: state.logOffset, rowCount: state.rowCount, createdTime: Date.now() };
     const meta = { snapshot_id: snapshotId, log_offset: info.logOffset.toString(), row_count: info.rowCount, created_time: info.createdTime };
     await writeFileAtomic(target, METADATA, JSON.stringify(meta));
+    this.newest = info;
     await this.removeOld();
     return info;
   }
@@ -71,12 +80,16 @@ export class KvSnapshotStore {
 
   async removeAll(): Promise<void> {
     await fs.promises.rm(this.dir, { recursive: true, force: true });
+    this.newest = null;
   }
 
-  private allIds(): number[] {
-    if (!fs.existsSync(this.dir)) return [];
-    return fs
-      .readdirSync(this.dir)
+  /** Ids of the snapshot directories, complete or not, ascending. */
+  private async allIds(): Promise<number[]> {
+    const names = await fs.promises.readdir(this.dir).catch((err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT') return [] as string[];
+      throw err;
+    });
+    return names
       .filter((n) => /^snap-\d+$/.test(n))
       .map((n) => Number(n.slice(5)))
       .sort((a, b) => a - b);
@@ -84,9 +97,11 @@ export class KvSnapshotStore {
 
   /** Keeps the newest `numRetained` complete snapshots; removes older ones and unfinished leftovers. */
   private async removeOld(): Promise<void> {
-    const complete = new Set(this.list().map((s) => s.snapshotId));
-    const keep = new Set([...complete].sort((a, b) => a - b).slice(-Math.max(1, this.numRetained)));
-    for (const id of this.allIds()) {
+    const ids = await this.allIds();
+    const isComplete = await Promise.all(ids.map((id) => fs.promises.access(path.join(this.dir, `snap-${id}`, METADATA)).then(() => true, () => false)));
+    const complete = ids.filter((_, i) => isComplete[i]);
+    const keep = new Set(complete.slice(-Math.max(1, this.numRetained)));
+    for (const id of ids) {
       if (!keep.has(id)) await fs.promises.rm(path.join(this.dir, `snap-${id}`), { recursive: true, force: true });
     }
   }

@@ -7,7 +7,8 @@
  * - the file carries no checksum: a segment rebuilds its index from the log for everything after
  *   the recovery point, and `load()` keeps only the longest strictly increasing prefix;
  * - the file is written only by `flush()` (at checkpoint, roll and close), never per append, so
- *   appending costs no system call.
+ *   appending costs no system call; flushes run one at a time and entries appended during one are
+ *   left to the next.
  */
 import fs from 'node:fs';
 import { storageError } from './storage-error.js';
@@ -22,6 +23,7 @@ export abstract class IndexFile {
   private persisted = 0;
   /** A new index has no file yet: the first flush creates it. */
   private dirty = true;
+  private flushing: Promise<void> = Promise.resolve();
 
   protected constructor(
     readonly path: string,
@@ -113,17 +115,26 @@ export abstract class IndexFile {
   }
 
   /** Writes the entries not yet in the file, cuts what was truncated, and fsyncs. */
-  async flush(): Promise<void> {
+  flush(): Promise<void> {
+    const run = this.flushing.then(() => this.write());
+    this.flushing = run.catch(() => undefined);
+    return run;
+  }
+
+  private async write(): Promise<void> {
     if (!this.dirty) return;
-    const buf = Buffer.allocUnsafe((this.count - this.persisted) * this.entrySize);
-    for (let i = this.persisted; i < this.count; i++) {
-      this.encodeEntry(buf, (i - this.persisted) * this.entrySize, this.keys[i], this.values[i]);
+    // Entries appended while this runs (a checkpoint runs beside appends) go in the next flush.
+    const upTo = this.count;
+    const from = this.persisted;
+    const buf = Buffer.allocUnsafe((upTo - from) * this.entrySize);
+    for (let i = from; i < upTo; i++) {
+      this.encodeEntry(buf, (i - from) * this.entrySize, this.keys[i], this.values[i]);
     }
     try {
       const fh = await fs.promises.open(this.path, fs.constants.O_RDWR | fs.constants.O_CREAT);
       try {
-        if (buf.length > 0) await fh.write(buf, 0, buf.length, this.persisted * this.entrySize);
-        await fh.truncate(this.count * this.entrySize);
+        if (buf.length > 0) await fh.write(buf, 0, buf.length, from * this.entrySize);
+        await fh.truncate(upTo * this.entrySize);
         await fh.datasync();
       } finally {
         await fh.close();
@@ -131,8 +142,9 @@ export abstract class IndexFile {
     } catch (err) {
       throw storageError(`cannot write index ${this.path}`, err);
     }
-    this.persisted = this.count;
-    this.dirty = false;
+    // A truncate meanwhile (recovery only) leaves `persisted` at most the new count.
+    this.persisted = Math.min(upTo, this.count);
+    this.dirty = this.persisted !== this.count || upTo !== this.count;
   }
 
   private reserve(n: number): void {

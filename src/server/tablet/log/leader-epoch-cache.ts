@@ -55,7 +55,13 @@ export class LeaderEpochCache {
     if (this.entries.length > 0 && this.entries[0].startOffset < startOffset) this.entries[0] = { ...this.entries[0], startOffset };
   }
 
-  async save(dir: string): Promise<void> {
-    await writeCheckpoint(dir, LEADER_EPOCH_FILE, this.entries.map((e) => [BigInt(e.epoch), e.startOffset]));
+  /** The checkpoint entries of the cache as it is now. */
+  snapshot(): bigint[][] {
+    return this.entries.map((e) => [BigInt(e.epoch), e.startOffset]);
+  }
+
+  /** Replaces the checkpoint file of `dir` with `snapshot` (made by `snapshot()`), atomically. */
+  static save(dir: string, snapshot: readonly (readonly bigint[])[]): Promise<void> {
+    return writeCheckpoint(dir, LEADER_EPOCH_FILE, snapshot);
   }
 }

@@ -436,6 +436,12 @@ export class LogSegment {
   /** Makes the log and both indexes durable. */
   async flush(): Promise<void> {
     await this.flushLog();
+    await this.flushIndexes();
+  }
+
+  /** Makes both indexes durable (nothing once the segment is closed: its files may be gone). */
+  async flushIndexes(): Promise<void> {
+    if (this.closed) return;
     await this.offsetIndex.flush();
     await this.timeIndex.flush();
   }

@@ -524,6 +524,38 @@ describe('LogTablet recovery', () => {
     await reopened.close();
   }
 
+  it('takes checkpoints beside appends and rolls: each recovery point holds, every index entry is right', async () => {
+    const dir = tempDir();
+    const config = { ...CONFIG, segmentBytes: 3000, indexIntervalBytes: 200 };
+    const log = await LogTablet.open(dir, config);
+    const appends: Promise<unknown>[] = [];
+    const checkpoints: Promise<void>[] = [];
+    for (let i = 0; i < 60; i++) {
+      appends.push(log.append([batch(i, { records: 2, payloadBytes: 150 })], 0));
+      // Not awaited: each checkpoint writes its files while the next appends go on.
+      if (i % 5 === 0) checkpoints.push(log.checkpoint());
+    }
+    await Promise.all([...appends, ...checkpoints]);
+    // A checkpoint saves the log as it was at its place in the append order: the last one, after batch 55.
+    const text = fs.readFileSync(path.join(dir, 'recovery-point-checkpoint'), 'utf8');
+    assert.equal(text, `0\n1\n${56 * 2}\n`);
+    const copy = tempDir();
+    fs.cpSync(dir, copy, { recursive: true });
+    await log.close();
+    // The index files as the checkpoints and rolls left them: every entry points at the batch it names.
+    let entries = 0;
+    for (const f of logFiles(copy)) {
+      const data = fs.readFileSync(path.join(copy, f));
+      const index = fs.readFileSync(path.join(copy, f.replace('.log', '.index')));
+      assert.equal(index.length % 8, 0);
+      for (let at = 0; at < index.length; at += 8, entries++) {
+        assert.equal(readLogBatchHeader(data, index.readInt32LE(at + 4)).baseOffset, BigInt(f.slice(0, 20)) + BigInt(index.readInt32LE(at)));
+      }
+    }
+    assert.ok(entries > 0);
+    await expectRecovered(copy, config, Array.from({ length: 60 }, (_, i) => i), 0);
+  });
+
   it('keeps everything written before a crash without a checkpoint', async () => {
     const { dir, ids, config } = await crashedCopy();
     await expectRecovered(dir, config, ids, 0);

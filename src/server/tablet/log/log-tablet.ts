@@ -17,8 +17,10 @@
  * - with log.flush.interval-messages = 1 the high watermark is the fsynced end of the log and an
  *   append resolves once its batches are below it; appends waiting meanwhile share the next fsync
  *   (group commit). Otherwise it is the written end, which survives a process kill;
- * - appends, rolls, checkpoints, retention and close run one at a time in call order (one queue);
- *   reads run beside them;
+ * - appends, rolls, retention and close run one at a time in call order (one queue); reads run
+ *   beside them; a checkpoint reads the state it saves in that queue and then waits for its fsyncs
+ *   and writes its files beside appends, one checkpoint at a time, so that appends never wait for
+ *   a checkpoint's disk writes;
  * - commit timestamps never go backwards within the log;
  * - after open, the files hold exactly the longest valid prefix of what was written.
  */
@@ -75,6 +77,18 @@ export interface LogTabletLogger {
 export interface LogTabletOptions {
   /** Wall clock in ms, for commit timestamps and writer expiry. */
   clock?: () => number;
+  /** Told of each fdatasync on the append path: when it started (performance.now()) and how long it took. */
+  onFlush?: (start: number, ms: number) => void;
+}
+
+/** What one checkpoint saves, read at one point of the append order. */
+interface CheckpointState {
+  /** The recovery point: every batch below it is fsynced before the files are written. */
+  end: bigint;
+  /** The active segment then, whose indexes are flushed (sealed ones were at their roll). */
+  segment: LogSegment;
+  writers: Buffer;
+  epochs: bigint[][];
 }
 
 /** A point of the log: an offset and where it sits in which segment. */
@@ -102,6 +116,7 @@ export class LogTablet {
   private writers = new WriterStateManager();
   private epochs = new LeaderEpochCache();
   private queue: Promise<unknown> = Promise.resolve();
+  private checkpointWrites: Promise<void> = Promise.resolve();
   private runningSync: Promise<void> | undefined;
   private runningSyncTarget = -1n;
   private queuedSync: Promise<void> | undefined;
@@ -116,11 +131,12 @@ export class LogTablet {
     private readonly config: LogConfig,
     private readonly log: LogTabletLogger,
     private readonly clock: () => number,
+    private readonly onFlush: (start: number, ms: number) => void,
   ) {}
 
   /** Opens the log in `dir` (created if missing) and recovers it: see `recover`. */
   static async open(dir: string, config: LogConfig, log: LogTabletLogger = SILENT, options: LogTabletOptions = {}): Promise<LogTablet> {
-    const tablet = new LogTablet(dir, checkConfig(config), log, options.clock ?? Date.now);
+    const tablet = new LogTablet(dir, checkConfig(config), log, options.clock ?? Date.now, options.onFlush ?? (() => undefined));
     try {
       await tablet.recover();
     } catch (err) {
@@ -285,28 +301,31 @@ export class LogTablet {
    * `nowMs - ttl`, moving the log start offset. `canDelete(segmentEndOffset)` may hold a segment
    * back (e.g. until the lake holds its offsets). Returns how many segments were deleted.
    */
-  deleteExpiredSegments(nowMs: number, canDelete?: (segmentEndOffset: bigint) => boolean): Promise<number> {
-    return this.enqueue(async () => {
+  async deleteExpiredSegments(nowMs: number, canDelete?: (segmentEndOffset: bigint) => boolean): Promise<number> {
+    // The segments leave the log in the queue; their files are removed outside it, beside appends.
+    const expired = await this.enqueue(async () => {
       this.checkOpen();
-      if (this.config.ttlMs <= 0) return 0;
-      let deleted = 0;
+      const out: LogSegment[] = [];
+      if (this.config.ttlMs <= 0) return out;
       while (this.segments.length > 1) {
         const oldest = this.segments[0];
         const end = this.segments[1].baseOffset;
         if (oldest.maxTimestamp >= nowMs - this.config.ttlMs || end > this.hw.offset) break;
         if (canDelete && !canDelete(end)) break;
-        this.segments.shift();
-        await oldest.delete();
-        deleted++;
+        out.push(this.segments.shift()!);
       }
-      if (deleted > 0) this.epochs.truncateFromStart(this.logStartOffset);
-      return deleted;
+      if (out.length > 0) this.epochs.truncateFromStart(this.logStartOffset);
+      return out;
     });
+    for (const segment of expired) await segment.delete();
+    return expired.length;
   }
 
   /** fsyncs the log and its indexes, then saves writer state, leader epochs and the recovery point. */
-  checkpoint(): Promise<void> {
-    return this.enqueue(() => this.writeCheckpoint());
+  async checkpoint(): Promise<void> {
+    // Only the state is read in the queue (wrapped: the write must not be awaited there).
+    const { written } = await this.enqueue(async () => ({ written: this.writeCheckpoint(this.checkpointState()) }));
+    await written;
   }
 
   /** Waits for queued appends, checkpoints and closes the files. Later calls fail. */
@@ -445,7 +464,7 @@ export class LogTablet {
    */
   private async checkpointUnlessFull(): Promise<void> {
     try {
-      await this.writeCheckpoint();
+      await this.writeCheckpoint(this.checkpointState());
     } catch (err) {
       if (!isNoSpace(err) || this.failure) throw err;
       this.log.warn({ dir: this.dir, err }, 'log checkpoint skipped: the data disk is full');
@@ -592,7 +611,9 @@ export class LogTablet {
     if (target.offset > this.flushedOffset) {
       try {
         // Sealed segments were fsynced when they rolled: the target's segment is all that is left.
+        const start = performance.now();
         await target.segment.flushLog();
+        this.onFlush(start, performance.now() - start);
       } catch (err) {
         this.fail(err);
         return;
@@ -614,20 +635,33 @@ export class LogTablet {
     }
   }
 
-  private async writeCheckpoint(): Promise<void> {
+  /** The state a checkpoint saves, as of now; undefined when it would save what the last one did. */
+  private checkpointState(): CheckpointState | undefined {
     this.checkWritable();
     const end = this.logEnd.offset;
-    while (this.flushedOffset < end) {
-      this.checkWritable();
-      await this.syncCovering(end);
-    }
     const expired = this.writers.removeExpired(this.clock(), this.config.writerIdExpirationMs);
-    if (end === this.checkpointedOffset && expired === 0) return;
-    await this.logEnd.segment.flush();
-    await this.writers.save(this.dir, end);
-    await this.epochs.save(this.dir);
-    await writeCheckpoint(this.dir, RECOVERY_POINT_FILE, [[end]]);
-    this.checkpointedOffset = end;
+    if (end === this.checkpointedOffset && expired === 0) return undefined;
+    return { end, segment: this.logEnd.segment, writers: this.writers.snapshot(end), epochs: this.epochs.snapshot() };
+  }
+
+  /** Writes the files of checkpoints one at a time, in the order their states were read. */
+  private writeCheckpoint(state: CheckpointState | undefined): Promise<void> {
+    const run = this.checkpointWrites.then(() => this.saveCheckpoint(state));
+    this.checkpointWrites = run.catch(() => undefined);
+    return run;
+  }
+
+  private async saveCheckpoint(state: CheckpointState | undefined): Promise<void> {
+    if (!state) return;
+    while (this.flushedOffset < state.end) {
+      this.checkWritable();
+      await this.syncCovering(state.end);
+    }
+    await state.segment.flushIndexes();
+    await WriterStateManager.save(this.dir, state.writers);
+    await LeaderEpochCache.save(this.dir, state.epochs);
+    await writeCheckpoint(this.dir, RECOVERY_POINT_FILE, [[state.end]]);
+    if (state.end > this.checkpointedOffset) this.checkpointedOffset = state.end;
   }
 
   // ------------------------------------------------------------------ reads

@@ -32,7 +32,7 @@ describe('WriterStateManager', () => {
     const state = new WriterStateManager();
     state.replay(42n, { sequence: 0, baseOffset: 3n, lastOffset: 5n, timestamp: 1000 });
     state.replay(42n, { sequence: 1, baseOffset: 6n, lastOffset: 6n, timestamp: 2000 });
-    await state.save(dir, 10n);
+    await WriterStateManager.save(dir, state.snapshot(10n));
     assert.deepEqual(fs.readFileSync(path.join(dir, WRITER_SNAPSHOT_FILE)), FIXTURE);
 
     const loaded = await WriterStateManager.load(dir);

@@ -86,7 +86,8 @@ export class WriterStateManager {
     }
   }
 
-  async save(dir: string, offset: bigint): Promise<void> {
+  /** The snapshot file's bytes for the state as of `offset`. */
+  snapshot(offset: bigint): Buffer {
     let size = 18;
     for (const batches of this.writers.values()) size += 12 + batches.length * 28;
     const buf = Buffer.allocUnsafe(size);
@@ -107,7 +108,12 @@ export class WriterStateManager {
       }
     }
     buf.writeUInt32LE(crc32c(buf.subarray(CRC_END)), 2);
-    await writeFileAtomic(dir, WRITER_SNAPSHOT_FILE, buf);
+    return buf;
+  }
+
+  /** Replaces the snapshot file of `dir` with `snapshot` (made by `snapshot()`), atomically. */
+  static save(dir: string, snapshot: Buffer): Promise<void> {
+    return writeFileAtomic(dir, WRITER_SNAPSHOT_FILE, snapshot);
   }
 
   /**
