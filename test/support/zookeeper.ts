@@ -11,6 +11,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { after, before } from 'node:test';
 import type { OwnedProcess } from './server-process.js';
 
 const INSTALL_HINT = 'ZooKeeper is not installed: run `apt-get install -y zookeeper` (Debian; .ci/run installs it in CI)';
@@ -184,4 +185,38 @@ export class ZooKeeperServer implements OwnedProcess {
     }
     return false;
   }
+}
+
+/** What a test file's ZooKeeper fixture holds: its server, and the sessions to close after its tests. */
+export interface ZooKeeperFixture {
+  readonly server: ZooKeeperServer;
+  /** Closes `session` after the file's tests; returns it. */
+  track<T extends { close(): Promise<void> }>(session: T): T;
+  /** A new root znode path `/<prefix>-<n>`, so that every test starts from an empty tree. */
+  newRoot(prefix: string): string;
+}
+
+/** One ZooKeeper server for a test file: started before its tests, stopped with every tracked session after them. */
+export function useZooKeeper(): ZooKeeperFixture {
+  let server: ZooKeeperServer | undefined;
+  const sessions: { close(): Promise<void> }[] = [];
+  let roots = 0;
+  before(async () => {
+    server = await ZooKeeperServer.start();
+  });
+  after(async () => {
+    await Promise.all(sessions.map((s) => s.close()));
+    await server?.close();
+  });
+  return {
+    get server() {
+      if (!server) throw new Error('the ZooKeeper server starts in before()');
+      return server;
+    },
+    track(session) {
+      sessions.push(session);
+      return session;
+    },
+    newRoot: (prefix) => `/${prefix}-${++roots}`,
+  };
 }

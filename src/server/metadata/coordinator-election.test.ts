@@ -1,27 +1,15 @@
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
-import { ZooKeeperServer } from '../../../test/support/zookeeper.js';
+import { test } from 'node:test';
+import { useZooKeeper } from '../../../test/support/zookeeper.js';
 import { TributaryError } from '../../common/errors.js';
 import { CoordinatorElection } from './coordinator-election.js';
 import { ZooKeeperMetadataStore } from './zookeeper-metadata-store.js';
 import { ZooKeeperSession } from './zookeeper-session.js';
 
-let zk: ZooKeeperServer;
-const sessions: ZooKeeperSession[] = [];
-let roots = 0;
-
-before(async () => {
-  zk = await ZooKeeperServer.start();
-});
-after(async () => {
-  await Promise.all(sessions.map((s) => s.close()));
-  await zk?.close();
-});
+const zooKeeper = useZooKeeper();
 
 async function connect(): Promise<ZooKeeperSession> {
-  const session = await ZooKeeperSession.connect({ address: zk.address, sessionTimeoutMs: 20_000, connectionTimeoutMs: 15_000 });
-  sessions.push(session);
-  return session;
+  return zooKeeper.track(await ZooKeeperSession.connect({ address: zooKeeper.server.address, sessionTimeoutMs: 20_000, connectionTimeoutMs: 15_000 }));
 }
 
 /** Whether the promise has settled by now: after join() or a watch set, a candidate that leads has already been told. */
@@ -34,7 +22,7 @@ async function settled(p: Promise<unknown>): Promise<boolean> {
 async function watchers(znode: string): Promise<bigint[]> {
   const sessionIds: bigint[] = [];
   let path = '';
-  for (const line of (await zk.command('wchp')).split('\n')) {
+  for (const line of (await zooKeeper.server.command('wchp')).split('\n')) {
     if (line.startsWith('\t')) {
       if (path === znode) sessionIds.push(BigInt(line.trim()));
     } else path = line.trim();
@@ -47,7 +35,7 @@ async function storedEpoch(session: ZooKeeperSession, root: string): Promise<num
 }
 
 test('the first candidate leads; when its session closes the other leads with a higher epoch', async () => {
-  const root = `/election-${++roots}`;
+  const root = zooKeeper.newRoot('election');
   const [a, b] = [await connect(), await connect()];
   const first = await CoordinatorElection.join(a, root, 'coordinator-a');
   const second = await CoordinatorElection.join(b, root, 'coordinator-b');
@@ -62,7 +50,7 @@ test('the first candidate leads; when its session closes the other leads with a 
 });
 
 test('only the candidate whose turn came leads: a middle candidate leaving changes nothing, a leader resigning hands on', async () => {
-  const root = `/election-${++roots}`;
+  const root = zooKeeper.newRoot('election');
   const [a, b, c] = [await connect(), await connect(), await connect()];
   const first = await CoordinatorElection.join(a, root, 'a');
   const second = await CoordinatorElection.join(b, root, 'b');
@@ -96,7 +84,7 @@ test('only the candidate whose turn came leads: a middle candidate leaving chang
 });
 
 test('a deposed leader that still holds its session can no longer write metadata, even where the new leader has not', async () => {
-  const root = `/election-${++roots}`;
+  const root = zooKeeper.newRoot('election');
   const [a, b] = [await connect(), await connect()];
   const first = await CoordinatorElection.join(a, root, 'a');
   const second = await CoordinatorElection.join(b, root, 'b');

@@ -1,35 +1,22 @@
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { after, before, test } from 'node:test';
-import { ZooKeeperServer } from '../../../test/support/zookeeper.js';
+import { test } from 'node:test';
+import { useZooKeeper } from '../../../test/support/zookeeper.js';
 import { Options } from '../../common/config.js';
 import { TributaryError } from '../../common/errors.js';
 import { metadataStoreContract } from './fixtures/metadata-store-contract.js';
 import { ZooKeeperMetadataStore, ZOOKEEPER_MAX_REQUEST_BYTES } from './zookeeper-metadata-store.js';
 import { ZooKeeperSession, zooKeeperSettings } from './zookeeper-session.js';
 
-let zk: ZooKeeperServer;
-const sessions: ZooKeeperSession[] = [];
-let roots = 0;
-
-before(async () => {
-  zk = await ZooKeeperServer.start();
-});
-after(async () => {
-  await Promise.all(sessions.map((s) => s.close()));
-  await zk?.close();
-});
+const zooKeeper = useZooKeeper();
 
 /** A session from server options, as a server makes it: on the test's ZooKeeper unless `settings` say otherwise. */
 async function connect(settings: Record<string, string> = {}): Promise<ZooKeeperSession> {
-  const options = new Options('server', { 'zookeeper.address': zk.address, 'zookeeper.client.session-timeout': '20s', ...settings });
-  const session = await ZooKeeperSession.connect(zooKeeperSettings(options));
-  sessions.push(session);
-  return session;
+  const options = new Options('server', { 'zookeeper.address': zooKeeper.server.address, 'zookeeper.client.session-timeout': '20s', ...settings });
+  return zooKeeper.track(await ZooKeeperSession.connect(zooKeeperSettings(options)));
 }
 
-/** A new root, so that every test starts from an empty tree. */
-const newRoot = (): string => `/test-${++roots}`;
+const newRoot = (): string => zooKeeper.newRoot('test');
 
 async function openStore(root: string, session?: ZooKeeperSession): Promise<ZooKeeperMetadataStore> {
   return ZooKeeperMetadataStore.open(session ?? (await connect()), root);
@@ -60,7 +47,7 @@ test('the ZooKeeper options: Fluss\'s defaults, a required address, an absolute 
   });
   assert.throws(() => zooKeeperSettings(new Options('server', {})), rejectsWith('INVALID_CONFIG_EXCEPTION'));
   for (const root of ['tributary', '/tributary/', '/a//b']) {
-    assert.throws(() => zooKeeperSettings(new Options('server', { 'zookeeper.address': zk.address, 'zookeeper.path.root': root })), rejectsWith('INVALID_CONFIG_EXCEPTION'));
+    assert.throws(() => zooKeeperSettings(new Options('server', { 'zookeeper.address': zooKeeper.server.address, 'zookeeper.path.root': root })), rejectsWith('INVALID_CONFIG_EXCEPTION'));
   }
   const closed = net.createServer();
   await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
@@ -164,12 +151,12 @@ test('ZooKeeper killed with kill -9: commits fail as retriable, and after a rest
   const store = await openStore(root, session);
   await store.commit([{ op: 'put', path: '/databases/db', value: 'before' }]);
   const id = await store.nextId('partition_id');
-  await zk.kill();
+  await zooKeeper.server.kill();
   await until('the session notices', () => !session.connected);
   const down = await store.commit([{ op: 'put', path: '/databases/db', value: 'lost' }]).catch((err: unknown) => err);
   rejectsWith('NETWORK_EXCEPTION')(down);
   assert.equal((down as TributaryError).retriable, true);
-  await zk.restart();
+  await zooKeeper.server.restart();
   await until('the session reconnects', () => session.connected);
   assert.equal(store.get('/databases/db'), 'before');
   await store.commit([{ op: 'put', path: '/databases/db', value: 'after' }]);
@@ -213,7 +200,7 @@ async function partitionable(target: number): Promise<{ address: string; cut(): 
 
 test('a session expired while cut off is reported by the store, which then refuses changes', async () => {
   const root = newRoot();
-  const proxy = await partitionable(Number(zk.address.split(':')[1]));
+  const proxy = await partitionable(Number(zooKeeper.server.address.split(':')[1]));
   const session = await connect({ 'zookeeper.address': proxy.address, 'zookeeper.client.session-timeout': '1s' });
   const store = await openStore(root, session);
   await store.commit([{ op: 'put', path: '/databases/db', value: 1 }]);
