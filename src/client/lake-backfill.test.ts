@@ -4,7 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import * as arrow from 'apache-arrow';
-import { type ColumnSpec, addColumns, buildSchema, type TableInfo } from '../common/schema.js';
+import { type ColumnSpec, addColumns, type TableInfo } from '../common/schema.js';
+import { type TestTableOptions, testTableInfo } from '../common/fixtures/table-info.js';
 import { recordBatchRows } from '../record/arrow-payload.js';
 import { toArrowSchema } from '../record/arrow-schema.js';
 import { FileSystemCatalog } from '../lake/iceberg/catalog.js';
@@ -28,20 +29,9 @@ interface LakeRow {
   timestamp: number;
 }
 
-function tableInfo(columns: ColumnSpec[], options: { primaryKey?: string[]; partitionKeys?: string[]; bucketKeys?: string[]; bucketCount?: number } = {}): TableInfo {
-  return {
-    path: { database: 'db', table: 't' },
-    tableId: 42,
-    schemaId: 1,
-    schema: buildSchema(columns, options.primaryKey),
-    partitionKeys: options.partitionKeys ?? [],
-    bucketCount: options.bucketCount ?? 2,
-    bucketKeys: options.bucketKeys ?? [],
-    properties: { 'table.datalake.enabled': 'true', 'table.datalake.format': 'iceberg' },
-    createdTime: 0,
-    modifiedTime: 0,
-  };
-}
+/** The test table: id 42, schema 1, 2 buckets, lake-enabled, unless `options` say otherwise. */
+const tableInfo = (columns: ColumnSpec[], options: TestTableOptions = {}) =>
+  testTableInfo(columns, { tableId: 42, schemaId: 1, bucketCount: 2, properties: { 'table.datalake.enabled': 'true', 'table.datalake.format': 'iceberg' }, ...options });
 
 /** A lake table of `info` in a temp warehouse, written as tiering writes it: lake schema, spec and batches from the real modules. */
 class TestLake {

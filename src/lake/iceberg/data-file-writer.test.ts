@@ -5,7 +5,8 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { type DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import { TributaryError } from '../../common/errors.js';
-import { buildSchema, type ColumnSpec, type TableInfo } from '../../common/schema.js';
+import type { ColumnSpec, TableInfo } from '../../common/schema.js';
+import { testTableInfo } from '../../common/fixtures/table-info.js';
 import { ColumnBatchBuilder } from '../../record/column-batch-builder.js';
 import { toLakeBatch } from './lake-batch.js';
 import { newLakeSchema } from './table-shape.js';
@@ -34,20 +35,7 @@ after(async () => {
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
-function tableInfo(columns: ColumnSpec[]): TableInfo {
-  return {
-    path: { database: 'db', table: 't' },
-    tableId: 1,
-    schemaId: 0,
-    schema: buildSchema(columns),
-    partitionKeys: [],
-    bucketCount: 4,
-    bucketKeys: [],
-    properties: {},
-    createdTime: 0,
-    modifiedTime: 0,
-  };
-}
+const tableInfo = (columns: ColumnSpec[]) => testTableInfo(columns);
 
 function logBatch(info: TableInfo, rows: Record<string, unknown>[]) {
   const builder = new ColumnBatchBuilder(info.schema);

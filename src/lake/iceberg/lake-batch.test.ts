@@ -2,26 +2,14 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import * as arrow from 'apache-arrow';
 import { TributaryError } from '../../common/errors.js';
-import { buildSchema, type ColumnSpec, type TableInfo } from '../../common/schema.js';
+import type { ColumnSpec, TableInfo } from '../../common/schema.js';
+import { testTableInfo } from '../../common/fixtures/table-info.js';
 import { ColumnBatchBuilder } from '../../record/column-batch-builder.js';
 import { ipcStreamOf } from './parquet.js';
 import { consecutiveOffsets, FIELD_ID_KEY, lakeArrowSchema, toLakeBatch } from './lake-batch.js';
 import { newLakeSchema } from './table-shape.js';
 
-function tableInfo(columns: ColumnSpec[]): TableInfo {
-  return {
-    path: { database: 'db', table: 't' },
-    tableId: 1,
-    schemaId: 0,
-    schema: buildSchema(columns),
-    partitionKeys: [],
-    bucketCount: 1,
-    bucketKeys: [],
-    properties: {},
-    createdTime: 0,
-    modifiedTime: 0,
-  };
-}
+const tableInfo = (columns: ColumnSpec[]) => testTableInfo(columns, { bucketCount: 1 });
 
 const COLUMNS: ColumnSpec[] = [
   { name: 'id', type: 'BIGINT', nullable: false },

@@ -1,24 +1,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { TributaryError } from '../../common/errors.js';
-import { buildSchema, type ColumnSpec, type TableInfo } from '../../common/schema.js';
+import type { ColumnSpec } from '../../common/schema.js';
+import { testTableInfo } from '../../common/fixtures/table-info.js';
 import { parseDataType } from '../../common/types.js';
 import { checkLakeColumnNames, evolveLakeSchema, icebergTypeOf, lakePartitionSpec, lakeSortOrder, newLakeSchema } from './table-shape.js';
 
-function tableInfo(columns: ColumnSpec[], keys: { primaryKey?: string[]; partitionKeys?: string[]; bucketKeys?: string[]; bucketCount?: number; properties?: Record<string, string> } = {}): TableInfo {
-  return {
-    path: { database: 'db', table: 't' },
-    tableId: 1,
-    schemaId: 0,
-    schema: buildSchema(columns, keys.primaryKey),
-    partitionKeys: keys.partitionKeys ?? [],
-    bucketCount: keys.bucketCount ?? 4,
-    bucketKeys: keys.bucketKeys ?? [],
-    properties: keys.properties ?? {},
-    createdTime: 0,
-    modifiedTime: 0,
-  };
-}
+const tableInfo = testTableInfo;
 
 const rejects = (errorName: string) => (err: unknown) => err instanceof TributaryError && err.errorName === errorName;
 
