@@ -506,7 +506,7 @@ export class Coordinator {
     delete properties['bucket.num'];
     delete properties['bucket.key'];
     // Bucketing is fixed at creation: a table born lake-enabled buckets like its lake (Iceberg's bucket transform).
-    if (properties['table.datalake.enabled'] === 'true' && !properties['table.datalake.format']) properties['table.datalake.format'] = this.options.string('datalake.format') ?? 'iceberg';
+    if (properties['table.datalake.enabled'] === 'true' && !properties['table.datalake.format']) properties['table.datalake.format'] = this.options.string('datalake.format')!;
     autoPartitionStrategy({ schema, partitionKeys, properties }); // validates the auto-partition options
     return {
       schema,
