@@ -47,8 +47,6 @@ import { LakeBackfill, type LakePart } from './lake-backfill.js';
 import { hasError, throwIfError } from './responses.js';
 import type { ScanBatch } from './scan-batch.js';
 
-export type { ScanBatch };
-
 export interface ScanRecord {
   bucket: number;
   /** Partition name, for partitioned tables. */

@@ -11,7 +11,8 @@ import { TributaryError } from '../common/errors.js';
 import type { TableInfo } from '../common/schema.js';
 import { Admin, type OffsetSpec } from './admin.js';
 import type { ConnectionCore } from './connection-core.js';
-import type { BucketRef, LogScanner, ScanBatch, ScanRecord } from './log-scanner.js';
+import type { BucketRef, LogScanner, ScanRecord } from './log-scanner.js';
+import type { ScanBatch } from './scan-batch.js';
 
 /** Where a bucket starts: one place for all, or per bucket (partition name undefined for tables without partitions). */
 export type FollowFrom = bigint | OffsetSpec | ((bucket: number, partition: string | undefined) => bigint | OffsetSpec);

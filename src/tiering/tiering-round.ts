@@ -24,7 +24,8 @@
  */
 import type { Admin } from '../client/admin.js';
 import type { Connection } from '../client/connection.js';
-import type { BucketRef, ScanBatch } from '../client/log-scanner.js';
+import type { BucketRef } from '../client/log-scanner.js';
+import type { ScanBatch } from '../client/scan-batch.js';
 import { CHANGE_TYPE_BYTE } from '../common/change-type.js';
 import { parseDuration, tableOption } from '../common/config.js';
 import { asTributaryError, TributaryError } from '../common/errors.js';
