@@ -32,7 +32,7 @@ export const OPTIONS: readonly OptionDef[] = [
   // ---- table options
   d({ key: 'bucket.num', scope: 'table', type: 'int', min: 1, max: 4096, description: 'Number of buckets of the table (or of each partition); defaults to the server\'s default.bucket.number.' }),
   d({ key: 'bucket.key', scope: 'table', type: 'list', description: 'Comma-separated columns hashed to choose a bucket; empty means sticky assignment for log tables.' }),
-  d({ key: 'table.replication.factor', scope: 'table', type: 'int', default: '1', min: 1, description: 'Replicas of each bucket. Tributary runs one tablet server, so the factor is 1; more fails with INVALID_REPLICATION_FACTOR.' }),
+  d({ key: 'table.replication.factor', scope: 'table', type: 'int', min: 1, description: 'Replicas of each bucket, on as many tablet servers; unset means the server\'s default.replication.factor. More than the live tablet servers fails with INVALID_REPLICATION_FACTOR.' }),
   d({ key: 'table.log.format', scope: 'table', type: 'enum', enumValues: ['ARROW'], flussOnlyValues: ['INDEXED', 'COMPACTED'], default: 'ARROW', description: 'Record format of the log; ARROW stores Arrow IPC record batches. Fluss\'s INDEXED and COMPACTED are not supported.' }),
   d({ key: 'table.kv.format', scope: 'table', type: 'enum', enumValues: ['COMPACTED'], flussOnlyValues: ['INDEXED'], default: 'COMPACTED', description: 'Row format of a primary-key table\'s KV state; Tributary stores CompactedRow values (Fluss\'s default). Fluss\'s INDEXED is not supported.' }),
   d({ key: 'table.log.ttl', scope: 'table', type: 'duration', default: '7d', alterable: true, description: 'How long log segments are kept; 0 keeps them forever.' }),
@@ -96,6 +96,23 @@ export const OPTIONS: readonly OptionDef[] = [
   d({ key: 'zookeeper.path.root', scope: 'server', type: 'string', default: '/tributary', description: 'Znode under which the cluster keeps everything in ZooKeeper (metadata, counters, coordinator election); clusters sharing an ensemble need different roots.' }),
   d({ key: 'zookeeper.client.session-timeout', scope: 'server', type: 'duration', min: 1, default: '60s', description: 'ZooKeeper session timeout asked for (the server bounds it by its min/maxSessionTimeout): a coordinator cut off from ZooKeeper this long loses its session, and with it its leadership.' }),
   d({ key: 'zookeeper.client.connection-timeout', scope: 'server', type: 'duration', min: 1, default: '15s', description: 'How long a server waits for its first connection to ZooKeeper before failing with NETWORK_EXCEPTION.' }),
+
+  // ---- cluster (tributary coordinator-server / tablet-server)
+  d({ key: 'tablet-server.id', scope: 'server', type: 'int', min: 0, description: 'Id of this tablet server in its cluster: required by tributary tablet-server, unique, and the same across restarts (its replicas are assigned to it by id).' }),
+  d({ key: 'tablet-server.rack', scope: 'server', type: 'string', description: 'Rack (or zone) of this tablet server: replicas of one bucket are spread over racks first.' }),
+  d({ key: 'advertised.listeners', scope: 'server', type: 'string', description: 'NAME://host:port that clients and other servers should connect to, when it differs from bind.listeners (a wildcard bind, NAT).' }),
+  d({ key: 'default.replication.factor', scope: 'server', type: 'int', min: 1, default: '1', description: 'Replication factor of tables created without table.replication.factor.' }),
+  d({ key: 'log.replica.max-lag-time', scope: 'server', type: 'duration', min: 1, default: '30s', description: 'A follower that has not caught up with the leader\'s log end for this long leaves the ISR; it rejoins once caught up.' }),
+  d({ key: 'log.replica.min-in-sync-replicas-number', scope: 'server', type: 'int', min: 1, default: '1', description: 'Fewest replicas in the ISR for an acks=all write: with fewer, it fails with NOT_ENOUGH_REPLICAS_EXCEPTION.' }),
+  d({ key: 'log.replica.fetch.max-bytes', scope: 'server', type: 'memory', default: '16mb', description: 'Most bytes one follower fetch asks a leader for, over all its buckets.' }),
+  d({ key: 'log.replica.fetch.max-bytes-for-bucket', scope: 'server', type: 'memory', default: '1mb', description: 'Most bytes one follower fetch asks for of one bucket.' }),
+  d({ key: 'log.replica.fetch.min-bytes', scope: 'server', type: 'memory', default: '1b', description: 'A follower fetch waits at the leader until this many bytes are there, or the wait time passes.' }),
+  d({ key: 'log.replica.fetch.wait-max-time', scope: 'server', type: 'duration', min: 1, default: '500ms', description: 'Longest a follower fetch waits at the leader for min-bytes.' }),
+  d({ key: 'log.replica.fetch.backoff-interval', scope: 'server', type: 'duration', min: 1, default: '1s', description: 'Pause of a follower after a failed fetch from a leader before it tries again.' }),
+  d({ key: 'log.replica.high-watermark.checkpoint-interval', scope: 'server', type: 'duration', min: 1, default: '5s', description: 'How often each replica writes its high watermark to disk; after a crash it restarts from there.' }),
+  d({ key: 'tablet-server.controlled-shutdown.max-retries', scope: 'server', type: 'int', min: 0, default: '3', description: 'Times a stopping tablet server asks the coordinator to move its leaderships away before it stops anyway.' }),
+  d({ key: 'tablet-server.controlled-shutdown.retry-interval', scope: 'server', type: 'duration', min: 1, default: '1s', description: 'Pause between those requests.' }),
+  d({ key: 'coordinator.offline-leader.retry-delay', scope: 'server', type: 'duration', min: 1, default: '1min', description: 'How often the coordinator retries electing a leader for a bucket none of whose ISR replicas is alive.' }),
 
   // ---- client options
   d({ key: 'bootstrap.servers', scope: 'client', type: 'list', default: '127.0.0.1:9123', description: 'host:port of any server to bootstrap from.' }),

@@ -29,9 +29,15 @@ export const ErrorCodes = {
   LOG_OFFSET_OUT_OF_RANGE_EXCEPTION: 19,
   NON_PRIMARY_KEY_TABLE_EXCEPTION: 20,
   UNKNOWN_TABLE_OR_BUCKET_EXCEPTION: 21,
+  /** acks=all with fewer replicas in the ISR than log.replica.min-in-sync-replicas-number. */
+  NOT_ENOUGH_REPLICAS_EXCEPTION: 23,
   FENCED_LEADER_EPOCH_EXCEPTION: 24,
   REQUEST_TIME_OUT: 25,
   STORAGE_EXCEPTION: 26,
+  /** A request from a coordinator whose epoch is older than the newest the server has seen: a deposed coordinator. */
+  INVALID_COORDINATOR_EXCEPTION: 27,
+  /** An ISR change based on a leader_isr version that has moved on. */
+  INVALID_UPDATE_VERSION_EXCEPTION: 28,
   OUT_OF_ORDER_SEQUENCE_EXCEPTION: 31,
   DUPLICATE_SEQUENCE_EXCEPTION: 32,
   UNKNOWN_WRITER_ID_EXCEPTION: 33,
@@ -99,6 +105,7 @@ const namesByCode = new Map<number, ErrorName>(
 const RETRIABLE = new Set<ErrorName>([
   'NETWORK_EXCEPTION',
   'NOT_LEADER_OR_FOLLOWER',
+  'NOT_ENOUGH_REPLICAS_EXCEPTION',
   'REQUEST_TIME_OUT',
   'CONNECTION_CLOSED',
   'SERVER_BUSY',

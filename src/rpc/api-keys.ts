@@ -59,6 +59,14 @@ export const ApiKeys = {
   CommitLakeTableSnapshot: api(1030, 'CommitLakeTableSnapshot', pb.CommitLakeTableSnapshotRequestSchema, pb.CommitLakeTableSnapshotResponseSchema),
   GetLakeSnapshot: api(1032, 'GetLakeSnapshot', pb.GetLakeSnapshotRequestSchema, pb.GetLakeSnapshotResponseSchema),
   LakeTieringHeartbeat: api(1042, 'LakeTieringHeartbeat', pb.LakeTieringHeartbeatRequestSchema, pb.LakeTieringHeartbeatResponseSchema),
+  // Cluster: coordinator -> tablet servers (carry the coordinator epoch) and back.
+  UpdateMetadata: api(1013, 'UpdateMetadata', pb.UpdateMetadataRequestSchema, pb.UpdateMetadataResponseSchema),
+  NotifyLeaderAndIsr: api(1018, 'NotifyLeaderAndIsr', pb.NotifyLeaderAndIsrRequestSchema, pb.NotifyLeaderAndIsrResponseSchema),
+  StopReplica: api(1019, 'StopReplica', pb.StopReplicaRequestSchema, pb.StopReplicaResponseSchema),
+  AdjustIsr: api(1020, 'AdjustIsr', pb.AdjustIsrRequestSchema, pb.AdjustIsrResponseSchema),
+  ControlledShutdown: api(1043, 'ControlledShutdown', pb.ControlledShutdownRequestSchema, pb.ControlledShutdownResponseSchema),
+  /** Tributary's own (Kafka's OffsetsForLeaderEpoch): where a follower's epoch ends in the leader's log. */
+  OffsetForLeaderEpoch: api(2005, 'OffsetForLeaderEpoch', pb.OffsetForLeaderEpochRequestSchema, pb.OffsetForLeaderEpochResponseSchema),
   /** Tributary's own: where tiering of a table stands (state, lake snapshot, lag per bucket). */
   GetLakeTieringStatus: api(2002, 'GetLakeTieringStatus', pb.GetLakeTieringStatusRequestSchema, pb.GetLakeTieringStatusResponseSchema),
   /** Tributary's own: the lake tables of the warehouse, and whether a live table owns each. */
