@@ -187,6 +187,12 @@ test('creating a table assigns each bucket to distinct live servers and tells ev
   }
   assert.deepEqual(new Set(buckets.map((b) => b.leaderId)), new Set([1, 2, 3]), 'leadership is spread');
 
+  // ALTER TABLE: every replica gets the new table JSON, at the same epochs.
+  await coordinator.coordinator.alterTable({ database: 'tributary', table: 'orders' }, { options: [{ key: 'table.log.ttl', value: '1d' }] }, false);
+  const altered = (t: Told | undefined) => t !== undefined && tableInfoFromJson(JSON.parse(t.tableJson)).properties['table.log.ttl'] === '1d';
+  await until('the replicas get the altered table', () => buckets.every((b) => b.replicaId.every((id) => altered(stands[id - 1].latest(tableId, b.bucketId)))));
+  for (const b of buckets) for (const id of b.replicaId) assert.deepEqual([stands[id - 1].latest(tableId, b.bucketId)!.bucket.leaderEpoch, stands[id - 1].latest(tableId, b.bucketId)!.bucket.bucketEpoch], [0, 0]);
+
   // A partition's buckets are told with its id and name.
   const events = { database: 'tributary', table: 'events' };
   await coordinator.coordinator.createTable(events, { columns: [{ name: 'day', type: 'STRING' }, { name: 'id', type: 'INT' }], partitionKeys: ['day'], bucketCount: 2 }, false);
