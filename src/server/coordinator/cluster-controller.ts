@@ -51,7 +51,7 @@ import type {
   PbStopReplicaForBucketSchema,
 } from '../../rpc/gen/tributary_pb.js';
 import type { MetadataOp, MetadataStore } from '../metadata/metadata-store.js';
-import type { LiveTabletServers, TabletServerNode } from '../metadata/tablet-server-registry.js';
+import { type LiveTabletServers, registrationEpoch, type TabletServerNode } from '../metadata/tablet-server-registry.js';
 import type { ClusterView } from './coordinator-service.js';
 import type { BucketLifecycle, BucketPlacement, PartitionEntry } from './coordinator.js';
 import { type LeaderAndIsr, nextLeaderAndIsr, NO_LEADER } from './leader-election.js';
@@ -265,7 +265,7 @@ export class ClusterController implements BucketLifecycle, BucketPlacement, Clus
   async controlledShutdown(request: ControlledShutdownRequest): Promise<{ remainingLeaders: number }> {
     const { remaining, deliveries } = await this.enqueue(async () => {
       const server = this.settings.servers.get(request.serverId);
-      if (!server || BigInt(`0x${server.session}`) !== request.serverEpoch) {
+      if (!server || registrationEpoch(server.session) !== request.serverEpoch) {
         throw new TributaryError('INVALID_ARGUMENT', `tablet server ${request.serverId} is not registered with epoch ${request.serverEpoch}`);
       }
       this.stopping.add(request.serverId);

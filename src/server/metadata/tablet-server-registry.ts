@@ -45,6 +45,9 @@ interface Registration {
 
 const idsDir = (root: string): string => `${root}/tabletservers/ids`;
 
+/** A registration's epoch: the id of the session holding it, as a signed 64-bit number (an int64 on the wire). */
+export const registrationEpoch = (session: string): bigint => BigInt.asIntN(64, BigInt(`0x${session}`));
+
 /** A tablet server's registration; it holds its own session, which it replaces when ZooKeeper expires it. */
 export class TabletServerRegistration extends EventEmitter<{ registered: [ZooKeeperSession]; failed: [Error] }> {
   private closed = false;
@@ -76,9 +79,9 @@ export class TabletServerRegistration extends EventEmitter<{ registered: [ZooKee
     return this.current;
   }
 
-  /** The registration's epoch, as ControlledShutdown carries it: the session id. */
+  /** The registration's epoch, as ControlledShutdown carries it. */
   get epoch(): bigint {
-    return BigInt(`0x${this.current.id}`);
+    return registrationEpoch(this.current.id);
   }
 
   /** Ends the session: the server leaves the cluster at once. */
@@ -149,6 +152,8 @@ export class LiveTabletServers extends EventEmitter<{ joined: [TabletServerNode]
   private readonly watched = new Set<number>();
   private refreshing: Promise<void> = Promise.resolve();
   private closed = false;
+  /** One function for every children watch: the client keeps a watcher once however often it is set. */
+  private readonly onChildren = (): void => this.refresh();
 
   private constructor(
     private readonly session: ZooKeeperSession,
@@ -191,7 +196,7 @@ export class LiveTabletServers extends EventEmitter<{ joined: [TabletServerNode]
   private async refreshOnce(): Promise<void> {
     if (this.closed) return;
     try {
-      const names = await this.session.children(idsDir(this.root), () => this.refresh());
+      const names = await this.session.children(idsDir(this.root), this.onChildren);
       const present = new Map<number, TabletServerNode>();
       for (const name of names) {
         const id = Number(name);

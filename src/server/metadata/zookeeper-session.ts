@@ -140,7 +140,7 @@ export class ZooKeeperSession extends EventEmitter<{ expired: [] }> {
       return await this.call<ZNode>((cb) => {
         const done = (err: unknown, data: Buffer | undefined, stat: zookeeper.Stat | undefined): void =>
           cb(err, { data: data ?? Buffer.alloc(0), version: stat?.version ?? 0, owner: stat?.ephemeralOwner.toString('hex') ?? '' });
-        if (watch) this.client.getData(path, () => watch(), done);
+        if (watch) this.client.getData(path, watch, done);
         else this.client.getData(path, done);
       });
     } catch (err) {
@@ -149,16 +149,20 @@ export class ZooKeeperSession extends EventEmitter<{ expired: [] }> {
     }
   }
 
-  /** Names of the node's children (unsorted); with `watch`, called once when they change or the node goes. */
+  /**
+   * Names of the node's children (unsorted); with `watch`, called once when they change or the node
+   * goes. (The client keeps one watch per function and node: setting the same function again while
+   * it waits does not make it called twice; this holds for every watch here.)
+   */
   children(path: string, watch?: () => void): Promise<string[]> {
-    return this.call((cb) => (watch ? this.client.getChildren(path, () => watch(), cb) : this.client.getChildren(path, cb)));
+    return this.call((cb) => (watch ? this.client.getChildren(path, watch, cb) : this.client.getChildren(path, cb)));
   }
 
   /** Whether the node exists; with `watch`, called once when it is created, changed or deleted. */
   exists(path: string, watch?: () => void): Promise<boolean> {
     return this.call<boolean>((cb) => {
       const done = (err: unknown, stat: unknown): void => cb(err, stat !== null && stat !== undefined);
-      if (watch) this.client.exists(path, () => watch(), done);
+      if (watch) this.client.exists(path, watch, done);
       else this.client.exists(path, done);
     });
   }
