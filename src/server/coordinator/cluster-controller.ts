@@ -44,7 +44,6 @@ import type {
   AdjustIsrResponseSchema,
   ControlledShutdownRequest,
   PbAdjustIsrRespForBucketSchema,
-  PbBucketLeaderAndIsrSchema,
   PbBucketMetadataSchema,
   PbLeaderAndIsrForTableSchema,
   PbServerNodeSchema,
@@ -96,6 +95,12 @@ const groupOf = (table: TableInfo, partition?: PartitionInfo): BucketGroup => ({
 
 function toStored(s: LeaderAndIsr): StoredLeaderAndIsr {
   return { version: 1, leader: s.leader, leader_epoch: s.leaderEpoch, isr: s.isr, coordinator_epoch: s.coordinatorEpoch, bucket_epoch: s.bucketEpoch };
+}
+
+function append<K, V>(map: Map<K, V[]>, key: K, value: V): void {
+  const values = map.get(key);
+  if (values) values.push(value);
+  else map.set(key, [value]);
 }
 
 const serverNode = (s: TabletServerNode): ServerNode => ({ nodeId: s.id, host: s.host, port: s.port, ...(s.rack !== undefined ? { rack: s.rack } : {}) });
@@ -299,10 +304,8 @@ export class ClusterController implements BucketLifecycle, BucketPlacement, Clus
     this.stopping.delete(server.id);
     const changed = await this.reelect(this.allBuckets());
     const targets = this.toReplicas(changed);
-    // It learns its own replicas, at whatever they are now, as follower or as leader.
-    const own = this.allBuckets().filter((ref) => this.assignment(ref.group)![ref.bucket].includes(server.id));
-    const seen = new Set((targets.get(server.id) ?? []).map((ref) => `${groupKey(ref.group)}/${ref.bucket}`));
-    targets.set(server.id, [...(targets.get(server.id) ?? []), ...own.filter((ref) => !seen.has(`${groupKey(ref.group)}/${ref.bucket}`))]);
+    // It learns all of its replicas (those that changed among them), as they are now: as follower or as leader.
+    targets.set(server.id, this.allBuckets().filter((ref) => this.assignment(ref.group)![ref.bucket].includes(server.id)));
     this.settings.log.info({ server: server.id, host: server.host, port: server.port, leadersChanged: changed.length }, 'tablet server joined');
     void Promise.all([...this.updateMetadata(), ...this.notify(targets)]);
   }
@@ -355,7 +358,7 @@ export class ClusterController implements BucketLifecycle, BucketPlacement, Clus
         const leaderEpoch = this.leaderAndIsr(ref)?.leaderEpoch ?? 0;
         for (const id of this.assignment(group)![ref.bucket]) {
           const stop = { tableId: BigInt(group.tableId), ...(group.partitionId !== undefined ? { partitionId: BigInt(group.partitionId) } : {}), bucketId: ref.bucket, leaderEpoch, delete: true };
-          stops.set(id, [...(stops.get(id) ?? []), stop]);
+          append(stops, id, stop);
         }
       }
       ops.push({ op: 'delete', path: assignmentPath(group), recursive: true });
@@ -422,7 +425,7 @@ export class ClusterController implements BucketLifecycle, BucketPlacement, Clus
   /** Every live replica of each bucket, as targets of NotifyLeaderAndIsr. */
   private toReplicas(refs: BucketRef[]): Map<number, BucketRef[]> {
     const targets = new Map<number, BucketRef[]>();
-    for (const ref of refs) for (const id of this.assignment(ref.group)![ref.bucket]) targets.set(id, [...(targets.get(id) ?? []), ref]);
+    for (const ref of refs) for (const id of this.assignment(ref.group)![ref.bucket]) append(targets, id, ref);
     return targets;
   }
 
@@ -431,36 +434,33 @@ export class ClusterController implements BucketLifecycle, BucketPlacement, Clus
     const deliveries: Promise<unknown>[] = [];
     for (const [id, refs] of targets) {
       if (!this.settings.servers.isLive(id)) continue;
-      const tables = new Map<string, TableLeaderAndIsr>();
-      const bucketsByGroup = new Map<string, MessageInitShape<typeof PbBucketLeaderAndIsrSchema>[]>();
-      for (const ref of refs) {
-        const key = groupKey(ref.group);
-        let entry = tables.get(key);
-        let buckets = bucketsByGroup.get(key);
-        if (!entry || !buckets) {
-          const described = this.describe(ref.group);
-          if (!described) continue;
-          entry = {
-            tableId: BigInt(ref.group.tableId),
-            tableJson: JSON.stringify(tableInfoToJson(described.table)),
-            ...(ref.group.partitionId !== undefined ? { partitionId: BigInt(ref.group.partitionId), partitionName: described.partitionName } : {}),
-            buckets: (buckets = []),
-          };
-          tables.set(key, entry);
-          bucketsByGroup.set(key, buckets);
-        }
-        const state = this.leaderAndIsr(ref)!;
-        buckets.push({ bucketId: ref.bucket, replicas: this.assignment(ref.group)![ref.bucket], ...this.stateFields(state) });
-      }
-      if (tables.size === 0) continue;
+      const byGroup = new Map<string, BucketRef[]>();
+      for (const ref of refs) append(byGroup, groupKey(ref.group), ref);
+      const tables = [...byGroup.values()].flatMap((group) => this.leaderAndIsrOfGroup(group) ?? []);
+      if (tables.length === 0) continue;
       deliveries.push(
-        this.channels.send(id, ApiKeys.NotifyLeaderAndIsr, { tables: [...tables.values()] }).then((response) => {
+        this.channels.send(id, ApiKeys.NotifyLeaderAndIsr, { tables }).then((response) => {
           const failed = response?.buckets.filter((b) => b.errorCode !== undefined && b.errorCode !== 0) ?? [];
-          if (failed.length > 0) this.settings.log.warn({ server: id, failed: failed.slice(0, 10).map((b) => ({ table: b.tableId, partition: b.partitionId, bucket: b.bucketId, error: b.errorMessage })) }, 'a tablet server could not take some replicas');
+          if (failed.length === 0) return;
+          const some = failed.slice(0, 10).map((b) => ({ table: b.tableId, partition: b.partitionId, bucket: b.bucketId, error: b.errorMessage }));
+          this.settings.log.warn({ server: id, failed: failed.length, some }, 'a tablet server could not take some of its replicas');
         }),
       );
     }
     return deliveries;
+  }
+
+  /** The NotifyLeaderAndIsr entry of buckets of one group; undefined when its table or partition is gone. */
+  private leaderAndIsrOfGroup(refs: BucketRef[]): TableLeaderAndIsr | undefined {
+    const { group } = refs[0];
+    const described = this.describe(group);
+    if (!described) return undefined;
+    return {
+      tableId: BigInt(group.tableId),
+      tableJson: JSON.stringify(tableInfoToJson(described.table)),
+      ...(group.partitionId !== undefined ? { partitionId: BigInt(group.partitionId), partitionName: described.partitionName } : {}),
+      buckets: refs.map((ref) => ({ bucketId: ref.bucket, replicas: this.assignment(group)![ref.bucket], ...this.stateFields(this.leaderAndIsr(ref)!) })),
+    };
   }
 
   /** UpdateMetadata to every live server: this coordinator and every live tablet server. */
