@@ -318,10 +318,13 @@ export class ClusterController implements BucketLifecycle, BucketPlacement, Clus
     void Promise.all([...this.updateMetadata(), ...this.notify(this.toReplicas(changed))]);
   }
 
+  /**
+   * Elects a leader for the offline buckets that can have one; it also catches every change an
+   * earlier event could not commit (ZooKeeper unreachable for a moment), since it looks at all buckets.
+   */
   private async retryOffline(): Promise<void> {
-    const offline = this.allBuckets().filter((ref) => this.leaderAndIsr(ref)!.leader === NO_LEADER);
-    if (offline.length === 0) return;
-    const changed = await this.reelect(offline);
+    const changed = await this.reelect(this.allBuckets());
+    if (changed.length > 0) this.settings.log.info({ buckets: changed.length }, 'buckets re-elected on the periodic look');
     void Promise.all(this.notify(this.toReplicas(changed)));
   }
 
@@ -410,8 +413,9 @@ export class ClusterController implements BucketLifecycle, BucketPlacement, Clus
     try {
       table = this.settings.tables.getTableInfoById(group.tableId);
     } catch (err) {
-      // A table registered whose buckets are not created yet: its createBuckets event tells them.
-      if (err instanceof TributaryError && err.errorName === 'TABLE_NOT_EXIST') return undefined;
+      // A table registered whose buckets are not created yet (its createBuckets event tells them), or
+      // one whose drop is committed and whose dropBuckets event is on its way.
+      if (err instanceof TributaryError && (err.errorName === 'TABLE_NOT_EXIST' || err.errorName === 'DATABASE_NOT_EXIST')) return undefined;
       throw err;
     }
     if (!table) return undefined;
