@@ -10,6 +10,9 @@
  *   /databases/<db>/tables/<table>/schemas/<id>       schema JSON
  *   /databases/<db>/tables/<table>/partitions/<name>  PartitionRegistration
  *   counters: table_id, partition_id, writer_id
+ * In a cluster the ClusterController keeps each bucket's replicas and leader beside them
+ * (/assignments, /leader_isr: cluster-controller.ts), placed in the commit that registers the table
+ * or partition.
  */
 import { type Options, optionDef, validateTableProperties } from '../../common/config.js';
 import { TributaryError } from '../../common/errors.js';
