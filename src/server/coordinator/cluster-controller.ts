@@ -90,7 +90,8 @@ const STATES_PER_COMMIT = 500;
 
 const groupKey = (g: BucketGroup): string => `${g.tableId}/${g.partitionId ?? '-'}`;
 const assignmentPath = (g: BucketGroup): string => (g.partitionId === undefined ? `/assignments/${g.tableId}` : `/assignments/${g.tableId}/p${g.partitionId}`);
-const leaderIsrPath = (g: BucketGroup, bucket: number): string => `/leader_isr/${g.tableId}/${g.partitionId ?? '-'}/${bucket}`;
+const leaderIsrDir = (g: BucketGroup): string => `/leader_isr/${g.tableId}/${g.partitionId ?? '-'}`;
+const leaderIsrPath = (g: BucketGroup, bucket: number): string => `${leaderIsrDir(g)}/${bucket}`;
 const groupOf = (table: TableInfo, partition?: PartitionInfo): BucketGroup => ({ tableId: table.tableId, ...(partition ? { partitionId: partition.partitionId } : {}) });
 
 function toStored(s: LeaderAndIsr): StoredLeaderAndIsr {
@@ -225,12 +226,14 @@ export class ClusterController implements BucketLifecycle, BucketPlacement, Clus
   /**
    * A leader's ISR change: applied per bucket whose leader epoch and bucket epoch match the stored
    * state (else FENCED_LEADER_EPOCH_EXCEPTION / INVALID_UPDATE_VERSION_EXCEPTION) and whose new ISR
-   * holds the leader and only its live replicas; every bucket is answered with its state after.
+   * holds the leader and only its replicas, adding none that is dead or shutting down (else
+   * INVALID_ARGUMENT); the accepted ones are committed together, and every bucket is answered with
+   * its state after.
    */
   adjustIsr(request: AdjustIsrRequest): Promise<MessageInitShape<typeof AdjustIsrResponseSchema>> {
     return this.enqueue(async () => {
       const answers: MessageInitShape<typeof PbAdjustIsrRespForBucketSchema>[] = [];
-      const accepted: { ref: BucketRef; state: LeaderAndIsr; answer: (typeof answers)[number] }[] = [];
+      const accepted: { ref: BucketRef; state: LeaderAndIsr }[] = [];
       for (const b of request.buckets) {
         const group: BucketGroup = { tableId: Number(b.tableId), ...(b.partitionId !== undefined ? { partitionId: Number(b.partitionId) } : {}) };
         const ids = { tableId: b.tableId, ...(b.partitionId !== undefined ? { partitionId: b.partitionId } : {}), bucketId: b.bucketId };
@@ -251,12 +254,11 @@ export class ClusterController implements BucketLifecycle, BucketPlacement, Clus
           refuse('INVALID_ARGUMENT', `ISR [${b.newIsr}] of ${where} adds a server that is not live or is shutting down`);
         } else {
           const next = { ...state, isr: [...b.newIsr], coordinatorEpoch: this.settings.coordinatorEpoch, bucketEpoch: state.bucketEpoch + 1 };
-          const answer = { ...ids, ...this.stateFields(next) };
-          answers.push(answer);
-          accepted.push({ ref: { group, bucket: b.bucketId }, state: next, answer });
+          answers.push({ ...ids, ...this.stateFields(next) });
+          accepted.push({ ref: { group, bucket: b.bucketId }, state: next });
         }
       }
-      if (accepted.length > 0) await this.commitStates(accepted.map((a) => ({ ref: a.ref, state: a.state })));
+      await this.commitStates(accepted);
       return { buckets: answers };
     });
   }
@@ -352,7 +354,7 @@ export class ClusterController implements BucketLifecycle, BucketPlacement, Clus
     }
   }
 
-  /** Sends StopReplica (delete) to the live replicas and removes the groups from the store. */
+  /** Removes the groups from the store, then sends StopReplica (delete) to their live replicas. */
   private async removeGroups(groups: BucketGroup[]): Promise<Promise<unknown>[]> {
     const stops = new Map<number, MessageInitShape<typeof PbStopReplicaForBucketSchema>[]>();
     const ops: MetadataOp[] = [];
@@ -365,7 +367,7 @@ export class ClusterController implements BucketLifecycle, BucketPlacement, Clus
         }
       }
       ops.push({ op: 'delete', path: assignmentPath(group), recursive: true });
-      ops.push({ op: 'delete', path: group.partitionId === undefined ? `/leader_isr/${group.tableId}` : `/leader_isr/${group.tableId}/${group.partitionId}`, recursive: true });
+      ops.push({ op: 'delete', path: leaderIsrDir(group), recursive: true });
     }
     await this.store.commit(ops);
     return [...stops].map(([id, buckets]) => this.channels.send(id, ApiKeys.StopReplica, { buckets }));
