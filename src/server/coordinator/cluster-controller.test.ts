@@ -119,6 +119,7 @@ function candidate(
   id: number,
   settings: Record<string, string> = {},
   connection: Partial<ReturnType<typeof zooKeeperSettings>> = {},
+  signal?: AbortSignal,
 ): { session: Promise<ZooKeeperSession>; started: Promise<ClusterCoordinator> } {
   const session = ZooKeeperSession.connect({ ...zooKeeperSettings(root), ...connection }).then((s) => zooKeeper.track(s));
   const activity = new ServerActivity(log);
@@ -129,6 +130,7 @@ function candidate(
       self: { id, host: '127.0.0.1', port: 9_900 + id },
       log,
       activity,
+      ...(signal ? { signal } : {}),
     }),
   );
   void started.then((c) => zooKeeper.track({ close: async () => (await c.stop(), activity.close()) }), () => activity.close());
@@ -372,4 +374,18 @@ test('a coordinator whose session expires stops leading and says so; the standby
   proxy.heal();
   assert.match((await deposed).message, /lost its ZooKeeper session/);
   await proxy.close();
+});
+
+test('a standby that is told to stop before it leads withdraws from the election', { timeout: 60_000 }, async () => {
+  const root = zooKeeper.newRoot('cluster');
+  await candidate(root, 100).started;
+  const stop = new AbortController();
+  const standby = candidate(root, 101, {}, {}, stop.signal);
+  const session = await standby.session;
+  const election = `${root}/coordinators/election`;
+  while ((await session.children(election)).length < 2) await new Promise((resolve) => setTimeout(resolve, 20));
+
+  stop.abort();
+  await assert.rejects(standby.started, /resigned/);
+  assert.equal((await session.children(election)).length, 1, 'only the active coordinator is left in the election');
 });

@@ -37,6 +37,8 @@ export interface ClusterCoordinatorSettings {
   /** Times the automatic partitioning runs. */
   activity: ServerActivity;
   lake?: LakeCatalog;
+  /** Aborting it withdraws a candidate that does not lead yet (a standby told to stop): start() rejects. */
+  signal?: AbortSignal;
 }
 
 export class ClusterCoordinator extends EventEmitter<{ deposed: [Error] }> {
@@ -65,7 +67,10 @@ export class ClusterCoordinator extends EventEmitter<{ deposed: [Error] }> {
     const root = options.string('zookeeper.path.root')!;
     const election = await CoordinatorElection.join(session, root, String(self.id));
     log.info({ candidate: election.name }, 'coordinator candidate: waiting to lead');
-    const { epoch, fence } = await election.elected;
+    const withdraw = (): void => void election.resign().catch((err: unknown) => log.warn({ err }, 'could not withdraw the candidate'));
+    if (settings.signal?.aborted) withdraw();
+    settings.signal?.addEventListener('abort', withdraw, { once: true });
+    const { epoch, fence } = await election.elected.finally(() => settings.signal?.removeEventListener('abort', withdraw));
     const undo: (() => Promise<unknown>)[] = [() => election.resign()];
     try {
       const store = await ZooKeeperMetadataStore.open(session, root, fence);
