@@ -113,8 +113,9 @@ export class ClusterCoordinator extends EventEmitter<{ deposed: [Error] }> {
     if (this.stopped) return;
     this.stopped = true;
     this.settings.session.off('expired', this.onExpired);
-    await this.coordinator.stop();
+    // The controller first: dropping its undelivered requests releases DDL that waits for replicas to answer.
     await this.controller.stop();
+    await this.coordinator.stop();
     this.servers.close();
     await this.store.close();
     if (this.settings.session.connected) await this.election.resign().catch((err: unknown) => this.settings.log.warn({ err }, 'could not resign the lead'));
