@@ -66,7 +66,7 @@ interface PartitionRegistration {
   created_time: number;
 }
 
-/** What the tablet side does when buckets come and go (in-process now; an RPC in a cluster). */
+/** What the tablet side does when buckets come and go: the in-process TabletServer, or in a cluster the ClusterController's requests. */
 export interface BucketLifecycle {
   createBuckets(table: TableInfo, partition?: PartitionInfo): Promise<void>;
   /** Drops the buckets of one partition, or of the whole table when `partition` is absent. */
