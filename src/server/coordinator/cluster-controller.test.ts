@@ -143,13 +143,14 @@ async function servers(root: string, count: number): Promise<StandInTabletServer
 
 const logTable = (buckets: number, properties: Record<string, string> = {}): TableDescriptor => ({ columns: [{ name: 'id', type: 'INT' }], bucketCount: buckets, properties });
 
-/** GetMetadata of a table, from the coordinator's RPC services. */
-async function bucketsOf(coordinator: ClusterCoordinator, table: string): Promise<PbBucketMetadata[]> {
+/** GetMetadata of a table (or of a partition), from the coordinator's RPC services. */
+async function bucketsOf(coordinator: ClusterCoordinator, table: string, partitionId?: number): Promise<PbBucketMetadata[]> {
   const rpc = rpcServer();
   coordinator.registerServices(rpc);
   const { port } = await rpc.listen();
   const conn = await RpcConnection.connect('127.0.0.1', port);
   try {
+    if (partitionId !== undefined) return (await conn.request(ApiKeys.GetMetadata, { partitionsId: [BigInt(partitionId)] })).partitionMetadata[0].bucketMetadata;
     const answer = await conn.request(ApiKeys.GetMetadata, { tablePath: [{ databaseName: 'tributary', tableName: table }] });
     return answer.tableMetadata[0].bucketMetadata;
   } finally {
@@ -206,6 +207,12 @@ test('creating a table assigns each bucket to distinct live servers and tells ev
   const told = stands.flatMap((s) => s.told.filter((t) => t.tableId === eventsId));
   assert.equal(told.length, 2, 'one replica per bucket at the default factor');
   assert.ok(told.every((t) => t.partitionId === partitionId && t.partitionName === '2026-12-01'));
+  const partitionBuckets = await bucketsOf(coordinator, 'events', partitionId);
+  assert.equal(partitionBuckets.length, 2);
+  for (const b of partitionBuckets) {
+    const { bucket } = told.find((t) => t.bucket.bucketId === b.bucketId)!;
+    assert.deepEqual(state(b), { leader: bucket.leader, leaderEpoch: 0, replicas: bucket.replicas, isr: bucket.isr }, 'GetMetadata of the partition shows what its replicas were told');
+  }
 
   await coordinator.coordinator.dropTable({ database: 'tributary', table: 'orders' }, false);
   const stopped = stands.flatMap((s) => s.stopped.filter((x) => x.tableId === tableId).map((x) => `${s.id}:${x.bucket}:${x.delete}:${x.coordinatorEpoch}`));
