@@ -462,11 +462,11 @@ describe('LogTablet leader epochs', () => {
   it('stamps the epoch, persists the epoch cache and fences older epochs', async () => {
     const dir = tempDir();
     const log = await LogTablet.open(dir, CONFIG);
-    assert.equal(log.leaderEpoch, -1);
+    assert.equal(log.latestEpoch, -1);
     await log.append([batch(1, { records: 2 })], 0);
     await log.append([batch(2)], 3);
     await log.append([batch(3)], 3);
-    assert.equal(log.leaderEpoch, 3);
+    assert.equal(log.latestEpoch, 3);
     await rejectsWith(log.append([batch(4)], 2), 'FENCED_LEADER_EPOCH_EXCEPTION');
     assert.deepEqual(
       (await readAll(log)).map((b) => readLogBatchHeader(b).leaderEpoch),
@@ -478,7 +478,7 @@ describe('LogTablet leader epochs', () => {
     // Rebuilt from batch headers when the checkpoint is gone.
     fs.rmSync(path.join(dir, 'leader-epoch-checkpoint'));
     const reopened = await LogTablet.open(dir, CONFIG);
-    assert.equal(reopened.leaderEpoch, 3);
+    assert.equal(reopened.latestEpoch, 3);
     await reopened.close();
     assert.equal(fs.readFileSync(path.join(dir, 'leader-epoch-checkpoint'), 'utf8'), '0\n2\n0 0\n3 2\n');
   });
