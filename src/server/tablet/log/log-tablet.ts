@@ -75,7 +75,7 @@ export interface AppendResult {
 }
 
 export interface FetchResult {
-  /** Whole batches, empty when there is nothing below the high watermark at the fetch offset. */
+  /** Whole batches, empty when there is nothing below the high watermark (or durable end) at the fetch offset. */
   records: Buffer;
   highWatermark: bigint;
   logStartOffset: bigint;
@@ -435,14 +435,15 @@ export class LogTablet {
       await this.quiesce();
       const cut = await this.positionAt(offset);
       this.truncations++;
-      // Writer state and epochs of the remaining log are saved before the files change: a crash in
-      // between recovers the whole log, and replays its tail into both from the batch headers.
-      const dropped = this.writers.truncateFrom(cut.offset);
-      if (dropped.size > 0) await this.replayWriters(dropped, cut);
-      this.epochs.truncateFromEnd(cut.offset);
-      await this.saveWritersAndEpochs(this.writers.snapshot(cut.offset), this.epochs.snapshot());
-      const later = this.segments.splice(this.segments.indexOf(cut.segment) + 1);
+      // From here on a failure leaves memory and files apart: the log stops until it is reopened.
       try {
+        // Writer state and epochs of the remaining log are saved before the files change: a crash
+        // in between recovers the whole log, and replays its tail into both from the batch headers.
+        const dropped = this.writers.truncateFrom(cut.offset);
+        if (dropped.size > 0) await this.replayWriters(dropped, cut);
+        this.epochs.truncateFromEnd(cut.offset);
+        await this.saveWritersAndEpochs(this.writers.snapshot(cut.offset), this.epochs.snapshot());
+        const later = this.segments.splice(this.segments.indexOf(cut.segment) + 1);
         await cut.segment.truncateTo(cut.offset, cut.position);
         await cut.segment.flush();
         // Ascending: a crash in between leaves a gap, and recovery drops what follows a gap.
