@@ -275,6 +275,20 @@ describe('LogTablet truncation', () => {
     await log.close();
   });
 
+  it('starts the log again at an offset below its start', async () => {
+    let now = 1_000;
+    const log = await LogTablet.open(tempDir(), { ...SMALL, ttlMs: 1000 }, undefined, { replicated: true, clock: () => now });
+    for (let id = 0; id < 20; id++) await log.append([batch(id, { records: 2 })], 1, 'durable');
+    log.advanceHighWatermark(40n);
+    now += 10_000;
+    assert.ok((await log.deleteExpiredSegments(now)) > 0);
+    assert.ok(log.logStartOffset > 10n);
+    await log.truncateTo(10n);
+    assert.deepEqual([log.logStartOffset, log.logEndOffset, log.highWatermark, log.latestEpoch], [10n, 10n, 10n, -1]);
+    assert.deepEqual(logFiles(log.dir), ['00000000000000000010.log']);
+    await log.close();
+  });
+
   it('starts again at an offset past the old log', async () => {
     const dir = tempDir();
     const log = await writtenLog(dir, 10, () => 2);
