@@ -225,7 +225,7 @@ export class TabletServer implements BucketLifecycle {
   /** What the replica manager drives: the hosted replicas, their logs and KV states. */
   private replicaHost(): ReplicaHost {
     return {
-      hosted: (bucket) => this.replicas.get(bucketKey(bucket)),
+      hosted: (bucket) => this.hosted(bucket),
       hostedReplicas: () => this.replicas.values(),
       openReplica: (table, partition, bucket) => this.openReplica(table, partition, bucket, true),
       closeReplica: async (replica, deleteData) => {
@@ -644,6 +644,11 @@ export class TabletServer implements BucketLifecycle {
   }
 
   // ------------------------------------------------------------------ internals
+
+  /** The replica of a bucket hosted here, leader or follower. */
+  hosted(bucket: TableBucket): Replica | undefined {
+    return this.replicas.get(bucketKey(bucket));
+  }
 
   /** The replica of a bucket that clients use, which this server leads, or the named error saying why there is none. */
   replica(tableId: number, partitionId: number | undefined, bucket: number): Replica {
