@@ -29,7 +29,7 @@ import type { RpcConnection } from '../../rpc/connection.js';
 import type * as pb from '../../rpc/gen/tributary_pb.js';
 import type { ServerActivity } from '../../common/activity.js';
 import { bucketError } from './bucket-responses.js';
-import { ClusterTables, type SchemaFetcher } from './cluster-tables.js';
+import { ClusterTables, type SchemaFetcher } from './table-metadata.js';
 import { LeaderState } from './leader-state.js';
 import { fetcherSettings, type FetcherSettings, ReplicaFetcher } from './replica-fetcher.js';
 import { bucketKey, type Replica, type TableBucket } from './replica.js';

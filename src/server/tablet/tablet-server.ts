@@ -55,6 +55,7 @@ import { type KvSnapshotInfo, KvSnapshotStore } from './kv/kv-snapshot-store.js'
 import { type LogConfig, LogTablet } from './log/log-tablet.js';
 import type { BatchCutter } from './log/log-segment.js';
 import { bucketKey, type Replica, type TableBucket } from './replica.js';
+import type { TableMetadataSource } from './table-metadata.js';
 import { type ClusterMembership, notLeader, type ReplicaHost, ReplicaManager, type ServerNode } from './replica-manager.js';
 
 /** One hosted bucket, as the node's metrics (server/metrics.ts) read it. */
@@ -77,13 +78,6 @@ export interface BucketMetrics {
   inSyncReplicas: number;
   /** Led, with fewer in-sync replicas than replicas. */
   underReplicated: boolean;
-}
-
-/** What the tablet server needs to know about tables, answered by the coordinator. */
-export interface TableMetadataSource {
-  getTableInfoById(tableId: number): TableInfo | undefined;
-  schemaById(tableId: number, schemaId: number): Schema | undefined;
-  partitionById(partitionId: number): (PartitionInfo & { tableId: number }) | undefined;
 }
 
 const ACKS = new Set([0, 1, -1]);

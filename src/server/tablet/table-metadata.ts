@@ -1,12 +1,19 @@
 /**
- * ClusterTables: what a tablet server of a cluster knows of tables, as a TableMetadataSource. Each
+ * What the tablet server needs to know of tables (TableMetadataSource): on one node the coordinator
+ * in the same process answers; in a cluster, ClusterTables, what the server has been told. Each
  * NotifyLeaderAndIsr names the table (and partition) of its buckets, current schema included; the
  * older schemas (ids 0 to the current one: ADD COLUMN makes one each) are read from the coordinator
  * once, before the first replica of the table opens, since batches and KV values written with them
  * are read with no request to wait on. A schema never changes under its id.
  */
 import type { PartitionInfo, Schema, TableInfo, TablePath } from '../../common/schema.js';
-import type { TableMetadataSource } from './tablet-server.js';
+
+/** What the tablet server needs to know about tables. */
+export interface TableMetadataSource {
+  getTableInfoById(tableId: number): TableInfo | undefined;
+  schemaById(tableId: number, schemaId: number): Schema | undefined;
+  partitionById(partitionId: number): (PartitionInfo & { tableId: number }) | undefined;
+}
 
 /** Reads one schema of a table from the coordinator (GetTableSchema). */
 export type SchemaFetcher = (table: TablePath, schemaId: number) => Promise<Schema>;
