@@ -121,11 +121,6 @@ export class ReplicaManager {
     return { ...(this.coordinatorNode ? { coordinator: this.coordinatorNode } : {}), tabletServers: [...this.nodes.values()] };
   }
 
-  /** The buckets this server leads, for a controlled shutdown. */
-  ledBuckets(): TableBucket[] {
-    return [...this.host.hostedReplicas()].filter((r) => r.role === 'leader').map((r) => r.bucket);
-  }
-
   // ------------------------------------------------------------------ coordinator requests
 
   async notifyLeaderAndIsr(req: pb.NotifyLeaderAndIsrRequest): Promise<MessageInitShape<typeof pb.NotifyLeaderAndIsrResponseSchema>> {
