@@ -165,12 +165,19 @@ test('ZooKeeper killed with kill -9: commits fail as retriable, and after a rest
   assert.equal(await fresh.nextId('partition_id'), id + 1);
 });
 
-/** A loopback TCP proxy in front of ZooKeeper that a test can cut, as a network partition. */
-async function partitionable(target: number): Promise<{ address: string; cut(): void; heal(): void; close(): Promise<void> }> {
+/**
+ * A loopback TCP proxy in front of ZooKeeper that a test can cut, as a network partition, or make
+ * silent: connections made then are accepted and never answered (a server still starting, or wedged).
+ */
+async function partitionable(target: number): Promise<{ address: string; cut(): void; silence(): void; heal(): void; close(): Promise<void> }> {
   const sockets = new Set<net.Socket>();
-  let down = false;
+  let down: false | 'refuse' | 'silent' = false;
   const server = net.createServer((client) => {
-    if (down) return void client.destroy();
+    sockets.add(client);
+    client.on('error', () => undefined);
+    client.on('close', () => sockets.delete(client));
+    if (down === 'refuse') return void client.destroy();
+    if (down === 'silent') return;
     const upstream = net.connect(target, '127.0.0.1');
     for (const s of [client, upstream]) {
       sockets.add(s);
@@ -188,15 +195,36 @@ async function partitionable(target: number): Promise<{ address: string; cut(): 
   return {
     address: `127.0.0.1:${(server.address() as net.AddressInfo).port}`,
     cut() {
-      down = true;
+      down = 'refuse';
+      for (const s of sockets) s.destroy();
+    },
+    silence() {
+      down = 'silent';
       for (const s of sockets) s.destroy();
     },
     heal() {
       down = false;
     },
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        for (const s of sockets) s.destroy();
+      }),
   };
 }
+
+test('a ZooKeeper that accepts the connection and stays silent does not hold the session: it reconnects once the server answers again', async () => {
+  const proxy = await partitionable(Number(zooKeeper.server.address.split(':')[1]));
+  const session = await connect({ 'zookeeper.address': proxy.address, 'zookeeper.client.session-timeout': '30s' });
+  proxy.silence();
+  await until('the session notices', () => !session.connected);
+  // Let the client open a connection into the silence before the server answers again.
+  await new Promise((resolve) => setTimeout(resolve, 1_500));
+  proxy.heal();
+  await until('the session reconnects', () => session.connected);
+  assert.equal(await session.exists('/'), true);
+  await proxy.close();
+});
 
 test('a session expired while cut off is reported by the store, which then refuses changes', async () => {
   const root = newRoot();

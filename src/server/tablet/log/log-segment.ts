@@ -306,7 +306,9 @@ export class LogSegment {
     }
     this.size = position;
     this.recent.clear();
-    await this.recover(offset, () => undefined);
+    if ((await this.recover(offset, () => undefined)) > 0) {
+      throw new TributaryError('LOG_STORAGE_EXCEPTION', `${this.file('.log')} holds an invalid batch before the cut at offset ${offset}`);
+    }
   }
 
   /**

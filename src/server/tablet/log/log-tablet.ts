@@ -7,20 +7,34 @@
  *   recovery-point-checkpoint   checkpoint-file.ts layout, one entry `<offset>`: every batch below
  *                               it, and the index entries below it, were fsynced before the file was
  *                               written
+ *   high-watermark-checkpoint   replicated logs only, same layout, one entry `<offset>`: the high
+ *                               watermark when the file was written
  *   leader-epoch-checkpoint     leader-epoch-cache.ts
  *   writer-snapshot             writer-state.ts
  *   *.tmp                       an interrupted atomic write, removed on open
  *
+ * Two ends below the log end: the durable end (what the flush policy made safe) and the high
+ * watermark (what readers see). A log that is not replicated has one: the high watermark is the
+ * durable end. A replicated one (a replica of a bucket with followers) moves its high watermark
+ * only when told (`advanceHighWatermark`: the leader's lowest log end of its in-sync replicas, or
+ * what a follower's leader reported), and followers read up to the durable end.
+ *
  * Invariants:
- * - logStartOffset <= highWatermark <= logEndOffset; readers see only batches below the high
- *   watermark, and the high watermark only moves forward;
- * - with log.flush.interval-messages = 1 the high watermark is the fsynced end of the log and an
- *   append resolves once its batches are below it; appends waiting meanwhile share the next fsync
- *   (group commit). Otherwise it is the written end, which survives a process kill;
- * - appends, rolls, retention and close run one at a time in call order (one queue); reads run
- *   beside them; a checkpoint reads the state it saves in that queue and then waits for its fsyncs
- *   and writes its files beside appends, one checkpoint at a time, so that appends never wait for
- *   a checkpoint's disk writes;
+ * - logStartOffset <= highWatermark <= durableEndOffset <= logEndOffset, all at batch boundaries;
+ *   both ends only move forward except when a truncation cuts them back; readers see only batches
+ *   below the high watermark ('durable-end' reads: below the durable end);
+ * - with log.flush.interval-messages = 1 the durable end is the fsynced end of the log and a
+ *   durable append resolves once its batches are below it; appends waiting meanwhile share the next
+ *   fsync (group commit). Otherwise it is the written end, which survives a process kill;
+ * - on open the high watermark of a replicated log is its checkpoint, at most the recovered log
+ *   end (the log start without one): never above what the files hold;
+ * - appends (a leader's, stamped here, and a follower's, as the leader stamped them), truncations,
+ *   rolls, retention and close run one at a time in call order (one queue); reads run beside them;
+ *   a checkpoint reads the state it saves in that queue and then waits for its fsyncs and writes
+ *   its files beside appends, one checkpoint at a time, so that appends never wait for a
+ *   checkpoint's disk writes; a truncation first waits for those writes and fsyncs to finish;
+ * - a truncation saves writer state and epochs of what remains before it cuts the files, and the
+ *   recovery point after: a crash in between recovers the uncut log, consistent with both;
  * - commit timestamps never go backwards within the log;
  * - after open, the files hold exactly the longest valid prefix of what was written.
  */
@@ -61,7 +75,7 @@ export interface AppendResult {
 }
 
 export interface FetchResult {
-  /** Whole batches, empty when there is nothing below the high watermark at the fetch offset. */
+  /** Whole batches, empty when there is nothing below the high watermark (or durable end) at the fetch offset. */
   records: Buffer;
   highWatermark: bigint;
   logStartOffset: bigint;
@@ -421,14 +435,15 @@ export class LogTablet {
       await this.quiesce();
       const cut = await this.positionAt(offset);
       this.truncations++;
-      // Writer state and epochs of the remaining log are saved before the files change: a crash in
-      // between recovers the whole log, and replays its tail into both from the batch headers.
-      const dropped = this.writers.truncateFrom(cut.offset);
-      if (dropped.size > 0) await this.replayWriters(dropped, cut);
-      this.epochs.truncateFromEnd(cut.offset);
-      await this.saveWritersAndEpochs(this.writers.snapshot(cut.offset), this.epochs.snapshot());
-      const later = this.segments.splice(this.segments.indexOf(cut.segment) + 1);
+      // From here on a failure leaves memory and files apart: the log stops until it is reopened.
       try {
+        // Writer state and epochs of the remaining log are saved before the files change: a crash
+        // in between recovers the whole log, and replays its tail into both from the batch headers.
+        const dropped = this.writers.truncateFrom(cut.offset);
+        if (dropped.size > 0) await this.replayWriters(dropped, cut);
+        this.epochs.truncateFromEnd(cut.offset);
+        await this.saveWritersAndEpochs(this.writers.snapshot(cut.offset), this.epochs.snapshot());
+        const later = this.segments.splice(this.segments.indexOf(cut.segment) + 1);
         await cut.segment.truncateTo(cut.offset, cut.position);
         await cut.segment.flush();
         // Ascending: a crash in between leaves a gap, and recovery drops what follows a gap.
