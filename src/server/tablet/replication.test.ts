@@ -157,21 +157,24 @@ describe('the ISR', () => {
   let cluster: ReplicaCluster;
   after(() => cluster?.close());
 
-  test('a follower that stops fetching leaves it after the max lag and rejoins once caught up', async () => {
+  test('a follower that stops leaves it after the max lag and rejoins once restarted and caught up', async () => {
     cluster = new ReplicaCluster(table, { 'log.replica.max-lag-time': '300ms' });
     for (const id of [1, 2, 3]) await cluster.start(id);
     await cluster.elect(0, 1, [1, 2, 3]);
     const leader = await cluster.connection(1);
     await produce(leader, logBatch('a'), -1);
-    await cluster.stopReplica(3, 0);
+    const held = hostedLog(cluster, 3).logEndOffset;
+    await cluster.stop(3);
     await waitUntil('the coordinator shrank the ISR', () => cluster.buckets.get(0)!.isr.length === 2);
     assert.deepEqual(cluster.buckets.get(0)!.isr, [1, 2]);
     await waitUntil('the leader took the new ISR', () => hostedLog(cluster, 1).inSyncReplicas === 2);
     assert.equal(hostedLog(cluster, 1).underReplicated, true);
     for (const tag of ['b', 'c']) assert.equal((await produce(leader, logBatch(tag), -1)).errorCode, undefined);
 
-    // The replica comes back (as after a restart): it catches up and rejoins.
+    // Server 3 restarts on its data dir; told of the bucket, it reopens its log, catches up and rejoins.
+    await cluster.start(3);
     await cluster.notify(0, [3]);
+    assert.ok(hostedLog(cluster, 3).logEndOffset >= held, 'the restarted replica kept its log');
     await waitUntil('the ISR has server 3 again', () => hostedLog(cluster, 1).inSyncReplicas === 3);
     assert.deepEqual(cluster.buckets.get(0)!.isr, [1, 2, 3]);
     assert.equal(hostedLog(cluster, 3).logEndOffset, hostedLog(cluster, 1).logEndOffset);
