@@ -31,7 +31,9 @@
  * of the log is replayed literally (+I/+U put, -D delete, -U skipped). When there is no local state, or
  * the log no longer holds the changelog after it (retention), the latest KV snapshot is restored first.
  * Replaying changes the state already holds is harmless: each replayed change sets the value the
- * key had after it.
+ * key had after it. The replay goes to the log's durable end, past the high watermark of a
+ * replicated log: a replica that becomes leader keeps its whole log, and new writes must merge with
+ * all of it. Changelog batches are appended in the leader epoch the tablet is given.
  *
  * Schema evolution (ADD COLUMN): KV batches, stored values and changelog batches each name the
  * schema id they were written with. A write is read in the table's current schema (columns its
