@@ -201,6 +201,11 @@ export class KvService {
     });
   }
 
+  /** Ends the state scans of a replica whose KV state closes (it stops leading). */
+  closeScannersOf(replica: Replica): void {
+    for (const [id, s] of this.scanners) if (s.replica === replica) this.closeScanner(id);
+  }
+
   private closeScanner(id: string): void {
     this.scanners.get(id)?.done();
     this.scanners.delete(id);

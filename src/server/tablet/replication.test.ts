@@ -310,3 +310,28 @@ describe('a primary-key bucket', () => {
     assert.deepEqual(epochs, [0, 0, 1], 'each changelog batch carries the epoch of the leader that wrote it');
   });
 });
+
+describe('a follower behind the leader log start', () => {
+  let cluster: ReplicaCluster;
+  after(() => cluster?.close());
+
+  test('starts its log again where the leader log starts and catches up', async () => {
+    const shortLived = { ...table, properties: { 'table.log.ttl': '1h' } };
+    cluster = new ReplicaCluster(shortLived, { 'log.segment.file-size': '4kb' });
+    for (const id of [1, 2]) await cluster.start(id);
+    // Server 2 is a replica outside the ISR that has not heard of the bucket yet.
+    await cluster.elect(0, 1, [1], [1, 2], [1]);
+    const leader = await cluster.connection(1);
+    for (let i = 0; i < 30; i++) assert.equal((await produce(leader, logBatch(`b${i}`), -1)).errorCode, undefined);
+    const deleted = await cluster.server(1).tablets.deleteExpiredSegments(Date.now() + 2 * 3600_000);
+    assert.ok(deleted > 0, 'retention deleted the first segments');
+    const start = hostedLog(cluster, 1).logStartOffset;
+    assert.ok(start > 0n);
+
+    await cluster.notify(0, [2]);
+    await waitUntil('server 2 holds the leader log from its start', () => hostedLog(cluster, 2).logEndOffset === hostedLog(cluster, 1).logEndOffset);
+    assert.equal(hostedLog(cluster, 2).logStartOffset, start);
+    await waitUntil('server 2 joined the ISR', () => hostedLog(cluster, 1).inSyncReplicas === 2);
+    assert.deepEqual(cluster.buckets.get(0)!.isr, [1, 2]);
+  });
+});

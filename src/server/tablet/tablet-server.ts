@@ -236,6 +236,7 @@ export class TabletServer implements BucketLifecycle {
       closeKv: async (replica) => {
         const kv = replica.kv;
         replica.kv = undefined;
+        this.kvService.closeScannersOf(replica);
         await kv?.close();
         await fs.promises.rm(this.kvDir(replica), { recursive: true, force: true });
       },
@@ -328,11 +329,11 @@ export class TabletServer implements BucketLifecycle {
     return this.replication;
   }
 
-  /** The high watermark of every bucket of a table, for tiering lag. */
+  /** The high watermark of every bucket of a table this server leads, for tiering lag. */
   highWatermarks(tableId: number): { partitionId?: number; partitionName?: string; bucket: number; highWatermark: bigint }[] {
     const out = [];
     for (const r of this.replicas.values()) {
-      if (r.bucket.tableId !== tableId) continue;
+      if (r.bucket.tableId !== tableId || r.role !== 'leader') continue;
       out.push({ ...(r.partition ? { partitionId: r.partition.partitionId, partitionName: r.partition.partitionName } : {}), bucket: r.bucket.bucket, highWatermark: r.log.highWatermark });
     }
     return out;
