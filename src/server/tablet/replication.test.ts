@@ -271,6 +271,24 @@ describe('fencing', () => {
     assert.equal(errorName((await fetchAs(2)).errorCode), 'NOT_LEADER_OR_FOLLOWER');
     assert.equal((await fetchAs(1)).errorCode, undefined);
   });
+
+  test('the same leader epoch again only updates the ISR and the table info (ALTER TABLE)', async () => {
+    const state = cluster.buckets.get(0)!;
+    const altered = { ...table, properties: { 'table.log.ttl': '2h' }, modifiedTime: table.modifiedTime + 1 };
+    state.isr = [1];
+    state.bucketEpoch++;
+    cluster.table = altered;
+    const results = await cluster.notify(0, [1, 2]);
+    assert.deepEqual(results.map((r) => r.errorCode), [undefined, undefined]);
+    for (const id of [1, 2]) {
+      const replica = cluster.server(id).tablets.hosted({ tableId: table.tableId, bucket: 0 })!;
+      assert.equal(replica.leaderEpoch, 1);
+      assert.deepEqual(replica.isr, [1]);
+      assert.equal(replica.table.properties['table.log.ttl'], '2h');
+    }
+    assert.equal(hostedLog(cluster, 1).leader, true);
+    assert.equal(hostedLog(cluster, 2).leader, false);
+  });
 });
 
 describe('a primary-key bucket', () => {

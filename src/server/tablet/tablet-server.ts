@@ -170,28 +170,31 @@ export class TabletServer implements BucketLifecycle {
     for (let b = 0; b < table.bucketCount; b++) {
       const bucket: TableBucket = { tableId: table.tableId, bucket: b, ...(partition ? { partitionId: partition.partitionId } : {}) };
       if (this.replicas.has(bucketKey(bucket))) continue;
-      const replica = await this.openReplica(table, partition, b, false);
-      Object.assign(replica, { role: 'leader', leaderId: EMBEDDED_SERVER_ID, leaderEpoch: 0, replicas: [EMBEDDED_SERVER_ID], isr: [EMBEDDED_SERVER_ID] });
+      const replica = await this.openReplica(table, partition, b);
       if (table.schema.primaryKey) await this.openKv(replica);
     }
   }
 
-  /** Opens (recovering) or creates a bucket's log, hosted from now on; a replicated one starts as a follower of no leader. */
-  private async openReplica(table: TableInfo, partition: PartitionInfo | undefined, b: number, replicated: boolean): Promise<Replica> {
+  /**
+   * Opens (recovering) or creates a bucket's log, hosted from now on. On one node the replica is
+   * the leader at epoch 0 at once; in a cluster its log is replicated and it is a follower of no
+   * leader until the coordinator says otherwise.
+   */
+  private async openReplica(table: TableInfo, partition: PartitionInfo | undefined, b: number): Promise<Replica> {
     const bucket: TableBucket = { tableId: table.tableId, bucket: b, ...(partition ? { partitionId: partition.partitionId } : {}) };
     const dir = path.join(this.tableDir(table, partition), `log-${b}`);
+    const replicated = this.replication !== undefined;
     const log = await LogTablet.open(dir, this.logConfig(table), this.log.child({ bucket: bucketKey(bucket) }), { onFlush: (start, ms) => this.activity.flushed(start, ms), replicated });
+    const place = replicated
+      ? { role: 'follower' as const, leaderId: -1, leaderEpoch: -1, replicas: [], isr: [] }
+      : { role: 'leader' as const, leaderId: EMBEDDED_SERVER_ID, leaderEpoch: 0, replicas: [EMBEDDED_SERVER_ID], isr: [EMBEDDED_SERVER_ID] };
     const replica: Replica = {
       bucket,
       table,
       ...(partition ? { partition } : {}),
       log,
       ...(table.schema.primaryKey ? { snapshots: this.snapshotStore(table, partition, b) } : {}),
-      role: 'follower',
-      leaderId: -1,
-      leaderEpoch: -1,
-      replicas: [],
-      isr: [],
+      ...place,
       bucketEpoch: 0,
     };
     this.replicas.set(bucketKey(bucket), replica);
@@ -221,7 +224,7 @@ export class TabletServer implements BucketLifecycle {
     return {
       hosted: (bucket) => this.hosted(bucket),
       hostedReplicas: () => this.replicas.values(),
-      openReplica: (table, partition, bucket) => this.openReplica(table, partition, bucket, true),
+      openReplica: (table, partition, bucket) => this.openReplica(table, partition, bucket),
       closeReplica: async (replica, deleteData) => {
         this.replicas.delete(bucketKey(replica.bucket));
         await replica.kv?.close();
