@@ -427,7 +427,8 @@ export class TabletServer implements BucketLifecycle {
       tableId: idOf(api, `tables_req[${i}].table_id`, t.tableId),
       partitionIds: t.bucketsReq.map((b, j) => optionalIdOf(api, `tables_req[${i}].buckets_req[${j}].partition_id`, b.partitionId)),
     }));
-    const replicas: Replica[] = [];
+    /** The buckets read, with the end each read was bounded by when it began. */
+    const replicas: { replica: Replica; end: bigint }[] = [];
     const items = req.tablesReq.flatMap((t, table) => t.bucketsReq.map((b, bucket) => ({ table, bucket, b, limit: Math.max(1, b.maxFetchBytes > 0 ? b.maxFetchBytes : maxBytes) })));
     const read = async (item: (typeof items)[number], limit: number): Promise<MessageInitShape<typeof PbFetchLogRespForBucketSchema>> => {
       const t = req.tablesReq[item.table];
@@ -438,7 +439,7 @@ export class TabletServer implements BucketLifecycle {
       let replica: Replica | undefined;
       try {
         replica = follower ? this.followerFetch(req.followerServerId, tableId, partitionId, b) : this.replica(tableId, partitionId, b.bucketId);
-        replicas.push(replica);
+        replicas.push({ replica, end: readEnd(replica, follower) });
         const hw = replica.log.highWatermark;
         const logStartOffset = replica.log.logStartOffset;
         const isolation = follower ? 'durable-end' : 'high-watermark';
@@ -514,7 +515,8 @@ export class TabletServer implements BucketLifecycle {
     return replica;
   }
 
-  private waitForData(replicas: Replica[], timeoutMs: number, follower: boolean): Promise<void> {
+  /** Waits until the end bounding a read of one of `replicas` has moved (also if it already did since the read), or `timeoutMs`. */
+  private waitForData(replicas: { replica: Replica; end: bigint }[], timeoutMs: number, follower: boolean): Promise<void> {
     return new Promise((resolve) => {
       const unsubscribes: (() => void)[] = [];
       const done = (): void => {
@@ -524,8 +526,9 @@ export class TabletServer implements BucketLifecycle {
         resolve();
       };
       const timer = setTimeout(done, timeoutMs);
-      for (const r of replicas) unsubscribes.push(follower ? r.log.onDurableEnd(done) : r.log.onHighWatermark(done));
+      for (const { replica } of replicas) unsubscribes.push(follower ? replica.log.onDurableEnd(done) : replica.log.onHighWatermark(done));
       this.serving.signal.addEventListener('abort', done);
+      if (replicas.some(({ replica, end }) => readEnd(replica, follower) !== end)) done();
     });
   }
 
@@ -700,4 +703,9 @@ export class TabletServer implements BucketLifecycle {
       writerIdExpirationMs: this.options.durationMs('server.writer-id.expiration-time'),
     };
   }
+}
+
+/** What bounds a read of the replica's log: the durable end for a follower, the high watermark for clients. */
+function readEnd(replica: Replica, follower: boolean): bigint {
+  return follower ? replica.log.durableEndOffset : replica.log.highWatermark;
 }
