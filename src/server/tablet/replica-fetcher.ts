@@ -92,9 +92,11 @@ export class ReplicaFetcher {
     await this.applying;
   }
 
+  /** Ends the loop; a fetch waiting at the leader ends with the connection, so that stopping does not wait for it. */
   async stop(): Promise<void> {
     this.stopping.abort();
     this.wake?.();
+    await this.connection?.close();
     await this.loop;
     await this.connection?.close();
   }
