@@ -151,6 +151,18 @@ describe('acks=all', () => {
     assert.equal(hostedLog(cluster, 1).logEndOffset, end);
     assert.equal((await produce(leader, logBatch('d'), 1)).errorCode, undefined, 'acks=1 does not need the ISR');
   });
+
+  test('a write waiting for the ISR is answered NOT_LEADER_OR_FOLLOWER when its leader is deposed', async () => {
+    const state = cluster.buckets.get(0)!;
+    state.isr = [1, 2];
+    state.bucketEpoch++;
+    await cluster.notify(0, [1]);
+    const leader = await cluster.connection(1);
+    const waiting = produce(leader, logBatch('e'), -1, 60_000);
+    await waitUntil('the write is appended', () => hostedLog(cluster, 1).logEndOffset > hostedLog(cluster, 1).highWatermark);
+    await cluster.elect(0, 2, [2], [1, 2], [1]);
+    assert.equal(errorName((await waiting).errorCode), 'NOT_LEADER_OR_FOLLOWER');
+  });
 });
 
 describe('the ISR', () => {
