@@ -25,7 +25,7 @@ import { createLogger, type Logger } from '../common/logger.js';
 import { LocalMetadataStore } from './metadata/local-metadata-store.js';
 import { NodeMetrics } from './metrics.js';
 import { rpcServerOf, startOnDataDir, type Undo } from './startup.js';
-import { TabletServer } from './tablet/tablet-server.js';
+import { type BucketMetrics, TabletServer } from './tablet/tablet-server.js';
 
 export interface Address {
   host: string;
@@ -86,7 +86,7 @@ export class TributaryServer {
     await coordinator.start(tablets);
 
     const tiering: TieringServiceDeps = { coordinator, warehouse, lakeFormat: lake.format, highWatermarks: (id) => tablets.highWatermarks(id) };
-    const metrics = nodeMetrics(tiering, tablets, () => rpc.stats(), disk, activity);
+    const metrics = nodeMetrics(tiering, () => tablets.bucketMetrics(), () => rpc.stats(), disk, activity);
     const rpc = rpcServerOf(options, listen, log, () => metrics);
     let self = { nodeId: 0, host: listen.host, port: listen.port };
     registerCoordinatorService(rpc, coordinator, () => self);
@@ -171,11 +171,11 @@ export class TributaryServer {
   }
 }
 
-/** The node's metrics, read from the coordinator, the tablet server and the RPC listener when scraped. */
-function nodeMetrics(tiering: TieringServiceDeps, tablets: TabletServer, rpcStats: () => RpcServerStats, disk: DataDisk, activity: ServerActivity): NodeMetrics {
+/** A node's metrics, read from the coordinator, the buckets it hosts (none on a cluster's coordinator) and the RPC listener when scraped. */
+export function nodeMetrics(tiering: TieringServiceDeps, buckets: () => BucketMetrics[], rpcStats: () => RpcServerStats, disk: DataDisk, activity: ServerActivity): NodeMetrics {
   const { coordinator } = tiering;
   return new NodeMetrics({
-    buckets: () => tablets.bucketMetrics(),
+    buckets,
     tables: () => {
       const all = coordinator.allTables();
       return { tables: all.length, partitions: all.reduce((n, t) => n + t.partitions.length, 0) };

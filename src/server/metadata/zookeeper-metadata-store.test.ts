@@ -5,6 +5,7 @@ import { useZooKeeper } from '../../../test/support/zookeeper.js';
 import { Options } from '../../common/config.js';
 import { TributaryError } from '../../common/errors.js';
 import { metadataStoreContract } from './fixtures/metadata-store-contract.js';
+import { partitionable, until } from './fixtures/zookeeper-network.js';
 import { ZooKeeperMetadataStore, ZOOKEEPER_MAX_REQUEST_BYTES } from './zookeeper-metadata-store.js';
 import { ZooKeeperSession, zooKeeperSettings } from './zookeeper-session.js';
 
@@ -28,14 +29,6 @@ function rejectsWith(name: string): (err: unknown) => boolean {
     assert.equal(err.errorName, name, err.message);
     return true;
   };
-}
-
-async function until(what: string, condition: () => boolean): Promise<void> {
-  const deadline = Date.now() + 60_000;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
 }
 
 test('the ZooKeeper options: Fluss\'s defaults, a required address, an absolute root; no answer within the connection timeout is NETWORK_EXCEPTION', async () => {
@@ -164,54 +157,6 @@ test('ZooKeeper killed with kill -9: commits fail as retriable, and after a rest
   assert.equal(fresh.get('/databases/db'), 'after');
   assert.equal(await fresh.nextId('partition_id'), id + 1);
 });
-
-/**
- * A loopback TCP proxy in front of ZooKeeper that a test can cut, as a network partition, or make
- * silent: connections made then are accepted and never answered (a server still starting, or wedged).
- */
-async function partitionable(target: number): Promise<{ address: string; cut(): void; silence(): void; heal(): void; close(): Promise<void> }> {
-  const sockets = new Set<net.Socket>();
-  let down: false | 'refuse' | 'silent' = false;
-  const server = net.createServer((client) => {
-    sockets.add(client);
-    client.on('error', () => undefined);
-    client.on('close', () => sockets.delete(client));
-    if (down === 'refuse') return void client.destroy();
-    if (down === 'silent') return;
-    const upstream = net.connect(target, '127.0.0.1');
-    for (const s of [client, upstream]) {
-      sockets.add(s);
-      s.on('error', () => undefined);
-      s.on('close', () => {
-        sockets.delete(s);
-        client.destroy();
-        upstream.destroy();
-      });
-    }
-    client.pipe(upstream);
-    upstream.pipe(client);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    address: `127.0.0.1:${(server.address() as net.AddressInfo).port}`,
-    cut() {
-      down = 'refuse';
-      for (const s of sockets) s.destroy();
-    },
-    silence() {
-      down = 'silent';
-      for (const s of sockets) s.destroy();
-    },
-    heal() {
-      down = false;
-    },
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        for (const s of sockets) s.destroy();
-      }),
-  };
-}
 
 test('a ZooKeeper that accepts the connection and stays silent does not hold the session: it reconnects once the server answers again', async () => {
   const proxy = await partitionable(Number(zooKeeper.server.address.split(':')[1]));

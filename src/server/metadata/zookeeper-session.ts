@@ -25,6 +25,8 @@ import { TributaryError } from '../../common/errors.js';
 
 const { CreateMode, Exception, State } = zookeeper;
 
+const CREATE_MODES = { persistent: CreateMode.PERSISTENT, ephemeral: CreateMode.EPHEMERAL, 'ephemeral-sequential': CreateMode.EPHEMERAL_SEQUENTIAL };
+
 export interface ZooKeeperSettings {
   /** Connection string: comma-separated host:port. */
   address: string;
@@ -86,6 +88,8 @@ const CONFLICTS = new Map<number, ConflictCode>([
 export interface ZNode {
   data: Buffer;
   version: number;
+  /** The session id (hex) of the session that owns an ephemeral node; all zeros for a persistent one. */
+  owner: string;
 }
 
 type Callback<T> = (error: unknown, result: T) => void;
@@ -148,33 +152,48 @@ export class ZooKeeperSession extends EventEmitter<{ expired: [] }> {
     return this.client.getSessionId().toString('hex');
   }
 
-  /** The node's data and version, or undefined when it does not exist. */
-  async get(path: string): Promise<ZNode | undefined> {
+  /**
+   * The node's data and version, or undefined when it does not exist; with `watch`, called once when
+   * the node changes or goes (a node that does not exist sets no watch).
+   */
+  async get(path: string, watch?: () => void): Promise<ZNode | undefined> {
     try {
-      return await this.call<ZNode>((cb) => this.client.getData(path, (err, data, stat) => cb(err, { data: data ?? Buffer.alloc(0), version: stat?.version })));
+      return await this.call<ZNode>((cb) => {
+        const done = (err: unknown, data: Buffer | undefined, stat: zookeeper.Stat | undefined): void =>
+          cb(err, { data: data ?? Buffer.alloc(0), version: stat?.version ?? 0, owner: stat?.ephemeralOwner.toString('hex') ?? '' });
+        if (watch) this.client.getData(path, watch, done);
+        else this.client.getData(path, done);
+      });
     } catch (err) {
       if (err instanceof ZooKeeperConflict && err.code === 'NO_NODE') return undefined;
       throw err;
     }
   }
 
-  /** Names of the node's children (unsorted); with `watch`, called once when they change or the node goes. */
+  /**
+   * Names of the node's children (unsorted); with `watch`, called once when they change or the node
+   * goes. (The client keeps one watch per function and node: setting the same function again while
+   * it waits does not make it called twice; this holds for every watch here.)
+   */
   children(path: string, watch?: () => void): Promise<string[]> {
-    return this.call((cb) => (watch ? this.client.getChildren(path, () => watch(), cb) : this.client.getChildren(path, cb)));
+    return this.call((cb) => (watch ? this.client.getChildren(path, watch, cb) : this.client.getChildren(path, cb)));
   }
 
   /** Whether the node exists; with `watch`, called once when it is created, changed or deleted. */
   exists(path: string, watch?: () => void): Promise<boolean> {
     return this.call<boolean>((cb) => {
       const done = (err: unknown, stat: unknown): void => cb(err, stat !== null && stat !== undefined);
-      if (watch) this.client.exists(path, () => watch(), done);
+      if (watch) this.client.exists(path, watch, done);
       else this.client.exists(path, done);
     });
   }
 
-  /** Creates a node and returns its path (with the sequence number of a sequential one). */
-  create(path: string, data: Buffer, mode: 'persistent' | 'ephemeral-sequential' = 'persistent'): Promise<string> {
-    const createMode = mode === 'persistent' ? CreateMode.PERSISTENT : CreateMode.EPHEMERAL_SEQUENTIAL;
+  /**
+   * Creates a node and returns its path (with the sequence number of a sequential one); an ephemeral
+   * node lives as long as this session.
+   */
+  create(path: string, data: Buffer, mode: keyof typeof CREATE_MODES = 'persistent'): Promise<string> {
+    const createMode = CREATE_MODES[mode];
     return this.call((cb) => this.client.create(path, data, createMode, cb));
   }
 
