@@ -1,8 +1,10 @@
 /**
- * `Admin`: databases, tables, partitions and offsets. Every method is one RPC (ListOffsets one per
- * call), and failures reject with a `TributaryError` whose `errorName` says what went wrong.
+ * `Admin`: databases, tables, partitions, offsets and where buckets live. Metadata and DDL go to
+ * the coordinator, offsets and stats to each bucket's leader (retried at a new leader until
+ * `client.request-timeout`), and failures reject with a `TributaryError` whose `errorName` says
+ * what went wrong.
  */
-import { TributaryError } from '../common/errors.js';
+import { ErrorCodes, TributaryError } from '../common/errors.js';
 import {
   type ColumnSpec,
   type PartitionInfo,
@@ -18,7 +20,8 @@ import type { LakeSnapshot } from '../common/lake.js';
 import { type Api, ApiKeys, type RequestInit, type ResponseMessage } from '../rpc/api-keys.js';
 import { fromPbLakeOffset } from '../rpc/lake-offsets.js';
 import type { ConnectionCore } from './connection-core.js';
-import { throwIfError, toPartitionInfo } from './responses.js';
+import { requestLeaders } from './leader-requests.js';
+import { hasError, throwIfError, toPartitionInfo } from './responses.js';
 
 /** Where to start reading a bucket, or which offset ListOffsets should return. */
 export type OffsetSpec = 'earliest' | 'latest' | { timestamp: number | Date };
@@ -41,6 +44,8 @@ function toKvSnapshot(s: { bucketId: number; snapshotId?: bigint; logOffset?: bi
 }
 
 export const OFFSET_TYPE = { earliest: 0, latest: 1, timestamp: 2 } as const;
+/** ListOffsets type of a bucket's log end offset (LEO): where its local log ends, at or above the high watermark. */
+const LOG_END_OFFSET = 3;
 
 const pbPath = (p: TablePath) => ({ databaseName: p.database, tableName: p.table });
 const pbSpec = (spec: Record<string, string>) => Object.entries(spec).map(([key, value]) => ({ key, value: String(value) }));
@@ -61,6 +66,36 @@ export interface LakeTieringStatus {
   /** 0 when the lake holds every record; else how long ago the registered lake snapshot was committed (or the table created). */
   lagMs: number;
   buckets: { partition?: string; bucket: number; lakeEndOffset: bigint; highWatermark: bigint; recordsBehind: bigint }[];
+}
+
+/** A tablet server (listTabletServers); host, port and rack are null for one that is not registered now. */
+export interface TabletServerInfo {
+  nodeId: number;
+  host: string | null;
+  port: number | null;
+  rack: string | null;
+  alive: boolean;
+  /** Buckets (of every table and partition) it leads, and bucket replicas it is assigned. */
+  leaderCount: number;
+  replicaCount: number;
+}
+
+/** Where a bucket lives, as the coordinator says. */
+export interface BucketInfo {
+  partition?: string;
+  bucket: number;
+  /** -1 while it has no leader. */
+  leader: number;
+  /** Replica ids in assignment order, and those in sync with the leader. */
+  replicas: number[];
+  isr: number[];
+  leaderEpoch: number;
+}
+
+/** A bucket's placement and how far its log goes (listBuckets). */
+export interface BucketStatus extends BucketInfo {
+  highWatermark: bigint | null;
+  logEndOffset: bigint | null;
 }
 
 /** A lake table of the warehouse (listLakeTables). */
@@ -198,20 +233,10 @@ export class Admin {
    * commit timestamp. For a partitioned table name the partition.
    */
   async listOffsets(path: TablePath, buckets: number[], spec: OffsetSpec, partitionName?: string): Promise<Map<number, bigint>> {
-    const info = await this.conn.metadata.table(path);
-    const partitionId = partitionName === undefined ? undefined : await this.partitionIdOf(info, partitionName);
-    const resp = await this.call(ApiKeys.ListOffsets, {
-      followerServerId: -1,
-      offsetType: typeof spec === 'string' ? OFFSET_TYPE[spec] : OFFSET_TYPE.timestamp,
-      tableId: BigInt(info.tableId),
-      ...(partitionId !== undefined ? { partitionId } : {}),
-      bucketId: buckets,
-      ...(typeof spec === 'object' ? { startTimestamp: BigInt(spec.timestamp instanceof Date ? spec.timestamp.getTime() : spec.timestamp) } : {}),
-    });
     const out = new Map<number, bigint>();
-    for (const b of resp.bucketsResp) {
-      throwIfError(b, 'list offsets');
-      out.set(b.bucketId, b.offset);
+    for (const [bucket, answer] of await this.offsetsOf(path, buckets, typeof spec === 'string' ? OFFSET_TYPE[spec] : spec, partitionName)) {
+      throwIfError(answer, 'list offsets');
+      out.set(bucket, answer.offset);
     }
     return out;
   }
@@ -220,17 +245,77 @@ export class Admin {
   async getTableStats(path: TablePath, partitionName?: string): Promise<{ rowCount: bigint; buckets: Map<number, bigint> }> {
     const info = await this.conn.metadata.table(path);
     const partitionId = partitionName === undefined ? undefined : await this.partitionIdOf(info, partitionName);
-    const resp = await this.call(ApiKeys.GetTableStats, {
-      tableId: BigInt(info.tableId),
-      ...(partitionId !== undefined ? { partitionId } : {}),
-      bucketId: Array.from({ length: info.bucketCount }, (_, b) => b),
+    const all = Array.from({ length: info.bucketCount }, (_, bucket) => ({ ...(partitionId !== undefined ? { partitionId } : {}), bucket }));
+    const answers = await requestLeaders(this.conn, info, all, async (rpc, group) => {
+      const resp = await rpc.request(ApiKeys.GetTableStats, {
+        tableId: BigInt(info.tableId),
+        ...(partitionId !== undefined ? { partitionId: BigInt(partitionId) } : {}),
+        bucketId: group.map((b) => b.bucket),
+      });
+      return inBucketOrder(group, resp.bucketsResp);
     });
     const buckets = new Map<number, bigint>();
-    for (const b of resp.bucketsResp) {
+    answers.forEach((b, i) => {
       throwIfError(b, 'table stats');
-      buckets.set(b.bucketId, b.rowCount);
-    }
+      buckets.set(all[i].bucket, b.rowCount);
+    });
     return { rowCount: [...buckets.values()].reduce((a, b) => a + b, 0n), buckets };
+  }
+
+  /**
+   * The tablet servers of the cluster: the registered ones (alive), and any that replicas are
+   * assigned to but that are not registered now (not alive, address unknown), each with how many
+   * bucket replicas of every table it holds and how many it leads.
+   */
+  async listTabletServers(): Promise<TabletServerInfo[]> {
+    await this.conn.metadata.refreshNodes();
+    const servers = new Map<number, TabletServerInfo>();
+    for (const n of this.conn.metadata.tabletServers) {
+      servers.set(n.nodeId, { nodeId: n.nodeId, host: n.host, port: n.port, rack: n.rack ?? null, alive: true, leaderCount: 0, replicaCount: 0 });
+    }
+    const server = (nodeId: number): TabletServerInfo => {
+      let s = servers.get(nodeId);
+      if (!s) servers.set(nodeId, (s = { nodeId, host: null, port: null, rack: null, alive: false, leaderCount: 0, replicaCount: 0 }));
+      return s;
+    };
+    for (const database of await this.listDatabases()) {
+      for (const table of await this.listTables(database)) {
+        let buckets: BucketInfo[];
+        try {
+          buckets = await this.bucketsOf(await this.conn.metadata.table({ database, table }, true));
+        } catch (err) {
+          if (err instanceof TributaryError && (err.errorName === 'TABLE_NOT_EXIST' || err.errorName === 'DATABASE_NOT_EXIST' || err.errorName === 'PARTITION_NOT_EXISTS')) continue; // dropped since listed
+          throw err;
+        }
+        for (const b of buckets) {
+          if (b.leader >= 0) server(b.leader).leaderCount++;
+          for (const r of b.replicas) server(r).replicaCount++;
+        }
+      }
+    }
+    return [...servers.values()].sort((a, b) => a.nodeId - b.nodeId);
+  }
+
+  /**
+   * Where each bucket of a table (of every partition) lives and how far its log goes: leader,
+   * replicas, in-sync replicas and leader epoch from the coordinator, high watermark and log end
+   * offset from the leader (null where it cannot say, or the bucket has no leader).
+   */
+  async listBuckets(path: TablePath): Promise<BucketStatus[]> {
+    const buckets = await this.bucketsOf(await this.conn.metadata.table(path, true));
+    const out: BucketStatus[] = [];
+    const byPartition = new Map<string | undefined, BucketInfo[]>();
+    for (const b of buckets) byPartition.set(b.partition, [...(byPartition.get(b.partition) ?? []), b]);
+    for (const [partition, list] of byPartition) {
+      const ids = list.map((b) => b.bucket);
+      const [hw, leo] = await Promise.all([OFFSET_TYPE.latest, LOG_END_OFFSET].map((type) => this.offsetsOf(path, ids, type, partition).catch(() => new Map<number, OffsetAnswer>())));
+      const offset = (answers: Map<number, OffsetAnswer>, bucket: number): bigint | null => {
+        const a = answers.get(bucket);
+        return a && !hasError(a) ? a.offset : null;
+      };
+      for (const b of list) out.push({ ...b, highWatermark: offset(hw, b.bucket), logEndOffset: offset(leo, b.bucket) });
+    }
+    return out;
   }
 
   /** The latest KV snapshot of each bucket of a primary-key table (or partition). */
@@ -273,13 +358,54 @@ export class Admin {
     };
   }
 
-  private async partitionIdOf(info: TableInfo, partitionName: string): Promise<bigint> {
+  private async partitionIdOf(info: TableInfo, partitionName: string): Promise<number> {
     const p = await this.conn.metadata.partition(info, partitionName, true);
     if (!p) throw new TributaryError('PARTITION_NOT_EXISTS', `partition '${partitionName}' does not exist`);
-    return BigInt(p.partitionId);
+    return p.partitionId;
+  }
+
+  /** ListOffsets of `buckets` (of a partition) at their leaders: each bucket's answer, which may carry an error. */
+  private async offsetsOf(path: TablePath, buckets: number[], spec: number | { timestamp: number | Date }, partitionName?: string): Promise<Map<number, OffsetAnswer>> {
+    const info = await this.conn.metadata.table(path);
+    const partitionId = partitionName === undefined ? undefined : await this.partitionIdOf(info, partitionName);
+    const targets = buckets.map((bucket) => ({ ...(partitionId !== undefined ? { partitionId } : {}), bucket }));
+    const answers = await requestLeaders(this.conn, info, targets, async (rpc, group) => {
+      const resp = await rpc.request(ApiKeys.ListOffsets, {
+        followerServerId: -1,
+        offsetType: typeof spec === 'number' ? spec : OFFSET_TYPE.timestamp,
+        tableId: BigInt(info.tableId),
+        ...(partitionId !== undefined ? { partitionId: BigInt(partitionId) } : {}),
+        bucketId: group.map((b) => b.bucket),
+        ...(typeof spec === 'object' ? { startTimestamp: BigInt(spec.timestamp instanceof Date ? spec.timestamp.getTime() : spec.timestamp) } : {}),
+      });
+      return inBucketOrder(group, resp.bucketsResp);
+    });
+    return new Map(answers.map((a, i) => [buckets[i], a]));
+  }
+
+  /** Every bucket of a table (of each of its partitions) as the coordinator places it now. */
+  private async bucketsOf(info: TableInfo): Promise<BucketInfo[]> {
+    const partitions = info.partitionKeys.length > 0 ? await this.conn.metadata.listPartitions(info.path) : [undefined];
+    this.conn.metadata.invalidateLeaders(info);
+    const out: BucketInfo[] = [];
+    for (const p of partitions) {
+      for (const b of await this.conn.metadata.bucketLeaders(info, p?.partitionId)) {
+        out.push({ ...(p ? { partition: p.partitionName } : {}), bucket: b.bucket, leader: b.leader, replicas: b.replicas, isr: b.isr, leaderEpoch: b.leaderEpoch });
+      }
+    }
+    return out;
   }
 
   private async call<A extends Api>(api: A, init: RequestInit<A>): Promise<ResponseMessage<A>> {
-    return (await this.conn.server()).request(api, init);
+    return (await this.conn.coordinator()).request(api, init);
   }
+}
+
+/** A bucket's ListOffsets answer. */
+type OffsetAnswer = { errorCode?: number; errorMessage?: string; offset: bigint };
+
+/** The answers of a per-bucket response in the order of the buckets asked (a server answers each bucket once, naming it). */
+function inBucketOrder<R extends { bucketId: number; errorCode?: number; errorMessage?: string }>(asked: readonly { bucket: number }[], answers: readonly R[]): R[] {
+  const byBucket = new Map(answers.map((a) => [a.bucketId, a]));
+  return asked.map((b) => byBucket.get(b.bucket) ?? ({ bucketId: b.bucket, errorCode: ErrorCodes.UNKNOWN_TABLE_OR_BUCKET_EXCEPTION, errorMessage: `no answer for bucket ${b.bucket}` } as R));
 }
