@@ -20,7 +20,7 @@ import type { LakeSnapshot } from '../common/lake.js';
 import { type Api, ApiKeys, type RequestInit, type ResponseMessage } from '../rpc/api-keys.js';
 import { fromPbLakeOffset } from '../rpc/lake-offsets.js';
 import type { ConnectionCore } from './connection-core.js';
-import { requestLeaders } from './leader-requests.js';
+import { type BucketAddress, type LeaderSend, outcomeError, requestLeaders, roundToLeaders } from './leader-requests.js';
 import { hasError, throwIfError, toPartitionInfo } from './responses.js';
 
 /** Where to start reading a bucket, or which offset ListOffsets should return. */
@@ -233,11 +233,15 @@ export class Admin {
    * commit timestamp. For a partitioned table name the partition.
    */
   async listOffsets(path: TablePath, buckets: number[], spec: OffsetSpec, partitionName?: string): Promise<Map<number, bigint>> {
+    const info = await this.conn.metadata.table(path);
+    const partitionId = partitionName === undefined ? undefined : await this.partitionIdOf(info, partitionName);
+    const targets = buckets.map((bucket) => ({ ...(partitionId !== undefined ? { partitionId } : {}), bucket }));
+    const answers = await requestLeaders(this.conn, info, targets, listOffsetsAt(info, partitionId, typeof spec === 'string' ? OFFSET_TYPE[spec] : spec));
     const out = new Map<number, bigint>();
-    for (const [bucket, answer] of await this.offsetsOf(path, buckets, typeof spec === 'string' ? OFFSET_TYPE[spec] : spec, partitionName)) {
+    answers.forEach((answer, i) => {
       throwIfError(answer, 'list offsets');
-      out.set(bucket, answer.offset);
-    }
+      out.set(buckets[i], answer.offset);
+    });
     return out;
   }
 
@@ -302,18 +306,21 @@ export class Admin {
    * offset from the leader (null where it cannot say, or the bucket has no leader).
    */
   async listBuckets(path: TablePath): Promise<BucketStatus[]> {
-    const buckets = await this.bucketsOf(await this.conn.metadata.table(path, true));
+    const info = await this.conn.metadata.table(path, true);
+    const buckets = await this.bucketsOf(info);
     const out: BucketStatus[] = [];
-    const byPartition = new Map<string | undefined, BucketInfo[]>();
-    for (const b of buckets) byPartition.set(b.partition, [...(byPartition.get(b.partition) ?? []), b]);
-    for (const [partition, list] of byPartition) {
-      const ids = list.map((b) => b.bucket);
-      const [hw, leo] = await Promise.all([OFFSET_TYPE.latest, LOG_END_OFFSET].map((type) => this.offsetsOf(path, ids, type, partition).catch(() => new Map<number, OffsetAnswer>())));
-      const offset = (answers: Map<number, OffsetAnswer>, bucket: number): bigint | null => {
-        const a = answers.get(bucket);
-        return a && !hasError(a) ? a.offset : null;
-      };
-      for (const b of list) out.push({ ...b, highWatermark: offset(hw, b.bucket), logEndOffset: offset(leo, b.bucket) });
+    const byPartition = new Map<number | undefined, typeof buckets>();
+    for (const b of buckets) byPartition.set(b.partitionId, [...(byPartition.get(b.partitionId) ?? []), b]);
+    for (const [partitionId, list] of byPartition) {
+      // One round, to the buckets that have a leader: this shows where things stand, it does not wait for them.
+      const led = list.filter((b) => b.leader >= 0);
+      const targets = led.map((b) => ({ ...(partitionId !== undefined ? { partitionId } : {}), bucket: b.bucket }));
+      const [hw, leo] = await Promise.all([OFFSET_TYPE.latest, LOG_END_OFFSET].map((type) => roundToLeaders(this.conn, info, targets, listOffsetsAt(info, partitionId, type))));
+      const offsets = new Map(led.map((b, i) => [b.bucket, [hw[i], leo[i]].map((o) => (outcomeError(o, 'list offsets') ? null : (o as OffsetAnswer).offset))]));
+      for (const b of list) {
+        const [highWatermark, logEndOffset] = offsets.get(b.bucket) ?? [null, null];
+        out.push({ ...(b.partition !== undefined ? { partition: b.partition } : {}), bucket: b.bucket, leader: b.leader, replicas: b.replicas, isr: b.isr, leaderEpoch: b.leaderEpoch, highWatermark, logEndOffset });
+      }
     }
     return out;
   }
@@ -364,33 +371,14 @@ export class Admin {
     return p.partitionId;
   }
 
-  /** ListOffsets of `buckets` (of a partition) at their leaders: each bucket's answer, which may carry an error. */
-  private async offsetsOf(path: TablePath, buckets: number[], spec: number | { timestamp: number | Date }, partitionName?: string): Promise<Map<number, OffsetAnswer>> {
-    const info = await this.conn.metadata.table(path);
-    const partitionId = partitionName === undefined ? undefined : await this.partitionIdOf(info, partitionName);
-    const targets = buckets.map((bucket) => ({ ...(partitionId !== undefined ? { partitionId } : {}), bucket }));
-    const answers = await requestLeaders(this.conn, info, targets, async (rpc, group) => {
-      const resp = await rpc.request(ApiKeys.ListOffsets, {
-        followerServerId: -1,
-        offsetType: typeof spec === 'number' ? spec : OFFSET_TYPE.timestamp,
-        tableId: BigInt(info.tableId),
-        ...(partitionId !== undefined ? { partitionId: BigInt(partitionId) } : {}),
-        bucketId: group.map((b) => b.bucket),
-        ...(typeof spec === 'object' ? { startTimestamp: BigInt(spec.timestamp instanceof Date ? spec.timestamp.getTime() : spec.timestamp) } : {}),
-      });
-      return inBucketOrder(group, resp.bucketsResp);
-    });
-    return new Map(answers.map((a, i) => [buckets[i], a]));
-  }
-
   /** Every bucket of a table (of each of its partitions) as the coordinator places it now. */
-  private async bucketsOf(info: TableInfo): Promise<BucketInfo[]> {
+  private async bucketsOf(info: TableInfo): Promise<(BucketInfo & { partitionId?: number })[]> {
     const partitions = info.partitionKeys.length > 0 ? await this.conn.metadata.listPartitions(info.path) : [undefined];
     this.conn.metadata.invalidateLeaders(info);
-    const out: BucketInfo[] = [];
+    const out: (BucketInfo & { partitionId?: number })[] = [];
     for (const p of partitions) {
       for (const b of await this.conn.metadata.bucketLeaders(info, p?.partitionId)) {
-        out.push({ ...(p ? { partition: p.partitionName } : {}), bucket: b.bucket, leader: b.leader, replicas: b.replicas, isr: b.isr, leaderEpoch: b.leaderEpoch });
+        out.push({ ...(p ? { partition: p.partitionName, partitionId: p.partitionId } : {}), bucket: b.bucket, leader: b.leader, replicas: b.replicas, isr: b.isr, leaderEpoch: b.leaderEpoch });
       }
     }
     return out;
@@ -403,6 +391,21 @@ export class Admin {
 
 /** A bucket's ListOffsets answer. */
 type OffsetAnswer = { errorCode?: number; errorMessage?: string; offset: bigint };
+
+/** ListOffsets at a leader, of its buckets of `info` (of partition `partitionId`): an offset type, or a timestamp. */
+function listOffsetsAt(info: TableInfo, partitionId: number | undefined, spec: number | { timestamp: number | Date }): LeaderSend<BucketAddress, OffsetAnswer> {
+  return async (rpc, group) => {
+    const resp = await rpc.request(ApiKeys.ListOffsets, {
+      followerServerId: -1,
+      offsetType: typeof spec === 'number' ? spec : OFFSET_TYPE.timestamp,
+      tableId: BigInt(info.tableId),
+      ...(partitionId !== undefined ? { partitionId: BigInt(partitionId) } : {}),
+      bucketId: group.map((b) => b.bucket),
+      ...(typeof spec === 'object' ? { startTimestamp: BigInt(spec.timestamp instanceof Date ? spec.timestamp.getTime() : spec.timestamp) } : {}),
+    });
+    return inBucketOrder(group, resp.bucketsResp);
+  };
+}
 
 /** The answers of a per-bucket response in the order of the buckets asked (a server answers each bucket once, naming it). */
 function inBucketOrder<R extends { bucketId: number; errorCode?: number; errorMessage?: string }>(asked: readonly { bucket: number }[], answers: readonly R[]): R[] {
