@@ -1,7 +1,7 @@
 /**
  * The connection against real servers: bootstrapping past dead addresses, what Admin says of the
- * one node of `tributary start`, and writers and scanners carrying on, every row once, while
- * that node restarts under them.
+ * one node of `tributary start`, and writers, scanners and reads carrying on, every row once,
+ * while that node restarts under them.
  */
 import assert from 'node:assert/strict';
 import net from 'node:net';
@@ -67,7 +67,7 @@ describe('Connection', () => {
 });
 
 describe('a server restart', () => {
-  test('writers and scanners carry on through it without an error, and every row is read once', async (t) => {
+  test('writers, scanners and offset requests carry on through it without an error, and every row is read once', async (t) => {
     const cluster = await startCluster(t, { client: { 'client.writer.batch-timeout': '5ms' } });
     const path = { database: 'tributary', table: 'through_restart' };
     await cluster.conn.getAdmin().createTable(path, { columns: [{ name: 'id', type: 'INT' }], properties: { 'bucket.num': '2', 'bucket.key': 'id' } });
@@ -93,8 +93,11 @@ describe('a server restart', () => {
     for (let id = 300; id < 400; id++) await writer.append({ id });
     const flushed = Promise.all([inFlight, writer.flush()]);
     read.push(...(await scanner.poll(1000))); // resolves (with what was fetched before, if anything) while no server answers
+    const latest = cluster.conn.getAdmin().listOffsets(path, [0, 1], 'latest'); // retried until the server is back
     await cluster.restart();
     await flushed;
+    const acknowledged = [...(await latest).values()].reduce((a, b) => a + b, 0n);
+    assert.ok(acknowledged >= 200n, `the rows acknowledged before the crash are there: ${acknowledged}`);
     await readUpTo(400);
     await writer.close();
     assert.deepEqual(await scanner.poll(1000), [], 'no row twice');
