@@ -111,13 +111,10 @@ export class MetadataCache {
     return known;
   }
 
-  /** The node leading a bucket; NOT_LEADER_OR_FOLLOWER (retriable) while it has none. */
+  /** The node leading a bucket; NOT_LEADER_OR_FOLLOWER (retriable: the caller drops the leaders and asks again) while it has none. */
   async leaderOf(table: TableInfo, partitionId: number | undefined, bucket: number): Promise<number> {
     const leader = (await this.bucketLeaders(table, partitionId)).find((b) => b.bucket === bucket)?.leader ?? -1;
-    if (leader < 0) {
-      this.invalidateLeaders(table);
-      throw new TributaryError('NOT_LEADER_OR_FOLLOWER', `bucket ${bucket} of '${tablePathString(table.path)}'${partitionId !== undefined ? ` (partition ${partitionId})` : ''} has no leader now`);
-    }
+    if (leader < 0) throw new TributaryError('NOT_LEADER_OR_FOLLOWER', `bucket ${bucket} of '${tablePathString(table.path)}'${partitionId !== undefined ? ` (partition ${partitionId})` : ''} has no leader now`);
     return leader;
   }
 
