@@ -97,7 +97,7 @@ test('rows that do not match the schema are rejected by name, client and server 
   await writer.close();
 
   // A hand-made batch whose payload is not an Arrow record batch of this schema.
-  const rpc = await cluster.conn.server();
+  const rpc = await cluster.conn.tabletServer(0);
   const bogus = buildLogBatch({ schemaId: 0, appendOnly: true, recordCount: 1, payload: Buffer.from('not arrow at all') });
   const resp = await rpc.request(ApiKeys.ProduceLog, { acks: -1, tableId: BigInt(table.info.tableId), timeoutMs: 1000, bucketsReq: [{ bucketId: 0, records: bogus }] });
   assert.equal(resp.bucketsResp[0].errorCode, 3, resp.bucketsResp[0].errorMessage);
@@ -113,7 +113,7 @@ test('rows that do not match the schema are rejected by name, client and server 
 });
 
 test('unknown tables, buckets and partitions get their named errors', async () => {
-  const rpc = await cluster.conn.server();
+  const rpc = await cluster.conn.tabletServer(0);
   const resp = await rpc.request(ApiKeys.ProduceLog, { acks: -1, tableId: 999_999n, timeoutMs: 1000, bucketsReq: [{ bucketId: 0, records: Buffer.alloc(0) }] });
   assert.equal(resp.bucketsResp[0].errorCode, 21, 'UNKNOWN_TABLE_OR_BUCKET_EXCEPTION');
   const table = await cluster.conn.getTable({ database: 'tributary', table: 't' });
@@ -129,7 +129,7 @@ test('unknown tables, buckets and partitions get their named errors', async () =
 });
 
 test('request fields that are missing or out of range get named errors that say the API and the field', async () => {
-  const rpc = await cluster.conn.server();
+  const rpc = await cluster.conn.coordinator();
   const named = (name: string, fragment: string) => (e: TributaryError) => e.errorName === name && e.message.includes(fragment);
   const tablePath = { databaseName: 'tributary', tableName: 'nameless' };
   // A column without a name was a TypeError (UNKNOWN_SERVER_ERROR), and must not leave a table behind.
@@ -148,7 +148,7 @@ test('request fields that are missing or out of range get named errors that say 
 });
 
 test('a Lookup of a negative bucket is refused by name instead of answered with a corrupt response', async () => {
-  const rpc = await cluster.conn.server();
+  const rpc = await cluster.conn.tabletServer(0);
   const table = await cluster.conn.getTable({ database: 'tributary', table: 't' });
   const keys = new KeyFields();
   keys.add(Buffer.from([1, 2, 3]));

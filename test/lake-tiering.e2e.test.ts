@@ -157,7 +157,7 @@ type Assignment = Awaited<ReturnType<typeof assign>>;
 
 /** Asks the coordinator for a table to tier, as a worker does; `failed` reports an earlier round as failed first. */
 async function assign(conn: Connection, failed?: { tableId: bigint; tieringEpoch: bigint }) {
-  const rpc = await conn.server();
+  const rpc = await conn.coordinator();
   for (let i = 0; i < 100; i++) {
     const resp = await rpc.request(ApiKeys.LakeTieringHeartbeat, {
       requestTable: true,

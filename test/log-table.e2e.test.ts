@@ -174,7 +174,7 @@ describe('log tables end to end', () => {
     scanner.close();
     await writer.close();
 
-    const rpc = await cluster.conn.server();
+    const rpc = await cluster.conn.tabletServer(0);
     const tail = await rpc.request(ApiKeys.LimitScan, { tableId: BigInt(table.info.tableId), bucketId: 0, limit: 2 });
     assert.equal(tail.errorCode, undefined);
     assert.ok(tail.records.length > 0, 'LimitScan returns the tail batches');
@@ -261,7 +261,7 @@ describe('log tables end to end', () => {
       await writer.flush(); // a batch per bucket each round
     }
     await writer.close();
-    const rpc = await cluster.conn.server();
+    const rpc = await cluster.conn.tabletServer(0);
     const fetch = async (maxBytes: number, maxFetchBytes: number) => {
       const resp = await rpc.request(ApiKeys.FetchLog, {
         followerServerId: -1, maxBytes, minBytes: 1, maxWaitMs: 0,

@@ -80,7 +80,7 @@ describe('primary-key tables', () => {
     await assert.rejects(table.newScan().createBatchScanner([info.bucketCount]).readAll(), { errorName: 'UNKNOWN_TABLE_OR_BUCKET_EXCEPTION' });
 
     assert.equal((await admin.getTableStats(users)).rowCount, 1n);
-    const rpc = await cluster.conn.server();
+    const rpc = await cluster.conn.tabletServer(0);
     const limited = await Promise.all([0, 1].map((bucketId) => rpc.request(ApiKeys.LimitScan, { tableId: BigInt(info.tableId), bucketId, limit: 5 })));
     assert.equal(limited.reduce((n, r) => n + r.values.length, 0), 1, 'LimitScan on a primary-key table returns rows of its state');
   });

@@ -123,6 +123,41 @@ describe('tributary sql', () => {
   });
 });
 
+describe('SHOW TABLET SERVERS', () => {
+  test('lists the one node of tributary start, leading and holding every bucket of every table', async () => {
+    const conn = await Connection.create({ 'bootstrap.servers': cluster.bootstrap });
+    const duck = await DuckSession.create();
+    await conn.getAdmin().createDatabase('servers');
+    const executor = new SqlExecutor(conn, duck, 'servers');
+    try {
+      await executor.execute("CREATE TABLE spread (id INT) WITH ('bucket.num' = '5')");
+      const { result } = await executor.execute('SHOW TABLET SERVERS');
+      assert.ok(result);
+      assert.deepEqual(
+        result.columns.map((c) => c.name),
+        ['server_id', 'host', 'port', 'rack', 'alive', 'leader_count', 'replica_count'],
+      );
+      assert.equal(result.rows.length, 1);
+      const [id, host, port, rack, alive, leaders, replicas] = result.rows[0];
+      assert.deepEqual([id, `${host}:${port}`, rack, alive], [0, cluster.server.bootstrap, null, true]);
+      const admin = conn.getAdmin();
+      let buckets = 0;
+      for (const database of await admin.listDatabases()) {
+        for (const table of await admin.listTables(database)) {
+          const info = await admin.getTableInfo({ database, table });
+          const partitions = info.partitionKeys.length > 0 ? (await admin.listPartitionInfos(info.path)).length : 1;
+          buckets += info.bucketCount * partitions;
+        }
+      }
+      assert.ok(buckets >= 5);
+      assert.deepEqual([leaders, replicas], [buckets, buckets], 'every bucket of every table, as its leader and only replica');
+    } finally {
+      duck.close();
+      await conn.close();
+    }
+  });
+});
+
 describe('EXPLAIN', () => {
   test("shows how Tributary reads each table (lookup, KV scan, log scan with its columns and ranges) before DuckDB's plan", async () => {
     const conn = await Connection.create({ 'bootstrap.servers': cluster.bootstrap });

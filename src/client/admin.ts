@@ -1,8 +1,10 @@
 /**
- * `Admin`: databases, tables, partitions and offsets. Every method is one RPC (ListOffsets one per
- * call), and failures reject with a `TributaryError` whose `errorName` says what went wrong.
+ * `Admin`: databases, tables, partitions, offsets and where buckets live. Metadata and DDL go to
+ * the coordinator, offsets and stats to each bucket's leader (retried at a new leader until
+ * `client.request-timeout`), and failures reject with a `TributaryError` whose `errorName` says
+ * what went wrong.
  */
-import { TributaryError } from '../common/errors.js';
+import { ErrorCodes, TributaryError } from '../common/errors.js';
 import {
   type ColumnSpec,
   type PartitionInfo,
@@ -18,7 +20,8 @@ import type { LakeSnapshot } from '../common/lake.js';
 import { type Api, ApiKeys, type RequestInit, type ResponseMessage } from '../rpc/api-keys.js';
 import { fromPbLakeOffset } from '../rpc/lake-offsets.js';
 import type { ConnectionCore } from './connection-core.js';
-import { throwIfError, toPartitionInfo } from './responses.js';
+import { type BucketAddress, type LeaderSend, outcomeError, requestLeaders, roundToLeaders } from './leader-requests.js';
+import { hasError, throwIfError, toPartitionInfo } from './responses.js';
 
 /** Where to start reading a bucket, or which offset ListOffsets should return. */
 export type OffsetSpec = 'earliest' | 'latest' | { timestamp: number | Date };
@@ -41,6 +44,8 @@ function toKvSnapshot(s: { bucketId: number; snapshotId?: bigint; logOffset?: bi
 }
 
 export const OFFSET_TYPE = { earliest: 0, latest: 1, timestamp: 2 } as const;
+/** ListOffsets type of a bucket's log end offset (LEO): where its local log ends, at or above the high watermark. */
+const LOG_END_OFFSET = 3;
 
 const pbPath = (p: TablePath) => ({ databaseName: p.database, tableName: p.table });
 const pbSpec = (spec: Record<string, string>) => Object.entries(spec).map(([key, value]) => ({ key, value: String(value) }));
@@ -61,6 +66,36 @@ export interface LakeTieringStatus {
   /** 0 when the lake holds every record; else how long ago the registered lake snapshot was committed (or the table created). */
   lagMs: number;
   buckets: { partition?: string; bucket: number; lakeEndOffset: bigint; highWatermark: bigint; recordsBehind: bigint }[];
+}
+
+/** A tablet server (listTabletServers); host, port and rack are null for one that is not registered now. */
+export interface TabletServerInfo {
+  nodeId: number;
+  host: string | null;
+  port: number | null;
+  rack: string | null;
+  alive: boolean;
+  /** Buckets (of every table and partition) it leads, and bucket replicas it is assigned. */
+  leaderCount: number;
+  replicaCount: number;
+}
+
+/** Where a bucket lives, as the coordinator says. */
+export interface BucketInfo {
+  partition?: string;
+  bucket: number;
+  /** -1 while it has no leader. */
+  leader: number;
+  /** Replica ids in assignment order, and those in sync with the leader. */
+  replicas: number[];
+  isr: number[];
+  leaderEpoch: number;
+}
+
+/** A bucket's placement and how far its log goes (listBuckets). */
+export interface BucketStatus extends BucketInfo {
+  highWatermark: bigint | null;
+  logEndOffset: bigint | null;
 }
 
 /** A lake table of the warehouse (listLakeTables). */
@@ -200,19 +235,13 @@ export class Admin {
   async listOffsets(path: TablePath, buckets: number[], spec: OffsetSpec, partitionName?: string): Promise<Map<number, bigint>> {
     const info = await this.conn.metadata.table(path);
     const partitionId = partitionName === undefined ? undefined : await this.partitionIdOf(info, partitionName);
-    const resp = await this.call(ApiKeys.ListOffsets, {
-      followerServerId: -1,
-      offsetType: typeof spec === 'string' ? OFFSET_TYPE[spec] : OFFSET_TYPE.timestamp,
-      tableId: BigInt(info.tableId),
-      ...(partitionId !== undefined ? { partitionId } : {}),
-      bucketId: buckets,
-      ...(typeof spec === 'object' ? { startTimestamp: BigInt(spec.timestamp instanceof Date ? spec.timestamp.getTime() : spec.timestamp) } : {}),
-    });
+    const targets = buckets.map((bucket) => ({ ...(partitionId !== undefined ? { partitionId } : {}), bucket }));
+    const answers = await requestLeaders(this.conn, info, targets, listOffsetsAt(info, partitionId, typeof spec === 'string' ? OFFSET_TYPE[spec] : spec));
     const out = new Map<number, bigint>();
-    for (const b of resp.bucketsResp) {
-      throwIfError(b, 'list offsets');
-      out.set(b.bucketId, b.offset);
-    }
+    answers.forEach((answer, i) => {
+      throwIfError(answer, 'list offsets');
+      out.set(buckets[i], answer.offset);
+    });
     return out;
   }
 
@@ -220,17 +249,80 @@ export class Admin {
   async getTableStats(path: TablePath, partitionName?: string): Promise<{ rowCount: bigint; buckets: Map<number, bigint> }> {
     const info = await this.conn.metadata.table(path);
     const partitionId = partitionName === undefined ? undefined : await this.partitionIdOf(info, partitionName);
-    const resp = await this.call(ApiKeys.GetTableStats, {
-      tableId: BigInt(info.tableId),
-      ...(partitionId !== undefined ? { partitionId } : {}),
-      bucketId: Array.from({ length: info.bucketCount }, (_, b) => b),
+    const all = Array.from({ length: info.bucketCount }, (_, bucket) => ({ ...(partitionId !== undefined ? { partitionId } : {}), bucket }));
+    const answers = await requestLeaders(this.conn, info, all, async (rpc, group) => {
+      const resp = await rpc.request(ApiKeys.GetTableStats, {
+        tableId: BigInt(info.tableId),
+        ...(partitionId !== undefined ? { partitionId: BigInt(partitionId) } : {}),
+        bucketId: group.map((b) => b.bucket),
+      });
+      return inBucketOrder(group, resp.bucketsResp);
     });
     const buckets = new Map<number, bigint>();
-    for (const b of resp.bucketsResp) {
+    answers.forEach((b, i) => {
       throwIfError(b, 'table stats');
-      buckets.set(b.bucketId, b.rowCount);
-    }
+      buckets.set(all[i].bucket, b.rowCount);
+    });
     return { rowCount: [...buckets.values()].reduce((a, b) => a + b, 0n), buckets };
+  }
+
+  /**
+   * The tablet servers of the cluster: the registered ones (alive), and any that replicas are
+   * assigned to but that are not registered now (not alive, address unknown), each with how many
+   * bucket replicas of every table it holds and how many it leads.
+   */
+  async listTabletServers(): Promise<TabletServerInfo[]> {
+    await this.conn.metadata.refreshNodes();
+    const servers = new Map<number, TabletServerInfo>();
+    for (const n of this.conn.metadata.tabletServers) {
+      servers.set(n.nodeId, { nodeId: n.nodeId, host: n.host, port: n.port, rack: n.rack ?? null, alive: true, leaderCount: 0, replicaCount: 0 });
+    }
+    const server = (nodeId: number): TabletServerInfo => {
+      let s = servers.get(nodeId);
+      if (!s) servers.set(nodeId, (s = { nodeId, host: null, port: null, rack: null, alive: false, leaderCount: 0, replicaCount: 0 }));
+      return s;
+    };
+    for (const database of await this.listDatabases()) {
+      for (const table of await this.listTables(database)) {
+        let buckets: BucketInfo[];
+        try {
+          buckets = await this.bucketsOf(await this.conn.metadata.table({ database, table }, true));
+        } catch (err) {
+          if (err instanceof TributaryError && (err.errorName === 'TABLE_NOT_EXIST' || err.errorName === 'DATABASE_NOT_EXIST' || err.errorName === 'PARTITION_NOT_EXISTS')) continue; // dropped since listed
+          throw err;
+        }
+        for (const b of buckets) {
+          if (b.leader >= 0) server(b.leader).leaderCount++;
+          for (const r of b.replicas) server(r).replicaCount++;
+        }
+      }
+    }
+    return [...servers.values()].sort((a, b) => a.nodeId - b.nodeId);
+  }
+
+  /**
+   * Where each bucket of a table (of every partition) lives and how far its log goes: leader,
+   * replicas, in-sync replicas and leader epoch from the coordinator, high watermark and log end
+   * offset from the leader (null where it cannot say, or the bucket has no leader).
+   */
+  async listBuckets(path: TablePath): Promise<BucketStatus[]> {
+    const info = await this.conn.metadata.table(path, true);
+    const buckets = await this.bucketsOf(info);
+    const out: BucketStatus[] = [];
+    const byPartition = new Map<number | undefined, typeof buckets>();
+    for (const b of buckets) byPartition.set(b.partitionId, [...(byPartition.get(b.partitionId) ?? []), b]);
+    for (const [partitionId, list] of byPartition) {
+      // One round, to the buckets that have a leader: this shows where things stand, it does not wait for them.
+      const led = list.filter((b) => b.leader >= 0);
+      const targets = led.map((b) => ({ ...(partitionId !== undefined ? { partitionId } : {}), bucket: b.bucket }));
+      const [hw, leo] = await Promise.all([OFFSET_TYPE.latest, LOG_END_OFFSET].map((type) => roundToLeaders(this.conn, info, targets, listOffsetsAt(info, partitionId, type))));
+      const offsets = new Map(led.map((b, i) => [b.bucket, [hw[i], leo[i]].map((o) => (outcomeError(o, 'list offsets') ? null : (o as OffsetAnswer).offset))]));
+      for (const b of list) {
+        const [highWatermark, logEndOffset] = offsets.get(b.bucket) ?? [null, null];
+        out.push({ ...(b.partition !== undefined ? { partition: b.partition } : {}), bucket: b.bucket, leader: b.leader, replicas: b.replicas, isr: b.isr, leaderEpoch: b.leaderEpoch, highWatermark, logEndOffset });
+      }
+    }
+    return out;
   }
 
   /** The latest KV snapshot of each bucket of a primary-key table (or partition). */
@@ -273,13 +365,50 @@ export class Admin {
     };
   }
 
-  private async partitionIdOf(info: TableInfo, partitionName: string): Promise<bigint> {
+  private async partitionIdOf(info: TableInfo, partitionName: string): Promise<number> {
     const p = await this.conn.metadata.partition(info, partitionName, true);
     if (!p) throw new TributaryError('PARTITION_NOT_EXISTS', `partition '${partitionName}' does not exist`);
-    return BigInt(p.partitionId);
+    return p.partitionId;
+  }
+
+  /** Every bucket of a table (of each of its partitions) as the coordinator places it now. */
+  private async bucketsOf(info: TableInfo): Promise<(BucketInfo & { partitionId?: number })[]> {
+    const partitions = info.partitionKeys.length > 0 ? await this.conn.metadata.listPartitions(info.path) : [undefined];
+    this.conn.metadata.invalidateLeaders(info);
+    const out: (BucketInfo & { partitionId?: number })[] = [];
+    for (const p of partitions) {
+      for (const b of await this.conn.metadata.bucketLeaders(info, p?.partitionId)) {
+        out.push({ ...(p ? { partition: p.partitionName, partitionId: p.partitionId } : {}), bucket: b.bucket, leader: b.leader, replicas: b.replicas, isr: b.isr, leaderEpoch: b.leaderEpoch });
+      }
+    }
+    return out;
   }
 
   private async call<A extends Api>(api: A, init: RequestInit<A>): Promise<ResponseMessage<A>> {
-    return (await this.conn.server()).request(api, init);
+    return (await this.conn.coordinator()).request(api, init);
   }
+}
+
+/** A bucket's ListOffsets answer. */
+type OffsetAnswer = { errorCode?: number; errorMessage?: string; offset: bigint };
+
+/** ListOffsets at a leader, of its buckets of `info` (of partition `partitionId`): an offset type, or a timestamp. */
+function listOffsetsAt(info: TableInfo, partitionId: number | undefined, spec: number | { timestamp: number | Date }): LeaderSend<BucketAddress, OffsetAnswer> {
+  return async (rpc, group) => {
+    const resp = await rpc.request(ApiKeys.ListOffsets, {
+      followerServerId: -1,
+      offsetType: typeof spec === 'number' ? spec : OFFSET_TYPE.timestamp,
+      tableId: BigInt(info.tableId),
+      ...(partitionId !== undefined ? { partitionId: BigInt(partitionId) } : {}),
+      bucketId: group.map((b) => b.bucket),
+      ...(typeof spec === 'object' ? { startTimestamp: BigInt(spec.timestamp instanceof Date ? spec.timestamp.getTime() : spec.timestamp) } : {}),
+    });
+    return inBucketOrder(group, resp.bucketsResp);
+  };
+}
+
+/** The answers of a per-bucket response in the order of the buckets asked (a server answers each bucket once, naming it). */
+function inBucketOrder<R extends { bucketId: number; errorCode?: number; errorMessage?: string }>(asked: readonly { bucket: number }[], answers: readonly R[]): R[] {
+  const byBucket = new Map(answers.map((a) => [a.bucketId, a]));
+  return asked.map((b) => byBucket.get(b.bucket) ?? ({ bucketId: b.bucket, errorCode: ErrorCodes.UNKNOWN_TABLE_OR_BUCKET_EXCEPTION, errorMessage: `no answer for bucket ${b.bucket}` } as R));
 }

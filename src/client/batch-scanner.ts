@@ -13,9 +13,11 @@ import { TributaryError } from '../common/errors.js';
 import type { TableInfo } from '../common/schema.js';
 import type { Row } from '../common/values.js';
 import { ApiKeys } from '../rpc/api-keys.js';
+import type { ScanKvResponse } from '../rpc/gen/tributary_pb.js';
 import type { ConnectionCore } from './connection-core.js';
 import { KvEncoding } from './kv-encoding.js';
 import type { BucketRef } from './log-scanner.js';
+import { requestLeaders } from './leader-requests.js';
 import { throwIfError } from './responses.js';
 
 const PAGE_BYTES = 4 * 1024 * 1024;
@@ -28,7 +30,8 @@ interface Target {
 export class BatchScanner {
   private readonly encoding: KvEncoding;
   private targets?: Target[];
-  private current?: { target: Target; scannerId: Uint8Array };
+  /** The bucket being read: its server-side scanner and the tablet server holding it, once opened. */
+  private current?: { target: Target; scannerId: Uint8Array; leader?: number };
   private readonly stateOffsets = new Map<string, bigint>();
 
   constructor(
@@ -54,17 +57,24 @@ export class BatchScanner {
         this.current = { target, scannerId: new Uint8Array(0) };
       }
       const { target, scannerId } = this.current;
-      const rpc = await this.conn.server();
-      const resp = await rpc.request(ApiKeys.ScanKv, {
-        tableId: BigInt(this.table.tableId),
-        ...(target.partition ? { partitionId: BigInt(target.partition.id) } : {}),
-        bucketId: target.bucket,
-        ...(scannerId.length > 0 ? { scannerId } : {}),
-        batchSizeBytes: PAGE_BYTES,
-      });
+      const page = { tableId: BigInt(this.table.tableId), ...(target.partition ? { partitionId: BigInt(target.partition.id) } : {}), bucketId: target.bucket, batchSizeBytes: PAGE_BYTES };
+      let resp: ScanKvResponse;
+      if (this.current.leader === undefined) {
+        // A bucket's first page opens its scanner at the leader, wherever the leader is now.
+        const address = { ...(target.partition ? { partitionId: target.partition.id } : {}), bucket: target.bucket };
+        let opened = -1;
+        [resp] = await requestLeaders(this.conn, this.table, [address], async (rpc, _, leader) => {
+          opened = leader;
+          return [await rpc.request(ApiKeys.ScanKv, page)];
+        });
+        this.current.leader = opened;
+      } else {
+        // The scanner lives on the server that opened it: later pages go there, or the read fails.
+        resp = await (await this.conn.tabletServer(this.current.leader)).request(ApiKeys.ScanKv, { ...page, scannerId });
+      }
       throwIfError(resp, 'scan');
       this.stateOffsets.set(label(target), resp.logOffset);
-      this.current = resp.hasMoreResults ? { target, scannerId: resp.scannerId } : undefined;
+      this.current = resp.hasMoreResults ? { target, scannerId: resp.scannerId, leader: this.current.leader } : undefined;
       if (resp.values.length > 0) return (await this.encoding.decodeValues(resp.values)).map((row) => this.project(row));
     }
   }

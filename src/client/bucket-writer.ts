@@ -50,7 +50,7 @@ export abstract class BucketWriter<C extends BatchContent> {
       {
         api,
         ...(targetColumns ? { targetColumns } : {}),
-        tableId: table.tableId,
+        table,
         acks: ACKS[o.raw('client.writer.acks')!],
         maxInflightPerBucket: writerId === undefined ? 1 : o.int('client.writer.max-inflight-requests-per-bucket'),
         requestMaxBytes: o.bytes('client.writer.request-max-size'),
@@ -69,7 +69,7 @@ export abstract class BucketWriter<C extends BatchContent> {
   /** A writer id from the server when idempotence is on (the default). */
   protected static async writerIdFor(conn: ConnectionCore): Promise<bigint | undefined> {
     if (!conn.options.bool('client.writer.enable-idempotence')) return undefined;
-    return (await (await conn.server()).request(ApiKeys.InitWriter, {})).writerId;
+    return (await (await conn.coordinator()).request(ApiKeys.InitWriter, {})).writerId;
   }
 
   /** A new, empty batch content. */

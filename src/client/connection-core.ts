@@ -1,6 +1,6 @@
 /**
  * What admin, tables, writers and scanners use of the `Connection` they were made from: its
- * options, its metadata cache and the RPC connection to the server. They depend on this, not on
+ * options, its metadata cache and the RPC connections to the nodes. They depend on this, not on
  * connection.ts, because `Connection` creates them: so no import runs back up to it.
  */
 import type { Options } from '../common/config.js';
@@ -10,6 +10,11 @@ import type { MetadataCache } from './metadata-cache.js';
 export interface ConnectionCore {
   readonly options: Options;
   readonly metadata: MetadataCache;
-  /** The RPC connection to the server hosting coordinator and buckets, re-opened after a failure. */
-  server(): Promise<RpcConnection>;
+  /**
+   * The RPC connection to the active coordinator (metadata, DDL, writer ids, lake and tiering),
+   * found again through the bootstrap servers after it failed.
+   */
+  coordinator(): Promise<RpcConnection>;
+  /** The RPC connection to tablet server `nodeId` (a bucket's leader), opened on first use and after a failure. */
+  tabletServer(nodeId: number): Promise<RpcConnection>;
 }

@@ -1,19 +1,22 @@
 /**
- * `Connection`: the entry point of the TypeScript client. It bootstraps from any server, keeps one
- * RPC connection per server (re-opened transparently after a failure), owns the metadata cache and
- * hands out `Admin` and `Table` objects, which are cheap.
+ * `Connection`: the entry point of the TypeScript client. It asks any server of
+ * `bootstrap.servers` where the active coordinator and the tablet servers are, keeps one RPC
+ * connection per node (opened on first use, re-opened transparently after a failure; nodes at one
+ * address, as coordinator and tablet server of `tributary start`, share it), owns the metadata
+ * cache and hands out `Admin` and `Table` objects, which are cheap.
  *
- *   const conn = await Connection.create({ 'bootstrap.servers': '127.0.0.1:9123' });
+ *   const conn = await Connection.create({ 'bootstrap.servers': '127.0.0.1:9123,127.0.0.1:9124' });
  *   const table = await conn.getTable({ database: 'tributary', table: 'orders' });
  */
 import { Options } from '../common/config.js';
 import { TributaryError } from '../common/errors.js';
 import type { TablePath } from '../common/schema.js';
 import { initArrowCompression } from '../record/compression.js';
+import { ApiKeys } from '../rpc/api-keys.js';
 import { RpcConnection } from '../rpc/connection.js';
 import { Admin } from './admin.js';
 import type { ConnectionCore } from './connection-core.js';
-import { MetadataCache } from './metadata-cache.js';
+import { addressOf, MetadataCache } from './metadata-cache.js';
 import { Table } from './table.js';
 
 interface Endpoint {
@@ -31,21 +34,28 @@ export class Connection implements ConnectionCore {
   readonly options: Options;
   readonly metadata: MetadataCache;
   private readonly endpoints: Endpoint[];
-  private current?: Promise<RpcConnection>;
+  /** Open (or opening) RPC connections by `host:port`. */
+  private readonly pool = new Map<string, Promise<RpcConnection>>();
+  private bootstrapping?: Promise<void>;
   private closed = false;
 
   private constructor(options: Options) {
     this.options = options;
     this.endpoints = options.list('bootstrap.servers').map(parseEndpoint);
     if (this.endpoints.length === 0) throw new TributaryError('INVALID_CONFIG_EXCEPTION', 'bootstrap.servers names no server');
-    this.metadata = new MetadataCache(() => this.server());
+    this.metadata = new MetadataCache(() => this.coordinator());
   }
 
-  /** Connects to the first reachable bootstrap server. Options use the client keys of docs/configuration.md. */
+  /** Bootstraps from the first bootstrap server that answers. Options use the client keys of docs/configuration.md. */
   static async create(options: Record<string, string> = {}): Promise<Connection> {
     await initArrowCompression();
     const conn = new Connection(new Options('client', options));
-    await conn.server();
+    try {
+      await conn.coordinator();
+    } catch (err) {
+      await conn.close();
+      throw err;
+    }
     return conn;
   }
 
@@ -57,38 +67,95 @@ export class Connection implements ConnectionCore {
     return new Table(this, await this.metadata.table(path, true));
   }
 
-  /**
-   * The RPC connection to the server hosting coordinator and buckets (one node today). A broken
-   * connection is replaced on the next call, trying each bootstrap server in turn.
-   */
-  async server(): Promise<RpcConnection> {
-    if (this.closed) throw new TributaryError('CONNECTION_CLOSED', 'the connection is closed');
-    const existing = this.current && (await this.current.catch(() => undefined));
-    if (existing && !existing.isClosed) return existing;
-    this.current = this.connectAny();
-    return this.current;
+  async coordinator(): Promise<RpcConnection> {
+    this.checkOpen();
+    const known = this.metadata.coordinatorServer;
+    const open = known && (await this.existing(addressOf(known)));
+    if (open) return open;
+    // Never reached, or its connection failed: another coordinator may be the active one now.
+    this.bootstrapping ??= this.bootstrap().finally(() => (this.bootstrapping = undefined));
+    await this.bootstrapping;
+    return this.open(this.metadata.coordinatorServer!);
+  }
+
+  async tabletServer(nodeId: number): Promise<RpcConnection> {
+    this.checkOpen();
+    let node = this.metadata.tabletServer(nodeId);
+    if (!node) {
+      await this.metadata.refreshNodes();
+      node = this.metadata.tabletServer(nodeId);
+    }
+    if (!node) throw new TributaryError('NETWORK_EXCEPTION', `tablet server ${nodeId} is not registered with the coordinator`);
+    return this.open(node);
   }
 
   async close(): Promise<void> {
     this.closed = true;
-    const c = this.current && (await this.current.catch(() => undefined));
-    c?.close();
+    const all = [...this.pool.values()];
+    this.pool.clear();
+    await Promise.all(all.map(async (c) => (await c.catch(() => undefined))?.close()));
   }
 
-  private async connectAny(): Promise<RpcConnection> {
+  private checkOpen(): void {
+    if (this.closed) throw new TributaryError('CONNECTION_CLOSED', 'the connection is closed');
+  }
+
+  /**
+   * Asks each bootstrap server in turn for the nodes, until one names the active coordinator. A
+   * bootstrap connection that is no node's afterwards is closed.
+   */
+  private async bootstrap(): Promise<void> {
     let last: unknown;
     for (const e of this.endpoints) {
       try {
-        return await RpcConnection.connect(e.host, e.port, {
-          connectTimeoutMs: this.options.durationMs('client.connect-timeout'),
-          requestTimeoutMs: this.options.durationMs('client.request-timeout'),
-          clientName: 'tributary-client-ts',
-        });
+        const rpc = await this.open(e);
+        const resp = await rpc.request(ApiKeys.GetMetadata, {});
+        if (!resp.coordinatorServer) {
+          last = new TributaryError('NETWORK_EXCEPTION', `${rpc.address} does not know the active coordinator yet`);
+          continue;
+        }
+        this.metadata.learnNodes(resp, rpc);
+        const nodes = new Set([this.metadata.coordinatorServer!, ...this.metadata.tabletServers].map(addressOf));
+        if (!nodes.has(rpc.address)) this.drop(rpc.address);
+        return;
       } catch (err) {
         last = err;
       }
     }
     const why = last instanceof Error ? last.message : String(last);
-    throw new TributaryError('NETWORK_EXCEPTION', `cannot reach any bootstrap server (${this.endpoints.map((e) => `${e.host}:${e.port}`).join(', ')}): ${why}`);
+    throw new TributaryError('NETWORK_EXCEPTION', `cannot reach any bootstrap server (${this.endpoints.map(addressOf).join(', ')}): ${why}`);
+  }
+
+  /** The open connection to `address`, if there is one. */
+  private async existing(address: string): Promise<RpcConnection | undefined> {
+    const c = await this.pool.get(address)?.catch(() => undefined);
+    return c && !c.isClosed ? c : undefined;
+  }
+
+  /** The connection to `node`: the pooled one while it is open, else a new one, which concurrent callers share. */
+  private async open(node: Endpoint): Promise<RpcConnection> {
+    const address = addressOf(node);
+    for (let pooled = this.pool.get(address); pooled; pooled = this.pool.get(address)) {
+      const c = await pooled.catch(() => undefined);
+      if (c && !c.isClosed) return c;
+      if (this.pool.get(address) === pooled) this.pool.delete(address);
+    }
+    const connecting = RpcConnection.connect(node.host, node.port, {
+      connectTimeoutMs: this.options.durationMs('client.connect-timeout'),
+      requestTimeoutMs: this.options.durationMs('client.request-timeout'),
+      clientName: 'tributary-client-ts',
+    });
+    this.pool.set(address, connecting);
+    const c = await connecting;
+    // Closed meanwhile: the connection must not outlive it.
+    if (this.closed) void c.close();
+    this.checkOpen();
+    return c;
+  }
+
+  private drop(address: string): void {
+    const c = this.pool.get(address);
+    this.pool.delete(address);
+    void c?.then((rpc) => rpc.close(), () => undefined);
   }
 }

@@ -5,10 +5,13 @@
  *   await scanner.subscribe(0, 'earliest');
  *   for await (const r of scanner) console.log(r.offset, r.row);
  *
- * Each poll sends one FetchLog for all subscribed buckets (long poll: the server holds it until
- * `client.scanner.log.fetch.min-bytes` arrive or `…wait-max-time` passes), checks every batch's
- * CRC, decodes the projected Arrow payload and advances the bucket's position. Positions belong to
- * the application: there are no consumer groups or committed offsets.
+ * Each poll sends one FetchLog per leader of the subscribed buckets (long poll: the server holds it
+ * until `client.scanner.log.fetch.min-bytes` arrive or `…wait-max-time` passes), checks every
+ * batch's CRC, decodes the projected Arrow payload and advances the bucket's position. Positions
+ * belong to the application: there are no consumer groups or committed offsets. While a server is
+ * unreachable or a bucket's leader moves, polls return what the other buckets have (or nothing)
+ * and the scanner asks again, at the new leader, until failures have lasted
+ * `client.request-timeout`: then the poll rejects with the last error.
  *
  * Rows come in the scanner's schema (`schema`, `schemaId`), at first the table's when the scanner
  * was made: a batch written with another schema id (before or after an ADD COLUMN) is decoded with
@@ -32,7 +35,7 @@
  */
 import type * as arrow from 'apache-arrow';
 import { type ChangeType, changeTypeOf } from '../common/change-type.js';
-import { errorFromCode, errorNameOf, TributaryError } from '../common/errors.js';
+import { ErrorCodes, TributaryError } from '../common/errors.js';
 import type { Schema, TableInfo } from '../common/schema.js';
 import type { Row } from '../common/values.js';
 import { decodeArrowPayload, recordBatchRows } from '../record/arrow-payload.js';
@@ -41,10 +44,11 @@ import { type BatchLayout, batchLayout, evolvedBatch, inReaderSchema } from '../
 import { splitChangelogPayload } from '../record/changelog.js';
 import { logBatchPayload, readLogBatchHeader, splitLogBatches } from '../record/log-batch.js';
 import { ApiKeys } from '../rpc/api-keys.js';
+import type { PbFetchLogRespForBucket } from '../rpc/gen/tributary_pb.js';
 import { Admin, type OffsetSpec } from './admin.js';
 import type { ConnectionCore } from './connection-core.js';
 import { LakeBackfill, type LakePart } from './lake-backfill.js';
-import { hasError, throwIfError } from './responses.js';
+import { outcomeError, retriableAtLeader, retryBackoffMs, roundToLeaders } from './leader-requests.js';
 import type { ScanBatch } from './scan-batch.js';
 
 export interface ScanRecord {
@@ -81,8 +85,6 @@ interface Subscription {
 /** How positions() and highWatermarks() name a bucket: `<partition>/<bucket>` or `<bucket>`. */
 export const bucketLabel = (partition: string | undefined, bucket: number): string => (partition !== undefined ? `${partition}/${bucket}` : String(bucket));
 
-const RETRY_BACKOFF_MS = 100;
-
 export class LogScanner implements AsyncIterable<ScanRecord> {
   private readonly subscriptions = new Map<string, Subscription>();
   private buffered: ScanBatch[] = [];
@@ -98,6 +100,8 @@ export class LogScanner implements AsyncIterable<ScanRecord> {
   /** Reads offsets below the log start from the lake; absent for tables without a lake and log-only scanners. */
   private readonly lake?: LakeBackfill;
   private closed = false;
+  /** Since when fetches fail with retriable errors, and how many times in a row. */
+  private failing?: { since: number; attempts: number };
 
   constructor(
     private readonly conn: ConnectionCore,
@@ -236,16 +240,31 @@ export class LogScanner implements AsyncIterable<ScanRecord> {
     const deadline = Date.now() + Math.max(0, timeoutMs);
     while (this.buffered.length === 0 && !this.closed && this.subscriptions.size > 0) {
       const remaining = deadline - Date.now();
+      let failure: TributaryError | undefined;
       try {
         await this.readLake();
         const wait = this.buffered.length > 0 ? 0 : Math.max(0, Math.min(remaining, this.conn.options.durationMs('client.scanner.log.fetch.wait-max-time')));
-        if ([...this.subscriptions.values()].some((s) => !s.lake)) await this.fetch(wait);
+        if ([...this.subscriptions.values()].some((s) => !s.lake)) failure = await this.fetch(wait);
       } catch (err) {
-        if (!(err instanceof TributaryError) || !err.retriable || remaining <= 0) throw err;
-        await new Promise((r) => setTimeout(r, Math.min(RETRY_BACKOFF_MS, Math.max(remaining, 0))));
+        if (!(err instanceof TributaryError) || !err.retriable) throw err;
+        failure = err;
       }
+      if (failure) await this.backOff(failure, deadline);
+      else this.failing = undefined;
       if (Date.now() >= deadline) break;
     }
+  }
+
+  /**
+   * After a retriable failure (a server down, a bucket's leader moving): a pause before the next
+   * fetch, within the poll's time; `err` is thrown once failures have lasted `client.request-timeout`.
+   */
+  private async backOff(err: TributaryError, deadline: number): Promise<void> {
+    const now = Date.now();
+    this.failing ??= { since: now, attempts: 0 };
+    if (now - this.failing.since >= this.conn.options.durationMs('client.request-timeout')) throw err;
+    if (this.buffered.length > 0) return;
+    await new Promise((r) => setTimeout(r, Math.min(retryBackoffMs(++this.failing!.attempts), Math.max(deadline - now, 0))));
   }
 
   async *[Symbol.asyncIterator](): AsyncIterator<ScanRecord> {
@@ -308,39 +327,54 @@ export class LogScanner implements AsyncIterable<ScanRecord> {
     }
   }
 
-  private async fetch(maxWaitMs: number): Promise<void> {
+  /**
+   * One FetchLog per leader of the subscribed buckets, at once. Returns the error of a bucket whose
+   * leader must be found again (its position stays; the next fetch asks the new leader), if any.
+   */
+  private async fetch(maxWaitMs: number): Promise<TributaryError | undefined> {
     const subs = [...this.subscriptions.values()].filter((s) => !s.lake);
     const options = this.conn.options;
-    const rpc = await this.conn.server();
-    const resp = await rpc.request(ApiKeys.FetchLog, {
-      followerServerId: -1,
-      maxBytes: options.bytes('client.scanner.log.fetch.max-bytes'),
-      minBytes: options.bytes('client.scanner.log.fetch.min-bytes'),
-      maxWaitMs,
-      tablesReq: [
-        {
-          tableId: BigInt(this.table.tableId),
-          projectionPushdownEnabled: this.projection !== undefined,
-          projectedFields: this.projection ?? [],
-          bucketsReq: subs.map((s) => ({
-            ...(s.partition ? { partitionId: BigInt(s.partition.id) } : {}),
-            bucketId: s.bucket,
-            fetchOffset: s.offset,
-            maxFetchBytes: options.bytes('client.scanner.log.fetch.max-bytes-for-bucket'),
-          })),
-        },
-      ],
+    const targets = subs.map((sub) => ({ ...(sub.partition ? { partitionId: sub.partition.id } : {}), bucket: sub.bucket, sub }));
+    const outcomes = await roundToLeaders(this.conn, this.table, targets, async (rpc, group) => {
+      const resp = await rpc.request(ApiKeys.FetchLog, {
+        followerServerId: -1,
+        maxBytes: options.bytes('client.scanner.log.fetch.max-bytes'),
+        minBytes: options.bytes('client.scanner.log.fetch.min-bytes'),
+        maxWaitMs,
+        tablesReq: [
+          {
+            tableId: BigInt(this.table.tableId),
+            projectionPushdownEnabled: this.projection !== undefined,
+            projectedFields: this.projection ?? [],
+            bucketsReq: group.map(({ sub }) => ({
+              ...(sub.partition ? { partitionId: BigInt(sub.partition.id) } : {}),
+              bucketId: sub.bucket,
+              fetchOffset: sub.offset,
+              maxFetchBytes: options.bytes('client.scanner.log.fetch.max-bytes-for-bucket'),
+            })),
+          },
+        ],
+      });
+      const answers = new Map((resp.tablesResp[0]?.bucketsResp ?? []).map((b) => [key(b.partitionId === undefined ? undefined : Number(b.partitionId), b.bucketId), b]));
+      return group.map(({ sub }) => answers.get(key(sub.partition?.id, sub.bucket)) ?? { errorCode: ErrorCodes.UNKNOWN_TABLE_OR_BUCKET_EXCEPTION, errorMessage: `no answer for bucket ${sub.bucket}` });
     });
     const fetched: { sub: Subscription; batches: Buffer[] }[] = [];
     const belowLogStart: { sub: Subscription; err: Error }[] = [];
-    for (const b of resp.tablesResp[0]?.bucketsResp ?? []) {
-      const sub = this.subscriptions.get(key(b.partitionId === undefined ? undefined : Number(b.partitionId), b.bucketId));
-      if (!sub) continue; // unsubscribed meanwhile
-      if (this.lake && hasError(b) && errorNameOf(b.errorCode!) === 'LOG_OFFSET_OUT_OF_RANGE_EXCEPTION') {
-        belowLogStart.push({ sub, err: errorFromCode(b.errorCode!, b.errorMessage ?? 'fetch failed') });
+    let stale: TributaryError | undefined;
+    for (const [i, outcome] of outcomes.entries()) {
+      const sub = targets[i].sub;
+      if (this.subscriptions.get(key(sub.partition?.id, sub.bucket)) !== sub) continue; // unsubscribed meanwhile
+      const err = outcomeError(outcome, 'fetch');
+      if (err && this.lake && err.errorName === 'LOG_OFFSET_OUT_OF_RANGE_EXCEPTION') {
+        belowLogStart.push({ sub, err });
         continue;
       }
-      throwIfError(b, 'fetch');
+      if (err) {
+        if (!(await retriableAtLeader(this.conn, this.table, err))) throw err;
+        stale = err;
+        continue;
+      }
+      const b = outcome as PbFetchLogRespForBucket;
       delete sub.start;
       sub.highWatermark = b.highWatermark;
       if (b.records.length > 0) fetched.push({ sub, batches: splitLogBatches(Buffer.from(b.records.buffer, b.records.byteOffset, b.records.byteLength)) });
@@ -361,6 +395,7 @@ export class LogScanner implements AsyncIterable<ScanRecord> {
     for (const { sub, err } of belowLogStart) {
       if (this.subscriptions.get(key(sub.partition?.id, sub.bucket)) === sub) await this.enterLake(sub, err);
     }
+    return stale;
   }
 
   /**

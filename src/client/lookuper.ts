@@ -8,7 +8,8 @@
  *   const rows = await byUser.lookupAll({ user_id: 7n });     // every row with that bucket key
  *
  * Lookups are batched: the keys issued in the same tick go out as one Lookup (or PrefixLookup)
- * request with a list of keys per bucket. Many keys issued at once go out in requests of
+ * request per leader of their buckets, with a list of keys per bucket (retried at a new leader,
+ * leader-requests.ts). Many keys issued at once go out in requests of
  * REQUEST_KEYS keys as soon as each is full, so the server answers the first while later keys are
  * still being issued, and the answers of one request are decoded while the server works on the next.
  *
@@ -23,6 +24,7 @@ import { ApiKeys } from '../rpc/api-keys.js';
 import { decodeLookupResponse, encodeLookupRequest, KeyFields } from '../rpc/lookup-messages.js';
 import type { ConnectionCore } from './connection-core.js';
 import { KvEncoding } from './kv-encoding.js';
+import { requestLeaders } from './leader-requests.js';
 import { hasError } from './responses.js';
 
 /** The keys of one bucket in the request being gathered, and who waits for each. */
@@ -144,37 +146,37 @@ export class Lookuper {
     }
   }
 
-  /** Sends the gathered keys as one request and settles their lookups when it is answered. */
+  /** Sends the gathered keys, one request per leader of their buckets, and settles their lookups when answered. */
   private send(): void {
     const entries = [...this.gathering.values()];
     this.gathering = new Map();
     this.gathered = 0;
-    const body = encodeLookupRequest(this.table.tableId, entries);
     const fail = (err: unknown): void => entries.forEach((g) => g.waiters.forEach((w) => w.reject(err)));
     const failBucket = (g: BucketKeys, b: { errorCode?: number; errorMessage?: string }): void => {
       const err = errorFromCode(b.errorCode!, b.errorMessage ?? 'lookup failed');
       g.waiters.forEach((w) => w.reject(err));
     };
-    this.conn
-      .server()
-      .then(async (rpc) => {
-        if (this.prefixColumns) {
-          const resp = await rpc.requestEncoded(ApiKeys.PrefixLookup, () => body);
-          resp.bucketsResp.forEach((b, i) => {
+    const tableId = this.table.tableId;
+    if (this.prefixColumns) {
+      requestLeaders(this.conn, this.table, entries, async (rpc, group) => (await rpc.requestEncoded(ApiKeys.PrefixLookup, () => encodeLookupRequest(tableId, group))).bucketsResp)
+        .then((answers) =>
+          answers.forEach((b, i) => {
             if (hasError(b)) failBucket(entries[i], b);
             else entries[i].waiters.forEach((w, j) => this.answerAll(w, b.valueLists[j]?.values ?? NOTHING));
-          });
-        } else {
-          const answers = decodeLookupResponse(await rpc.requestRaw(ApiKeys.Lookup, () => body));
-          if (answers.length !== entries.length) throw new TributaryError('CORRUPT_MESSAGE', `a Lookup response answers ${answers.length} buckets, ${entries.length} were asked`);
-          answers.forEach((b, i) => {
-            const { waiters } = entries[i];
-            if (hasError(b)) failBucket(entries[i], b);
-            else if (b.values.length !== waiters.length) failBucket(entries[i], { errorCode: ErrorCodes.CORRUPT_MESSAGE, errorMessage: `a Lookup response holds ${b.values.length} values for ${waiters.length} keys` });
-            else for (let j = 0; j < waiters.length; j++) this.answer(waiters[j], b.values[j]);
-          });
-        }
-      })
+          }),
+        )
+        .catch(fail);
+      return;
+    }
+    requestLeaders(this.conn, this.table, entries, async (rpc, group) => decodeLookupResponse(await rpc.requestRaw(ApiKeys.Lookup, () => encodeLookupRequest(tableId, group))))
+      .then((answers) =>
+        answers.forEach((b, i) => {
+          const { waiters } = entries[i];
+          if (hasError(b)) failBucket(entries[i], b);
+          else if (b.values.length !== waiters.length) failBucket(entries[i], { errorCode: ErrorCodes.CORRUPT_MESSAGE, errorMessage: `a Lookup response holds ${b.values.length} values for ${waiters.length} keys` });
+          else for (let j = 0; j < waiters.length; j++) this.answer(waiters[j], b.values[j]);
+        }),
+      )
       .catch(fail);
   }
 }

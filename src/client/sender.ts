@@ -1,20 +1,22 @@
 /**
- * The sender of one append writer: ships closed batches to the server in ProduceLog requests and
- * retries them without ever duplicating a row.
+ * The sender of one writer: ships closed batches to their buckets' leaders in ProduceLog (or PutKv)
+ * requests, one per leader, and retries them without ever duplicating a row.
  *
  * Per bucket it keeps a queue of closed batches in sequence order and at most
  * `client.writer.max-inflight-requests-per-bucket` of them in flight. With idempotence, every batch
  * carries (writer id, bucket sequence); the server acknowledges a re-sent batch it already holds with
- * its original offset, so a retry after a timeout or a dropped connection is safe. When a batch fails
+ * its original offset, so a retry after a timeout, a dropped connection or a leader change (the
+ * retry goes to the new leader, leader-requests.ts) is safe. When a batch fails
  * with a retriable error, the batches behind it in the same bucket fail too (the server sees a
  * sequence gap): all of them go back to the queue in order and are re-sent once nothing of that
  * bucket is in flight.
  */
-import { type ErrorName, errorFromCode, TributaryError } from '../common/errors.js';
+import { type ErrorName, TributaryError } from '../common/errors.js';
+import type { TableInfo } from '../common/schema.js';
 import { ApiKeys } from '../rpc/api-keys.js';
 import { type BucketRecordsRequest, encodeBucketRecordsRequest } from '../rpc/bucket-records-request.js';
 import type { ConnectionCore } from './connection-core.js';
-import { hasError } from './responses.js';
+import { type BucketAnswer, outcomeError, retriableAtLeader, retryBackoffMs, roundToLeaders } from './leader-requests.js';
 import type { WriteBatch } from './write-batch.js';
 
 /** ProduceLog for log tables, PutKv for primary-key tables: the same per-bucket request shape. */
@@ -24,7 +26,7 @@ export interface SenderOptions {
   api: SendApi;
   /** PutKv partial updates: the target column positions. */
   targetColumns?: number[];
-  tableId: number;
+  table: TableInfo;
   acks: number;
   maxInflightPerBucket: number;
   requestMaxBytes: number;
@@ -41,9 +43,6 @@ interface BucketQueue {
   /** Set after a retriable failure: hold sending until in-flight requests of the bucket return. */
   retrying: boolean;
 }
-
-const RETRY_BACKOFF_MS = 100;
-const MAX_BACKOFF_MS = 2000;
 
 export class Sender {
   private readonly buckets = new Map<string, BucketQueue>();
@@ -141,45 +140,40 @@ export class Sender {
       if (list) list.push(b);
       else byBucket.set(b.target.key, [b]);
     }
-    const entries = [...byBucket.values()];
-    const request: BucketRecordsRequest = {
-      acks: this.options.acks,
-      tableId: BigInt(this.options.tableId),
-      timeoutMs: this.options.requestTimeoutMs,
-      ...(this.options.api === 'PutKv' ? { targetColumns: this.options.targetColumns ?? [] } : {}),
-      buckets: entries.map((list) => ({
-        ...(list[0].target.partitionId !== undefined ? { partitionId: BigInt(list[0].target.partitionId) } : {}),
-        bucketId: list[0].target.bucket,
-        batches: list.map((b) => b.bytes),
-      })),
-    };
-    type BucketResults = { bucketsResp: { errorCode?: number; errorMessage?: string }[] };
-    // Hand-encoded so that the batch bytes go to the socket without a protobuf copy.
-    const call = async (): Promise<BucketResults> => {
-      const rpc = await this.conn.server();
+    const entries = [...byBucket.values()].map((list) => ({ ...list[0].target, list }));
+    const { api, acks, table, requestTimeoutMs, targetColumns } = this.options;
+    const round = roundToLeaders(this.conn, table, entries, (rpc, group) => {
+      const request: BucketRecordsRequest = {
+        acks,
+        tableId: BigInt(table.tableId),
+        timeoutMs: requestTimeoutMs,
+        ...(api === 'PutKv' ? { targetColumns: targetColumns ?? [] } : {}),
+        buckets: group.map((e) => ({
+          ...(e.partitionId !== undefined ? { partitionId: BigInt(e.partitionId) } : {}),
+          bucketId: e.bucket,
+          batches: e.list.map((b) => b.bytes),
+        })),
+      };
+      // Hand-encoded so that the batch bytes go to the socket without a protobuf copy.
       const encode = (): Uint8Array[] => encodeBucketRecordsRequest(request);
-      return this.options.api === 'PutKv' ? rpc.requestEncoded(ApiKeys.PutKv, encode) : rpc.requestEncoded(ApiKeys.ProduceLog, encode);
-    };
-    if (this.options.acks === 0) {
-      // Fire and forget: the batches count as done once handed to the connection.
-      call().catch(() => undefined);
-      for (const list of entries) list.forEach((b) => this.succeeded(b, false));
-      this.schedule();
-      return;
-    }
-    call()
-      .then(
-        (resp) => {
-          resp.bucketsResp.forEach((r, i) => {
-            const list = entries[i];
-            if (!hasError(r)) list.forEach((b) => this.succeeded(b, true));
-            else this.failed(list, errorFromCode(r.errorCode!, r.errorMessage ?? 'write failed'));
-          });
-        },
-        (err: unknown) => {
-          const e = err instanceof TributaryError ? err : new TributaryError('NETWORK_EXCEPTION', String(err));
-          for (const list of entries) this.failed(list, e);
-        },
+      const answered = api === 'PutKv' ? rpc.requestEncoded(ApiKeys.PutKv, encode) : rpc.requestEncoded(ApiKeys.ProduceLog, encode);
+      if (acks === 0) {
+        // Fire and forget: a batch is done once its request is handed to the connection.
+        answered.catch(() => undefined);
+        return Promise.resolve(group.map((): BucketAnswer => ({})));
+      }
+      return answered.then((resp): BucketAnswer[] => resp.bucketsResp);
+    });
+    void round
+      .then((outcomes) =>
+        Promise.all(
+          outcomes.map(async (outcome, i) => {
+            const err = outcomeError(outcome, 'write');
+            // acks = 0 drops what could not be handed over, as it drops what the server refuses.
+            if (acks === 0 || !err) entries[i].list.forEach((b) => this.succeeded(b, acks !== 0));
+            else this.failed(entries[i].list, err, await retriableAtLeader(this.conn, table, err));
+          }),
+        ),
       )
       .finally(() => this.schedule());
   }
@@ -190,17 +184,17 @@ export class Sender {
     this.finish(batch, acknowledged);
   }
 
-  private failed(list: WriteBatch[], err: TributaryError): void {
+  /** `retriable`: whether the error allows sending the batches again (to the bucket's leader then). */
+  private failed(list: WriteBatch[], err: TributaryError, retriable: boolean): void {
     const q = this.buckets.get(list[0].target.key)!;
     q.inflight -= list.length;
     if (this.failure) {
       list.forEach((b) => this.finish(b, false));
       return;
     }
-    const retriable = err.retriable || isSequenceGapAfterRetry(err.errorName, q);
     const now = Date.now();
     const exhausted = list.some((b) => b.attempts >= this.options.retries || now - b.createdMs >= this.options.deliveryTimeoutMs);
-    if (!retriable || exhausted || (!this.options.idempotent && err.errorName === 'REQUEST_TIME_OUT')) {
+    if (!(retriable || isSequenceGapAfterRetry(err.errorName, q)) || exhausted || (!this.options.idempotent && err.errorName === 'REQUEST_TIME_OUT')) {
       this.fail(new TributaryError(err.errorName, `write to bucket ${list[0].target.bucket} failed: ${err.message}`, { cause: err }));
       return;
     }
@@ -208,9 +202,8 @@ export class Sender {
     q.queued.unshift(...list);
     q.queued.sort((a, b) => a.sequence - b.sequence);
     q.retrying = true;
-    const backoff = Math.min(MAX_BACKOFF_MS, RETRY_BACKOFF_MS * 2 ** Math.min(list[0].attempts - 1, 5));
     clearTimeout(this.retryTimer);
-    this.retryTimer = setTimeout(() => this.schedule(), backoff);
+    this.retryTimer = setTimeout(() => this.schedule(), retryBackoffMs(list[0].attempts));
   }
 
   private finish(batch: WriteBatch, acknowledged: boolean): void {

@@ -6,7 +6,8 @@
  * `$changelog`, the lake's `$lake`, `$lake$snapshots` and `$lake$files`); `SELECT count(*) FROM t`
  * alone is answered from the table stats where they count what a read would. SET and RESET keep
  * the session's scan options (scan-options.ts), which queries and the query part of INSERT use.
- * SHOW LAKE STATUS shows the tiering status the coordinator reports. Streaming queries (EMIT
+ * SHOW LAKE STATUS shows the tiering status the coordinator reports, SHOW TABLET SERVERS the
+ * cluster's tablet servers (and `t$buckets`, TableLoader, where each bucket of a table lives). Streaming queries (EMIT
  * CHANGES) return their first result and the results over the changes to come (stream-query.ts).
  * Writes:
  *
@@ -26,7 +27,7 @@ import { validatePartialUpdate, primaryKeyTableOptions } from '../common/pk-tabl
 import { type Column, DEFAULT_DATABASE, type TableInfo, type TablePath, tablePathString } from '../common/schema.js';
 import { formatDataType } from '../common/types.js';
 import { atRow, notA, type Row, RowReader, shownValue } from '../common/values.js';
-import type { LakeTable, LakeTieringStatus } from '../client/admin.js';
+import type { LakeTable, LakeTieringStatus, TabletServerInfo } from '../client/admin.js';
 import type { Connection } from '../client/connection.js';
 import type { Table } from '../client/table.js';
 import { countStarOf } from './duckdb/query-shapes.js';
@@ -54,7 +55,8 @@ export interface ExecutionResult {
    * How a query, UPDATE or DELETE read its tables: 'scan' (whole logs or states), 'lookup' (only
    * the rows of the primary keys its condition names), 'stats' (COUNT(*) from the table stats),
    * 'lake' (lake files: `$lake`, `$lake$snapshots`, `$lake$files`), 'union' (a lake-enabled
-   * table's lake snapshot and the log after it). With several tables, how it read the last one.
+   * table's lake snapshot and the log after it), 'metadata' (cluster metadata: `$buckets`). With
+   * several tables, how it read the last one.
    * Absent when it read no table.
    */
   plan?: ReadPlan;
@@ -177,6 +179,8 @@ export class SqlExecutor {
       }
       case 'showLakeTables':
         return { result: lakeTables((await admin.listLakeTables()).tables) };
+      case 'showTabletServers':
+        return { result: tabletServers(await admin.listTabletServers()) };
       case 'showTables':
         return { result: rows(['table name'], (await admin.listTables(s.database ?? this.database)).map((t) => [t])) };
       case 'describeTable':
@@ -431,6 +435,22 @@ function describe(info: TableInfo): QueryResult {
     return [c.name, formatDataType(c.type), c.nullable ? 'YES' : 'NO', keys, c.comment ?? ''];
   });
   return rows(['name', 'type', 'null', 'key', 'comment'], data);
+}
+
+/** SHOW TABLET SERVERS: one row per tablet server, registered (alive) or holding replicas while it is not. */
+function tabletServers(servers: readonly TabletServerInfo[]): QueryResult {
+  return {
+    columns: [
+      { name: 'server_id', type: 'INTEGER' },
+      { name: 'host', type: 'VARCHAR' },
+      { name: 'port', type: 'INTEGER' },
+      { name: 'rack', type: 'VARCHAR' },
+      { name: 'alive', type: 'BOOLEAN' },
+      { name: 'leader_count', type: 'INTEGER' },
+      { name: 'replica_count', type: 'INTEGER' },
+    ],
+    rows: servers.map((s) => [s.nodeId, s.host, s.port, s.rack, s.alive, s.leaderCount, s.replicaCount]),
+  };
 }
 
 /** SHOW LAKE TABLES: one row per lake table; `owned` false for one that a plain DROP TABLE left. */

@@ -18,6 +18,9 @@
  *                        format's SQL, union-reader.ts)                            plan 'lake'
  *   table$lake$snapshots the snapshots of that lake table                          plan 'lake'
  *   table$lake$files     the live files of a snapshot of that lake table           plan 'lake'
+ *   table$buckets        where each bucket lives (leader, replicas, ISR, leader
+ *                        epoch) and its high watermark and log end offset, from
+ *                        the coordinator and the leaders (Admin.listBuckets)       plan 'metadata'
  *
  * Scan options (scan-options.ts: a table's OPTIONS hint or FOR SYSTEM_TIME AS OF, else the
  * session's) choose where reads start: `scan.startup.mode` other than `full` reads a table from its
@@ -29,7 +32,7 @@
  *
  * DuckDB then runs the query as written, so a lookup gives the same result as a scan.
  */
-import type { OffsetSpec } from '../client/admin.js';
+import type { BucketStatus, OffsetSpec } from '../client/admin.js';
 import { tableOption } from '../common/config.js';
 import { TributaryError } from '../common/errors.js';
 import { type Column, type TableInfo, type TablePath, tablePathString } from '../common/schema.js';
@@ -51,23 +54,24 @@ import { lookupState, readState } from './state-reader.js';
 import { ReadCache } from './read-cache.js';
 import { lakeColumns, loadLakeFiles, loadLakeRows, loadLogFrom, loadUnionRead, startCatchUp, type TableRead } from './union-reader.js';
 
-/** How a statement read its table: whole (log or state), by key lookups, from table stats, from the lake, or both (union read). */
-export type ReadPlan = 'scan' | 'lookup' | 'stats' | 'lake' | 'union';
+/** How a statement read its table: whole (log or state), by key lookups, from table stats, from the lake, or both (union read), or from cluster metadata. */
+export type ReadPlan = 'scan' | 'lookup' | 'stats' | 'lake' | 'union' | 'metadata';
 
 /** The most keys a query may look up; more are read by a scan. */
 const MAX_LOOKUP_KEYS = 1024;
 
 /** The read-only views of a table, named `<table><suffix>`, and what each shows. */
-export type SystemTable = '$changelog' | '$binlog' | '$lake' | '$lake$snapshots' | '$lake$files';
+export type SystemTable = '$changelog' | '$binlog' | '$lake' | '$lake$snapshots' | '$lake$files' | '$buckets';
 const SYSTEM_TABLES: Record<SystemTable, string> = {
   $changelog: 'the changelog of a table',
   $binlog: 'the changes of a primary-key table with their before and after rows',
   $lake$snapshots: 'the lake snapshots of a table',
   $lake$files: 'the lake files of a table',
   $lake: 'the lake rows of a table',
+  $buckets: 'where the buckets of a table live',
 };
 /** Which scan options each system table takes (scan-options.ts). */
-const SCAN_TARGETS: Record<SystemTable, ScanTarget> = { $changelog: 'table', $binlog: 'table', $lake$snapshots: 'none', $lake$files: 'lake', $lake: 'lake' };
+const SCAN_TARGETS: Record<SystemTable, ScanTarget> = { $changelog: 'table', $binlog: 'table', $lake$snapshots: 'none', $lake$files: 'lake', $lake: 'lake', $buckets: 'none' };
 
 /**
  * What loading a query's tables did: how it read the last one (ReadPlan), and for each table a
@@ -150,6 +154,12 @@ export class TableLoader {
       const last = system || startOf(options) !== undefined ? undefined : this.cache.lastUnionRead(name);
       const speculated = last && startCatchUp({ conn: this.conn, duck: this.duck, table: last, name, columns: columnsToRead(last.info, refs.columns), filters: [], cache: this.cache });
       const table = await this.conn.getTable({ ...path, table: system?.table ?? path.table });
+      if (system?.system === '$buckets') {
+        await this.duck.createTableAs(name, `AS ${bucketsSql(await this.conn.getAdmin().listBuckets(table.info.path))}`);
+        reads.push(describeRead(name, `cluster metadata (${system.shows}), from the coordinator and the buckets' leaders`, undefined));
+        plan = 'metadata';
+        continue;
+      }
       if (system?.system.startsWith('$lake')) {
         const lake = await this.lakeOf(table.info, system!.system);
         if (system!.system === '$lake') {
@@ -249,6 +259,31 @@ export class TableLoader {
     // A literal that does not convert to the column's type equals no stored key.
     return cast.rows.filter((r) => r.every((v) => v !== null)).map((r) => Object.fromEntries(keyColumns.map((c, i) => [c.name, r[i]])));
   }
+}
+
+/** The columns of `$buckets` and their DuckDB types. */
+const BUCKET_COLUMNS: readonly [string, string][] = [
+  ['partition', 'VARCHAR'],
+  ['bucket', 'INTEGER'],
+  ['leader', 'INTEGER'],
+  ['replicas', 'INTEGER[]'],
+  ['isr', 'INTEGER[]'],
+  ['leader_epoch', 'INTEGER'],
+  ['high_watermark', 'BIGINT'],
+  ['log_end_offset', 'BIGINT'],
+];
+
+/** The rows of `$buckets` as a DuckDB query; `leader` is NULL while a bucket has none. */
+function bucketsSql(buckets: readonly BucketStatus[]): string {
+  const literal = (v: string | number | bigint | null | number[]): string => {
+    if (v === null) return 'NULL';
+    if (Array.isArray(v)) return `[${v.join(', ')}]`;
+    return typeof v === 'string' ? `'${v.replaceAll("'", "''")}'` : String(v);
+  };
+  const rows = buckets.map((b) => [b.partition ?? null, b.bucket, b.leader >= 0 ? b.leader : null, b.replicas, b.isr, b.leaderEpoch, b.highWatermark, b.logEndOffset]);
+  const values = (rows.length > 0 ? rows : [BUCKET_COLUMNS.map(() => null)]).map((r) => `(${r.map(literal).join(', ')})`).join(', ');
+  const select = BUCKET_COLUMNS.map(([c, type], i) => `CAST(c${i} AS ${type}) AS ${quoteIdentifier(c)}`).join(', ');
+  return `SELECT ${select} FROM (VALUES ${values}) AS v(${BUCKET_COLUMNS.map((_, i) => `c${i}`).join(', ')})${rows.length > 0 ? '' : ' WHERE false'}`;
 }
 
 /** The DuckDB schema of the changelogs that `$binlog` views read. */

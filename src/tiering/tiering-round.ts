@@ -197,7 +197,7 @@ async function registerIfMissing(ctx: RoundContext, admin: Admin, tiered: Tiered
 }
 
 async function commitToCoordinator(ctx: RoundContext, snapshotId: bigint, offsets: readonly LakeBucketOffset[]): Promise<void> {
-  const rpc = await ctx.conn.server();
+  const rpc = await ctx.conn.coordinator();
   await rpc.request(ApiKeys.CommitLakeTableSnapshot, {
     tableId: BigInt(ctx.tableId),
     tieringEpoch: ctx.epoch,

@@ -143,7 +143,7 @@ export class TieringWorker {
   }
 
   private async heartbeat(req: { report: Outcome[]; requestTable?: boolean; renew?: { tableId: bigint; tieringEpoch: bigint }[] }) {
-    const rpc = await this.conn.server();
+    const rpc = await this.conn.coordinator();
     const of = (kind: Outcome['kind']) => req.report.filter((o) => o.kind === kind).map((o) => ({ tableId: o.tableId, tieringEpoch: o.epoch }));
     return rpc.request(ApiKeys.LakeTieringHeartbeat, {
       tieringTables: req.renew ?? [],

@@ -14,7 +14,7 @@ const silent = pino({ level: 'silent' });
 
 export async function tierOnce(conn: Connection, path: TablePath, format: LakeFormat, timeoutMs = 60_000): Promise<RoundResult> {
   const { tableId } = await conn.getAdmin().getTableInfo(path);
-  const rpc = await conn.server();
+  const rpc = await conn.coordinator();
   const deadline = Date.now() + timeoutMs;
   let handBack: { tableId: bigint; tieringEpoch: bigint } | undefined;
   while (Date.now() < deadline) {

@@ -38,6 +38,8 @@ export type Statement =
   | { kind: 'showLakeStatus'; table: TableName }
   /** The lake tables of the warehouse, with whether a live table owns each. */
   | { kind: 'showLakeTables' }
+  /** The tablet servers of the cluster, with the buckets each leads and holds. */
+  | { kind: 'showTabletServers' }
   /** Deletes a lake table that no live table owns (left by a plain DROP TABLE). */
   | { kind: 'dropLakeTable'; table: TableName; ifExists: boolean }
   /** Session options (scan options of queries): SET 'key' = 'value', bare SET lists them, RESET [key] removes one or all. */

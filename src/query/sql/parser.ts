@@ -18,6 +18,7 @@
  *               | DROP TABLE [IF EXISTS] table [PURGE] | DROP LAKE TABLE [IF EXISTS] table
  *   show        = SHOW DATABASES | SHOW TABLES [(FROM | IN) name] | SHOW CREATE TABLE table
  *               | SHOW PARTITIONS table [PARTITION partition] | SHOW LAKE STATUS table | SHOW LAKE TABLES
+ *               | SHOW TABLET SERVERS
  *   use         = USE name
  *   set         = SET [text '=' text] | RESET [text]      session options; bare SET lists them
  *   describe    = (DESCRIBE | DESC) table
@@ -337,13 +338,16 @@ class Parser {
         if (this.acceptWord('PARTITION')) return { kind: 'showPartitions', table, partition: this.partitionSpec() };
         return { kind: 'showPartitions', table };
       }
+      case 'TABLET':
+        this.word('SERVERS');
+        return { kind: 'showTabletServers' };
       case 'LAKE':
         if (this.acceptWord('TABLES')) return { kind: 'showLakeTables' };
         this.word('STATUS');
         return { kind: 'showLakeStatus', table: this.tableName() };
       default:
         if (what.kind === 'word') throw this.unsupported(what, `SHOW ${what.upper} is not supported`);
-        throw this.expected(what, 'DATABASES, TABLES, PARTITIONS, CREATE TABLE, LAKE STATUS or LAKE TABLES');
+        throw this.expected(what, 'DATABASES, TABLES, PARTITIONS, CREATE TABLE, LAKE STATUS, LAKE TABLES or TABLET SERVERS');
     }
   }
 

@@ -158,6 +158,19 @@ test('ZooKeeper killed with kill -9: commits fail as retriable, and after a rest
   assert.equal(await fresh.nextId('partition_id'), id + 1);
 });
 
+test('a ZooKeeper that accepts the connection and stays silent does not hold the session: it reconnects once the server answers again', async () => {
+  const proxy = await partitionable(Number(zooKeeper.server.address.split(':')[1]));
+  const session = await connect({ 'zookeeper.address': proxy.address, 'zookeeper.client.session-timeout': '30s' });
+  proxy.silence();
+  await until('the session notices', () => !session.connected);
+  // Let the client open a connection into the silence before the server answers again.
+  await new Promise((resolve) => setTimeout(resolve, 1_500));
+  proxy.heal();
+  await until('the session reconnects', () => session.connected);
+  assert.equal(await session.exists('/'), true);
+  await proxy.close();
+});
+
 test('a session expired while cut off is reported by the store, which then refuses changes', async () => {
   const root = newRoot();
   const proxy = await partitionable(Number(zooKeeper.server.address.split(':')[1]));

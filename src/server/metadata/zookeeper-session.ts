@@ -13,6 +13,10 @@
  *   first attempt did land would fail against itself.
  * - Node-state outcomes that callers expect (a version that moved, a node that exists or not) come
  *   back as a ZooKeeperConflict naming the ZooKeeper code and, in a multi-op, the failed op.
+ * - The client library waits for the answer to its connect request with no deadline once the TCP
+ *   connection is up, so a server that accepts and stays silent (one still starting, or wedged)
+ *   would hold the session disconnected forever. A watchdog closes such a socket after
+ *   HANDSHAKE_TIMEOUT_MS, and the library tries again.
  */
 import { EventEmitter } from 'node:events';
 import zookeeper from 'node-zookeeper-client';
@@ -90,8 +94,17 @@ export interface ZNode {
 
 type Callback<T> = (error: unknown, result: T) => void;
 
+/** Longest wait for ZooKeeper's answer to a connect request on an open socket. */
+const HANDSHAKE_TIMEOUT_MS = 2_000;
+
+/** The library's connection manager, as far as the watchdog needs it (not part of its typed API). */
+interface ConnectionManagerInternals {
+  socket?: { connecting: boolean; destroyed: boolean; destroy(): void };
+}
+
 export class ZooKeeperSession extends EventEmitter<{ expired: [] }> {
   private expired = false;
+  private readonly watchdog: NodeJS.Timeout;
 
   private constructor(
     private readonly client: zookeeper.Client,
@@ -102,6 +115,14 @@ export class ZooKeeperSession extends EventEmitter<{ expired: [] }> {
       this.expired = true;
       this.emit('expired');
     });
+    // A socket seen open and unanswered at two ticks in a row has waited at least one full tick.
+    let waiting: unknown;
+    this.watchdog = setInterval(() => {
+      const socket = (client as unknown as { connectionManager?: ConnectionManagerInternals }).connectionManager?.socket;
+      const unanswered = !this.connected && socket !== undefined && !socket.connecting && !socket.destroyed ? socket : undefined;
+      if (unanswered && unanswered === waiting) unanswered.destroy();
+      waiting = unanswered;
+    }, HANDSHAKE_TIMEOUT_MS).unref();
   }
 
   /** Connects, waiting up to the connection timeout; fails with NETWORK_EXCEPTION when no server answers. */
@@ -110,7 +131,7 @@ export class ZooKeeperSession extends EventEmitter<{ expired: [] }> {
     const session = new ZooKeeperSession(client, settings.address);
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
-        client.close();
+        void session.close();
         reject(new TributaryError('NETWORK_EXCEPTION', `cannot connect to ZooKeeper at ${settings.address} within ${settings.connectionTimeoutMs} ms`));
       }, settings.connectionTimeoutMs);
       client.once('connected', () => {
@@ -222,6 +243,7 @@ export class ZooKeeperSession extends EventEmitter<{ expired: [] }> {
 
   /** Ends the session: ZooKeeper deletes its ephemeral nodes at once. */
   close(): Promise<void> {
+    clearInterval(this.watchdog);
     if (this.client.getState() !== State.SYNC_CONNECTED) {
       this.client.close();
       return Promise.resolve();
