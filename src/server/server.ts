@@ -10,7 +10,6 @@ import { TributaryError } from '../common/errors.js';
 import { sqlLimits } from '../query/sql-limits.js';
 import { initArrowCompression } from '../record/compression.js';
 import { ApiKeys } from '../rpc/api-keys.js';
-import { decodeLookupRequest } from '../rpc/lookup-messages.js';
 import { tablePathOf } from '../rpc/request-fields.js';
 import type { RpcServer, RpcServerStats } from '../rpc/server.js';
 import { Coordinator } from './coordinator/coordinator.js';
@@ -26,6 +25,7 @@ import { LocalMetadataStore } from './metadata/local-metadata-store.js';
 import { NodeMetrics } from './metrics.js';
 import { rpcServerOf, startOnDataDir, type Undo } from './startup.js';
 import { type BucketMetrics, TabletServer } from './tablet/tablet-server.js';
+import { registerTabletService } from './tablet/tablet-service.js';
 
 export interface Address {
   host: string;
@@ -91,16 +91,8 @@ export class TributaryServer {
     let self = { nodeId: 0, host: listen.host, port: listen.port };
     registerCoordinatorService(rpc, coordinator, () => self);
     registerTieringService(rpc, tiering);
-    rpc.register(ApiKeys.ProduceLog, (req) => tablets.produceLog(req), { releasesBody: true });
-    rpc.register(ApiKeys.FetchLog, (req) => tablets.fetchLog(req));
-    rpc.register(ApiKeys.ListOffsets, (req) => tablets.listOffsets(req));
-    rpc.register(ApiKeys.LimitScan, (req) => tablets.limitScan(req));
+    registerTabletService(rpc, tablets);
     const kv = tablets.kvService;
-    rpc.register(ApiKeys.PutKv, (req) => kv.putKv(req));
-    rpc.register(ApiKeys.Lookup, (req) => kv.lookup(req), { decode: decodeLookupRequest });
-    rpc.register(ApiKeys.PrefixLookup, (req) => kv.prefixLookup(req));
-    rpc.register(ApiKeys.GetTableStats, (req) => kv.getTableStats(req));
-    rpc.register(ApiKeys.ScanKv, (req) => kv.scanKv(req));
     rpc.register(ApiKeys.GetLatestKvSnapshots, async (req) => {
       const table = coordinator.getTableInfo(tablePathOf(ApiKeys.GetLatestKvSnapshots, req.tablePath));
       const partition = req.partitionName === undefined ? undefined : coordinator.listPartitions(table.path).find((p) => p.partitionName === req.partitionName);

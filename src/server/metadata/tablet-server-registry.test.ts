@@ -46,8 +46,9 @@ test('a tablet server registers itself; the coordinator sees servers join and le
   assert.deepEqual(Object.keys(znode).sort(), ['host', 'port', 'rack', 'register_timestamp', 'version']);
   assert.equal(znode.version, 1);
 
+  // After the wait for a crashed process's registration to time out (a short one here).
   await assert.rejects(
-    register(root, 1),
+    register(root, 1, undefined, { sessionTimeoutMs: 1_000 }),
     (err: unknown) => err instanceof TributaryError && err.errorName === 'INVALID_CONFIG_EXCEPTION' && err.message.includes('tablet server id 1 is already registered'),
   );
   const second = await register(root, 2);
@@ -63,6 +64,20 @@ test('a tablet server registers itself; the coordinator sees servers join and le
   const again = await register(root, 2);
   await until('server 2 is back under its new session', () => live.get(2)?.session === again.session.id);
   assert.deepEqual(events, ['joined 2', 'left 1', 'left 2', 'joined 2']);
+});
+
+test('a server restarted right after a crash waits for the registration of its previous process to time out, then registers', async () => {
+  const root = zooKeeper.newRoot('servers');
+  const proxy = await partitionable(Number(zooKeeper.server.address.split(':')[1]));
+  const crashed = await register(root, 4, undefined, { address: proxy.address, sessionTimeoutMs: 1_000 });
+  const { live } = await watch(root);
+  const old = crashed.session.id;
+  // The process is gone without closing its session: nothing more reaches ZooKeeper from it.
+  proxy.cut();
+  const restarted = await register(root, 4, undefined, { sessionTimeoutMs: 1_000 });
+  assert.notEqual(restarted.session.id, old);
+  await until('the restarted server is the live one', () => live.get(4)?.session === restarted.session.id);
+  await proxy.close();
 });
 
 test('a registration whose session expires registers again with a new session', async () => {

@@ -7,8 +7,10 @@
  *
  * A server is live exactly while its znode exists: it goes when the server's session closes or
  * expires. The znode's owner (the registering session's id) tells a server that restarted from the
- * one before it, even when the coordinator never saw the id vanish in between. A second server
- * started with an id that is taken fails with INVALID_CONFIG_EXCEPTION naming the id. A registration
+ * one before it, even when the coordinator never saw the id vanish in between. A server restarted
+ * right after a crash waits for the registration its previous process left to time out; a second
+ * server started with an id a live server holds fails, after that wait, with
+ * INVALID_CONFIG_EXCEPTION naming the id. A registration
  * whose session expires (the server was cut off longer than the session timeout) connects a new
  * session and registers again; the coordinator sees the server leave and join.
  */
@@ -19,6 +21,8 @@ import { ZooKeeperConflict, ZooKeeperSession, type ZooKeeperSettings } from './z
 
 /** Pause before trying again after a failed listing or a failed re-registration. */
 const RETRY_MS = 1_000;
+/** Beyond the session timeout, for ZooKeeper to notice an expired session (it checks once per tick). */
+const STALE_REGISTRATION_MARGIN_MS = 2_000;
 
 /** What a tablet server registers: how clients and other servers reach it. */
 export interface TabletServerAddress {
@@ -66,7 +70,7 @@ export class TabletServerRegistration extends EventEmitter<{ registered: [ZooKee
   static async register(settings: ZooKeeperSettings, server: TabletServerAddress, log: Logger): Promise<TabletServerRegistration> {
     const session = await ZooKeeperSession.connect(settings);
     try {
-      await TabletServerRegistration.create(session, settings.root, server);
+      await TabletServerRegistration.create(session, settings.root, server, settings.sessionTimeoutMs, log);
     } catch (err) {
       await session.close();
       throw err;
@@ -90,7 +94,7 @@ export class TabletServerRegistration extends EventEmitter<{ registered: [ZooKee
     await this.current.close();
   }
 
-  private static async create(session: ZooKeeperSession, root: string, server: TabletServerAddress): Promise<void> {
+  private static async create(session: ZooKeeperSession, root: string, server: TabletServerAddress, sessionTimeoutMs: number, log: Logger): Promise<void> {
     await session.ensure([root, `${root}/tabletservers`, idsDir(root)]);
     const registration: Registration = {
       version: 1,
@@ -99,13 +103,26 @@ export class TabletServerRegistration extends EventEmitter<{ registered: [ZooKee
       ...(server.rack !== undefined ? { rack: server.rack } : {}),
       register_timestamp: Date.now(),
     };
-    try {
-      await session.create(`${idsDir(root)}/${server.id}`, Buffer.from(JSON.stringify(registration)), 'ephemeral');
-    } catch (err) {
-      if (err instanceof ZooKeeperConflict && err.code === 'NODE_EXISTS') {
+    const znode = `${idsDir(root)}/${server.id}`;
+    // A server restarted right after a crash finds the registration of its previous process, which
+    // ZooKeeper removes once that session times out: wait that long. One still there after it is
+    // another live server's.
+    const deadline = Date.now() + sessionTimeoutMs + STALE_REGISTRATION_MARGIN_MS;
+    for (;;) {
+      try {
+        await session.create(znode, Buffer.from(JSON.stringify(registration)), 'ephemeral');
+        return;
+      } catch (err) {
+        if (!(err instanceof ZooKeeperConflict && err.code === 'NODE_EXISTS')) throw err;
+      }
+      if (Date.now() >= deadline) {
         throw new TributaryError('INVALID_CONFIG_EXCEPTION', `tablet server id ${server.id} is already registered by another live tablet server in ${root}: every tablet-server.id must be unique`);
       }
-      throw err;
+      log.info({ id: server.id }, 'the id is still registered, by this server before a crash or by another one: waiting for that session to time out');
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, RETRY_MS);
+        void session.exists(znode, () => (clearTimeout(timer), resolve())).catch(() => undefined);
+      });
     }
   }
 
@@ -119,7 +136,7 @@ export class TabletServerRegistration extends EventEmitter<{ registered: [ZooKee
       let session: ZooKeeperSession | undefined;
       try {
         session = await ZooKeeperSession.connect(this.settings);
-        await TabletServerRegistration.create(session, this.settings.root, this.server);
+        await TabletServerRegistration.create(session, this.settings.root, this.server, this.settings.sessionTimeoutMs, this.log);
         if (this.closed) {
           await session.close();
           return;
