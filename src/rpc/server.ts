@@ -109,6 +109,11 @@ export class EncodedResponse {
 
 export type Handler<A extends Api, R = RequestMessage<A>> = (request: R, ctx: RequestContext) => Promise<ResponseInit<A> | EncodedResponse>;
 
+/** What registering services needs of a server: `RpcServer`, or anything that hands handlers on to one. */
+export interface ApiRegistrar {
+  register<A extends Api, R = RequestMessage<A>>(api: A, handler: Handler<A, R>, options?: RegisterOptions<R>): void;
+}
+
 export interface RegisterOptions<R> {
   /**
    * Reads the request body in place of protobuf-es, for hot paths that read it by hand; it throws
@@ -176,7 +181,7 @@ class ServerConnection {
   }
 }
 
-export class RpcServer {
+export class RpcServer implements ApiRegistrar {
   private readonly server: net.Server;
   private readonly handlers = new Map<number, Registration>();
   private readonly connections = new Set<ServerConnection>();

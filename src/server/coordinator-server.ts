@@ -2,8 +2,10 @@
  * A coordinator of a cluster (`tributary coordinator-server`): a candidate in the coordinator
  * election that, once elected, serves the coordinator's APIs (metadata, DDL, lake tiering,
  * AdjustIsr, ControlledShutdown) and the HTTP endpoint, while its ClusterCoordinator keeps the
- * replicas placed and led. Until elected it is a standby: its RPC listener is open but serves no
- * API, so a client that bootstraps to it moves on to the next server it knows.
+ * replicas placed and led. Until elected it is a standby: its RPC listener is open and lists every
+ * API (so a client connected to it needs no new handshake once it leads), but answers each with a
+ * retriable NETWORK_EXCEPTION naming the active coordinator, so a client that bootstraps to it
+ * moves on to the next server it knows.
  *
  * Its data dir holds only what DuckDB spills for the REST API's SQL, and its lock; everything else
  * is in ZooKeeper. Losing the ZooKeeper session while leading emits `deposed`.
@@ -18,7 +20,9 @@ import { createLogger, type Logger } from '../common/logger.js';
 import { lakeFormat } from '../lake/formats/index.js';
 import { sqlLimits } from '../query/sql-limits.js';
 import { initArrowCompression } from '../record/compression.js';
-import type { RpcServer } from '../rpc/server.js';
+import { ApiKeys, type Api } from '../rpc/api-keys.js';
+import type { ApiRegistrar, Handler, RequestContext, RpcServer } from '../rpc/server.js';
+import { CoordinatorLink } from './coordinator-link.js';
 import { ClusterCoordinator } from './coordinator/cluster-coordinator.js';
 import { isLakeEnabled } from './coordinator/lake-tiering-manager.js';
 import { lakeTieringLag, registerTieringService, type TieringServiceDeps } from './coordinator/tiering-service.js';
@@ -35,6 +39,8 @@ export class CoordinatorServer extends EventEmitter<{ deposed: [Error] }> {
   private leading?: { coordinator: ClusterCoordinator; http: HttpServer; conn: Connection; highWatermarks: LeaderHighWatermarks };
   private readonly withdraw = new AbortController();
   private stopping = false;
+  /** The handlers of the elected coordinator, by api key: the listener's handlers hand each request on to them. */
+  private readonly served = new Map<number, Handler<Api, unknown>>();
 
   private constructor(
     readonly rpcAddress: { host: string; port: number },
@@ -47,8 +53,22 @@ export class CoordinatorServer extends EventEmitter<{ deposed: [Error] }> {
     private readonly dataDir: string,
     private readonly lock: DataDirLock,
     private readonly log: Logger,
+    private readonly active: CoordinatorLink,
   ) {
     super();
+    for (const api of Object.values(ApiKeys)) {
+      if (api !== ApiKeys.ApiVersions) rpc.register(api, (req: unknown, ctx: RequestContext) => this.serve(api, req, ctx));
+    }
+  }
+
+  /** The elected coordinator's answer, or why this one cannot answer. */
+  private async serve(api: Api, req: unknown, ctx: RequestContext): Promise<never> {
+    const handler = this.served.get(api.key);
+    if (handler) return handler(req, ctx) as Promise<never>;
+    if (this.leading) throw new TributaryError('UNSUPPORTED_VERSION', `${api.name} is served by tablet servers, not by the coordinator`);
+    const other = await this.active.coordinator().catch(() => undefined);
+    const where = other ? `coordinator ${other.id} at ${other.host}:${other.port} is active` : 'no coordinator is active yet';
+    throw new TributaryError('NETWORK_EXCEPTION', `this coordinator stands by (${where})`);
   }
 
   /**
@@ -70,8 +90,11 @@ export class CoordinatorServer extends EventEmitter<{ deposed: [Error] }> {
       let metrics: NodeMetrics | undefined;
       const rpc = rpcServerOf(options, listen, log, () => metrics);
       undo.push(() => rpc.close());
+      const active = new CoordinatorLink(() => session, zooKeeper.root, log, options.durationMs('client.request-timeout'));
+      undo.push(() => active.close());
       const rpcAddress = await rpc.listen();
-      const server = new CoordinatorServer(rpcAddress, options, rpc, session, activity, disk, dataDir, lock, log);
+      // In the same tick as listen's: no request arrives before its handlers are registered.
+      const server = new CoordinatorServer(rpcAddress, options, rpc, session, activity, disk, dataDir, lock, log, active);
       const elected = server.lead().then((m) => (metrics = m));
       // A coordinator that starts while another leads serves as a standby; the first one waits for its election.
       const standby = await server.anotherLeads();
@@ -104,6 +127,7 @@ export class CoordinatorServer extends EventEmitter<{ deposed: [Error] }> {
     }
     await this.rpc.close();
     await leading?.coordinator.stop();
+    await this.active.close();
     await this.session.close();
     this.disk.stop();
     this.activity.close();
@@ -124,7 +148,7 @@ export class CoordinatorServer extends EventEmitter<{ deposed: [Error] }> {
   /** Waits for the lead, then serves: the coordinator's APIs, tiering, HTTP. Resolves with the node's metrics. */
   private async lead(): Promise<NodeMetrics> {
     const { options, log, rpc, rpcAddress } = this;
-    const warehouse = lakeWarehouse(options);
+    const warehouse = clusterWarehouse(options);
     const lake = lakeFormat(options.string('datalake.format')!).open(warehouse);
     const coordinator = await ClusterCoordinator.start({
       options,
@@ -142,11 +166,12 @@ export class CoordinatorServer extends EventEmitter<{ deposed: [Error] }> {
     coordinator.once('deposed', (err) => {
       if (!this.stopping) this.emit('deposed', err);
     });
-    coordinator.registerServices(rpc);
+    const registrar: ApiRegistrar = { register: (api, handler) => void this.served.set(api.key, handler as Handler<Api, unknown>) };
+    coordinator.registerServices(registrar);
     const conn = await Connection.create({ 'bootstrap.servers': `${rpcAddress.host}:${rpcAddress.port}` });
     const highWatermarks = new LeaderHighWatermarks(conn, coordinator.coordinator, () => coordinator.coordinator.allTables().map(({ table }) => table).filter(isLakeEnabled), log);
     const tiering: TieringServiceDeps = { coordinator: coordinator.coordinator, warehouse, lakeFormat: lake.format, highWatermarks: (id) => highWatermarks.of(id) };
-    registerTieringService(rpc, tiering);
+    registerTieringService(registrar, tiering);
     const metrics = nodeMetrics(tiering, () => [], () => rpc.stats(), this.disk, this.activity);
     const http = await HttpServer.start({
       host: rpcAddress.host,
@@ -163,6 +188,15 @@ export class CoordinatorServer extends EventEmitter<{ deposed: [Error] }> {
     log.info({ epoch: coordinator.epoch, http: http.address.port }, 'coordinator serving');
     return metrics;
   }
+}
+
+/**
+ * The lake warehouse of a cluster: `datalake.iceberg.warehouse`, or else `lake` under the
+ * remote.data.dir every server shares, so that the coordinator elected next finds the same lake.
+ */
+function clusterWarehouse(options: Options): string {
+  const remote = options.string('remote.data.dir');
+  return options.string('datalake.iceberg.warehouse') === undefined && remote !== undefined ? path.resolve(remote, 'lake') : lakeWarehouse(options);
 }
 
 /**

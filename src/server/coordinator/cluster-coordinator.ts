@@ -17,7 +17,7 @@ import { TributaryError } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import type { LakeCatalog } from '../../lake/lake-format.js';
 import { ApiKeys } from '../../rpc/api-keys.js';
-import type { RpcServer } from '../../rpc/server.js';
+import type { ApiRegistrar } from '../../rpc/server.js';
 import { publishActiveCoordinator } from '../metadata/active-coordinator.js';
 import { CoordinatorElection } from '../metadata/coordinator-election.js';
 import { LiveTabletServers } from '../metadata/tablet-server-registry.js';
@@ -101,7 +101,7 @@ export class ClusterCoordinator extends EventEmitter<{ deposed: [Error] }> {
   }
 
   /** Registers what the active coordinator answers: the coordinator service (GetMetadata from the cluster), AdjustIsr, ControlledShutdown. */
-  registerServices(rpc: RpcServer): void {
+  registerServices(rpc: ApiRegistrar): void {
     const { self } = this.settings;
     registerCoordinatorService(rpc, this.coordinator, () => ({ nodeId: self.id, host: self.host, port: self.port }), this.controller);
     rpc.register(ApiKeys.AdjustIsr, (req) => this.controller.adjustIsr(req));

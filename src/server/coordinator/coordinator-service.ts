@@ -8,7 +8,7 @@ import { type TableInfo, tableDescriptorFromJson, tableInfoToJson, schemaToJson 
 import type { PbKeyValue } from '../../rpc/gen/tributary_pb.js';
 import { type Api, ApiKeys } from '../../rpc/api-keys.js';
 import { databaseNameOf, fieldError, idOf, jsonOf, tablePathOf } from '../../rpc/request-fields.js';
-import type { RpcServer } from '../../rpc/server.js';
+import type { ApiRegistrar } from '../../rpc/server.js';
 import type { PbBucketMetadataSchema, PbServerNodeSchema } from '../../rpc/gen/tributary_pb.js';
 import type { Coordinator } from './coordinator.js';
 
@@ -46,7 +46,7 @@ function singleNode(self: () => ServerNode): ClusterView {
  * Registers the coordinator's APIs on `rpc`; `self` is this node as clients should reach it, and
  * `cluster` the tablet servers it answers GetMetadata with (by default this node alone).
  */
-export function registerCoordinatorService(rpc: RpcServer, coordinator: Coordinator, self: () => ServerNode, cluster: ClusterView = singleNode(self)): void {
+export function registerCoordinatorService(rpc: ApiRegistrar, coordinator: Coordinator, self: () => ServerNode, cluster: ClusterView = singleNode(self)): void {
   rpc.register(ApiKeys.CreateDatabase, async (req) => {
     const api = ApiKeys.CreateDatabase;
     const name = databaseNameOf(api, req.databaseName);

@@ -9,7 +9,7 @@ import type { TableInfo } from '../../common/schema.js';
 import { ApiKeys } from '../../rpc/api-keys.js';
 import { fromPbLakeOffset, toPbLakeOffset } from '../../rpc/lake-offsets.js';
 import { fieldError, idOf, intIn, optionalIdOf, tablePathOf } from '../../rpc/request-fields.js';
-import type { RpcServer } from '../../rpc/server.js';
+import type { ApiRegistrar } from '../../rpc/server.js';
 import type { Coordinator } from './coordinator.js';
 
 export interface TieringServiceDeps {
@@ -20,7 +20,7 @@ export interface TieringServiceDeps {
   highWatermarks(tableId: number): { partitionId?: number; partitionName?: string; bucket: number; highWatermark: bigint }[];
 }
 
-export function registerTieringService(rpc: RpcServer, deps: TieringServiceDeps): void {
+export function registerTieringService(rpc: ApiRegistrar, deps: TieringServiceDeps): void {
   const { coordinator, warehouse, lakeFormat } = deps;
   const tiering = coordinator.tiering;
 

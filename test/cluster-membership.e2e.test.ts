@@ -1,0 +1,188 @@
+/**
+ * A cluster on ZooKeeper as its membership changes, with real processes: two coordinators, three
+ * tablet servers, replication factor 3 and a min ISR of 2.
+ * - too few live servers for a replication factor: INVALID_REPLICATION_FACTOR;
+ * - SHOW TABLET SERVERS and t$buckets show where buckets live;
+ * - two of three replicas down: acks=all fails with NOT_ENOUGH_REPLICAS_EXCEPTION, acks=1 still
+ *   writes; once they are back the ISR grows and the high watermark moves on;
+ * - a leader frozen with SIGSTOP past its session timeout is replaced, and once it resumes it is
+ *   fenced: it accepts no write, and follows the new leader;
+ * - SIGTERM is a controlled shutdown: leadership moves away before the server exits, and writers
+ *   carry on;
+ * - the active coordinator killed with kill -9: the standby takes over and DDL carries on.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { Connection, TributaryError } from '../src/client/index.js';
+import { ErrorCodes } from '../src/common/errors.js';
+import type { TablePath } from '../src/common/schema.js';
+import { ApiKeys } from '../src/rpc/api-keys.js';
+import { RpcConnection } from '../src/rpc/connection.js';
+import { useCluster } from './support/cluster.js';
+
+const cluster = useCluster({
+  zooKeeper: { coordinators: 2, tabletServers: 3 },
+  settings: { 'default.replication.factor': '3', 'log.replica.min-in-sync-replicas-number': '2' },
+  sql: 'ops',
+});
+
+const rows = (from: number, count: number): { id: bigint; v: string }[] => Array.from({ length: count }, (_, i) => ({ id: BigInt(from + i), v: `row-${from + i}` }));
+
+async function createTable(table: string): Promise<TablePath> {
+  const path = { database: 'ops', table };
+  await cluster.conn.getAdmin().createTable(path, { columns: [{ name: 'id', type: 'BIGINT' }, { name: 'v', type: 'STRING' }], properties: { 'bucket.num': '1' } });
+  return path;
+}
+
+async function write(conn: Connection, path: TablePath, batch: { id: bigint; v: string }[]): Promise<void> {
+  const writer = await (await conn.getTable(path)).newAppend().createWriter();
+  try {
+    for (const r of batch) await writer.append(r);
+    await writer.flush();
+  } finally {
+    await writer.close().catch(() => undefined);
+  }
+}
+
+async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe().catch(() => undefined);
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** A query's rows as objects by column name. */
+async function query(sql: string): Promise<Record<string, unknown>[]> {
+  const { result } = await cluster.sql.execute(sql);
+  assert.ok(result, `${sql} returns rows`);
+  return result.rows.map((values) => Object.fromEntries(result.columns.map((c, i) => [c.name, values[i]])));
+}
+
+const bucket0 = async (path: TablePath) => (await cluster.conn.getAdmin().listBuckets(path))[0];
+
+async function readIds(path: TablePath, expected: number): Promise<number[]> {
+  const scanner = (await cluster.conn.getTable(path)).newScan().createLogScanner();
+  await scanner.subscribe(0, 'earliest');
+  const ids: number[] = [];
+  for (let i = 0; i < 100 && ids.length < expected; i++) ids.push(...(await scanner.poll(200)).map((r) => Number(r.row.id)));
+  ids.push(...(await scanner.poll(300)).map((r) => Number(r.row.id)));
+  scanner.close();
+  return ids;
+}
+
+test('a replication factor above the live tablet servers is INVALID_REPLICATION_FACTOR; SHOW TABLET SERVERS and t$buckets show the placement', async () => {
+  await assert.rejects(
+    cluster.sql.execute("CREATE TABLE too_many (id BIGINT) WITH ('table.replication.factor' = '4')"),
+    (err: unknown) => err instanceof TributaryError && err.errorName === 'INVALID_REPLICATION_FACTOR' && /4/.test(err.message) && /3/.test(err.message),
+  );
+  await cluster.sql.execute("CREATE TABLE placed (id BIGINT) WITH ('bucket.num' = '3')");
+  await cluster.sql.execute('INSERT INTO placed VALUES (1), (2), (3), (4)');
+  const servers = await query('SHOW TABLET SERVERS');
+  assert.deepEqual(
+    servers.map((r) => [r.server_id, r.alive]),
+    [[0, true], [1, true], [2, true]],
+  );
+  const buckets = await query('SELECT bucket, leader, replicas, isr, high_watermark FROM placed$buckets ORDER BY bucket');
+  assert.equal(buckets.length, 3);
+  for (const b of buckets) {
+    assert.equal((b.replicas as number[]).length, 3, 'three replicas per bucket');
+    assert.deepEqual([...(b.isr as number[])].sort(), [0, 1, 2]);
+  }
+  assert.deepEqual(new Set(buckets.map((b) => b.leader)), new Set([0, 1, 2]), 'leaders spread over the servers');
+  assert.equal(buckets.reduce((n, b) => n + Number(b.high_watermark), 0), 4);
+});
+
+test('two of three replicas down: acks=all fails with NOT_ENOUGH_REPLICAS_EXCEPTION and acks=1 still writes; when they return the ISR grows back and the high watermark moves on', async () => {
+  const path = await createTable('min_isr');
+  await write(cluster.conn, path, rows(0, 10));
+  const { leader } = await bucket0(path);
+  const followers = [0, 1, 2].filter((id) => id !== leader);
+  for (const id of followers) await cluster.tabletServer(id).kill();
+  await until('the ISR shrinks to the leader', async () => ((await bucket0(path)).isr.length === 1 ? true : undefined));
+
+  const strict = await Connection.create({ 'bootstrap.servers': cluster.bootstrap, 'client.writer.acks': 'all', 'client.request-timeout': '3s' });
+  const loose = await Connection.create({ 'bootstrap.servers': cluster.bootstrap, 'client.writer.acks': '1' });
+  try {
+    await assert.rejects(write(strict, path, rows(10, 5)), (err: unknown) => err instanceof TributaryError && err.errorName === 'NOT_ENOUGH_REPLICAS_EXCEPTION');
+    await write(loose, path, rows(100, 5));
+    for (const id of followers) await cluster.restart(cluster.tabletServer(id));
+    const healed = await until('the ISR grows back to three', async () => {
+      const b = await bucket0(path);
+      return b.isr.length === 3 ? b : undefined;
+    });
+    assert.equal(healed.leader, leader, 'the leader stayed');
+    await write(strict, path, rows(200, 5));
+    const ids = await readIds(path, 20);
+    assert.deepEqual(ids, [...rows(0, 10), ...rows(100, 5), ...rows(200, 5)].map((r) => Number(r.id)), 'the acks=1 rows are below the high watermark once the ISR is back; the refused ones are nowhere');
+  } finally {
+    await strict.close();
+    await loose.close();
+  }
+});
+
+test('a leader frozen with SIGSTOP past its ZooKeeper session is replaced; resumed, it is fenced and follows the new leader', async () => {
+  const path = await createTable('frozen');
+  await write(cluster.conn, path, rows(0, 10));
+  const before = await bucket0(path);
+  const frozen = cluster.tabletServer(before.leader);
+  frozen.freeze();
+  try {
+    const after = await until('another replica leads', async () => {
+      const b = await bucket0(path);
+      return b.leader >= 0 && b.leader !== before.leader ? b : undefined;
+    });
+    assert.ok(after.leaderEpoch > before.leaderEpoch, 'the new leader has a higher leader epoch');
+    await write(cluster.conn, path, rows(10, 10));
+  } finally {
+    frozen.resume();
+  }
+  // Whatever it still believed when it woke, the coordinator tells it it follows: it serves clients no more.
+  const [host, port] = frozen.bootstrap.split(':');
+  const direct = await RpcConnection.connect(host, Number(port));
+  try {
+    const { tableId } = (await cluster.conn.getTable(path)).info;
+    const refused = await until('the resumed server refuses to lead', async () => {
+      const resp = await direct.request(ApiKeys.ListOffsets, { followerServerId: -1, offsetType: 1, tableId: BigInt(tableId), bucketId: [0] });
+      return resp.bucketsResp[0].errorCode === ErrorCodes.NOT_LEADER_OR_FOLLOWER ? resp : undefined;
+    });
+    assert.ok(refused);
+    await until('the resumed server is in sync again', async () => ((await bucket0(path)).isr.length === 3 ? true : undefined));
+  } finally {
+    await direct.close();
+  }
+  assert.deepEqual(await readIds(path, 20), rows(0, 20).map((r) => Number(r.id)));
+});
+
+test('SIGTERM is a controlled shutdown: leadership moves to another in-sync replica before the server exits, and writes carry on', async () => {
+  const path = await createTable('drained');
+  await write(cluster.conn, path, rows(0, 10));
+  const { leader, leaderEpoch } = await bucket0(path);
+  const writing = (async () => {
+    for (let round = 0; round < 10; round++) await write(cluster.conn, path, rows(10 + round * 10, 10));
+  })();
+  const server = cluster.tabletServer(leader);
+  assert.equal(await server.stop(), 0, 'a clean exit');
+  const moved = await bucket0(path);
+  assert.notEqual(moved.leader, leader, 'another replica leads');
+  assert.ok(moved.leader >= 0 && moved.leaderEpoch > leaderEpoch);
+  await writing;
+  await cluster.restart(server);
+  assert.deepEqual(await readIds(path, 110), rows(0, 110).map((r) => Number(r.id)));
+});
+
+test('the active coordinator killed with kill -9: the standby takes over, DDL and writes carry on', async () => {
+  const [active, standby] = cluster.coordinators;
+  assert.ok(standby, 'two coordinators');
+  await active.kill();
+  await until('the standby serves DDL', async () => {
+    await cluster.sql.execute("CREATE TABLE IF NOT EXISTS after_failover (id BIGINT, v STRING) WITH ('bucket.num' = '2')");
+    return true;
+  });
+  await cluster.sql.execute("INSERT INTO after_failover VALUES (1, 'a'), (2, 'b')");
+  const [counted] = await query('SELECT count(*) AS n FROM after_failover');
+  assert.equal(Number(counted.n), 2);
+  await cluster.restart(active);
+});
