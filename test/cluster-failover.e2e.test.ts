@@ -3,7 +3,8 @@
  * replication factor 3. Writers with acks=all run while the leader of a bucket is killed with
  * kill -9 again and again and brought back: every acknowledged row is read back exactly once and in
  * order per bucket, and every acknowledged upsert is the state of its key on whichever replica leads
- * afterwards. The ISR grows back to all three once the killed servers return.
+ * afterwards; a lake-enabled table tiered meanwhile holds each offset exactly once. The ISR grows
+ * back to all three once the killed servers return.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -12,7 +13,7 @@ import type { TablePath } from '../src/common/schema.js';
 import { useCluster } from './support/cluster.js';
 import { WriterChild } from './support/writer-child.js';
 
-const cluster = useCluster({ zooKeeper: { tabletServers: 3 }, settings: { 'default.replication.factor': '3' } });
+const cluster = useCluster({ zooKeeper: { tabletServers: 3 }, settings: { 'default.replication.factor': '3' }, sql: 'tributary' });
 
 /** Long enough for a new leader to be elected after a kill (the session timeout, then the election). */
 const WRITER_TIMEOUT = '30s';
@@ -103,5 +104,30 @@ test('primary-key table, RF=3: leaders killed with kill -9 during upserts; the n
   const scanned = await table.newScan().createBatchScanner().readAll();
   assert.equal(scanned.length, keys);
   assert.equal((await cluster.conn.getAdmin().getTableStats(path)).rowCount, BigInt(keys));
+  await fullIsr(cluster.conn, path);
+});
+
+test('lake-enabled table, RF=3: a leader killed with kill -9 while rows are written and tiered; the lake holds every row exactly once', async () => {
+  const path = { database: 'tributary', table: 'replicated_lake' };
+  await cluster.conn.getAdmin().createTable(path, {
+    columns: [{ name: 'id', type: 'BIGINT', nullable: false }, { name: 'payload', type: 'STRING' }],
+    properties: { 'bucket.num': '2', 'bucket.key': 'id', 'table.datalake.enabled': 'true', 'table.datalake.freshness': '500ms' },
+  });
+  await cluster.startTiering();
+  const total = 6_000;
+  const writer = WriterChild.start('crash-writer-child.ts', [cluster.bootstrap, 'tributary.replicated_lake', String(total), WRITER_TIMEOUT]);
+  await killLeaders(path, writer, 2, (round) => (round + 1) * 1500);
+  assert.equal(await writer.exit(), 0, `producer failed: ${writer.stderr}`);
+  const admin = cluster.conn.getAdmin();
+  for (let i = 0; i < 600; i++) {
+    const status = await admin.getLakeTieringStatus(path);
+    const tiered = status.buckets.reduce((n, b) => n + b.lakeEndOffset, 0n);
+    if (tiered >= BigInt(total) && status.buckets.every((b) => b.recordsBehind === 0n)) break;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  const { result } = await cluster.sql.execute('SELECT count(*) AS n, count(DISTINCT id) AS ids, min(id) AS lo, max(id) AS hi FROM replicated_lake$lake');
+  assert.deepEqual(result!.rows[0].map(Number), [total, total, 0, total - 1], 'the lake holds every acknowledged row once');
+  const union = await cluster.sql.execute('SELECT count(*) AS n FROM replicated_lake');
+  assert.equal(Number(union.result!.rows[0][0]), total);
   await fullIsr(cluster.conn, path);
 });

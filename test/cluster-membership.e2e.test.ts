@@ -103,7 +103,7 @@ test('two of three replicas down: acks=all fails with NOT_ENOUGH_REPLICAS_EXCEPT
   for (const id of followers) await cluster.tabletServer(id).kill();
   await until('the ISR shrinks to the leader', async () => ((await bucket0(path)).isr.length === 1 ? true : undefined));
 
-  const strict = await Connection.create({ 'bootstrap.servers': cluster.bootstrap, 'client.writer.acks': 'all', 'client.request-timeout': '3s' });
+  const strict = await Connection.create({ 'bootstrap.servers': cluster.bootstrap, 'client.writer.acks': 'all', 'client.writer.delivery-timeout': '3s' });
   const loose = await Connection.create({ 'bootstrap.servers': cluster.bootstrap, 'client.writer.acks': '1' });
   try {
     await assert.rejects(write(strict, path, rows(10, 5)), (err: unknown) => err instanceof TributaryError && err.errorName === 'NOT_ENOUGH_REPLICAS_EXCEPTION');
