@@ -170,7 +170,7 @@ describe('the ISR', () => {
   after(() => cluster?.close());
 
   test('a follower that stops leaves it after the max lag and rejoins once restarted and caught up', async () => {
-    cluster = new ReplicaCluster(table, { 'log.replica.max-lag-time': '300ms' });
+    cluster = new ReplicaCluster(table, { 'log.replica.max-lag-time': '2s' });
     for (const id of [1, 2, 3]) await cluster.start(id);
     await cluster.elect(0, 1, [1, 2, 3]);
     const leader = await cluster.connection(1);

@@ -896,10 +896,11 @@ export class LogTablet {
     await this.quiesce();
     this.truncations++;
     // Deleted first (ascending) and created after: a crash in between leaves a consistent log, at
-    // worst empty, which the follower fetches again.
+    // worst empty, which the follower fetches again. The list holds the old segments until the new
+    // one exists, so that readers beside the queue (metrics, fetches) never find it empty.
     try {
-      for (const segment of this.segments.splice(0)) await segment.delete();
-      this.segments.push(await LogSegment.create(this.dir, offset, this.config));
+      for (const segment of this.segments) await segment.delete();
+      this.segments.splice(0, this.segments.length, await LogSegment.create(this.dir, offset, this.config));
     } catch (err) {
       throw this.fail(err);
     }
