@@ -5,16 +5,13 @@
  * into a segment is truncated on recovery.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { Connection } from '../src/client/index.js';
 import type { ScanRecord } from '../src/client/index.js';
 import { startCluster } from './support/cluster.js';
-import { CLI } from './support/server-process.js';
-
-const CHILD = path.join(path.dirname(CLI), '..', '..', 'test', 'support', 'crash-writer-child.ts');
+import { WriterChild } from './support/writer-child.js';
 
 async function readAll(bootstrap: string, table: string, buckets: number, expected: number): Promise<ScanRecord[]> {
   const conn = await Connection.create({ 'bootstrap.servers': bootstrap });
@@ -45,28 +42,14 @@ test('every acknowledged row survives repeated kill -9 exactly once, in order pe
   await cluster.conn.close();
 
   const total = 20_000;
-  const child = spawn(process.execPath, ['--import', 'tsx', CHILD, cluster.bootstrap, 'tributary.crash', String(total)], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let acked = -1;
-  let done = false;
-  let childErr = '';
-  child.stderr.on('data', (d: Buffer) => (childErr += d.toString()));
-  child.stdout.on('data', (d: Buffer) => {
-    for (const m of d.toString().matchAll(/acked (\d+)/g)) acked = Math.max(acked, Number(m[1]));
-    if (d.toString().includes('done')) done = true;
-  });
-  const childExit = new Promise<number | null>((resolve) => child.once('exit', resolve));
-
-  const waitForAcks = async (atLeast: number): Promise<void> => {
-    for (let i = 0; i < 600 && acked < atLeast && !done; i++) await new Promise((r) => setTimeout(r, 50));
-  };
+  const writer = WriterChild.start('crash-writer-child.ts', [cluster.bootstrap, 'tributary.crash', String(total)]);
   for (let kill = 1; kill <= 3; kill++) {
-    await waitForAcks(kill * 3000);
+    await writer.waitForAcks(kill * 3000, 30_000);
     await cluster.server.kill();
     await cluster.restart();
   }
-  const code = await childExit;
-  assert.equal(code, 0, `producer failed: ${childErr}`);
-  assert.equal(acked, total - 1);
+  assert.equal(await writer.exit(), 0, `producer failed: ${writer.stderr}`);
+  assert.equal(writer.acked, total - 1);
 
   const records = await readAll(cluster.bootstrap, 'crash', 2, total);
   const ids = records.map((r) => Number(r.row.id));

@@ -5,15 +5,11 @@
  * - many writers on the same keys: the final state equals the changelog folded in offset order.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import path from 'node:path';
 import { test } from 'node:test';
 import { Connection } from '../src/client/index.js';
 import type { ScanRecord, Row } from '../src/client/index.js';
 import { startCluster } from './support/cluster.js';
-import { CLI } from './support/server-process.js';
-
-const CHILD = path.join(path.dirname(CLI), '..', '..', 'test', 'support', 'pk-writer-child.ts');
+import { WriterChild } from './support/writer-child.js';
 
 async function readChangelog(conn: Connection, table: string, buckets: number): Promise<ScanRecord[]> {
   const t = await conn.getTable({ database: 'tributary', table });
@@ -51,21 +47,14 @@ test('acknowledged upserts survive repeated kill -9 exactly once', async (t) => 
 
   const keys = 200;
   const rounds = 40;
-  const child = spawn(process.execPath, ['--import', 'tsx', CHILD, cluster.bootstrap, 'tributary.kv_crash', String(keys), String(rounds)], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let acked = -1;
-  let childErr = '';
-  child.stderr.on('data', (d: Buffer) => (childErr += d.toString()));
-  child.stdout.on('data', (d: Buffer) => {
-    for (const m of d.toString().matchAll(/acked (\d+)/g)) acked = Math.max(acked, Number(m[1]));
-  });
-  const exit = new Promise<number | null>((resolve) => child.once('exit', resolve));
+  const writer = WriterChild.start('pk-writer-child.ts', [cluster.bootstrap, 'tributary.kv_crash', String(keys), String(rounds)]);
   for (let kill = 1; kill <= 3; kill++) {
-    for (let i = 0; i < 600 && acked < kill * 8; i++) await new Promise((r) => setTimeout(r, 50));
+    await writer.waitForAcks(kill * 8, 30_000);
     await cluster.server.kill();
     await cluster.restart();
   }
-  assert.equal(await exit, 0, `writer failed: ${childErr}`);
-  assert.equal(acked, rounds - 1);
+  assert.equal(await writer.exit(), 0, `writer failed: ${writer.stderr}`);
+  assert.equal(writer.acked, rounds - 1);
 
   const conn = await cluster.reconnect();
   const table = await conn.getTable({ database: 'tributary', table: 'kv_crash' });

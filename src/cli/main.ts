@@ -1,13 +1,15 @@
 #!/usr/bin/env node
 /**
- * The `tributary` command: wiring only. `start` runs a node, `tiering` a lake tiering worker, `sql`
- * the SQL shell, `tail` follows a table, `lake` lake table maintenance.
+ * The `tributary` command: wiring only. `start` runs a node, `coordinator-server` and
+ * `tablet-server` the processes of a cluster, `tiering` a lake tiering worker, `sql` the SQL shell,
+ * `tail` follows a table, `lake` lake table maintenance.
  */
 import './v8-options.js';
 import { Command, Option } from 'commander';
 import { optionDefault } from '../common/config.js';
 import { parseListener } from '../server/server.js';
 import { SOFTWARE_VERSION } from '../rpc/version.js';
+import { coordinatorServer, tabletServer } from './cluster-servers.js';
 import { lakeCommand } from './lake.js';
 import { parseSetting } from './settings.js';
 import { describeError, sql } from './sql.js';
@@ -19,20 +21,31 @@ const defaultListener = parseListener(optionDefault('bind.listeners'));
 
 const program = new Command('tributary').description('Streaming storage for real-time analytics, native to the lakehouse').version(SOFTWARE_VERSION);
 
-program
-  .command('start')
-  .description('start an embedded server (coordinator + tablet server) with a local data directory')
-  // Defaults are shown, not set: a flag left out must not override the config file or --set.
-  .option('--data-dir <dir>', `data directory (data.dir, default: ${optionDefault('data.dir')})`)
-  .option('--host <host>', `address to listen on (bind.listeners, default: ${defaultListener.host})`)
-  .option('--port <port>', `RPC port; 0 picks a free one (bind.listeners, default: ${defaultListener.port})`)
-  .option('--http-port <port>', `HTTP port; 0 picks a free one (http.port, default: ${optionDefault('http.port')})`)
-  .option('--config <file>', "config file of 'key: value' lines")
-  .option('--set <key=value>', 'set a server option (repeatable)', parseSetting)
+/** The flags every server command takes; `http` adds --http-port. Defaults are shown, not set: a flag left out must not override the config file or --set. */
+function serverCommand(name: string, description: string, http: boolean): Command {
+  const command = program
+    .command(name)
+    .description(description)
+    .option('--data-dir <dir>', `data directory (data.dir, default: ${optionDefault('data.dir')})`)
+    .option('--host <host>', `address to listen on (bind.listeners, default: ${defaultListener.host})`)
+    .option('--port <port>', `RPC port; 0 picks a free one (bind.listeners, default: ${defaultListener.port})`);
+  if (http) command.option('--http-port <port>', `HTTP port; 0 picks a free one (http.port, default: ${optionDefault('http.port')})`);
+  return command.option('--config <file>', "config file of 'key: value' lines").option('--set <key=value>', 'set a server option (repeatable)', parseSetting);
+}
+
+serverCommand('start', 'start an embedded server (coordinator + tablet server) with a local data directory', true)
   .option('--no-tiering', 'do not run the embedded lake tiering worker')
   .action(async (opts) => {
     await start(opts);
   });
+
+serverCommand('coordinator-server', 'start a coordinator of a cluster on ZooKeeper (zookeeper.address); one is active, others stand by', true).action(async (opts) => {
+  await coordinatorServer(opts);
+});
+
+serverCommand('tablet-server', 'start a tablet server of a cluster on ZooKeeper (zookeeper.address, tablet-server.id)', false).action(async (opts) => {
+  await tabletServer(opts);
+});
 
 program
   .command('tiering')

@@ -331,9 +331,6 @@ export function validateTableProperties(props: Record<string, string>): void {
     if (notSupported) throw new TributaryError('INVALID_CONFIG_EXCEPTION', `'${k}' is a Fluss option not supported by Tributary: ${notSupported}`);
     if (def && def.scope === 'table') {
       validateOptionValue(def, v);
-      if (k === 'table.replication.factor' && Number(v) > 1) {
-        throw new TributaryError('INVALID_REPLICATION_FACTOR', `'table.replication.factor' = '${v}' asks for ${v} replicas, but there is one tablet server: the factor can only be 1`);
-      }
     } else if (k.startsWith('table.') || k.startsWith('bucket.')) {
       throw new TributaryError('INVALID_CONFIG_EXCEPTION', `unknown table option '${k}'`);
     }

@@ -4,20 +4,17 @@
  * every bucket before the listener opens, so a client never sees a half-recovered log.
  */
 import path from 'node:path';
-import fs from 'node:fs';
 import { lakeWarehouse, Options } from '../common/config.js';
 import { lakeFormat } from '../lake/formats/index.js';
 import { TributaryError } from '../common/errors.js';
-import { makeDirectory } from '../common/files.js';
 import { sqlLimits } from '../query/sql-limits.js';
 import { initArrowCompression } from '../record/compression.js';
 import { ApiKeys } from '../rpc/api-keys.js';
-import { decodeLookupRequest } from '../rpc/lookup-messages.js';
 import { tablePathOf } from '../rpc/request-fields.js';
-import { RpcServer, type RpcServerStats } from '../rpc/server.js';
+import type { RpcServer, RpcServerStats } from '../rpc/server.js';
 import { Coordinator } from './coordinator/coordinator.js';
 import { ServerActivity } from '../common/activity.js';
-import { DataDirLock } from './data-dir-lock.js';
+import type { DataDirLock } from './data-dir-lock.js';
 import { DataDisk } from './tablet/data-disk.js';
 import { isLakeEnabled } from './coordinator/lake-tiering-manager.js';
 import { lakeTieringLag, registerTieringService, type TieringServiceDeps } from './coordinator/tiering-service.js';
@@ -26,7 +23,9 @@ import { HttpServer } from './http/http-server.js';
 import { createLogger, type Logger } from '../common/logger.js';
 import { LocalMetadataStore } from './metadata/local-metadata-store.js';
 import { NodeMetrics } from './metrics.js';
-import { TabletServer } from './tablet/tablet-server.js';
+import { rpcServerOf, startOnDataDir, type Undo } from './startup.js';
+import { type BucketMetrics, TabletServer } from './tablet/tablet-server.js';
+import { registerTabletService } from './tablet/tablet-service.js';
 
 export interface Address {
   host: string;
@@ -65,22 +64,11 @@ export class TributaryServer {
   static async start(settings: Record<string, string>, log: Logger = createLogger()): Promise<TributaryServer> {
     const options = new Options('server', settings);
     const listen = parseListener(options.string('bind.listeners')!);
-    const dataDir = path.resolve(options.string('data.dir')!);
-    const createdDir = await makeDirectory(dataDir, 'INVALID_DATA_DIR');
-    const undo: (() => Promise<unknown>)[] = [];
-    try {
-      const lock = await DataDirLock.acquire(dataDir);
-      undo.push(() => lock.abandon());
-      return await TributaryServer.open(options, listen, dataDir, lock, log, undo);
-    } catch (err) {
-      for (const step of undo.reverse()) await step().catch((e: unknown) => log.warn({ err: e }, 'cleanup after a failed start failed'));
-      if (createdDir) await fs.promises.rm(createdDir, { recursive: true, force: true });
-      throw err;
-    }
+    return startOnDataDir(options, log, (dataDir, lock, undo) => TributaryServer.open(options, listen, dataDir, lock, log, undo));
   }
 
   /** The start after the lock: each part opened pushes its closing onto `undo`. */
-  private static async open(options: Options, listen: Address, dataDir: string, lock: DataDirLock, log: Logger, undo: (() => Promise<unknown>)[]): Promise<TributaryServer> {
+  private static async open(options: Options, listen: Address, dataDir: string, lock: DataDirLock, log: Logger, undo: Undo): Promise<TributaryServer> {
     await initArrowCompression();
     const activity = new ServerActivity(log.child({ role: 'activity' }));
     undo.push(async () => activity.close());
@@ -98,31 +86,13 @@ export class TributaryServer {
     await coordinator.start(tablets);
 
     const tiering: TieringServiceDeps = { coordinator, warehouse, lakeFormat: lake.format, highWatermarks: (id) => tablets.highWatermarks(id) };
-    const metrics = nodeMetrics(tiering, tablets, () => rpc.stats(), disk, activity);
-    const rpc = new RpcServer({
-      host: listen.host,
-      port: listen.port,
-      maxFrameBytes: options.bytes('rpc.max-frame-size'),
-      maxInflightBytes: options.bytes('server.buffer.memory-size'),
-      frameTimeoutMs: options.durationMs('rpc.frame-timeout'),
-      idleTimeoutMs: options.durationMs('netty.connection.max-idle-time'),
-      logger: log.child({ role: 'rpc' }),
-      onAnswered: (api, seconds, errorName) => metrics.requestDone(api.name, seconds, errorName),
-      onDeadlineClosed: (deadline) => metrics.connectionClosed(deadline),
-    });
+    const metrics = nodeMetrics(tiering, () => tablets.bucketMetrics(), () => rpc.stats(), disk, activity);
+    const rpc = rpcServerOf(options, listen, log, () => metrics);
     let self = { nodeId: 0, host: listen.host, port: listen.port };
     registerCoordinatorService(rpc, coordinator, () => self);
     registerTieringService(rpc, tiering);
-    rpc.register(ApiKeys.ProduceLog, (req) => tablets.produceLog(req), { releasesBody: true });
-    rpc.register(ApiKeys.FetchLog, (req) => tablets.fetchLog(req));
-    rpc.register(ApiKeys.ListOffsets, (req) => tablets.listOffsets(req));
-    rpc.register(ApiKeys.LimitScan, (req) => tablets.limitScan(req));
+    registerTabletService(rpc, tablets);
     const kv = tablets.kvService;
-    rpc.register(ApiKeys.PutKv, (req) => kv.putKv(req));
-    rpc.register(ApiKeys.Lookup, (req) => kv.lookup(req), { decode: decodeLookupRequest });
-    rpc.register(ApiKeys.PrefixLookup, (req) => kv.prefixLookup(req));
-    rpc.register(ApiKeys.GetTableStats, (req) => kv.getTableStats(req));
-    rpc.register(ApiKeys.ScanKv, (req) => kv.scanKv(req));
     rpc.register(ApiKeys.GetLatestKvSnapshots, async (req) => {
       const table = coordinator.getTableInfo(tablePathOf(ApiKeys.GetLatestKvSnapshots, req.tablePath));
       const partition = req.partitionName === undefined ? undefined : coordinator.listPartitions(table.path).find((p) => p.partitionName === req.partitionName);
@@ -193,11 +163,11 @@ export class TributaryServer {
   }
 }
 
-/** The node's metrics, read from the coordinator, the tablet server and the RPC listener when scraped. */
-function nodeMetrics(tiering: TieringServiceDeps, tablets: TabletServer, rpcStats: () => RpcServerStats, disk: DataDisk, activity: ServerActivity): NodeMetrics {
+/** A node's metrics, read from the coordinator, the buckets it hosts (none on a cluster's coordinator) and the RPC listener when scraped. */
+export function nodeMetrics(tiering: TieringServiceDeps, buckets: () => BucketMetrics[], rpcStats: () => RpcServerStats, disk: DataDisk, activity: ServerActivity): NodeMetrics {
   const { coordinator } = tiering;
   return new NodeMetrics({
-    buckets: () => tablets.bucketMetrics(),
+    buckets,
     tables: () => {
       const all = coordinator.allTables();
       return { tables: all.length, partitions: all.reduce((n, t) => n + t.partitions.length, 0) };

@@ -18,8 +18,16 @@
  *
  * At the end the connection and the DuckDB session close, then the processes stop with SIGTERM,
  * tiering workers before the servers they read from, and each must exit 0: every suite checks the
- * clean shutdown. Each process is an OwnedProcess; the services a cluster of servers will need
+ * clean shutdown. Each process is an OwnedProcess; the services a cluster of servers needs
  * (ZooKeeper, an S3 server) are more of them, started before the servers and stopped after them.
+ *
+ * With `zooKeeper`, the cluster is the real thing: a ZooKeeper server, coordinators (`tributary
+ * coordinator-server`, the first started becomes the active one) and tablet servers with ids 0..n-1
+ * (`tributary tablet-server`), all sharing one remote.data.dir. `bootstrap` lists them all.
+ *
+ *   const cluster = useCluster({ zooKeeper: { coordinators: 2, tabletServers: 3 } });
+ *   await cluster.tabletServer(1).kill();
+ *   await cluster.restart(cluster.members.indexOf(cluster.tabletServer(1)));
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -29,7 +37,8 @@ import { Connection } from '../../src/client/index.js';
 import { DEFAULT_DATABASE } from '../../src/common/schema.js';
 import { DuckSession } from '../../src/query/duckdb/session.js';
 import { SqlExecutor } from '../../src/query/executor.js';
-import { type OwnedProcess, ServerProcess, TieringProcess, tempDir } from './server-process.js';
+import { type OwnedProcess, type ServerCommand, ServerProcess, TieringProcess, tempDir } from './server-process.js';
+import { ZooKeeperServer } from './zookeeper.js';
 
 export interface ClusterOptions {
   /** How many server processes; 1 by default. */
@@ -46,15 +55,30 @@ export interface ClusterOptions {
   client?: Record<string, string> | false;
   /** The current database of `sql`, a SQL executor on `conn`; created unless it is the default one. */
   sql?: string;
+  /** A cluster on ZooKeeper instead of `servers` embedded nodes: how many coordinators (1 by default) and tablet servers. */
+  zooKeeper?: { coordinators?: number; tabletServers: number };
 }
+
+/** One process of the cluster: what it runs, its tablet server id, and the process once started. */
+interface Member {
+  command: ServerCommand;
+  id?: number;
+  dataDir: string;
+  process?: ServerProcess;
+}
+
+/** A ZooKeeper session short enough that a killed tablet server is noticed within seconds. */
+const SESSION_TIMEOUT = '4s';
 
 /** How long a process may take to stop on SIGTERM before it is killed and reported. */
 const STOP_TIMEOUT_MS = 60_000;
 
 export class TestCluster {
-  private readonly members: ServerProcess[] = [];
-  private readonly dataDirs: string[] = [];
+  private readonly roster: Member[] = [];
   private readonly workers: TieringProcess[] = [];
+  private zk?: ZooKeeperServer;
+  /** Settings of every cluster process: where ZooKeeper is, the shared remote.data.dir. */
+  private readonly clusterSettings: Record<string, string> = {};
   private readonly dirs: string[] = [];
   private connection?: Connection;
   private session?: DuckSession;
@@ -72,12 +96,24 @@ export class TestCluster {
   /** Starts the servers, then the connection and the SQL executor; on a failure ends what started. */
   async start(): Promise<void> {
     try {
-      const count = this.options.servers ?? 1;
-      for (let i = 0; i < count; i++) this.dataDirs.push(tempDir('data', this.options.dataRoot));
-      // Settled one by one, so that a server that started is ended even when another failed.
-      const started = await Promise.allSettled(this.dataDirs.map(async (dataDir, i) => (this.members[i] = await this.launch(dataDir, 0))));
-      const failed = started.find((s) => s.status === 'rejected');
-      if (failed) throw failed.reason;
+      const dir = (): string => tempDir('data', this.options.dataRoot);
+      const zooKeeper = this.options.zooKeeper;
+      if (zooKeeper) {
+        this.zk = await ZooKeeperServer.start();
+        Object.assign(this.clusterSettings, {
+          'zookeeper.address': this.zk.address,
+          'zookeeper.client.session-timeout': SESSION_TIMEOUT,
+          'remote.data.dir': this.tempDir('remote'),
+        });
+        for (let i = 0; i < (zooKeeper.coordinators ?? 1); i++) this.roster.push({ command: 'coordinator-server', dataDir: dir() });
+        for (let id = 0; id < zooKeeper.tabletServers; id++) this.roster.push({ command: 'tablet-server', id, dataDir: dir() });
+        // The first coordinator is the active one: it starts alone, the rest together after it.
+        await this.launchAll(this.roster.slice(0, 1));
+        await this.launchAll(this.roster.slice(1));
+      } else {
+        for (let i = 0; i < (this.options.servers ?? 1); i++) this.roster.push({ command: 'start', dataDir: dir() });
+        await this.launchAll(this.roster);
+      }
       if (this.options.client !== false) this.connection = await this.connect();
       if (this.options.sql !== undefined) {
         if (this.options.sql !== DEFAULT_DATABASE) await this.conn.getAdmin().createDatabase(this.options.sql);
@@ -90,14 +126,32 @@ export class TestCluster {
     }
   }
 
-  /** The first server: the only one, in most suites. */
+  /** The first server: the only one, in most suites; the first coordinator of a cluster on ZooKeeper. */
   get server(): ServerProcess {
     return this.servers[0];
   }
 
+  /** Every server process, in start order (coordinators, then tablet servers by id). */
   get servers(): readonly ServerProcess[] {
-    assert.ok(this.members.length > 0, 'the cluster has not started');
-    return this.members;
+    assert.ok(this.roster.length > 0 && this.roster.every((m) => m.process), 'the cluster has not started');
+    return this.roster.map((m) => m.process!);
+  }
+
+  get coordinators(): readonly ServerProcess[] {
+    return this.servers.filter((s) => s.command === 'coordinator-server');
+  }
+
+  /** The tablet server with `tablet-server.id` = `id`. */
+  tabletServer(id: number): ServerProcess {
+    const member = this.roster.find((m) => m.command === 'tablet-server' && m.id === id);
+    assert.ok(member?.process, `the cluster has a tablet server ${id}`);
+    return member.process;
+  }
+
+  /** The ZooKeeper server of a cluster started with `zooKeeper`. */
+  get zooKeeper(): ZooKeeperServer {
+    assert.ok(this.zk, 'a cluster started with the `zooKeeper` option');
+    return this.zk;
   }
 
   /** `bootstrap.servers` for a client of the cluster. */
@@ -125,11 +179,11 @@ export class TestCluster {
    * Starts server `member` again, once it has exited (killed or stopped by the test), on its data
    * dir and port, with the cluster's settings and `settings` over them.
    */
-  async restart(member = 0, settings: Record<string, string> = {}): Promise<ServerProcess> {
-    const old = this.servers[member];
-    assert.ok(!old.running, `server ${member} is still running: stop or kill it first`);
-    this.members[member] = await this.launch(old.dataDir, old.port, settings);
-    return this.members[member];
+  async restart(member: number | ServerProcess = 0, settings: Record<string, string> = {}): Promise<ServerProcess> {
+    const index = typeof member === 'number' ? member : this.servers.indexOf(member);
+    const old = this.servers[index];
+    assert.ok(!old.running, `server ${index} is still running: stop or kill it first`);
+    return this.launch(this.roster[index], old.port, settings);
   }
 
   /** Closes `conn` and opens a new one with the same settings. */
@@ -160,16 +214,38 @@ export class TestCluster {
     this.executor = undefined;
     await this.connection?.close();
     this.connection = undefined;
-    // A server that failed to start leaves a hole in `members`.
-    const servers = this.members.splice(0).filter((s) => s !== undefined);
-    const unclean = [...(await Promise.all(this.workers.splice(0).map(end))), ...(await Promise.all(servers.map(end)))].filter((e) => e !== undefined);
-    for (const dir of [...this.dataDirs.splice(0), ...this.dirs.splice(0)]) fs.rmSync(dir, { recursive: true, force: true });
-    assert.deepEqual(unclean, [], 'a clean shutdown');
+    const members = this.roster.splice(0);
+    // A server that failed to start has no process. Tablet servers stop while the coordinator still
+    // runs (their controlled shutdown asks it to move their leaderships), and a frozen one is resumed first.
+    const ended = async (command: ServerCommand): Promise<(string | undefined)[]> =>
+      Promise.all(members.filter((m) => m.command === command && m.process).map((m) => (m.process!.resume(), end(m.process!))));
+    const unclean = [...(await Promise.all(this.workers.splice(0).map(end))), ...(await ended('start')), ...(await ended('tablet-server')), ...(await ended('coordinator-server'))];
+    await this.zk?.close();
+    this.zk = undefined;
+    for (const dir of [...members.map((m) => m.dataDir), ...this.dirs.splice(0)]) fs.rmSync(dir, { recursive: true, force: true });
+    assert.deepEqual(unclean.filter((e) => e !== undefined), [], 'a clean shutdown');
   }
 
-  private launch(dataDir: string, port: number, settings: Record<string, string> = {}): Promise<ServerProcess> {
+  /** Starts the members side by side; settled one by one, so that one that started is ended even when another failed. */
+  private async launchAll(members: Member[]): Promise<void> {
+    const started = await Promise.allSettled(members.map((m) => this.launch(m, 0)));
+    const failed = started.find((s) => s.status === 'rejected');
+    if (failed) throw failed.reason;
+  }
+
+  private async launch(member: Member, port: number, settings: Record<string, string> = {}): Promise<ServerProcess> {
     const { args, cli } = this.options;
-    return ServerProcess.start({ dataDir, port, settings: { ...this.options.settings, ...settings }, args, cli });
+    const own: Record<string, string> = member.id === undefined ? {} : { 'tablet-server.id': String(member.id) };
+    // Flags of `start` (--no-tiering) are not flags of the cluster's commands.
+    member.process = await ServerProcess.start({
+      command: member.command,
+      dataDir: member.dataDir,
+      port,
+      settings: { ...this.clusterSettings, ...this.options.settings, ...own, ...settings },
+      args: member.command === 'start' ? args : [],
+      cli,
+    });
+    return member.process;
   }
 
   private connect(): Promise<Connection> {

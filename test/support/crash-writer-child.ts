@@ -1,11 +1,11 @@
 /**
  * A producer for crash tests: appends rows with consecutive ids (acks=all, idempotent) in rounds
  * and prints `acked <lastId>` after each flush resolves, until it has written `total` rows.
- * Usage: crash-writer-child.ts <bootstrap> <database.table> <total>
+ * Usage: crash-writer-child.ts <bootstrap> <database.table> <total> [request timeout, 5s by default]
  */
 import { Connection } from '../../src/client/index.js';
 
-const [bootstrap, name, totalText] = process.argv.slice(2);
+const [bootstrap, name, totalText, requestTimeout = '5s'] = process.argv.slice(2);
 const [database, table] = name.split('.');
 const total = Number(totalText);
 const ROUND = 250;
@@ -15,7 +15,7 @@ const conn = await Connection.create({
   'client.writer.acks': 'all',
   'client.writer.batch-timeout': '2ms',
   'client.writer.batch-size': '16kb',
-  'client.request-timeout': '5s',
+  'client.request-timeout': requestTimeout,
   'client.connect-timeout': '1s',
 });
 const writer = await (await conn.getTable({ database, table })).newAppend().createWriter();

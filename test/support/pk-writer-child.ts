@@ -1,17 +1,17 @@
 /**
  * An upserting producer for crash tests: in round r it upserts every key 0..keys-1 with v = r
  * (acks=all, idempotent) and prints `acked r` once the round's flush resolves.
- * Usage: pk-writer-child.ts <bootstrap> <database.table> <keys> <rounds>
+ * Usage: pk-writer-child.ts <bootstrap> <database.table> <keys> <rounds> [request timeout, 5s by default]
  */
 import { Connection } from '../../src/client/index.js';
 
-const [bootstrap, name, keysText, roundsText] = process.argv.slice(2);
+const [bootstrap, name, keysText, roundsText, requestTimeout = '5s'] = process.argv.slice(2);
 const [database, table] = name.split('.');
 const conn = await Connection.create({
   'bootstrap.servers': bootstrap,
   'client.writer.batch-timeout': '2ms',
   'client.writer.batch-size': '8kb',
-  'client.request-timeout': '5s',
+  'client.request-timeout': requestTimeout,
   'client.connect-timeout': '1s',
 });
 const writer = await (await conn.getTable({ database, table })).newUpsert().createWriter();

@@ -1,7 +1,8 @@
 /**
- * Real Tributary processes as children of a test: a server (`tributary start`) on ephemeral ports and
- * a temp data dir, and a tiering worker (`tributary tiering`). Each waits for its `ready` line, and
- * stops (SIGTERM) or is killed (SIGKILL). test/support/cluster.ts builds suites' servers from these.
+ * Real Tributary processes as children of a test: a server (`tributary start`, or a cluster's
+ * `coordinator-server` or `tablet-server`) on ephemeral ports and a temp data dir, and a tiering
+ * worker (`tributary tiering`). Each waits for its `ready` line, and stops (SIGTERM), is killed
+ * (SIGKILL), or is frozen (SIGSTOP) and resumed. test/support/cluster.ts builds suites' servers from these.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -82,14 +83,26 @@ abstract class OwnedChildProcess implements OwnedProcess {
     if (this.running) this.child.kill('SIGKILL');
     await this.exited;
   }
+
+  /** SIGSTOP: the process stays, frozen (a long GC pause, a hung machine) until `resume`. */
+  freeze(): void {
+    if (this.running) this.child.kill('SIGSTOP');
+  }
+
+  resume(): void {
+    if (this.running) this.child.kill('SIGCONT');
+  }
 }
 
+/** What a server process runs: the embedded node, or one role of a cluster. */
+export type ServerCommand = 'start' | 'coordinator-server' | 'tablet-server';
+
 export class ServerProcess extends OwnedChildProcess {
-  readonly name = 'server';
 
   private constructor(
     child: ChildProcess,
     stderr: () => string,
+    readonly command: ServerCommand,
     readonly dataDir: string,
     readonly bootstrap: string,
     readonly http: string,
@@ -98,18 +111,27 @@ export class ServerProcess extends OwnedChildProcess {
   }
 
   /**
-   * Starts a server on `dataDir` (a new temp dir by default); `port` 0 picks a free one; `args` are
-   * more CLI flags (e.g. `--no-tiering`); `cli` is a built CLI to run instead of the source (e.g. an
-   * installed package's `dist/cli/main.js`); `logLevel` is its log level (warn by default).
+   * Starts a server on `dataDir` (a new temp dir by default); `command` is what it runs (`start` by
+   * default); `port` 0 picks a free one; `args` are more CLI flags (e.g. `--no-tiering`); `cli` is a
+   * built CLI to run instead of the source (e.g. an installed package's `dist/cli/main.js`);
+   * `logLevel` is its log level (warn by default).
    */
-  static async start(options: { dataDir?: string; port?: number; settings?: Record<string, string>; args?: string[]; cli?: string; logLevel?: string } = {}): Promise<ServerProcess> {
+  static async start(
+    options: { command?: ServerCommand; dataDir?: string; port?: number; settings?: Record<string, string>; args?: string[]; cli?: string; logLevel?: string } = {},
+  ): Promise<ServerProcess> {
+    const command = options.command ?? 'start';
     const dataDir = options.dataDir ?? tempDir('data');
     const cli = options.cli === undefined ? ['--import', 'tsx', CLI] : [options.cli];
-    const args = [...cli, 'start', '--data-dir', dataDir, '--port', String(options.port ?? 0), '--http-port', '0'];
+    const args = [...cli, command, '--data-dir', dataDir, '--port', String(options.port ?? 0)];
+    if (command !== 'tablet-server') args.push('--http-port', '0');
     for (const [k, v] of Object.entries(options.settings ?? {})) args.push('--set', `${k}=${v}`);
     args.push(...(options.args ?? []));
-    const { child, match, stderr } = await spawnUntilReady('server', args, options.logLevel ?? 'warn', /ready bootstrap=(\S+) http=(\S+)/);
-    return new ServerProcess(child, stderr, dataDir, match[1], match[2]);
+    const { child, match, stderr } = await spawnUntilReady(command === 'start' ? 'server' : command, args, options.logLevel ?? 'warn', /ready bootstrap=(\S+)(?: http=(\S+))?/);
+    return new ServerProcess(child, stderr, command, dataDir, match[1], match[2] ?? '');
+  }
+
+  override get name(): string {
+    return this.command === 'start' ? 'server' : this.command;
   }
 
   get port(): number {

@@ -23,12 +23,30 @@ function toSpec(api: Api, field: string, kvs: PbKeyValue[]): Record<string, stri
   return spec;
 }
 
-function buckets(info: TableInfo, nodeId: number): MessageInitShape<typeof PbBucketMetadataSchema>[] {
-  return Array.from({ length: info.bucketCount }, (_, b) => ({ bucketId: b, leaderId: nodeId, leaderEpoch: 0 }));
+type ServerNode = MessageInitShape<typeof PbServerNodeSchema>;
+
+/** What GetMetadata tells besides the tables: the tablet servers, and each bucket's leader, replicas and ISR. */
+export interface ClusterView {
+  tabletServers(): ServerNode[];
+  bucketMetadata(table: TableInfo, partitionId?: number): MessageInitShape<typeof PbBucketMetadataSchema>[];
 }
 
-/** Registers the coordinator's APIs on `rpc`; `self` is this node as clients should reach it. */
-export function registerCoordinatorService(rpc: RpcServer, coordinator: Coordinator, self: () => MessageInitShape<typeof PbServerNodeSchema>): void {
+/** The one-process node: it is the only tablet server, and every bucket's one replica, leader at epoch 0. */
+function singleNode(self: () => ServerNode): ClusterView {
+  return {
+    tabletServers: () => [self()],
+    bucketMetadata: (table) => {
+      const nodeId = self().nodeId ?? 0;
+      return Array.from({ length: table.bucketCount }, (_, b) => ({ bucketId: b, leaderId: nodeId, leaderEpoch: 0, replicaId: [nodeId], isr: [nodeId] }));
+    },
+  };
+}
+
+/**
+ * Registers the coordinator's APIs on `rpc`; `self` is this node as clients should reach it, and
+ * `cluster` the tablet servers it answers GetMetadata with (by default this node alone).
+ */
+export function registerCoordinatorService(rpc: RpcServer, coordinator: Coordinator, self: () => ServerNode, cluster: ClusterView = singleNode(self)): void {
   rpc.register(ApiKeys.CreateDatabase, async (req) => {
     const api = ApiKeys.CreateDatabase;
     const name = databaseNameOf(api, req.databaseName);
@@ -124,8 +142,6 @@ export function registerCoordinatorService(rpc: RpcServer, coordinator: Coordina
   });
 
   rpc.register(ApiKeys.GetMetadata, async (req) => {
-    const node = self();
-    const nodeId = node.nodeId ?? 0;
     const tableMetadata = req.tablePath.map((p, i) => {
       const info = coordinator.getTableInfo(tablePathOf(ApiKeys.GetMetadata, p, `table_path[${i}]`));
       return {
@@ -133,7 +149,7 @@ export function registerCoordinatorService(rpc: RpcServer, coordinator: Coordina
         tableId: BigInt(info.tableId),
         schemaId: info.schemaId,
         tableJson: JSON.stringify(tableInfoToJson(info)),
-        bucketMetadata: buckets(info, nodeId),
+        bucketMetadata: cluster.bucketMetadata(info),
         createdTime: BigInt(info.createdTime),
         modifiedTime: BigInt(info.modifiedTime),
       };
@@ -142,9 +158,9 @@ export function registerCoordinatorService(rpc: RpcServer, coordinator: Coordina
       const p = coordinator.partitionById(idOf(ApiKeys.GetMetadata, `partitions_id[${i}]`, id));
       const info = p && coordinator.getTableInfoById(p.tableId);
       if (!p || !info) throw new TributaryError('PARTITION_NOT_EXISTS', `partition ${id} does not exist`);
-      return { tableId: BigInt(p.tableId), partitionName: p.partitionName, partitionId: id, bucketMetadata: buckets(info, nodeId) };
+      return { tableId: BigInt(p.tableId), partitionName: p.partitionName, partitionId: id, bucketMetadata: cluster.bucketMetadata(info, p.partitionId) };
     });
-    return { coordinatorServer: node, tabletServers: [node], tableMetadata, partitionMetadata };
+    return { coordinatorServer: self(), tabletServers: cluster.tabletServers(), tableMetadata, partitionMetadata };
   });
 
   rpc.register(ApiKeys.InitWriter, async () => ({ writerId: await coordinator.allocateWriterId() }));

@@ -34,11 +34,11 @@ class RecordingTablets implements BucketLifecycle {
   lakeOffsetsChanged(): void {}
 }
 
-async function start(dir: string, lake?: LakeCatalog): Promise<{ coordinator: Coordinator; tablets: RecordingTablets; store: LocalMetadataStore }> {
+async function start(dir: string, lake?: LakeCatalog, settings: Record<string, string> = {}): Promise<{ coordinator: Coordinator; tablets: RecordingTablets; store: LocalMetadataStore }> {
   const store = await LocalMetadataStore.open(path.join(dir, 'metadata'));
   const log = pino({ level: 'silent' });
   const activity = new ServerActivity(log);
-  const coordinator = new Coordinator(store, new Options('server', {}), log, activity, lake);
+  const coordinator = new Coordinator(store, new Options('server', settings), log, activity, lake);
   const tablets = new RecordingTablets();
   await coordinator.start(tablets);
   after(async () => {
@@ -180,5 +180,25 @@ describe('Coordinator: names become store paths', () => {
     assert.throws(() => coordinator.databaseExists('tributary/tables/orders'), rejects('INVALID_DATABASE_EXCEPTION', 'invalid database name'));
     assert.ok(coordinator.tableExists(p));
     assert.deepEqual(coordinator.listTables('tributary'), ['orders']);
+  });
+});
+
+describe('Coordinator.createTable: replication factor on one node', () => {
+  it('takes a factor of 1 and refuses more with INVALID_REPLICATION_FACTOR, also as the server default', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'coordinator-'));
+    dirs.push(dir);
+    const { coordinator } = await start(dir);
+    const table = (properties: Record<string, string>) => ({ columns: [{ name: 'id', type: 'INT' }], properties });
+    await coordinator.createTable({ database: 'tributary', table: 'one' }, table({ 'table.replication.factor': '1' }), false);
+    await assert.rejects(
+      coordinator.createTable({ database: 'tributary', table: 'three' }, table({ 'table.replication.factor': '3' }), false),
+      rejects('INVALID_REPLICATION_FACTOR', "'table.replication.factor' = '3' asks for 3 replicas, but there is one tablet server: the factor can only be 1"),
+    );
+    assert.equal(coordinator.tableExists({ database: 'tributary', table: 'three' }), false);
+
+    const other = fs.mkdtempSync(path.join(os.tmpdir(), 'coordinator-'));
+    dirs.push(other);
+    const defaulted = (await start(other, undefined, { 'default.replication.factor': '2' })).coordinator;
+    await assert.rejects(defaulted.createTable({ database: 'tributary', table: 't' }, table({}), false), rejects('INVALID_REPLICATION_FACTOR', 'asks for 2 replicas'));
   });
 });

@@ -10,6 +10,9 @@
  *   /databases/<db>/tables/<table>/schemas/<id>       schema JSON
  *   /databases/<db>/tables/<table>/partitions/<name>  PartitionRegistration
  *   counters: table_id, partition_id, writer_id
+ * In a cluster the ClusterController keeps each bucket's replicas and leader beside them
+ * (/assignments, /leader_isr: cluster-controller.ts), placed in the commit that registers the table
+ * or partition.
  */
 import { type Options, optionDef, validateTableProperties } from '../../common/config.js';
 import { TributaryError } from '../../common/errors.js';
@@ -38,6 +41,7 @@ import type { ServerActivity } from '../../common/activity.js';
 import type { LakeBucketOffset } from '../../common/lake.js';
 import type { LakeCatalog, LakeTableEntry } from '../../lake/lake-format.js';
 import { isLakeEnabled, LakeTieringManager } from './lake-tiering-manager.js';
+import { checkReplicationFactor, replicationFactorOf } from './replica-assignment.js';
 
 interface DatabaseRegistration {
   comment?: string;
@@ -62,7 +66,7 @@ interface PartitionRegistration {
   created_time: number;
 }
 
-/** What the tablet side does when buckets come and go (in-process now; an RPC in a cluster). */
+/** What the tablet side does when buckets come and go: the in-process TabletServer, or in a cluster the ClusterController's requests. */
 export interface BucketLifecycle {
   createBuckets(table: TableInfo, partition?: PartitionInfo): Promise<void>;
   /** Drops the buckets of one partition, or of the whole table when `partition` is absent. */
@@ -70,6 +74,19 @@ export interface BucketLifecycle {
   tableAltered(table: TableInfo): void;
   /** What the lake now holds of the table's buckets: log retention keeps everything above it. */
   lakeOffsetsChanged(table: TableInfo, offsets: readonly LakeBucketOffset[]): void;
+}
+
+/**
+ * Where the buckets of a new table or partition go, decided before its registration is committed
+ * and committed with it, so that no bucket exists without its placement.
+ */
+export interface BucketPlacement {
+  /**
+   * Store operations that place the buckets of `partition`, or of a non-partitioned `table`; for a
+   * partitioned table without `partition` it only checks that its partitions can be placed.
+   * INVALID_REPLICATION_FACTOR when the table asks for more replicas than there are tablet servers.
+   */
+  placeBuckets(table: TableInfo, partition?: PartitionInfo): MetadataOp[];
 }
 
 /** A lake table, and whether a live table (of its path and table id) owns it. */
@@ -116,6 +133,13 @@ export class Coordinator {
   private writerIds = { next: 0n, end: 0n };
   private reservingWriterIds?: Promise<void>;
   private lifecycle?: BucketLifecycle;
+  /** The one-process node keeps every bucket's only replica on its own tablet server: nothing to store. */
+  private placement: BucketPlacement = {
+    placeBuckets: (table) => {
+      checkReplicationFactor(replicationFactorOf(table, this.options), 1);
+      return [];
+    },
+  };
   /** Lake tiering: which table is tiered next and what the lake holds. */
   readonly tiering: LakeTieringManager;
 
@@ -152,9 +176,13 @@ export class Coordinator {
     }
   }
 
-  /** Connects the tablet side, creates the default database and starts the partition timer. */
-  async start(lifecycle: BucketLifecycle): Promise<void> {
+  /**
+   * Connects the tablet side (and, in a cluster, the placement of replicas on tablet servers),
+   * creates the default database and starts the partition timer.
+   */
+  async start(lifecycle: BucketLifecycle, placement?: BucketPlacement): Promise<void> {
     this.lifecycle = lifecycle;
+    if (placement) this.placement = placement;
     if (this.store.children('/databases').length === 0) {
       await this.createDatabase(DEFAULT_DATABASE, { comment: 'default database' }, true);
     }
@@ -308,12 +336,14 @@ export class Coordinator {
       const now = Date.now();
       const reg: TableRegistration = { ...registration, table_id: tableId, schema_id: 0, created_time: now, modified_time: now };
       const info = this.toTableInfo(path, reg, schema);
+      const placement = this.placement.placeBuckets(info);
       await this.syncLakeTable(info);
       this.tablesWithoutBuckets.add(tableId);
       try {
         await this.store.commit([
           { op: 'put', path: tablePath(path), value: reg },
           { op: 'put', path: `${tablePath(path)}/schemas/0`, value: schemaToJson(schema) },
+          ...placement,
         ]);
         this.pathsById.set(tableId, path);
         if (info.partitionKeys.length === 0) await this.lifecycle?.createBuckets(info);
@@ -559,8 +589,11 @@ export class Coordinator {
     this.disk?.checkWritable();
     const partitionId = await this.store.nextId('partition_id');
     const normalized = Object.fromEntries(info.partitionKeys.map((k, i) => [k, values[i]]));
-    await this.store.commit([{ op: 'put', path: regPath, value: { partition_id: partitionId, spec: normalized, created_time: Date.now() } satisfies PartitionRegistration }]);
     const partition = { partitionId, partitionName: name, spec: normalized };
+    await this.store.commit([
+      { op: 'put', path: regPath, value: { partition_id: partitionId, spec: normalized, created_time: Date.now() } satisfies PartitionRegistration },
+      ...this.placement.placeBuckets(info, partition),
+    ]);
     await this.lifecycle?.createBuckets(info, partition);
     this.partitionsById.set(partitionId, { ...partition, tableId: info.tableId });
     this.log.info({ table: tablePathString(info.path), partition: name, partitionId }, 'partition created');

@@ -5,6 +5,7 @@ import { useZooKeeper } from '../../../test/support/zookeeper.js';
 import { Options } from '../../common/config.js';
 import { TributaryError } from '../../common/errors.js';
 import { metadataStoreContract } from './fixtures/metadata-store-contract.js';
+import { partitionable, until } from './fixtures/zookeeper-network.js';
 import { ZooKeeperMetadataStore, ZOOKEEPER_MAX_REQUEST_BYTES } from './zookeeper-metadata-store.js';
 import { ZooKeeperSession, zooKeeperSettings } from './zookeeper-session.js';
 
@@ -28,14 +29,6 @@ function rejectsWith(name: string): (err: unknown) => boolean {
     assert.equal(err.errorName, name, err.message);
     return true;
   };
-}
-
-async function until(what: string, condition: () => boolean): Promise<void> {
-  const deadline = Date.now() + 60_000;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
 }
 
 test('the ZooKeeper options: Fluss\'s defaults, a required address, an absolute root; no answer within the connection timeout is NETWORK_EXCEPTION', async () => {
@@ -165,38 +158,18 @@ test('ZooKeeper killed with kill -9: commits fail as retriable, and after a rest
   assert.equal(await fresh.nextId('partition_id'), id + 1);
 });
 
-/** A loopback TCP proxy in front of ZooKeeper that a test can cut, as a network partition. */
-async function partitionable(target: number): Promise<{ address: string; cut(): void; heal(): void; close(): Promise<void> }> {
-  const sockets = new Set<net.Socket>();
-  let down = false;
-  const server = net.createServer((client) => {
-    if (down) return void client.destroy();
-    const upstream = net.connect(target, '127.0.0.1');
-    for (const s of [client, upstream]) {
-      sockets.add(s);
-      s.on('error', () => undefined);
-      s.on('close', () => {
-        sockets.delete(s);
-        client.destroy();
-        upstream.destroy();
-      });
-    }
-    client.pipe(upstream);
-    upstream.pipe(client);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    address: `127.0.0.1:${(server.address() as net.AddressInfo).port}`,
-    cut() {
-      down = true;
-      for (const s of sockets) s.destroy();
-    },
-    heal() {
-      down = false;
-    },
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
-}
+test('a ZooKeeper that accepts the connection and stays silent does not hold the session: it reconnects once the server answers again', async () => {
+  const proxy = await partitionable(Number(zooKeeper.server.address.split(':')[1]));
+  const session = await connect({ 'zookeeper.address': proxy.address, 'zookeeper.client.session-timeout': '30s' });
+  proxy.silence();
+  await until('the session notices', () => !session.connected);
+  // Let the client open a connection into the silence before the server answers again.
+  await new Promise((resolve) => setTimeout(resolve, 1_500));
+  proxy.heal();
+  await until('the session reconnects', () => session.connected);
+  assert.equal(await session.exists('/'), true);
+  await proxy.close();
+});
 
 test('a session expired while cut off is reported by the store, which then refuses changes', async () => {
   const root = newRoot();

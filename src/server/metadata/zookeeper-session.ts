@@ -13,6 +13,10 @@
  *   first attempt did land would fail against itself.
  * - Node-state outcomes that callers expect (a version that moved, a node that exists or not) come
  *   back as a ZooKeeperConflict naming the ZooKeeper code and, in a multi-op, the failed op.
+ * - The client library waits for the answer to its connect request with no deadline once the TCP
+ *   connection is up, so a server that accepts and stays silent (one still starting, or wedged)
+ *   would hold the session disconnected forever. A watchdog closes such a socket after
+ *   HANDSHAKE_TIMEOUT_MS, and the library tries again.
  */
 import { EventEmitter } from 'node:events';
 import zookeeper from 'node-zookeeper-client';
@@ -20,6 +24,8 @@ import type { Options } from '../../common/config.js';
 import { TributaryError } from '../../common/errors.js';
 
 const { CreateMode, Exception, State } = zookeeper;
+
+const CREATE_MODES = { persistent: CreateMode.PERSISTENT, ephemeral: CreateMode.EPHEMERAL, 'ephemeral-sequential': CreateMode.EPHEMERAL_SEQUENTIAL };
 
 export interface ZooKeeperSettings {
   /** Connection string: comma-separated host:port. */
@@ -82,12 +88,23 @@ const CONFLICTS = new Map<number, ConflictCode>([
 export interface ZNode {
   data: Buffer;
   version: number;
+  /** The session id (hex) of the session that owns an ephemeral node; all zeros for a persistent one. */
+  owner: string;
 }
 
 type Callback<T> = (error: unknown, result: T) => void;
 
+/** Longest wait for ZooKeeper's answer to a connect request on an open socket. */
+const HANDSHAKE_TIMEOUT_MS = 2_000;
+
+/** The library's connection manager, as far as the watchdog needs it (not part of its typed API). */
+interface ConnectionManagerInternals {
+  socket?: { connecting: boolean; destroyed: boolean; destroy(): void };
+}
+
 export class ZooKeeperSession extends EventEmitter<{ expired: [] }> {
   private expired = false;
+  private readonly watchdog: NodeJS.Timeout;
 
   private constructor(
     private readonly client: zookeeper.Client,
@@ -98,6 +115,14 @@ export class ZooKeeperSession extends EventEmitter<{ expired: [] }> {
       this.expired = true;
       this.emit('expired');
     });
+    // A socket seen open and unanswered at two ticks in a row has waited at least one full tick.
+    let waiting: unknown;
+    this.watchdog = setInterval(() => {
+      const socket = (client as unknown as { connectionManager?: ConnectionManagerInternals }).connectionManager?.socket;
+      const unanswered = !this.connected && socket !== undefined && !socket.connecting && !socket.destroyed ? socket : undefined;
+      if (unanswered && unanswered === waiting) unanswered.destroy();
+      waiting = unanswered;
+    }, HANDSHAKE_TIMEOUT_MS).unref();
   }
 
   /** Connects, waiting up to the connection timeout; fails with NETWORK_EXCEPTION when no server answers. */
@@ -106,7 +131,7 @@ export class ZooKeeperSession extends EventEmitter<{ expired: [] }> {
     const session = new ZooKeeperSession(client, settings.address);
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
-        client.close();
+        void session.close();
         reject(new TributaryError('NETWORK_EXCEPTION', `cannot connect to ZooKeeper at ${settings.address} within ${settings.connectionTimeoutMs} ms`));
       }, settings.connectionTimeoutMs);
       client.once('connected', () => {
@@ -127,33 +152,48 @@ export class ZooKeeperSession extends EventEmitter<{ expired: [] }> {
     return this.client.getSessionId().toString('hex');
   }
 
-  /** The node's data and version, or undefined when it does not exist. */
-  async get(path: string): Promise<ZNode | undefined> {
+  /**
+   * The node's data and version, or undefined when it does not exist; with `watch`, called once when
+   * the node changes or goes (a node that does not exist sets no watch).
+   */
+  async get(path: string, watch?: () => void): Promise<ZNode | undefined> {
     try {
-      return await this.call<ZNode>((cb) => this.client.getData(path, (err, data, stat) => cb(err, { data: data ?? Buffer.alloc(0), version: stat?.version })));
+      return await this.call<ZNode>((cb) => {
+        const done = (err: unknown, data: Buffer | undefined, stat: zookeeper.Stat | undefined): void =>
+          cb(err, { data: data ?? Buffer.alloc(0), version: stat?.version ?? 0, owner: stat?.ephemeralOwner.toString('hex') ?? '' });
+        if (watch) this.client.getData(path, watch, done);
+        else this.client.getData(path, done);
+      });
     } catch (err) {
       if (err instanceof ZooKeeperConflict && err.code === 'NO_NODE') return undefined;
       throw err;
     }
   }
 
-  /** Names of the node's children (unsorted); with `watch`, called once when they change or the node goes. */
+  /**
+   * Names of the node's children (unsorted); with `watch`, called once when they change or the node
+   * goes. (The client keeps one watch per function and node: setting the same function again while
+   * it waits does not make it called twice; this holds for every watch here.)
+   */
   children(path: string, watch?: () => void): Promise<string[]> {
-    return this.call((cb) => (watch ? this.client.getChildren(path, () => watch(), cb) : this.client.getChildren(path, cb)));
+    return this.call((cb) => (watch ? this.client.getChildren(path, watch, cb) : this.client.getChildren(path, cb)));
   }
 
   /** Whether the node exists; with `watch`, called once when it is created, changed or deleted. */
   exists(path: string, watch?: () => void): Promise<boolean> {
     return this.call<boolean>((cb) => {
       const done = (err: unknown, stat: unknown): void => cb(err, stat !== null && stat !== undefined);
-      if (watch) this.client.exists(path, () => watch(), done);
+      if (watch) this.client.exists(path, watch, done);
       else this.client.exists(path, done);
     });
   }
 
-  /** Creates a node and returns its path (with the sequence number of a sequential one). */
-  create(path: string, data: Buffer, mode: 'persistent' | 'ephemeral-sequential' = 'persistent'): Promise<string> {
-    const createMode = mode === 'persistent' ? CreateMode.PERSISTENT : CreateMode.EPHEMERAL_SEQUENTIAL;
+  /**
+   * Creates a node and returns its path (with the sequence number of a sequential one); an ephemeral
+   * node lives as long as this session.
+   */
+  create(path: string, data: Buffer, mode: keyof typeof CREATE_MODES = 'persistent'): Promise<string> {
+    const createMode = CREATE_MODES[mode];
     return this.call((cb) => this.client.create(path, data, createMode, cb));
   }
 
@@ -203,6 +243,7 @@ export class ZooKeeperSession extends EventEmitter<{ expired: [] }> {
 
   /** Ends the session: ZooKeeper deletes its ephemeral nodes at once. */
   close(): Promise<void> {
+    clearInterval(this.watchdog);
     if (this.client.getState() !== State.SYNC_CONNECTED) {
       this.client.close();
       return Promise.resolve();

@@ -16,6 +16,7 @@ import { asBuffer, bucketError } from './bucket-responses.js';
 import type { ServerActivity } from '../../common/activity.js';
 import type { DataDisk } from './data-disk.js';
 import type { Replica } from './replica.js';
+import type { ReplicaManager } from './replica-manager.js';
 
 const SCANNER_TTL_MS = 60_000;
 const DEFAULT_SCAN_BYTES = 4 * 1024 * 1024;
@@ -28,10 +29,11 @@ interface ScanSession {
   lastUsed: number;
 }
 
-/** What the KV APIs use of the tablet server, which creates them: its replicas and the data disk's write lock. */
+/** What the KV APIs use of the tablet server, which creates them: its replicas (those it leads), the data disk's write lock and, in a cluster, replication. */
 interface TabletReplicas {
   replica(tableId: number, partitionId: number | undefined, bucket: number): Replica;
   readonly disk: DataDisk;
+  readonly replication: ReplicaManager | undefined;
 }
 
 export class KvService {
@@ -71,7 +73,16 @@ export class KvService {
           const batches = splitKvBatches(asBuffer(b.records));
           if (batches.length === 0) throw new TributaryError('CORRUPT_MESSAGE', 'PutKv request for a bucket holds no KV batch');
           this.tablets.disk.checkWritable();
-          const result = await r.kv.putKv(batches, req.targetColumns.length > 0 ? req.targetColumns : undefined, req.acks === -1 ? 'high-watermark' : 'written');
+          const targetColumns = req.targetColumns.length > 0 ? req.targetColumns : undefined;
+          const replication = req.acks === -1 ? this.tablets.replication : undefined;
+          if (!replication) {
+            const result = await r.kv.putKv(batches, targetColumns, req.acks === -1 ? 'high-watermark' : 'written');
+            return { ...head, logEndOffset: result.logEndOffset };
+          }
+          // acks=-1 in a cluster: the changelog is held by every in-sync replica (as ProduceLog's).
+          replication.checkEnoughReplicas(r);
+          const result = await r.kv.putKv(batches, targetColumns, 'written');
+          await replication.awaitHighWatermark(r, result.endOffset, req.timeoutMs);
           return { ...head, logEndOffset: result.logEndOffset };
         } catch (err) {
           return { ...head, logEndOffset: -1n, ...bucketError(this.tablets.disk.writeFailed(err)) };
@@ -188,6 +199,11 @@ export class KvService {
       const latest = this.kvReplica(table.tableId, partitionId, bucketId).kv.snapshots.latest();
       return latest ? { bucketId, snapshotId: BigInt(latest.snapshotId), logOffset: latest.logOffset, rowCount: BigInt(latest.rowCount) } : { bucketId };
     });
+  }
+
+  /** Ends the state scans of a replica whose KV state closes (it stops leading). */
+  closeScannersOf(replica: Replica): void {
+    for (const [id, s] of this.scanners) if (s.replica === replica) this.closeScanner(id);
   }
 
   private closeScanner(id: string): void {

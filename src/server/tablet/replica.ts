@@ -1,10 +1,15 @@
 /**
- * A bucket hosted by this tablet server: its identity, its table and its log. On one node every
- * replica is the leader, with leader epoch 0; the epoch travels in every batch so that replication can
- * be added without touching storage. Primary-key tables will add a KvTablet here.
+ * A bucket hosted by this tablet server: its identity, its table, its log and its place in the
+ * bucket's replica set. On one node (`tributary start`) every replica is the leader with leader epoch
+ * 0 and the server is its only replica. In a cluster the coordinator makes each replica leader or
+ * follower (NotifyLeaderAndIsr): the leader serves clients and tracks its followers (LeaderState),
+ * a follower copies the leader's log (ReplicaFetcher). Primary-key tables hold their KvTablet only
+ * while leader.
  */
 import type { PartitionInfo, TableInfo } from '../../common/schema.js';
+import type { KvSnapshotStore } from './kv/kv-snapshot-store.js';
 import type { KvTablet } from './kv/kv-tablet.js';
+import type { LeaderState } from './leader-state.js';
 import type { LogTablet } from './log/log-tablet.js';
 
 export interface TableBucket {
@@ -22,9 +27,22 @@ export interface Replica {
   table: TableInfo;
   partition?: PartitionInfo;
   log: LogTablet;
-  /** The bucket's current state, for primary-key tables. */
+  /** The bucket's current state, for primary-key tables while this replica leads. */
   kv?: KvTablet;
+  /** Where the bucket's KV snapshots are (remote.data.dir, shared by every server), for primary-key tables. */
+  snapshots?: KvSnapshotStore;
+  role: 'leader' | 'follower';
+  /** The server that leads the bucket. */
+  leaderId: number;
   leaderEpoch: number;
+  /** Every replica of the bucket, in assignment order. */
+  replicas: number[];
+  /** The in-sync replicas: the leader and the followers that keep up with it. */
+  isr: number[];
+  /** Version of the bucket's leader and ISR at the coordinator, which an ISR change names. */
+  bucketEpoch: number;
+  /** Set while this replica leads the bucket in a cluster. */
+  leader?: LeaderState;
   /** First log offset the lake does not hold (lake-enabled tables); retention keeps everything from it. */
   lakeEndOffset?: bigint;
 }

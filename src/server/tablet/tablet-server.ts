@@ -1,7 +1,12 @@
 /**
  * The tablet server: hosts the buckets of every table and partition and serves their data APIs
- * (ProduceLog, FetchLog, ListOffsets, LimitScan). It learns about buckets from the coordinator through
- * the BucketLifecycle calls and about schemas through a TableMetadataSource.
+ * (ProduceLog, FetchLog, ListOffsets, LimitScan). Two ways to run it, chosen by its construction:
+ * - on one node (`tributary start`), given a TableMetadataSource (the coordinator in the same
+ *   process): it hosts every bucket, as its only replica and leader, learning of them through the
+ *   BucketLifecycle calls; the high watermark of each log is its durable end;
+ * - in a cluster, given a ClusterMembership: the coordinator's requests (NotifyLeaderAndIsr,
+ *   StopReplica, UpdateMetadata) make each replica leader or follower, its logs are replicated
+ *   (replica-manager.ts) and clients are served by the leaders only (NOT_LEADER_OR_FOLLOWER elsewhere).
  *
  * Bucket directories: `<data.dir>/log/<db>/<table>-<tableId>/[<partition>-p<partitionId>/]log-<bucket>`.
  */
@@ -23,9 +28,18 @@ import type {
   LimitScanResponseSchema,
   ListOffsetsRequest,
   ListOffsetsResponseSchema,
+  NotifyLeaderAndIsrRequest,
+  NotifyLeaderAndIsrResponseSchema,
+  OffsetForLeaderEpochRequest,
+  OffsetForLeaderEpochResponseSchema,
+  PbFetchLogReqForBucket,
   PbFetchLogRespForBucketSchema,
   ProduceLogRequest,
   ProduceLogResponseSchema,
+  StopReplicaRequest,
+  StopReplicaResponseSchema,
+  UpdateMetadataRequest,
+  UpdateMetadataResponseSchema,
 } from '../../rpc/gen/tributary_pb.js';
 import { ApiKeys } from '../../rpc/api-keys.js';
 import { idOf, intIn, optionalIdOf } from '../../rpc/request-fields.js';
@@ -41,6 +55,8 @@ import { type KvSnapshotInfo, KvSnapshotStore } from './kv/kv-snapshot-store.js'
 import { type LogConfig, LogTablet } from './log/log-tablet.js';
 import type { BatchCutter } from './log/log-segment.js';
 import { bucketKey, type Replica, type TableBucket } from './replica.js';
+import type { TableMetadataSource } from './table-metadata.js';
+import { type ClusterMembership, notLeader, type ReplicaHost, ReplicaManager, type ServerNode } from './replica-manager.js';
 
 /** One hosted bucket, as the node's metrics (server/metrics.ts) read it. */
 export interface BucketMetrics {
@@ -56,13 +72,12 @@ export interface BucketMetrics {
   segments: number;
   /** Rows of a primary-key bucket's state. */
   kvRows?: number;
-}
-
-/** What the tablet server needs to know about tables, answered by the coordinator. */
-export interface TableMetadataSource {
-  getTableInfoById(tableId: number): TableInfo | undefined;
-  schemaById(tableId: number, schemaId: number): Schema | undefined;
-  partitionById(partitionId: number): (PartitionInfo & { tableId: number }) | undefined;
+  /** This server leads the bucket (always on one node). */
+  leader: boolean;
+  replicas: number;
+  inSyncReplicas: number;
+  /** Led, with fewer in-sync replicas than replicas. */
+  underReplicated: boolean;
 }
 
 const ACKS = new Set([0, 1, -1]);
@@ -71,6 +86,10 @@ const MAX_PROJECTED_STORED = 16;
 const OFFSET_EARLIEST = 0;
 const OFFSET_LATEST = 1;
 const OFFSET_TIMESTAMP = 2;
+/** The log end offset, past what readers see (replication lag, t$buckets). */
+const OFFSET_LOG_END = 3;
+/** On one node the server is tablet server 0, every bucket's only replica. */
+const EMBEDDED_SERVER_ID = 0;
 
 export class TabletServer implements BucketLifecycle {
   private readonly replicas = new Map<string, Replica>();
@@ -83,11 +102,15 @@ export class TabletServer implements BucketLifecycle {
   private readonly maxBatchBytes: number;
   /** The primary-key APIs, over the same replicas. */
   readonly kvService: KvService;
+  private readonly metadata: TableMetadataSource;
+  /** The cluster side: set when the server is a member of a cluster. */
+  readonly replication: ReplicaManager | undefined;
 
   constructor(
     private readonly dataDir: string,
     private readonly options: Options,
-    private readonly metadata: TableMetadataSource,
+    /** The coordinator of this node, or what this server is in a cluster. */
+    source: TableMetadataSource | { cluster: ClusterMembership },
     private readonly log: Logger,
     /** Writes wait while the data disk is full. */
     readonly disk: DataDisk,
@@ -96,6 +119,13 @@ export class TabletServer implements BucketLifecycle {
   ) {
     this.maxBatchBytes = options.bytes('log.segment.file-size');
     this.kvService = new KvService(this, activity);
+    if ('cluster' in source) {
+      this.replication = new ReplicaManager(this.replicaHost(), source.cluster, options, log.child({ role: 'replica-manager' }));
+      this.metadata = this.replication.tables;
+    } else {
+      this.replication = undefined;
+      this.metadata = source;
+    }
   }
 
   /** Opens (and recovers) the buckets of every existing table, then starts retention and checkpoints. */
@@ -110,6 +140,10 @@ export class TabletServer implements BucketLifecycle {
     every('log-retention', 'log.retention.check-interval', () => this.deleteExpiredSegments());
     every('log-checkpoint', 'log.flush.offset.checkpoint-interval', () => this.checkpointAll());
     every('kv-snapshot', 'kv.snapshot.interval', () => this.snapshotAll());
+    if (this.replication) {
+      every('high-watermark-checkpoint', 'log.replica.high-watermark.checkpoint-interval', () => this.checkpointAll());
+      this.replication.start(this.activity);
+    }
   }
 
   /** Answers waiting fetches now; called before the RPC server drains its requests. */
@@ -119,6 +153,7 @@ export class TabletServer implements BucketLifecycle {
 
   async stop(): Promise<void> {
     this.stopServing();
+    await this.replication?.stop();
     this.kvService.close();
     for (const t of this.timers) clearInterval(t);
     this.timers = [];
@@ -134,19 +169,81 @@ export class TabletServer implements BucketLifecycle {
   async createBuckets(table: TableInfo, partition?: PartitionInfo): Promise<void> {
     for (let b = 0; b < table.bucketCount; b++) {
       const bucket: TableBucket = { tableId: table.tableId, bucket: b, ...(partition ? { partitionId: partition.partitionId } : {}) };
-      const key = bucketKey(bucket);
-      if (this.replicas.has(key)) continue;
-      const dir = path.join(this.tableDir(table, partition), `log-${b}`);
-      const logger = this.log.child({ bucket: key });
-      const log = await LogTablet.open(dir, this.logConfig(table), logger, { onFlush: (start, ms) => this.activity.flushed(start, ms) });
-      let kv: KvTablet | undefined;
-      if (table.schema.primaryKey) {
-        const snapshots = new KvSnapshotStore(path.join(this.snapshotDir(table, partition), String(b)), this.options.int('kv.snapshot.num-retained'));
-        const schemas = (schemaId: number): Schema | undefined => this.metadata.schemaById(table.tableId, schemaId);
-        kv = await KvTablet.open(path.join(this.tableDir(table, partition), `kv-${b}`), log, table, schemas, snapshots, logger);
-      }
-      this.replicas.set(key, { bucket, table, ...(partition ? { partition } : {}), log, ...(kv ? { kv } : {}), leaderEpoch: 0 });
+      if (this.replicas.has(bucketKey(bucket))) continue;
+      const replica = await this.openReplica(table, partition, b);
+      if (table.schema.primaryKey) await this.openKv(replica);
     }
+  }
+
+  /**
+   * Opens (recovering) or creates a bucket's log, hosted from now on. On one node the replica is
+   * the leader at epoch 0 at once; in a cluster its log is replicated and it is a follower of no
+   * leader until the coordinator says otherwise.
+   */
+  private async openReplica(table: TableInfo, partition: PartitionInfo | undefined, b: number): Promise<Replica> {
+    const bucket: TableBucket = { tableId: table.tableId, bucket: b, ...(partition ? { partitionId: partition.partitionId } : {}) };
+    const dir = path.join(this.tableDir(table, partition), `log-${b}`);
+    const replicated = this.replication !== undefined;
+    const log = await LogTablet.open(dir, this.logConfig(table), this.log.child({ bucket: bucketKey(bucket) }), { onFlush: (start, ms) => this.activity.flushed(start, ms), replicated });
+    const place = replicated
+      ? { role: 'follower' as const, leaderId: -1, leaderEpoch: -1, replicas: [], isr: [] }
+      : { role: 'leader' as const, leaderId: EMBEDDED_SERVER_ID, leaderEpoch: 0, replicas: [EMBEDDED_SERVER_ID], isr: [EMBEDDED_SERVER_ID] };
+    const replica: Replica = {
+      bucket,
+      table,
+      ...(partition ? { partition } : {}),
+      log,
+      ...(table.schema.primaryKey ? { snapshots: this.snapshotStore(table, partition, b) } : {}),
+      ...place,
+      bucketEpoch: 0,
+    };
+    this.replicas.set(bucketKey(bucket), replica);
+    return replica;
+  }
+
+  /** Opens a primary-key bucket's state over its log: the latest snapshot, then the changelog after it. */
+  private async openKv(replica: Replica): Promise<void> {
+    const { table, partition, bucket } = replica;
+    // A fresh store: another server may have taken snapshots since this one last looked.
+    replica.snapshots = this.snapshotStore(table, partition, bucket.bucket);
+    const schemas = (schemaId: number): Schema | undefined => this.metadata.schemaById(table.tableId, schemaId);
+    const logger = this.log.child({ bucket: bucketKey(bucket) });
+    replica.kv = await KvTablet.open(this.kvDir(replica), replica.log, table, schemas, replica.snapshots, logger, () => replica.leaderEpoch);
+  }
+
+  private snapshotStore(table: TableInfo, partition: PartitionInfo | undefined, bucket: number): KvSnapshotStore {
+    return new KvSnapshotStore(path.join(this.snapshotDir(table, partition), String(bucket)), this.options.int('kv.snapshot.num-retained'));
+  }
+
+  private kvDir(replica: Replica): string {
+    return path.join(this.tableDir(replica.table, replica.partition), `kv-${replica.bucket.bucket}`);
+  }
+
+  /** What the replica manager drives: the hosted replicas, their logs and KV states. */
+  private replicaHost(): ReplicaHost {
+    return {
+      hosted: (bucket) => this.hosted(bucket),
+      hostedReplicas: () => this.replicas.values(),
+      openReplica: (table, partition, bucket) => this.openReplica(table, partition, bucket),
+      closeReplica: async (replica, deleteData) => {
+        this.replicas.delete(bucketKey(replica.bucket));
+        await replica.kv?.close();
+        await replica.log.close();
+        if (deleteData) {
+          await fs.promises.rm(replica.log.dir, { recursive: true, force: true });
+          await fs.promises.rm(this.kvDir(replica), { recursive: true, force: true });
+        }
+      },
+      alterReplica: (replica, table) => this.alterReplica(replica, table),
+      openKv: (replica) => this.openKv(replica),
+      closeKv: async (replica) => {
+        const kv = replica.kv;
+        replica.kv = undefined;
+        this.kvService.closeScannersOf(replica);
+        await kv?.close();
+        await fs.promises.rm(this.kvDir(replica), { recursive: true, force: true });
+      },
+    };
   }
 
   async dropBuckets(table: TableInfo, partition?: PartitionInfo): Promise<void> {
@@ -162,13 +259,13 @@ export class TabletServer implements BucketLifecycle {
   }
 
   tableAltered(table: TableInfo): void {
-    const config = this.logConfig(table);
-    for (const r of this.replicas.values()) {
-      if (r.bucket.tableId !== table.tableId) continue;
-      r.table = table;
-      r.log.updateConfig(config);
-      r.kv?.tableAltered(table);
-    }
+    for (const r of this.replicas.values()) if (r.bucket.tableId === table.tableId) this.alterReplica(r, table);
+  }
+
+  private alterReplica(replica: Replica, table: TableInfo): void {
+    replica.table = table;
+    replica.log.updateConfig(this.logConfig(table));
+    replica.kv?.tableAltered(table);
   }
 
   lakeOffsetsChanged(table: TableInfo, offsets: readonly LakeBucketOffset[]): void {
@@ -191,14 +288,55 @@ export class TabletServer implements BucketLifecycle {
       logSizeBytes: r.log.sizeInBytes,
       segments: r.log.segmentCount,
       ...(r.kv ? { kvRows: r.kv.rowCount } : {}),
+      leader: r.role === 'leader',
+      replicas: r.replicas.length,
+      inSyncReplicas: r.isr.length,
+      underReplicated: r.role === 'leader' && r.isr.length < r.replicas.length,
     }));
   }
 
-  /** The high watermark of every bucket of a table, for tiering lag. */
+  /** The buckets this server leads: a controlled shutdown waits until the coordinator has moved them all. */
+  ledBuckets(): TableBucket[] {
+    return [...this.replicas.values()].filter((r) => r.role === 'leader').map((r) => r.bucket);
+  }
+
+  leaderCount(): number {
+    return this.ledBuckets().length;
+  }
+
+  // ------------------------------------------------------------------ coordinator requests (cluster)
+
+  notifyLeaderAndIsr(req: NotifyLeaderAndIsrRequest): Promise<MessageInitShape<typeof NotifyLeaderAndIsrResponseSchema>> {
+    return this.inCluster().notifyLeaderAndIsr(req);
+  }
+
+  stopReplica(req: StopReplicaRequest): Promise<MessageInitShape<typeof StopReplicaResponseSchema>> {
+    return this.inCluster().stopReplica(req);
+  }
+
+  updateMetadata(req: UpdateMetadataRequest): Promise<MessageInitShape<typeof UpdateMetadataResponseSchema>> {
+    return this.inCluster().updateMetadata(req);
+  }
+
+  offsetForLeaderEpoch(req: OffsetForLeaderEpochRequest): Promise<MessageInitShape<typeof OffsetForLeaderEpochResponseSchema>> {
+    return this.inCluster().offsetForLeaderEpoch(req);
+  }
+
+  /** The servers of the cluster as the coordinator last named them, for GetMetadata answered here. */
+  clusterNodes(): { coordinator?: ServerNode; tabletServers: ServerNode[] } {
+    return this.inCluster().cluster;
+  }
+
+  private inCluster(): ReplicaManager {
+    if (!this.replication) throw new TributaryError('INVALID_ARGUMENT', 'this server is not a tablet server of a cluster');
+    return this.replication;
+  }
+
+  /** The high watermark of every bucket of a table this server leads, for tiering lag. */
   highWatermarks(tableId: number): { partitionId?: number; partitionName?: string; bucket: number; highWatermark: bigint }[] {
     const out = [];
     for (const r of this.replicas.values()) {
-      if (r.bucket.tableId !== tableId) continue;
+      if (r.bucket.tableId !== tableId || r.role !== 'leader') continue;
       out.push({ ...(r.partition ? { partitionId: r.partition.partitionId, partitionName: r.partition.partitionName } : {}), bucket: r.bucket.bucket, highWatermark: r.log.highWatermark });
     }
     return out;
@@ -222,8 +360,16 @@ export class TabletServer implements BucketLifecycle {
           if (batches.length === 0) throw new TributaryError('CORRUPT_MESSAGE', 'produce request for a bucket holds no record batch');
           for (const batch of batches) this.checkIncomingBatch(replica, batch);
           this.disk.checkWritable();
-          // acks=-1 (all): below the high watermark, i.e. durable per the flush policy; 0 and 1: written.
-          const results = await replica.log.append(batches, replica.leaderEpoch, req.acks === -1 ? 'high-watermark' : 'written');
+          const replication = req.acks === -1 ? this.replication : undefined;
+          if (!replication) {
+            // acks=-1 (all) on one node: below the high watermark, i.e. durable per the flush policy; 0 and 1: written.
+            const results = await replica.log.append(batches, replica.leaderEpoch, req.acks === -1 ? 'high-watermark' : 'written');
+            return { ...head, baseOffset: results[0].baseOffset };
+          }
+          // acks=-1 in a cluster: durable here, then held by every in-sync replica.
+          replication.checkEnoughReplicas(replica);
+          const results = await replica.log.append(batches, replica.leaderEpoch, 'durable');
+          await replication.awaitHighWatermark(replica, results[results.length - 1].lastOffset + 1n, req.timeoutMs);
           return { ...head, baseOffset: results[0].baseOffset };
         } catch (err) {
           return { ...head, baseOffset: -1n, ...bucketError(this.disk.writeFailed(err)) };
@@ -249,15 +395,21 @@ export class TabletServer implements BucketLifecycle {
 
   // ------------------------------------------------------------------ FetchLog
 
+  /**
+   * Client fetches read below the high watermark and wait for it to move. In a cluster, a fetch
+   * with follower_server_id >= 0 is a follower's: it reads up to the durable end, waits for that to
+   * move, and its fetch offset is the follower's log end (ReplicaManager.followerFetch).
+   */
   async fetchLog(req: FetchLogRequest): Promise<MessageInitShape<typeof FetchLogResponseSchema>> {
     const maxWait = Math.min(Math.max(req.maxWaitMs, 0), this.options.durationMs('rpc.max-wait'));
     const deadline = Date.now() + maxWait;
+    const follower = this.replication !== undefined && req.followerServerId >= 0;
     for (;;) {
-      const { response, bytes, replicas } = await this.readFetch(req);
+      const { response, bytes, replicas } = await this.readFetch(req, follower);
       const remaining = deadline - Date.now();
       const hasError = response.tablesResp.some((t) => t.bucketsResp.some((b) => b.errorCode !== undefined));
       if (bytes >= Math.max(req.minBytes, 1) || remaining <= 0 || hasError || replicas.length === 0 || this.serving.signal.aborted) return response;
-      await this.waitForData(replicas, remaining);
+      await this.waitForData(replicas, remaining, follower);
     }
   }
 
@@ -268,28 +420,35 @@ export class TabletServer implements BucketLifecycle {
    * reads before are counted. The records sent stay within the request's limit, but for the first
    * batch found (as Kafka's fetch.max.bytes).
    */
-  private async readFetch(req: FetchLogRequest) {
+  private async readFetch(req: FetchLogRequest, follower: boolean) {
     const maxBytes = req.maxBytes > 0 ? req.maxBytes : Number.MAX_SAFE_INTEGER;
     const api = ApiKeys.FetchLog;
     const ids = req.tablesReq.map((t, i) => ({
       tableId: idOf(api, `tables_req[${i}].table_id`, t.tableId),
       partitionIds: t.bucketsReq.map((b, j) => optionalIdOf(api, `tables_req[${i}].buckets_req[${j}].partition_id`, b.partitionId)),
     }));
-    const replicas: Replica[] = [];
+    /** The buckets read, with the end each read was bounded by when it began. */
+    const replicas: { replica: Replica; end: bigint }[] = [];
     const items = req.tablesReq.flatMap((t, table) => t.bucketsReq.map((b, bucket) => ({ table, bucket, b, limit: Math.max(1, b.maxFetchBytes > 0 ? b.maxFetchBytes : maxBytes) })));
     const read = async (item: (typeof items)[number], limit: number): Promise<MessageInitShape<typeof PbFetchLogRespForBucketSchema>> => {
       const t = req.tablesReq[item.table];
       const { b } = item;
       const head = { ...(b.partitionId !== undefined ? { partitionId: b.partitionId } : {}), bucketId: b.bucketId };
+      const tableId = ids[item.table].tableId;
+      const partitionId = ids[item.table].partitionIds[item.bucket];
+      let replica: Replica | undefined;
       try {
-        const replica = this.replica(ids[item.table].tableId, ids[item.table].partitionIds[item.bucket], b.bucketId);
-        replicas.push(replica);
+        replica = follower ? this.followerFetch(req.followerServerId, tableId, partitionId, b) : this.replica(tableId, partitionId, b.bucketId);
+        replicas.push({ replica, end: readEnd(replica, follower) });
         const hw = replica.log.highWatermark;
         const logStartOffset = replica.log.logStartOffset;
-        const records = limit > 0 ? await this.readBucket(replica, b.fetchOffset, limit, t.projectionPushdownEnabled ? t.projectedFields : undefined) : Buffer.alloc(0);
+        const isolation = follower ? 'durable-end' : 'high-watermark';
+        const records = limit > 0 ? await this.readBucket(replica, b.fetchOffset, limit, t.projectionPushdownEnabled ? t.projectedFields : undefined, isolation) : Buffer.alloc(0);
         return { ...head, highWatermark: hw, logStartOffset, records };
       } catch (err) {
-        return { ...head, highWatermark: -1n, logStartOffset: -1n, ...bucketError(err) };
+        // A follower out of range learns where the leader's log starts, to start over there.
+        const known = follower && replica ? { highWatermark: replica.log.highWatermark, logStartOffset: replica.log.logStartOffset } : { highWatermark: -1n, logStartOffset: -1n };
+        return { ...head, ...known, ...bucketError(err) };
       }
     };
     let share = maxBytes;
@@ -326,14 +485,14 @@ export class TabletServer implements BucketLifecycle {
    * fill it or MAX_PROJECTED_STORED times the limit of stored batches has been passed, so narrow
    * projections are not starved by wide stored rows.
    */
-  private async readBucket(replica: Replica, offset: bigint, maxBytes: number, projection: number[] | undefined): Promise<Buffer> {
-    if (!projection) return (await replica.log.read(offset, maxBytes)).records;
+  private async readBucket(replica: Replica, offset: bigint, maxBytes: number, projection: number[] | undefined, isolation: 'high-watermark' | 'durable-end'): Promise<Buffer> {
+    if (!projection) return (await replica.log.read(offset, maxBytes, isolation)).records;
     const cutter = this.cutterOf(replica.table, projection);
     const parts: Buffer[] = [];
     let size = 0;
     let storedBudget = MAX_PROJECTED_STORED * maxBytes;
     while (size < maxBytes && storedBudget > 0) {
-      const { batches, storedBytes, highWatermark } = await replica.log.readCut(offset, maxBytes - size, storedBudget, cutter);
+      const { batches, storedBytes, highWatermark } = await replica.log.readCut(offset, maxBytes - size, storedBudget, cutter, isolation);
       if (batches.length === 0) break;
       for (const batch of batches) {
         parts.push(batch);
@@ -342,12 +501,22 @@ export class TabletServer implements BucketLifecycle {
       storedBudget -= storedBytes;
       const last = readLogBatchHeader(batches[batches.length - 1]);
       offset = last.baseOffset + BigInt(last.lastOffsetDelta) + 1n;
-      if (offset >= highWatermark) break;
+      if (offset >= (isolation === 'durable-end' ? replica.log.durableEndOffset : highWatermark)) break;
     }
     return parts.length === 1 ? parts[0] : Buffer.concat(parts);
   }
 
-  private waitForData(replicas: Replica[], timeoutMs: number): Promise<void> {
+  /** A follower's fetch of a bucket this server leads, taken by the replica manager first. */
+  private followerFetch(followerId: number, tableId: number, partitionId: number | undefined, b: PbFetchLogReqForBucket): Replica {
+    const bucket = { tableId, bucket: b.bucketId, ...(partitionId !== undefined ? { partitionId } : {}) };
+    const replica = this.replicas.get(bucketKey(bucket));
+    if (!replica) throw new TributaryError('UNKNOWN_TABLE_OR_BUCKET_EXCEPTION', `bucket ${bucketKey(bucket)} has no replica on this server`);
+    this.inCluster().followerFetch(replica, followerId, b.fetchOffset, b.currentLeaderEpoch);
+    return replica;
+  }
+
+  /** Waits until the end bounding a read of one of `replicas` has moved (also if it already did since the read), or `timeoutMs`. */
+  private waitForData(replicas: { replica: Replica; end: bigint }[], timeoutMs: number, follower: boolean): Promise<void> {
     return new Promise((resolve) => {
       const unsubscribes: (() => void)[] = [];
       const done = (): void => {
@@ -357,8 +526,9 @@ export class TabletServer implements BucketLifecycle {
         resolve();
       };
       const timer = setTimeout(done, timeoutMs);
-      for (const r of replicas) unsubscribes.push(r.log.onHighWatermark(done));
+      for (const { replica } of replicas) unsubscribes.push(follower ? replica.log.onDurableEnd(done) : replica.log.onHighWatermark(done));
       this.serving.signal.addEventListener('abort', done);
+      if (replicas.some(({ replica, end }) => readEnd(replica, follower) !== end)) done();
     });
   }
 
@@ -399,6 +569,7 @@ export class TabletServer implements BucketLifecycle {
           let offset: bigint;
           if (req.offsetType === OFFSET_EARLIEST) offset = log.logStartOffset;
           else if (req.offsetType === OFFSET_LATEST) offset = log.highWatermark;
+          else if (req.offsetType === OFFSET_LOG_END) offset = log.logEndOffset;
           else if (req.offsetType === OFFSET_TIMESTAMP) {
             if (req.startTimestamp === undefined) throw new TributaryError('INVALID_TIMESTAMP_EXCEPTION', 'offset type TIMESTAMP needs start_timestamp');
             offset = await log.offsetForTimestamp(req.startTimestamp);
@@ -442,10 +613,10 @@ export class TabletServer implements BucketLifecycle {
     let deleted = 0;
     for (const r of this.replicas.values()) {
       // The changelog a KV snapshot still needs for recovery is kept, and so is what the lake does not hold yet.
-      const snapshotOffset = r.kv?.snapshots.latest()?.logOffset;
+      const snapshotOffset = r.snapshots?.latest()?.logOffset;
       const lakeOffset = r.table.properties['table.datalake.enabled'] === 'true' ? (r.lakeEndOffset ?? -1n) : undefined;
       const canDelete = (segmentEnd: bigint): boolean =>
-        (!r.kv || (snapshotOffset !== undefined && segmentEnd <= snapshotOffset)) && (lakeOffset === undefined || segmentEnd <= lakeOffset);
+        (!r.snapshots || (snapshotOffset !== undefined && segmentEnd <= snapshotOffset)) && (lakeOffset === undefined || segmentEnd <= lakeOffset);
       deleted += await r.log.deleteExpiredSegments(nowMs, canDelete);
     }
     if (deleted > 0) this.log.info({ segments: deleted }, 'expired log segments deleted');
@@ -475,10 +646,19 @@ export class TabletServer implements BucketLifecycle {
 
   // ------------------------------------------------------------------ internals
 
-  /** The replica of a bucket, or the named error saying why there is none. */
+  /** The replica of a bucket hosted here, leader or follower. */
+  hosted(bucket: TableBucket): Replica | undefined {
+    return this.replicas.get(bucketKey(bucket));
+  }
+
+  /** The replica of a bucket that clients use, which this server leads, or the named error saying why there is none. */
   replica(tableId: number, partitionId: number | undefined, bucket: number): Replica {
     const replica = this.replicas.get(bucketKey({ tableId, bucket, ...(partitionId !== undefined ? { partitionId } : {}) }));
-    if (replica) return replica;
+    if (replica) {
+      if (replica.role !== 'leader') throw notLeader(replica);
+      return replica;
+    }
+    if (this.replication) throw new TributaryError('UNKNOWN_TABLE_OR_BUCKET_EXCEPTION', `bucket ${bucket} of table ${tableId}${partitionId !== undefined ? ` (partition ${partitionId})` : ''} has no replica on this server`);
     const table = this.metadata.getTableInfoById(tableId);
     if (!table) throw new TributaryError('UNKNOWN_TABLE_OR_BUCKET_EXCEPTION', `table ${tableId} does not exist on this server`);
     if (table.partitionKeys.length > 0 && partitionId === undefined) {
@@ -523,4 +703,9 @@ export class TabletServer implements BucketLifecycle {
       writerIdExpirationMs: this.options.durationMs('server.writer-id.expiration-time'),
     };
   }
+}
+
+/** What bounds a read of the replica's log: the durable end for a follower, the high watermark for clients. */
+function readEnd(replica: Replica, follower: boolean): bigint {
+  return follower ? replica.log.durableEndOffset : replica.log.highWatermark;
 }

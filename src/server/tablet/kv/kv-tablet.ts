@@ -31,7 +31,9 @@
  * of the log is replayed literally (+I/+U put, -D delete, -U skipped). When there is no local state, or
  * the log no longer holds the changelog after it (retention), the latest KV snapshot is restored first.
  * Replaying changes the state already holds is harmless: each replayed change sets the value the
- * key had after it.
+ * key had after it. The replay goes to the log's durable end, past the high watermark of a
+ * replicated log: a replica that becomes leader keeps its whole log, and new writes must merge with
+ * all of it. Changelog batches are appended in the leader epoch the tablet is given.
  *
  * Schema evolution (ADD COLUMN): KV batches, stored values and changelog batches each name the
  * schema id they were written with. A write is read in the table's current schema (columns its
@@ -96,6 +98,8 @@ interface AppendedBatch {
 
 export interface PutKvResult {
   logEndOffset: bigint;
+  /** One past the last changelog offset of the batches written. */
+  endOffset: bigint;
 }
 
 /** The schemas of a table by id, as the coordinator stores them. */
@@ -198,6 +202,8 @@ export class KvTablet {
     private readonly schemas: SchemaLookup,
     readonly snapshots: KvSnapshotStore,
     private readonly logger: Logger,
+    /** The leader epoch changelog batches are written in. */
+    private readonly leaderEpoch: () => number,
   ) {
     this.env = open<Uint8Array, Uint8Array>({ path: dir, keyEncoding: 'binary', encoding: 'binary', compression: false, maxDbs: 4, noMetaSync: true });
     this.state = this.env.openDB<Uint8Array, Uint8Array>({ name: 'state', keyEncoding: 'binary', encoding: 'binary', compression: false });
@@ -213,20 +219,32 @@ export class KvTablet {
     this.unsubscribe = log.onHighWatermark((hw) => this.flushBelow(hw));
   }
 
-  /** Opens the state of a bucket, restoring the latest snapshot and replaying the changelog as needed. */
-  static async open(dir: string, log: LogTablet, table: TableInfo, schemas: SchemaLookup, snapshots: KvSnapshotStore, logger: Logger): Promise<KvTablet> {
+  /**
+   * Opens the state of a bucket, restoring the latest snapshot and replaying the changelog as needed:
+   * all of it, to the log's durable end, also what is above the high watermark (a new leader's
+   * log, which the followers copy), since writes are merged with the state it leads to.
+   */
+  static async open(
+    dir: string,
+    log: LogTablet,
+    table: TableInfo,
+    schemas: SchemaLookup,
+    snapshots: KvSnapshotStore,
+    logger: Logger,
+    leaderEpoch: () => number = () => 0,
+  ): Promise<KvTablet> {
     const hasLocal = fs.existsSync(path.join(dir, 'data.mdb'));
     let restored: KvSnapshotInfo | undefined;
     if (!hasLocal) restored = await snapshots.restoreLatest(dir);
     else await fs.promises.mkdir(dir, { recursive: true });
-    let tablet = new KvTablet(dir, log, table, schemas, snapshots, logger);
+    let tablet = new KvTablet(dir, log, table, schemas, snapshots, logger, leaderEpoch);
     if (tablet.flushedOffset < log.logStartOffset || tablet.flushedOffset > log.logEndOffset) {
       // The changelog after the local state was deleted by retention, or the log lost a tail the
       // state already holds (an OS crash under a lazy flush policy): start from the snapshot.
       await tablet.closeStore();
       await fs.promises.rm(dir, { recursive: true, force: true });
       restored = await snapshots.restoreLatest(dir);
-      tablet = new KvTablet(dir, log, table, schemas, snapshots, logger);
+      tablet = new KvTablet(dir, log, table, schemas, snapshots, logger, leaderEpoch);
       if (tablet.flushedOffset < log.logStartOffset || tablet.flushedOffset > log.logEndOffset) {
         throw new TributaryError(
           'KV_STORAGE_EXCEPTION',
@@ -280,7 +298,7 @@ export class KvTablet {
     this.writing = run.catch(() => undefined);
     return run.then(async (lastOffset) => {
       if (waitFor === 'high-watermark') await this.waitForHighWatermark(lastOffset + 1n);
-      return { logEndOffset: this.log.logEndOffset };
+      return { logEndOffset: this.log.logEndOffset, endOffset: lastOffset + 1n };
     });
   }
 
@@ -357,7 +375,7 @@ export class KvTablet {
       // complete past its first offset (a lazy flush policy moves the high watermark during the append).
       this.inflightFrom = this.log.logEndOffset;
       try {
-        [result] = await this.log.append([logBatch], 0, 'written');
+        [result] = await this.log.append([logBatch], this.leaderEpoch(), 'written');
       } finally {
         this.inflightFrom = undefined;
       }
@@ -632,7 +650,7 @@ export class KvTablet {
 
   /** Re-applies the changelog after the stored state, literally; returns the number of changes applied. */
   private async replay(): Promise<number> {
-    const end = this.log.logEndOffset;
+    const end = this.log.durableEndOffset;
     let offset = this.flushedOffset;
     if (offset >= end) return 0;
     const current = this.current;
@@ -643,7 +661,7 @@ export class KvTablet {
       pending = [];
     };
     while (offset < end) {
-      const { records } = await this.log.read(offset, 8 * 1024 * 1024);
+      const { records } = await this.log.read(offset, 8 * 1024 * 1024, 'durable-end');
       if (records.length === 0) break;
       for (const batch of logBatchesOf(records)) {
         const header = readLogBatchHeader(batch);

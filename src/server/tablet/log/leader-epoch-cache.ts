@@ -42,6 +42,19 @@ export class LeaderEpochCache {
     this.entries.push({ epoch, startOffset });
   }
 
+  /**
+   * Kafka's OffsetsForLeaderEpoch: the largest epoch at most `epoch` that wrote to the log and the
+   * offset where it ends, the start of the next epoch or `logEndOffset` for the latest;
+   * `{ epoch: -1, endOffset: -1n }` when every epoch of the log is newer (or there is none).
+   */
+  endOffsetFor(epoch: number, logEndOffset: bigint): { epoch: number; endOffset: bigint } {
+    let i = this.entries.length - 1;
+    while (i >= 0 && this.entries[i].epoch > epoch) i--;
+    if (i < 0) return { epoch: -1, endOffset: -1n };
+    const next = this.entries[i + 1];
+    return { epoch: this.entries[i].epoch, endOffset: next ? next.startOffset : logEndOffset };
+  }
+
   /** Drops epochs starting at or after `endOffset` (the log was cut there). */
   truncateFromEnd(endOffset: bigint): void {
     while (this.entries.length > 0 && this.entries[this.entries.length - 1].startOffset >= endOffset) this.entries.pop();

@@ -108,6 +108,33 @@ describe('LogTablet crash safety', () => {
     await log.close();
   });
 
+  it('restores a replicated high watermark at least as checkpointed and at most the recovered log end after SIGKILL', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tributary-log-crash-'));
+    const lines = await runChild(process.execPath, ['--import', 'tsx', CHILD, dir, 'replicated', JSON.stringify(CONFIG)], (line, child) => {
+      if (line.startsWith('600 ')) child.kill('SIGKILL');
+    });
+    const acks = parseAcks(lines);
+    const checkpointed = lines.filter((l) => l.startsWith('hw ')).map((l) => BigInt(l.slice(3)));
+    assert.ok(checkpointed.length > 0 && checkpointed.at(-1)! > 0n, `no high watermark checkpoint before the kill: ${checkpointed.join(', ')}`);
+
+    const log = await LogTablet.open(dir, CONFIG, warningsLogger(), { replicated: true });
+    assert.ok(log.highWatermark >= checkpointed.at(-1)!, `high watermark ${log.highWatermark} is below the checkpointed ${checkpointed.at(-1)}`);
+    assert.ok(log.highWatermark <= log.logEndOffset);
+    assert.equal(log.durableEndOffset, log.logEndOffset);
+    // Below the high watermark: whole batches, ids 0..n-1, each acknowledged one where it was.
+    const { ids, offsets } = await readIds(log);
+    assert.deepEqual(
+      ids,
+      ids.map((_, i) => i),
+    );
+    for (const ack of acks) if (ack.offset < log.highWatermark) assert.equal(offsets[ack.id], ack.offset, `batch ${ack.id} moved`);
+    // Every acknowledged batch is durable, so a follower-read reaches all of them.
+    log.advanceHighWatermark(log.durableEndOffset);
+    const all = await readIds(log);
+    for (const ack of acks) assert.equal(all.offsets[ack.id], ack.offset, `acknowledged batch ${ack.id} is missing or moved`);
+    await log.close();
+  });
+
   it('cuts a failed write off the file when the disk is full, keeping acknowledged batches', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tributary-log-full-'));
     const child = `ulimit -f 64 && exec "$0" --import tsx "$@"`; // 64 KiB per file

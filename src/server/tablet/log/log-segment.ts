@@ -7,7 +7,8 @@
  * Invariants:
  * - the file holds whole batches with consecutive offsets from `baseOffset`; `size` is where the
  *   next batch goes and `nextOffset` the offset it gets;
- * - only the active (last) segment of a log grows; a sealed segment is immutable until deleted;
+ * - only the active (last) segment of a log grows; a sealed segment is immutable until deleted, or
+ *   cut by `truncateTo`, after which it is the active one again;
  * - offset-index entries point at batch starts below `size`; positions and relative offsets fit in
  *   i32 because the log rolls before they would not;
  * - a failed write is cut off the file before the error is reported, so the file never keeps a
@@ -262,10 +263,10 @@ export class LogSegment {
   }
 
   /**
-   * Appends stamped batches (consecutive offsets from `nextOffset`, all with commit timestamp
-   * `timestamp`) with one write. On failure the file is cut back to its previous size.
+   * Appends stamped batches (consecutive offsets up to `nextOffset`, commit timestamps not going
+   * backwards) with one write. On failure the file is cut back to its previous size.
    */
-  async append(batches: Buffer[], timestamp: number, nextOffset: bigint): Promise<void> {
+  async append(batches: Buffer[], nextOffset: bigint): Promise<void> {
     let bytes = 0;
     for (const b of batches) bytes += b.length;
     try {
@@ -282,13 +283,32 @@ export class LogSegment {
     }
     let position = this.size;
     for (const b of batches) {
-      // BaseOffset sits at byte 0 of a batch.
-      this.indexBatch(Number(b.readBigInt64LE(0) - this.baseOffset), position, b.length, timestamp);
+      const h = readLogBatchHeader(b);
+      this.indexBatch(Number(h.baseOffset - this.baseOffset), position, b.length, Number(h.commitTimestamp));
       this.recent.append(position, b);
       position += b.length;
     }
     this.size = position;
     this.nextOffset = nextOffset;
+  }
+
+  /**
+   * Cuts the file at byte `position`, the start of the batch at `offset` (replication: the log
+   * diverged from the leader's there), and rebuilds the index entries and the largest timestamp of
+   * what is left from the last offset-index entry before the cut. The caller flushes.
+   */
+  async truncateTo(offset: bigint, position: number): Promise<void> {
+    if (position >= this.size) return;
+    try {
+      await this.fh.truncate(position);
+    } catch (err) {
+      throw storageError(`cannot truncate ${this.file('.log')}`, err);
+    }
+    this.size = position;
+    this.recent.clear();
+    if ((await this.recover(offset, () => undefined)) > 0) {
+      throw new TributaryError('LOG_STORAGE_EXCEPTION', `${this.file('.log')} holds an invalid batch before the cut at offset ${offset}`);
+    }
   }
 
   /**
@@ -365,6 +385,16 @@ export class LogSegment {
   locateTimestamp(timestamp: number, bound: number): Promise<BatchLocation | undefined> {
     const from = this.offsetIndex.lookup(this.timeIndex.lookup(timestamp)).position;
     return this.findBatch(from, bound, (h) => Number(h.commitTimestamp) >= timestamp);
+  }
+
+  /** Calls `visit` with the header and end position of each batch from byte `from` (a batch start) to byte `bound`. */
+  async walkBatches(from: number, bound: number, visit: (header: LogBatchHeader, end: number) => void): Promise<void> {
+    let end = from;
+    await this.findBatch(from, bound, (h) => {
+      end += h.sizeInBytes;
+      visit(h, end);
+      return false;
+    });
   }
 
   /** Walks batch headers from `from`, reading about one index interval of bytes per system call. */

@@ -1,9 +1,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { before, describe, it } from 'node:test';
-import { TributaryError } from '../../../common/errors.js';
 import { CHANGE_TYPE_BYTE } from '../../../common/change-type.js';
 import type { Row } from '../../../common/values.js';
 import { encodeArrowPayload } from '../../../record/arrow-payload.js';
@@ -15,77 +13,13 @@ import { initArrowCompression } from '../../../record/compression.js';
 import { sampleRows, sampleSchema } from '../../../record/fixtures/sample.js';
 import { buildLogBatch, HEADER_SIZE, isCrcValid, type LogBatchHeader, logBatchPayload, readLogBatchHeader } from '../../../record/log-batch.js';
 import { projectArrowPayload, projectChangelogPayload } from '../../../record/fixtures/projected.js';
+import { batch, checkOffsetIndexes, idOf, logFiles, readAll, rejectsWith, split, tempDir, TEST_LOG_CONFIG as CONFIG } from './fixtures/logs.js';
 import type { BatchCutter } from './log-segment.js';
 import { type LogConfig, LogTablet, type LogTabletLogger } from './log-tablet.js';
-
-const DAY = 86_400_000;
-const CONFIG: LogConfig = {
-  segmentBytes: 1 << 20,
-  indexIntervalBytes: 4096,
-  // Reads of the last batches come from memory, of the ones before from the file, and some of both.
-  recentBytes: 2000,
-  flushIntervalMessages: 1,
-  flushIntervalMs: 1000,
-  ttlMs: 0,
-  writerIdExpirationMs: 7 * DAY,
-};
-
-function tempDir(): string {
-  return fs.mkdtempSync(path.join(os.tmpdir(), 'tributary-log-'));
-}
-
-/** A batch whose payload starts with `id`, so tests can tell batches apart after reading. */
-function batch(id: number, opts: { records?: number; payloadBytes?: number; writerId?: bigint; sequence?: number } = {}): Buffer {
-  const payload = Buffer.alloc(opts.payloadBytes ?? 100, id & 0xff);
-  payload.writeUInt32LE(id, 0);
-  return buildLogBatch({
-    schemaId: 1,
-    appendOnly: true,
-    recordCount: opts.records ?? 1,
-    payload,
-    ...(opts.writerId !== undefined ? { writerId: opts.writerId, batchSequence: opts.sequence ?? 0 } : {}),
-  });
-}
-
-const idOf = (b: Buffer): number => logBatchPayload(b).readUInt32LE(0);
-
-function split(records: Buffer): Buffer[] {
-  const out: Buffer[] = [];
-  for (let pos = 0; pos < records.length; ) {
-    const size = readLogBatchHeader(records, pos).sizeInBytes;
-    out.push(records.subarray(pos, pos + size));
-    pos += size;
-  }
-  return out;
-}
-
-/** Every batch below the high watermark, read in fetches of `maxBytes`. */
-async function readAll(log: LogTablet, maxBytes = 1 << 20): Promise<Buffer[]> {
-  const out: Buffer[] = [];
-  let offset = log.logStartOffset;
-  while (offset < log.highWatermark) {
-    const { records } = await log.read(offset, maxBytes);
-    assert.ok(records.length > 0, `read at ${offset} returned nothing below the high watermark`);
-    for (const b of split(records)) {
-      const h = readLogBatchHeader(b);
-      out.push(b);
-      offset = h.baseOffset + BigInt(h.lastOffsetDelta) + 1n;
-    }
-  }
-  return out;
-}
 
 function capturingLogger(): LogTabletLogger & { warnings: { obj: Record<string, unknown>; msg: string }[] } {
   const warnings: { obj: Record<string, unknown>; msg: string }[] = [];
   return { warnings, info() {}, warn: (obj, msg) => warnings.push({ obj: obj as Record<string, unknown>, msg }), error() {} };
-}
-
-function logFiles(dir: string, suffix = '.log'): string[] {
-  return fs.readdirSync(dir).filter((f) => f.endsWith(suffix)).sort();
-}
-
-async function rejectsWith(p: Promise<unknown>, errorName: string): Promise<void> {
-  await assert.rejects(p, (err: unknown) => err instanceof TributaryError && err.errorName === errorName);
 }
 
 describe('LogTablet append and read', () => {
@@ -185,19 +119,7 @@ describe('LogTablet append and read', () => {
     await log.close();
 
     // Every index entry points at the start of the batch it names.
-    let entries = 0;
-    for (const f of logFiles(dir)) {
-      const base = BigInt(f.slice(0, 20));
-      const data = fs.readFileSync(path.join(dir, f));
-      const index = fs.readFileSync(path.join(dir, f.replace('.log', '.index')));
-      assert.equal(index.length % 8, 0);
-      for (let at = 0; at < index.length; at += 8) {
-        const rel = index.readInt32LE(at);
-        const position = index.readInt32LE(at + 4);
-        assert.equal(readLogBatchHeader(data, position).baseOffset, base + BigInt(rel));
-        entries++;
-      }
-    }
+    const entries = checkOffsetIndexes(dir);
     assert.ok(entries > 20, `expected a sparse index with many entries, got ${entries}`);
 
     const reopened = await LogTablet.open(dir, config);
@@ -462,11 +384,11 @@ describe('LogTablet leader epochs', () => {
   it('stamps the epoch, persists the epoch cache and fences older epochs', async () => {
     const dir = tempDir();
     const log = await LogTablet.open(dir, CONFIG);
-    assert.equal(log.leaderEpoch, -1);
+    assert.equal(log.latestEpoch, -1);
     await log.append([batch(1, { records: 2 })], 0);
     await log.append([batch(2)], 3);
     await log.append([batch(3)], 3);
-    assert.equal(log.leaderEpoch, 3);
+    assert.equal(log.latestEpoch, 3);
     await rejectsWith(log.append([batch(4)], 2), 'FENCED_LEADER_EPOCH_EXCEPTION');
     assert.deepEqual(
       (await readAll(log)).map((b) => readLogBatchHeader(b).leaderEpoch),
@@ -478,7 +400,7 @@ describe('LogTablet leader epochs', () => {
     // Rebuilt from batch headers when the checkpoint is gone.
     fs.rmSync(path.join(dir, 'leader-epoch-checkpoint'));
     const reopened = await LogTablet.open(dir, CONFIG);
-    assert.equal(reopened.leaderEpoch, 3);
+    assert.equal(reopened.latestEpoch, 3);
     await reopened.close();
     assert.equal(fs.readFileSync(path.join(dir, 'leader-epoch-checkpoint'), 'utf8'), '0\n2\n0 0\n3 2\n');
   });
@@ -543,16 +465,7 @@ describe('LogTablet recovery', () => {
     fs.cpSync(dir, copy, { recursive: true });
     await log.close();
     // The index files as the checkpoints and rolls left them: every entry points at the batch it names.
-    let entries = 0;
-    for (const f of logFiles(copy)) {
-      const data = fs.readFileSync(path.join(copy, f));
-      const index = fs.readFileSync(path.join(copy, f.replace('.log', '.index')));
-      assert.equal(index.length % 8, 0);
-      for (let at = 0; at < index.length; at += 8, entries++) {
-        assert.equal(readLogBatchHeader(data, index.readInt32LE(at + 4)).baseOffset, BigInt(f.slice(0, 20)) + BigInt(index.readInt32LE(at)));
-      }
-    }
-    assert.ok(entries > 0);
+    assert.ok(checkOffsetIndexes(copy) > 0);
     await expectRecovered(copy, config, Array.from({ length: 60 }, (_, i) => i), 0);
   });
 

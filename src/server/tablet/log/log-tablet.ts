@@ -7,20 +7,34 @@
  *   recovery-point-checkpoint   checkpoint-file.ts layout, one entry `<offset>`: every batch below
  *                               it, and the index entries below it, were fsynced before the file was
  *                               written
+ *   high-watermark-checkpoint   replicated logs only, same layout, one entry `<offset>`: the high
+ *                               watermark when the file was written
  *   leader-epoch-checkpoint     leader-epoch-cache.ts
  *   writer-snapshot             writer-state.ts
  *   *.tmp                       an interrupted atomic write, removed on open
  *
+ * Two ends below the log end: the durable end (what the flush policy made safe) and the high
+ * watermark (what readers see). A log that is not replicated has one: the high watermark is the
+ * durable end. A replicated one (a replica of a bucket with followers) moves its high watermark
+ * only when told (`advanceHighWatermark`: the leader's lowest log end of its in-sync replicas, or
+ * what a follower's leader reported), and followers read up to the durable end.
+ *
  * Invariants:
- * - logStartOffset <= highWatermark <= logEndOffset; readers see only batches below the high
- *   watermark, and the high watermark only moves forward;
- * - with log.flush.interval-messages = 1 the high watermark is the fsynced end of the log and an
- *   append resolves once its batches are below it; appends waiting meanwhile share the next fsync
- *   (group commit). Otherwise it is the written end, which survives a process kill;
- * - appends, rolls, retention and close run one at a time in call order (one queue); reads run
- *   beside them; a checkpoint reads the state it saves in that queue and then waits for its fsyncs
- *   and writes its files beside appends, one checkpoint at a time, so that appends never wait for
- *   a checkpoint's disk writes;
+ * - logStartOffset <= highWatermark <= durableEndOffset <= logEndOffset, all at batch boundaries;
+ *   both ends only move forward except when a truncation cuts them back; readers see only batches
+ *   below the high watermark ('durable-end' reads: below the durable end);
+ * - with log.flush.interval-messages = 1 the durable end is the fsynced end of the log and a
+ *   durable append resolves once its batches are below it; appends waiting meanwhile share the next
+ *   fsync (group commit). Otherwise it is the written end, which survives a process kill;
+ * - on open the high watermark of a replicated log is its checkpoint, at most the recovered log
+ *   end (the log start without one): never above what the files hold;
+ * - appends (a leader's, stamped here, and a follower's, as the leader stamped them), truncations,
+ *   rolls, retention and close run one at a time in call order (one queue); reads run beside them;
+ *   a checkpoint reads the state it saves in that queue and then waits for its fsyncs and writes
+ *   its files beside appends, one checkpoint at a time, so that appends never wait for a
+ *   checkpoint's disk writes; a truncation first waits for those writes and fsyncs to finish;
+ * - a truncation saves writer state and epochs of what remains before it cuts the files, and the
+ *   recovery point after: a crash in between recovers the uncut log, consistent with both;
  * - commit timestamps never go backwards within the log;
  * - after open, the files hold exactly the longest valid prefix of what was written.
  */
@@ -28,7 +42,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { TributaryError } from '../../../common/errors.js';
 import { isNoSpace } from '../../../common/files.js';
-import { type LogBatchHeader, NO_WRITER_ID, readLogBatchHeader, stampLogBatch } from '../../../record/log-batch.js';
+import { isCrcValid, type LogBatchHeader, MAGIC, NO_WRITER_ID, readLogBatchHeader, stampLogBatch } from '../../../record/log-batch.js';
 import { readCheckpoint, writeCheckpoint } from './checkpoint-file.js';
 import { LeaderEpochCache } from './leader-epoch-cache.js';
 import { type BatchCutter, type CutBatches, LogSegment, syncDirectory } from './log-segment.js';
@@ -61,7 +75,7 @@ export interface AppendResult {
 }
 
 export interface FetchResult {
-  /** Whole batches, empty when there is nothing below the high watermark at the fetch offset. */
+  /** Whole batches, empty when there is nothing below the high watermark (or durable end) at the fetch offset. */
   records: Buffer;
   highWatermark: bigint;
   logStartOffset: bigint;
@@ -75,16 +89,31 @@ export interface LogTabletLogger {
 }
 
 export interface LogTabletOptions {
+  /**
+   * A replica of a replicated bucket: the high watermark is set by `advanceHighWatermark` (the
+   * leader's view of its in-sync replicas) instead of following the durable end.
+   */
+  replicated?: boolean;
   /** Wall clock in ms, for commit timestamps and writer expiry. */
   clock?: () => number;
   /** Told of each fdatasync on the append path: when it started (performance.now()) and how long it took. */
   onFlush?: (start: number, ms: number) => void;
 }
 
+/**
+ * What an append waits for: the high watermark (one node: the same as durable), the durable end,
+ * or only the write to the file (acks=1).
+ */
+export type AppendWaitFor = 'high-watermark' | 'durable' | 'written';
+
+/** How far a read goes: to the high watermark (clients), or to the durable end (followers). */
+export type ReadIsolation = 'high-watermark' | 'durable-end';
+
 /** What one checkpoint saves, read at one point of the append order. */
 interface CheckpointState {
   /** The recovery point: every batch below it is fsynced before the files are written. */
   end: bigint;
+  highWatermark: bigint;
   /** The active segment then, whose indexes are flushed (sealed ones were at their roll). */
   segment: LogSegment;
   writers: Buffer;
@@ -99,6 +128,7 @@ interface LogPosition {
 }
 
 const RECOVERY_POINT_FILE = 'recovery-point-checkpoint';
+const HIGH_WATERMARK_FILE = 'high-watermark-checkpoint';
 /** Offset-index positions and relative offsets are i32. */
 const INT32_MAX = 0x7fffffff;
 const SEGMENT_FILE = /^(\d{20})\.(log|index|timeindex)$/;
@@ -108,10 +138,17 @@ const SILENT: LogTabletLogger = { info() {}, warn() {}, error() {} };
 export class LogTablet {
   private readonly segments: LogSegment[] = [];
   private logEnd!: LogPosition;
+  /** The end of what the flush policy made durable; with the default policy, fsynced. */
+  private durable!: LogPosition;
   private hw!: LogPosition;
+  /** Replicated: the end of every batch above the high watermark, in order, where it may move to. */
+  private batchEnds: LogPosition[] = [];
   /** Every batch below this offset is fsynced: the in-memory recovery point. */
   private flushedOffset = 0n;
   private checkpointedOffset = -1n;
+  private checkpointedHighWatermark = -1n;
+  /** Counts truncations, so that an append waiting for durability learns its batches may be gone. */
+  private truncations = 0;
   private lastTimestamp = -1;
   private writers = new WriterStateManager();
   private epochs = new LeaderEpochCache();
@@ -125,10 +162,12 @@ export class LogTablet {
   private failure: TributaryError | undefined;
   private closed = false;
   private readonly listeners = new Set<(highWatermark: bigint) => void>();
+  private readonly durableListeners = new Set<(durableEnd: bigint) => void>();
 
   private constructor(
     readonly dir: string,
     private readonly config: LogConfig,
+    readonly replicated: boolean,
     private readonly log: LogTabletLogger,
     private readonly clock: () => number,
     private readonly onFlush: (start: number, ms: number) => void,
@@ -136,7 +175,7 @@ export class LogTablet {
 
   /** Opens the log in `dir` (created if missing) and recovers it: see `recover`. */
   static async open(dir: string, config: LogConfig, log: LogTabletLogger = SILENT, options: LogTabletOptions = {}): Promise<LogTablet> {
-    const tablet = new LogTablet(dir, checkConfig(config), log, options.clock ?? Date.now, options.onFlush ?? (() => undefined));
+    const tablet = new LogTablet(dir, checkConfig(config), options.replicated ?? false, log, options.clock ?? Date.now, options.onFlush ?? (() => undefined));
     try {
       await tablet.recover();
     } catch (err) {
@@ -158,6 +197,11 @@ export class LogTablet {
     return this.hw.offset;
   }
 
+  /** The end of what is durable (fsynced with the default flush policy); the high watermark when not replicated. */
+  get durableEndOffset(): bigint {
+    return this.durable.offset;
+  }
+
   /** Bytes of batches in the log's segment files. */
   get sizeInBytes(): number {
     let size = 0;
@@ -170,14 +214,44 @@ export class LogTablet {
   }
 
   /** The latest leader epoch that wrote to the log, -1 when none has. */
-  get leaderEpoch(): number {
+  get latestEpoch(): number {
     return this.epochs.latestEpoch;
+  }
+
+  /**
+   * The largest epoch at most `epoch` that wrote to the log and where it ends (the next epoch's
+   * start, or the log end for the latest): where a follower's log diverges from this one.
+   * `{ epoch: -1, endOffset: -1n }` when the log knows no such epoch.
+   */
+  endOffsetForEpoch(epoch: number): { epoch: number; endOffset: bigint } {
+    return this.epochs.endOffsetFor(epoch, this.logEnd.offset);
   }
 
   /** Calls `listener` with each new high watermark; returns the unsubscribe function. */
   onHighWatermark(listener: (highWatermark: bigint) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+
+  /** Calls `listener` with each new durable end; returns the unsubscribe function. */
+  onDurableEnd(listener: (durableEnd: bigint) => void): () => void {
+    this.durableListeners.add(listener);
+    return () => this.durableListeners.delete(listener);
+  }
+
+  /**
+   * Replicated: moves the high watermark up to `offset` (the lowest log end of the in-sync
+   * replicas), never past the durable end nor into a batch, and never back. Wakes its listeners.
+   */
+  advanceHighWatermark(offset: bigint): void {
+    if (!this.replicated) throw new Error(`the log ${this.dir} is not replicated: its high watermark follows the durable end`);
+    const target = offset < this.durable.offset ? offset : this.durable.offset;
+    let n = 0;
+    while (n < this.batchEnds.length && this.batchEnds[n].offset <= target) n++;
+    if (n === 0) return;
+    const position = this.batchEnds[n - 1];
+    this.batchEnds.splice(0, n);
+    this.setHighWatermark(position);
   }
 
   /** Applies changed options (ttl, flush policy, sizes); sizes apply from the next roll or index entry. */
@@ -189,30 +263,42 @@ export class LogTablet {
    * Appends batches (already split and CRC-checked) with consecutive offsets, stamping BaseOffset,
    * CommitTimestamp and LeaderEpoch in place. Returns one result per batch; a duplicate of an
    * idempotent writer gets its original offsets and is not appended again. Resolves once every
-   * batch is below the high watermark, or with `waitFor = 'written'` once the batches are written to
-   * the file (acks=1). A sequence or epoch error rejects the whole call.
+   * batch is below the high watermark (not replicated) or the durable end (`'durable'`), or with
+   * `'written'` once the batches are written to the file (acks=1). A replicated log's high
+   * watermark waits for followers, which is the caller's to wait for. A sequence or epoch error
+   * rejects the whole call.
    */
-  async append(batches: Buffer[], leaderEpoch: number, waitFor: 'high-watermark' | 'written' = 'high-watermark'): Promise<AppendResult[]> {
+  async append(batches: Buffer[], leaderEpoch: number, waitFor: AppendWaitFor = 'high-watermark'): Promise<AppendResult[]> {
+    if (waitFor === 'high-watermark' && this.replicated) throw new Error(`append to the replicated log ${this.dir} waits for 'durable' or 'written'`);
     if (batches.length === 0) return [];
-    const { results, endOffset } = await this.enqueue(() => this.write(batches, leaderEpoch));
+    const { results, endOffset, truncations } = await this.enqueue(async () => ({ ...(await this.write(batches, leaderEpoch)), truncations: this.truncations }));
     if (waitFor === 'written') {
       // acks=1: the batches are in the log file; their fsync (per the flush policy) follows.
-      if (this.hw.offset < endOffset) void this.syncCovering(endOffset);
+      if (this.durable.offset < endOffset) void this.syncCovering(endOffset);
       return results;
     }
-    while (this.hw.offset < endOffset) {
-      this.checkWritable();
-      await this.syncCovering(endOffset);
-    }
+    await this.waitDurable(endOffset, truncations);
     return results;
   }
 
   /**
-   * Whole batches from the one holding `fetchOffset`, below the high watermark and within one
-   * segment: at least that batch, then as many as fit in `maxBytes`.
+   * Appends batches fetched from the leader as it wrote them (offsets, epochs and commit timestamps
+   * stamped), starting at the log end and contiguous, else nothing is appended. The epoch cache and
+   * the writer state learn them without sequence checks (the leader made those), so that a retry
+   * of a producer is still recognised once this replica leads. Resolves once they are durable.
    */
-  async read(fetchOffset: bigint, maxBytes: number): Promise<FetchResult> {
-    const { records, highWatermark, logStartOffset } = await this.readFrom(fetchOffset, (segment, bound) => segment.read(fetchOffset, maxBytes, bound));
+  async appendAsFollower(batches: Buffer[]): Promise<void> {
+    if (batches.length === 0) return;
+    const { endOffset, truncations } = await this.enqueue(async () => ({ endOffset: await this.writeReplicated(batches), truncations: this.truncations }));
+    await this.waitDurable(endOffset, truncations);
+  }
+
+  /**
+   * Whole batches from the one holding `fetchOffset`, below the high watermark (or the durable end)
+   * and within one segment: at least that batch, then as many as fit in `maxBytes`.
+   */
+  async read(fetchOffset: bigint, maxBytes: number, isolation: ReadIsolation = 'high-watermark'): Promise<FetchResult> {
+    const { records, highWatermark, logStartOffset } = await this.readFrom(fetchOffset, isolation, (segment, bound) => segment.read(fetchOffset, maxBytes, bound));
     return { records: records ?? EMPTY, highWatermark, logStartOffset };
   }
 
@@ -221,15 +307,28 @@ export class LogTablet {
    * keep read from the file: batches while their cut size stays under `maxBytes` and their stored
    * size under `maxStoredBytes`.
    */
-  async readCut(fetchOffset: bigint, maxBytes: number, maxStoredBytes: number, cutter: BatchCutter): Promise<CutBatches & { highWatermark: bigint; logStartOffset: bigint }> {
-    const { records, highWatermark, logStartOffset } = await this.readFrom(fetchOffset, (segment, bound) => segment.readCut(fetchOffset, maxBytes, maxStoredBytes, bound, cutter));
+  async readCut(
+    fetchOffset: bigint,
+    maxBytes: number,
+    maxStoredBytes: number,
+    cutter: BatchCutter,
+    isolation: ReadIsolation = 'high-watermark',
+  ): Promise<CutBatches & { highWatermark: bigint; logStartOffset: bigint }> {
+    const { records, highWatermark, logStartOffset } = await this.readFrom(fetchOffset, isolation, (segment, bound) =>
+      segment.readCut(fetchOffset, maxBytes, maxStoredBytes, bound, cutter),
+    );
     return { ...(records ?? { batches: [], storedBytes: 0 }), highWatermark, logStartOffset };
   }
 
-  /** Checks `fetchOffset` and reads, with `reader`, the segment holding it below the high watermark, if it is below. */
-  private async readFrom<T>(fetchOffset: bigint, reader: (segment: LogSegment, bound: number) => Promise<T>): Promise<{ records: T | undefined; highWatermark: bigint; logStartOffset: bigint }> {
+  /** Checks `fetchOffset` and reads, with `reader`, the segment holding it below the isolation's end, if it is below. */
+  private async readFrom<T>(
+    fetchOffset: bigint,
+    isolation: ReadIsolation,
+    reader: (segment: LogSegment, bound: number) => Promise<T>,
+  ): Promise<{ records: T | undefined; highWatermark: bigint; logStartOffset: bigint }> {
     this.checkOpen();
-    const hw = this.hw;
+    const hw = this.hw.offset;
+    const end = isolation === 'durable-end' ? this.durable : this.hw;
     const logStartOffset = this.logStartOffset;
     if (fetchOffset < logStartOffset || fetchOffset > this.logEnd.offset) {
       throw new TributaryError(
@@ -237,9 +336,9 @@ export class LogTablet {
         `fetch offset ${fetchOffset} is out of range: the log holds [${logStartOffset}, ${this.logEnd.offset})`,
       );
     }
-    if (fetchOffset >= hw.offset) return { records: undefined, highWatermark: hw.offset, logStartOffset };
+    if (fetchOffset >= end.offset) return { records: undefined, highWatermark: hw, logStartOffset };
     const segment = this.segmentHolding(fetchOffset);
-    return { records: await reader(segment, this.boundOf(segment, hw)), highWatermark: hw.offset, logStartOffset };
+    return { records: await reader(segment, this.boundOf(segment, end)), highWatermark: hw, logStartOffset };
   }
 
   /** The last batches below the high watermark that hold at least `minRecords` records (all when fewer). */
@@ -319,6 +418,54 @@ export class LogTablet {
     });
     for (const segment of expired) await segment.delete();
     return expired.length;
+  }
+
+  /**
+   * Removes every batch at or above `offset` (from the start of the batch holding it): a follower
+   * whose log diverged from its new leader's. Segment files and indexes are cut, later segments
+   * deleted, the epoch cache and writer state rebuilt for what is left, and high watermark and
+   * durable end clamped; all durable before it resolves. Nothing happens at or past the log end;
+   * below the log start the log starts again there (`truncateFullyAndStartAt`).
+   */
+  truncateTo(offset: bigint): Promise<void> {
+    return this.enqueue(async () => {
+      this.checkWritable();
+      if (offset >= this.logEnd.offset) return;
+      if (offset < this.logStartOffset) return this.startAt(offset);
+      await this.quiesce();
+      const cut = await this.positionAt(offset);
+      this.truncations++;
+      // From here on a failure leaves memory and files apart: the log stops until it is reopened.
+      try {
+        // Writer state and epochs of the remaining log are saved before the files change: a crash
+        // in between recovers the whole log, and replays its tail into both from the batch headers.
+        const dropped = this.writers.truncateFrom(cut.offset);
+        if (dropped.size > 0) await this.replayWriters(dropped, cut);
+        this.epochs.truncateFromEnd(cut.offset);
+        await this.saveWritersAndEpochs(this.writers.snapshot(cut.offset), this.epochs.snapshot());
+        const later = this.segments.splice(this.segments.indexOf(cut.segment) + 1);
+        await cut.segment.truncateTo(cut.offset, cut.position);
+        await cut.segment.flush();
+        // Ascending: a crash in between leaves a gap, and recovery drops what follows a gap.
+        for (const segment of later) await segment.delete();
+        if (later.length > 0) await syncDirectory(this.dir);
+      } catch (err) {
+        throw this.fail(err);
+      }
+      this.resetEnd(cut);
+      await this.saveEnds(cut.offset, this.hw.offset);
+    });
+  }
+
+  /**
+   * Deletes every segment and starts an empty log at `offset`: a follower whose log end is below
+   * the leader's log start. Epoch cache and writer state start empty; the high watermark is `offset`.
+   */
+  truncateFullyAndStartAt(offset: bigint): Promise<void> {
+    return this.enqueue(async () => {
+      this.checkWritable();
+      await this.startAt(offset);
+    });
   }
 
   /** fsyncs the log and its indexes, then saves writer state, leader epochs and the recovery point. */
@@ -448,14 +595,28 @@ export class LogTablet {
 
     const active = this.segments[this.segments.length - 1];
     this.logEnd = { offset: active.nextOffset, segment: active, position: active.size };
-    this.hw = this.logEnd;
+    this.durable = this.hw = this.logEnd;
     this.flushedOffset = this.logEnd.offset;
-    for (const s of this.segments) if (s.maxTimestamp > this.lastTimestamp) this.lastTimestamp = s.maxTimestamp;
+    this.lastTimestamp = this.latestTimestamp();
     this.writers.truncateFrom(this.logEnd.offset);
     this.writers.removeExpired(this.clock(), this.config.writerIdExpirationMs);
     this.epochs.truncateFromEnd(this.logEnd.offset);
     this.epochs.truncateFromStart(this.logStartOffset);
+    if (this.replicated) await this.recoverHighWatermark();
     await this.checkpointUnlessFull();
+  }
+
+  /**
+   * The checkpointed high watermark, at most the recovered log end (the log start when there is
+   * none), and the batch ends above it that it may move to.
+   */
+  private async recoverHighWatermark(): Promise<void> {
+    const saved = await this.loadOrWarn(HIGH_WATERMARK_FILE, () => readCheckpoint(this.dir, HIGH_WATERMARK_FILE, 1));
+    let offset = saved?.[0]?.[0] ?? this.logStartOffset;
+    if (offset < this.logStartOffset) offset = this.logStartOffset;
+    this.hw = await this.positionAt(offset);
+    this.batchEnds = [];
+    await this.walk(this.hw, this.logEnd, (_h, end) => this.batchEnds.push(end));
   }
 
   /**
@@ -522,20 +683,79 @@ export class LogTablet {
       next = lastOffset + 1n;
     }
     if (appended.length === 0) return { results, endOffset };
+    await this.appendToSegment(appended, bytes, next, () => {
+      writerAppend.commit();
+      this.epochs.assign(leaderEpoch, firstOffset);
+      this.lastTimestamp = timestamp;
+    });
+    return { results, endOffset: next };
+  }
 
+  /** Appends the leader's batches as they are (appendAsFollower); returns the new log end. */
+  private async writeReplicated(batches: Buffer[]): Promise<bigint> {
+    this.checkWritable();
+    const headers: LogBatchHeader[] = [];
+    let next = this.logEnd.offset;
+    let bytes = 0;
+    for (const batch of batches) {
+      const h = readLogBatchHeader(batch);
+      if (h.baseOffset !== next) {
+        throw new TributaryError('LOG_OFFSET_OUT_OF_RANGE_EXCEPTION', `replicated batch at offset ${h.baseOffset} does not follow on offset ${next} of the log ${this.dir}`);
+      }
+      if (h.magic !== MAGIC || h.sizeInBytes !== batch.length || h.lastOffsetDelta < 0 || !isCrcValid(batch)) {
+        throw new TributaryError('CORRUPT_MESSAGE', `replicated batch at offset ${h.baseOffset} is corrupt (size, magic, offset delta or CRC)`);
+      }
+      headers.push(h);
+      bytes += batch.length;
+      next = h.baseOffset + BigInt(h.lastOffsetDelta) + 1n;
+    }
+    await this.appendToSegment(batches, bytes, next, () => {
+      for (const h of headers) {
+        const timestamp = Number(h.commitTimestamp);
+        if (h.writerId !== NO_WRITER_ID) {
+          this.writers.replay(h.writerId, { sequence: h.batchSequence, baseOffset: h.baseOffset, lastOffset: h.baseOffset + BigInt(h.lastOffsetDelta), timestamp });
+        }
+        this.epochs.assign(h.leaderEpoch, h.baseOffset);
+        if (timestamp > this.lastTimestamp) this.lastTimestamp = timestamp;
+      }
+    });
+    return next;
+  }
+
+  /**
+   * Writes stamped batches ending before `next` to the active segment (rolled first if they do not
+   * fit), runs `written` (the bookkeeping of a write that happened) and moves the log end.
+   */
+  private async appendToSegment(batches: Buffer[], bytes: number, next: bigint, written: () => void): Promise<void> {
     const segment = await this.segmentFor(bytes, next - 1n);
     try {
-      await segment.append(appended, timestamp, next);
+      await segment.append(batches, next);
     } catch (err) {
       if (segment.damaged) this.fail(err);
       throw err;
     }
-    writerAppend.commit();
-    this.epochs.assign(leaderEpoch, firstOffset);
-    this.lastTimestamp = timestamp;
+    written();
+    if (this.replicated) {
+      let position = segment.size - bytes;
+      for (const b of batches) {
+        const h = readLogBatchHeader(b);
+        position += h.sizeInBytes;
+        this.batchEnds.push({ offset: h.baseOffset + BigInt(h.lastOffsetDelta) + 1n, segment, position });
+      }
+    }
     this.logEnd = { offset: next, segment, position: segment.size };
-    if (this.config.flushIntervalMessages > 1) this.scheduleLazyFlush(appended.length);
-    return { results, endOffset: next };
+    if (this.config.flushIntervalMessages > 1) this.scheduleLazyFlush(batches.length);
+  }
+
+  /** Waits until the log is durable up to `endOffset`; fails when the log was truncated since `truncations`. */
+  private async waitDurable(endOffset: bigint, truncations: number): Promise<void> {
+    while (this.durable.offset < endOffset) {
+      this.checkWritable();
+      if (this.truncations !== truncations) {
+        throw new TributaryError('NOT_LEADER_OR_FOLLOWER', `the log ${this.dir} was truncated before offset ${endOffset} was durable`);
+      }
+      await this.syncCovering(endOffset);
+    }
   }
 
   /** The active segment, rolled first when `bytes` more (up to `lastOffset`) would not fit in it. */
@@ -552,7 +772,7 @@ export class LogTablet {
     }
     const rollOffset = this.logEnd.offset;
     if (rollOffset > this.flushedOffset) this.flushedOffset = rollOffset;
-    this.advanceHighWatermark(this.logEnd);
+    this.advanceDurableEnd(this.logEnd);
     const segment = await LogSegment.create(this.dir, rollOffset, this.config);
     this.segments.push(segment);
     this.logEnd = { offset: rollOffset, segment, position: 0 };
@@ -561,7 +781,7 @@ export class LogTablet {
 
   /** With a lazy flush policy the written end is visible at once; the fsync follows by count or time. */
   private scheduleLazyFlush(batches: number): void {
-    this.advanceHighWatermark(this.logEnd);
+    this.advanceDurableEnd(this.logEnd);
     this.unflushedBatches += batches;
     if (this.unflushedBatches >= this.config.flushIntervalMessages) {
       void this.syncCovering(this.logEnd.offset);
@@ -620,28 +840,129 @@ export class LogTablet {
       }
       if (target.offset > this.flushedOffset) this.flushedOffset = target.offset;
     }
-    this.advanceHighWatermark(target);
+    this.advanceDurableEnd(target);
   }
 
-  private advanceHighWatermark(position: LogPosition): void {
+  /** The durable end moves to `position`; not replicated, the high watermark follows it. */
+  private advanceDurableEnd(position: LogPosition): void {
+    if (position.offset <= this.durable.offset) return;
+    this.durable = position;
+    this.notify(this.durableListeners, position.offset, 'durable end');
+    if (!this.replicated) this.setHighWatermark(position);
+  }
+
+  private setHighWatermark(position: LogPosition): void {
     if (position.offset <= this.hw.offset) return;
     this.hw = position;
-    for (const listener of this.listeners) {
+    this.notify(this.listeners, position.offset, 'high watermark');
+  }
+
+  private notify(listeners: Set<(offset: bigint) => void>, offset: bigint, what: string): void {
+    for (const listener of listeners) {
       try {
-        listener(position.offset);
+        listener(offset);
       } catch (err) {
-        this.log.warn({ dir: this.dir, err }, 'high watermark listener failed');
+        this.log.warn({ dir: this.dir, err }, `${what} listener failed`);
       }
     }
   }
+
+  // ------------------------------------------------------------------ truncation
+
+  /**
+   * Lets running fsyncs and checkpoint writes finish, so that none of them acts on files or
+   * positions a truncation changes; called in the queue, where no new ones start.
+   */
+  private async quiesce(): Promise<void> {
+    clearTimeout(this.flushTimer);
+    this.flushTimer = undefined;
+    await this.checkpointWrites;
+    while (this.runningSync ?? this.queuedSync) await (this.queuedSync ?? this.runningSync);
+  }
+
+  /** Replays into the writer state the batches below `end` of the `writers` a truncation dropped. */
+  private async replayWriters(writers: Set<bigint>, end: LogPosition): Promise<void> {
+    const start: LogPosition = { offset: this.logStartOffset, segment: this.segments[0], position: 0 };
+    await this.walk(start, end, (h) => {
+      if (!writers.has(h.writerId)) return;
+      const batch = { sequence: h.batchSequence, baseOffset: h.baseOffset, lastOffset: h.baseOffset + BigInt(h.lastOffsetDelta), timestamp: Number(h.commitTimestamp) };
+      this.writers.replay(h.writerId, batch);
+    });
+    this.writers.removeExpired(this.clock(), this.config.writerIdExpirationMs);
+  }
+
+  /** Deletes every segment and starts an empty log at `offset` (in the queue). */
+  private async startAt(offset: bigint): Promise<void> {
+    await this.quiesce();
+    this.truncations++;
+    // Deleted first (ascending) and created after: a crash in between leaves a consistent log, at
+    // worst empty, which the follower fetches again.
+    try {
+      for (const segment of this.segments.splice(0)) await segment.delete();
+      this.segments.push(await LogSegment.create(this.dir, offset, this.config));
+    } catch (err) {
+      throw this.fail(err);
+    }
+    this.writers = new WriterStateManager();
+    this.epochs = new LeaderEpochCache();
+    const start: LogPosition = { offset, segment: this.segments[0], position: 0 };
+    this.durable = this.hw = start;
+    this.batchEnds = [];
+    this.resetEnd(start);
+    await this.saveWritersAndEpochs(this.writers.snapshot(offset), this.epochs.snapshot());
+    await this.saveEnds(offset, offset);
+  }
+
+  /** After a truncation the log ends at `end`, all of it fsynced: the high watermark is clamped, the durable end is `end`. */
+  private resetEnd(end: LogPosition): void {
+    this.logEnd = end;
+    this.flushedOffset = end.offset;
+    this.unflushedBatches = 0;
+    if (this.hw.offset > end.offset) this.hw = end;
+    if (this.durable.offset > end.offset) this.durable = end;
+    this.advanceDurableEnd(end);
+    this.batchEnds = this.batchEnds.filter((e) => e.offset <= end.offset);
+    this.lastTimestamp = this.latestTimestamp();
+    this.checkpointedOffset = -1n;
+    this.checkpointedHighWatermark = -1n;
+  }
+
+  /** The point of the log at the batch boundary at or below `offset` (at most the log end). */
+  private async positionAt(offset: bigint): Promise<LogPosition> {
+    if (offset >= this.logEnd.offset) return this.logEnd;
+    const segment = this.segmentHolding(offset);
+    const found = await segment.locate(offset, segment.size);
+    if (!found) throw new TributaryError('LOG_STORAGE_EXCEPTION', `no batch of ${segment.fileName} holds offset ${offset}, below the log end ${this.logEnd.offset}`);
+    return { offset: found.header.baseOffset, segment, position: found.position };
+  }
+
+  /** Calls `visit` with the header and end of each batch from `from` to `to` (batch boundaries). */
+  private async walk(from: LogPosition, to: LogPosition, visit: (header: LogBatchHeader, end: LogPosition) => void): Promise<void> {
+    for (let i = this.segments.indexOf(from.segment); i < this.segments.length && from.offset < to.offset; i++) {
+      const segment = this.segments[i];
+      const start = segment === from.segment ? from.position : 0;
+      const bound = segment === to.segment ? to.position : segment.size;
+      await segment.walkBatches(start, bound, (h, position) => visit(h, { offset: h.baseOffset + BigInt(h.lastOffsetDelta) + 1n, segment, position }));
+      if (segment === to.segment) break;
+    }
+  }
+
+  private latestTimestamp(): number {
+    let latest = -1;
+    for (const s of this.segments) if (s.maxTimestamp > latest) latest = s.maxTimestamp;
+    return latest;
+  }
+
+  // ------------------------------------------------------------------ checkpoints
 
   /** The state a checkpoint saves, as of now; undefined when it would save what the last one did. */
   private checkpointState(): CheckpointState | undefined {
     this.checkWritable();
     const end = this.logEnd.offset;
+    const highWatermark = this.hw.offset;
     const expired = this.writers.removeExpired(this.clock(), this.config.writerIdExpirationMs);
-    if (end === this.checkpointedOffset && expired === 0) return undefined;
-    return { end, segment: this.logEnd.segment, writers: this.writers.snapshot(end), epochs: this.epochs.snapshot() };
+    if (end === this.checkpointedOffset && highWatermark === this.checkpointedHighWatermark && expired === 0) return undefined;
+    return { end, highWatermark, segment: this.logEnd.segment, writers: this.writers.snapshot(end), epochs: this.epochs.snapshot() };
   }
 
   /** Writes the files of checkpoints one at a time, in the order their states were read. */
@@ -658,10 +979,21 @@ export class LogTablet {
       await this.syncCovering(state.end);
     }
     await state.segment.flushIndexes();
-    await WriterStateManager.save(this.dir, state.writers);
-    await LeaderEpochCache.save(this.dir, state.epochs);
-    await writeCheckpoint(this.dir, RECOVERY_POINT_FILE, [[state.end]]);
-    if (state.end > this.checkpointedOffset) this.checkpointedOffset = state.end;
+    await this.saveWritersAndEpochs(state.writers, state.epochs);
+    await this.saveEnds(state.end, state.highWatermark);
+  }
+
+  private async saveWritersAndEpochs(writers: Buffer, epochs: bigint[][]): Promise<void> {
+    await WriterStateManager.save(this.dir, writers);
+    await LeaderEpochCache.save(this.dir, epochs);
+  }
+
+  /** Saves the recovery point `end` (every batch below it fsynced) and, replicated, the high watermark. */
+  private async saveEnds(end: bigint, highWatermark: bigint): Promise<void> {
+    await writeCheckpoint(this.dir, RECOVERY_POINT_FILE, [[end]]);
+    if (this.replicated) await writeCheckpoint(this.dir, HIGH_WATERMARK_FILE, [[highWatermark]]);
+    if (end > this.checkpointedOffset) this.checkpointedOffset = end;
+    if (highWatermark > this.checkpointedHighWatermark) this.checkpointedHighWatermark = highWatermark;
   }
 
   // ------------------------------------------------------------------ reads

@@ -77,13 +77,20 @@ export class WriterStateManager {
     return removed;
   }
 
-  /** Forgets batches at or above `offset` (the log ends there); writers left without any are dropped. */
-  truncateFrom(offset: bigint): void {
+  /**
+   * Forgets batches at or above `offset` (the log ends there); writers left without any are
+   * dropped and returned: batches of theirs older than the retained window may still be in the log.
+   */
+  truncateFrom(offset: bigint): Set<bigint> {
+    const dropped = new Set<bigint>();
     for (const [id, batches] of this.writers) {
       const kept = batches.filter((b) => b.lastOffset < offset);
-      if (kept.length === 0) this.writers.delete(id);
-      else if (kept.length !== batches.length) this.writers.set(id, kept);
+      if (kept.length === 0) {
+        this.writers.delete(id);
+        dropped.add(id);
+      } else if (kept.length !== batches.length) this.writers.set(id, kept);
     }
+    return dropped;
   }
 
   /** The snapshot file's bytes for the state as of `offset`. */

@@ -1,0 +1,152 @@
+/**
+ * A tablet server of a cluster (`tributary tablet-server`): its buckets' replicas, led or followed
+ * as the active coordinator says (NotifyLeaderAndIsr), on a data dir of its own. Once its RPC
+ * listener serves it registers in ZooKeeper (an ephemeral znode: the coordinator sees it join, and
+ * leave when its session ends). It reaches the active coordinator through the address the
+ * coordinator publishes in ZooKeeper, for ISR changes, schemas and its controlled shutdown.
+ *
+ * SIGTERM is a controlled shutdown: the server asks the coordinator to move its leaderships to
+ * other in-sync replicas (`tablet-server.controlled-shutdown.*`), keeps serving while they move,
+ * and then stops, so that writers see a new leader instead of a gap.
+ */
+import { create } from '@bufbuild/protobuf';
+import { Options } from '../common/config.js';
+import { ServerActivity } from '../common/activity.js';
+import { TributaryError } from '../common/errors.js';
+import { createLogger, type Logger } from '../common/logger.js';
+import { schemaFromJson } from '../common/schema.js';
+import { initArrowCompression } from '../record/compression.js';
+import { ApiKeys } from '../rpc/api-keys.js';
+import { RpcConnection } from '../rpc/connection.js';
+import * as pb from '../rpc/gen/tributary_pb.js';
+import type { RpcServer } from '../rpc/server.js';
+import { CoordinatorLink } from './coordinator-link.js';
+import type { DataDirLock } from './data-dir-lock.js';
+import { TabletServerRegistration } from './metadata/tablet-server-registry.js';
+import { zooKeeperSettings } from './metadata/zookeeper-session.js';
+import { parseListener } from './server.js';
+import { rpcServerOf, startOnDataDir, type Undo } from './startup.js';
+import { DataDisk } from './tablet/data-disk.js';
+import { registerTabletService } from './tablet/tablet-service.js';
+import { TabletServer } from './tablet/tablet-server.js';
+
+export class ClusterTabletServer {
+  private constructor(
+    readonly id: number,
+    readonly rpcAddress: { host: string; port: number },
+    private readonly options: Options,
+    private readonly rpc: RpcServer,
+    private readonly tablets: TabletServer,
+    private readonly registration: TabletServerRegistration,
+    private readonly coordinator: CoordinatorLink,
+    private readonly disk: DataDisk,
+    private readonly activity: ServerActivity,
+    private readonly lock: DataDirLock,
+    private readonly log: Logger,
+  ) {}
+
+  static async start(settings: Record<string, string>, log: Logger = createLogger()): Promise<ClusterTabletServer> {
+    const options = new Options('server', settings);
+    const id = options.int('tablet-server.id');
+    if (id === undefined) throw new TributaryError('INVALID_CONFIG_EXCEPTION', "option 'tablet-server.id' is required to start a tablet server: a unique integer, the same across restarts");
+    const zooKeeper = zooKeeperSettings(options);
+    const listen = parseListener(options.string('bind.listeners')!);
+    return startOnDataDir(options, log, async (dataDir, lock, undo: Undo) => {
+      await initArrowCompression();
+      const activity = new ServerActivity(log.child({ role: 'activity' }));
+      undo.push(async () => activity.close());
+      const disk = await DataDisk.start(dataDir, options, log.child({ role: 'data-disk' }), activity);
+      undo.push(async () => disk.stop());
+      const requestTimeoutMs = options.durationMs('client.request-timeout');
+      let registration: TabletServerRegistration | undefined;
+      const coordinator = new CoordinatorLink(
+        () => {
+          if (!registration) throw new TributaryError('NETWORK_EXCEPTION', 'not registered in ZooKeeper yet');
+          return registration.session;
+        },
+        zooKeeper.root,
+        log.child({ role: 'coordinator-link' }),
+        requestTimeoutMs,
+      );
+      undo.push(() => coordinator.close());
+      const tablets = new TabletServer(
+        dataDir,
+        options,
+        {
+          cluster: {
+            serverId: id,
+            connect: (node) => RpcConnection.connect(node.host, node.port, { requestTimeoutMs, clientName: `tributary-tablet-server-${id}` }),
+            adjustIsr: (req) => coordinator.request(ApiKeys.AdjustIsr, req),
+            fetchSchema: async (table, schemaId) => {
+              const resp = await coordinator.request(ApiKeys.GetTableSchema, { tablePath: { databaseName: table.database, tableName: table.table }, schemaId });
+              return schemaFromJson(JSON.parse(resp.schemaJson));
+            },
+          },
+        },
+        log.child({ role: 'tablet-server' }),
+        disk,
+        activity,
+      );
+      undo.push(() => tablets.stop());
+      await tablets.start([]);
+      const rpc = rpcServerOf(options, listen, log, () => undefined);
+      registerTabletService(rpc, tablets);
+      // A client that bootstraps here learns where the coordinator and the other servers are.
+      rpc.register(ApiKeys.GetMetadata, async (req) => {
+        if (req.tablePath.length > 0 || req.partitionsId.length > 0) {
+          throw new TributaryError('NOT_LEADER_OR_FOLLOWER', `tablet server ${id} answers table metadata only through the coordinator`);
+        }
+        const { coordinator: active, tabletServers } = tablets.clusterNodes();
+        return { ...(active ? { coordinatorServer: active } : {}), tabletServers };
+      });
+      undo.push(() => rpc.close());
+      const bound = await rpc.listen();
+      const advertised = options.string('advertised.listeners');
+      const rpcAddress = advertised ? parseListener(advertised) : bound;
+      const rack = options.string('tablet-server.rack');
+      registration = await TabletServerRegistration.register(zooKeeper, { id, ...rpcAddress, ...(rack ? { rack } : {}) }, log.child({ role: 'registration' }));
+      registration.on('failed', (err) => log.error({ err }, 'could not register again in ZooKeeper: this server takes no new leaderships'));
+      log.info({ id, rpc: rpcAddress, dataDir }, 'tablet server started');
+      return new ClusterTabletServer(id, rpcAddress, options, rpc, tablets, registration, coordinator, disk, activity, lock, log);
+    });
+  }
+
+  /** Controlled shutdown, then: stop serving, leave the cluster, close every replica. */
+  async stop(): Promise<void> {
+    this.log.info('tablet server stopping');
+    await this.moveLeadershipsAway();
+    this.tablets.stopServing();
+    await this.rpc.close();
+    await this.registration.close();
+    await this.coordinator.close();
+    await this.tablets.stop();
+    this.disk.stop();
+    this.activity.close();
+    await this.lock.release();
+    this.log.info('tablet server stopped');
+  }
+
+  /** Asks the coordinator until this server leads nothing, or the retries run out (then it stops anyway). */
+  private async moveLeadershipsAway(): Promise<void> {
+    const retries = this.options.int('tablet-server.controlled-shutdown.max-retries')!;
+    const pauseMs = this.options.durationMs('tablet-server.controlled-shutdown.retry-interval');
+    for (let attempt = 0; attempt <= retries && this.tablets.leaderCount() > 0; attempt++) {
+      if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, pauseMs));
+      try {
+        const resp = await this.coordinator.request(ApiKeys.ControlledShutdown, create(pb.ControlledShutdownRequestSchema, { serverId: this.id, serverEpoch: this.registration.epoch }));
+        this.log.info({ remainingLeaders: resp.remainingLeaders, attempt }, 'controlled shutdown');
+        if (resp.remainingLeaders === 0) await this.untilLeadsNothing(pauseMs);
+      } catch (err) {
+        this.log.warn({ err, attempt }, 'controlled shutdown request failed');
+      }
+    }
+    const left = this.tablets.leaderCount();
+    if (left > 0) this.log.warn({ leaders: left }, 'stopping while still leading buckets: they are offline until the coordinator elects new leaders');
+  }
+
+  /** The coordinator's NotifyLeaderAndIsr making this server a follower arrives right after its answer. */
+  private async untilLeadsNothing(timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.tablets.leaderCount() > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}

@@ -1,0 +1,174 @@
+/**
+ * A coordinator of a cluster (`tributary coordinator-server`): a candidate in the coordinator
+ * election that, once elected, serves the coordinator's APIs (metadata, DDL, lake tiering,
+ * AdjustIsr, ControlledShutdown) and the HTTP endpoint, while its ClusterCoordinator keeps the
+ * replicas placed and led. Until elected it is a standby: its RPC listener is open but serves no
+ * API, so a client that bootstraps to it moves on to the next server it knows.
+ *
+ * Its data dir holds only what DuckDB spills for the REST API's SQL, and its lock; everything else
+ * is in ZooKeeper. Losing the ZooKeeper session while leading emits `deposed`.
+ */
+import { EventEmitter } from 'node:events';
+import path from 'node:path';
+import { Connection } from '../client/index.js';
+import { lakeWarehouse, Options } from '../common/config.js';
+import { ServerActivity } from '../common/activity.js';
+import { TributaryError } from '../common/errors.js';
+import { createLogger, type Logger } from '../common/logger.js';
+import { lakeFormat } from '../lake/formats/index.js';
+import { sqlLimits } from '../query/sql-limits.js';
+import { initArrowCompression } from '../record/compression.js';
+import type { RpcServer } from '../rpc/server.js';
+import { ClusterCoordinator } from './coordinator/cluster-coordinator.js';
+import { isLakeEnabled } from './coordinator/lake-tiering-manager.js';
+import { lakeTieringLag, registerTieringService, type TieringServiceDeps } from './coordinator/tiering-service.js';
+import type { DataDirLock } from './data-dir-lock.js';
+import { HttpServer } from './http/http-server.js';
+import { LeaderHighWatermarks } from './leader-high-watermarks.js';
+import { zooKeeperSettings, ZooKeeperSession } from './metadata/zookeeper-session.js';
+import { NodeMetrics } from './metrics.js';
+import { nodeMetrics, parseListener } from './server.js';
+import { DataDisk } from './tablet/data-disk.js';
+import { rpcServerOf, startOnDataDir, type Undo } from './startup.js';
+
+export class CoordinatorServer extends EventEmitter<{ deposed: [Error] }> {
+  private leading?: { coordinator: ClusterCoordinator; http: HttpServer; conn: Connection; highWatermarks: LeaderHighWatermarks };
+  private readonly withdraw = new AbortController();
+  private stopping = false;
+
+  private constructor(
+    readonly rpcAddress: { host: string; port: number },
+    private readonly options: Options,
+    private readonly rpc: RpcServer,
+    private readonly session: ZooKeeperSession,
+    private readonly activity: ServerActivity,
+    /** Holds what DuckDB spills; watched like any data disk. */
+    private readonly disk: DataDisk,
+    private readonly dataDir: string,
+    private readonly lock: DataDirLock,
+    private readonly log: Logger,
+  ) {
+    super();
+  }
+
+  /**
+   * Claims the data dir, connects to ZooKeeper, opens the RPC listener and joins the election;
+   * resolves once it leads, or at once as a standby when another coordinator leads.
+   */
+  static async start(settings: Record<string, string>, log: Logger = createLogger()): Promise<CoordinatorServer> {
+    const options = new Options('server', settings);
+    const listen = parseListener(options.string('bind.listeners')!);
+    const zooKeeper = zooKeeperSettings(options);
+    return startOnDataDir(options, log, async (dataDir, lock, undo: Undo) => {
+      await initArrowCompression();
+      const activity = new ServerActivity(log.child({ role: 'activity' }));
+      undo.push(async () => activity.close());
+      const disk = await DataDisk.start(dataDir, options, log.child({ role: 'data-disk' }), activity);
+      undo.push(async () => disk.stop());
+      const session = await ZooKeeperSession.connect(zooKeeper);
+      undo.push(() => session.close());
+      let metrics: NodeMetrics | undefined;
+      const rpc = rpcServerOf(options, listen, log, () => metrics);
+      undo.push(() => rpc.close());
+      const rpcAddress = await rpc.listen();
+      const server = new CoordinatorServer(rpcAddress, options, rpc, session, activity, disk, dataDir, lock, log);
+      const elected = server.lead().then((m) => (metrics = m));
+      // A coordinator that starts while another leads serves as a standby; the first one waits for its election.
+      const standby = await server.anotherLeads();
+      if (!standby) await elected;
+      else
+        elected.catch((err: unknown) => {
+          if (!server.stopping) server.emit('deposed', err instanceof Error ? err : new Error(String(err)));
+        });
+      log.info({ rpc: rpcAddress, standby }, 'coordinator server started');
+      return server;
+    });
+  }
+
+  /** The HTTP endpoint's address while this coordinator leads. */
+  get httpAddress(): { host: string; port: number } | undefined {
+    return this.leading?.http.address;
+  }
+
+  /** Leaves the election (or hands the lead on), then closes the listener and the session. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    this.log.info('coordinator server stopping');
+    this.withdraw.abort();
+    const leading = this.leading;
+    this.leading = undefined;
+    if (leading) {
+      await leading.http.close();
+      leading.highWatermarks.stop();
+      await leading.conn.close();
+    }
+    await this.rpc.close();
+    await leading?.coordinator.stop();
+    await this.session.close();
+    this.disk.stop();
+    this.activity.close();
+    await this.lock.release();
+    this.log.info('coordinator server stopped');
+  }
+
+  /** Whether the election's active coordinator is another one than this. */
+  private async anotherLeads(): Promise<boolean> {
+    for (let attempt = 0; attempt < 50 && !this.leading; attempt++) {
+      const candidates = await this.session.children(`${this.options.string('zookeeper.path.root')!}/coordinators/election`).catch(() => []);
+      if (candidates.length > 1) return true;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    return !this.leading;
+  }
+
+  /** Waits for the lead, then serves: the coordinator's APIs, tiering, HTTP. Resolves with the node's metrics. */
+  private async lead(): Promise<NodeMetrics> {
+    const { options, log, rpc, rpcAddress } = this;
+    const warehouse = lakeWarehouse(options);
+    const lake = lakeFormat(options.string('datalake.format')!).open(warehouse);
+    const coordinator = await ClusterCoordinator.start({
+      options,
+      session: this.session,
+      self: { id: coordinatorId(rpcAddress), host: rpcAddress.host, port: rpcAddress.port },
+      log,
+      activity: this.activity,
+      lake,
+      signal: this.withdraw.signal,
+    });
+    if (this.stopping) {
+      await coordinator.stop();
+      throw new TributaryError('CONNECTION_CLOSED', 'the coordinator server stopped');
+    }
+    coordinator.once('deposed', (err) => {
+      if (!this.stopping) this.emit('deposed', err);
+    });
+    coordinator.registerServices(rpc);
+    const conn = await Connection.create({ 'bootstrap.servers': `${rpcAddress.host}:${rpcAddress.port}` });
+    const highWatermarks = new LeaderHighWatermarks(conn, coordinator.coordinator, () => coordinator.coordinator.allTables().map(({ table }) => table).filter(isLakeEnabled), log);
+    const tiering: TieringServiceDeps = { coordinator: coordinator.coordinator, warehouse, lakeFormat: lake.format, highWatermarks: (id) => highWatermarks.of(id) };
+    registerTieringService(rpc, tiering);
+    const metrics = nodeMetrics(tiering, () => [], () => rpc.stats(), this.disk, this.activity);
+    const http = await HttpServer.start({
+      host: rpcAddress.host,
+      port: options.int('http.port'),
+      rpc: rpcAddress,
+      tables: coordinator.coordinator,
+      lake,
+      metrics,
+      readiness: () => rpc.readiness(),
+      sql: sqlLimits(options, path.join(this.dataDir, 'sql-spill')),
+      log: log.child({ role: 'http' }),
+    });
+    this.leading = { coordinator, http, conn, highWatermarks };
+    log.info({ epoch: coordinator.epoch, http: http.address.port }, 'coordinator serving');
+    return metrics;
+  }
+}
+
+/**
+ * A coordinator's id in the election: its port, which tells the coordinators of one machine apart
+ * (they run on different ports) and reads well in logs and in GetMetadata.
+ */
+function coordinatorId(address: { port: number }): number {
+  return address.port;
+}

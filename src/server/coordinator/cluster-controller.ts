@@ -1,0 +1,490 @@
+/**
+ * The active coordinator's control of a cluster's replicas: where each bucket's replicas are, who
+ * leads it and who is in its ISR, and telling tablet servers. It is the Coordinator's BucketLifecycle
+ * and BucketPlacement in a cluster (the one-process node uses its TabletServer instead) and the
+ * ClusterView GetMetadata answers from.
+ *
+ * Everything it changes goes through one event queue, one event at a time (Fluss's
+ * CoordinatorEventProcessor): a table's or partition's buckets created, altered or dropped, a
+ * tablet server joining or leaving, AdjustIsr and ControlledShutdown from a leader, the periodic
+ * retry of offline buckets. An event commits its changes to the MetadataStore before it sends any
+ * request, so a coordinator that takes over finds in ZooKeeper everything its predecessor told.
+ *
+ * Store layout (MetadataStore paths, so only the active coordinator writes them, fenced by its epoch):
+ *
+ *   /assignments/<tableId>                          {version: 1, buckets: number[][]}: the replica ids of
+ *                                                   each bucket of a non-partitioned table, first replica
+ *                                                   (the preferred leader) first
+ *   /assignments/<tableId>/p<partitionId>           the same, per partition of a partitioned table
+ *   /leader_isr/<tableId>/<partitionId|->/<bucket>  {version: 1, leader, leader_epoch, isr,
+ *                                                   coordinator_epoch, bucket_epoch}; leader -1 while
+ *                                                   the bucket is offline
+ *
+ * A new table's or partition's assignment and initial leader_isr (leader = first replica, ISR = all
+ * replicas, epochs 0) are committed with its registration (placeBuckets). Requests to tablet servers:
+ * UpdateMetadata (the coordinator and every live tablet server) to every live server on each change
+ * of membership, always before the NotifyLeaderAndIsr it may need to find a leader;
+ * NotifyLeaderAndIsr, one request per server holding all of its buckets that changed, with the
+ * table's JSON so it can create a replica it does not have; StopReplica (delete) on drops. A new
+ * coordinator sends all of it again, with its own epoch, before anything else.
+ *
+ * Leadership (leader-election.ts): a dead leader hands over to the next live ISR member; a dead
+ * follower leaves the ISR; a bucket with no live ISR member is offline until one comes back (looked
+ * at whenever a server joins and every coordinator.offline-leader.retry-delay). A server in
+ * controlled shutdown neither leads nor stays in an ISR where another replica can take over.
+ */
+import type { MessageInitShape } from '@bufbuild/protobuf';
+import type { Options } from '../../common/config.js';
+import { ErrorCodes, TributaryError } from '../../common/errors.js';
+import type { Logger } from '../../common/logger.js';
+import { type PartitionInfo, type TableInfo, tableInfoToJson } from '../../common/schema.js';
+import { ApiKeys } from '../../rpc/api-keys.js';
+import type {
+  AdjustIsrRequest,
+  AdjustIsrResponseSchema,
+  ControlledShutdownRequest,
+  PbAdjustIsrRespForBucketSchema,
+  PbBucketMetadataSchema,
+  PbLeaderAndIsrForTableSchema,
+  PbServerNodeSchema,
+  PbStopReplicaForBucketSchema,
+} from '../../rpc/gen/tributary_pb.js';
+import type { MetadataOp, MetadataStore } from '../metadata/metadata-store.js';
+import { type LiveTabletServers, registrationEpoch, type TabletServerNode } from '../metadata/tablet-server-registry.js';
+import type { ClusterView } from './coordinator-service.js';
+import type { BucketLifecycle, BucketPlacement, PartitionEntry } from './coordinator.js';
+import { type LeaderAndIsr, nextLeaderAndIsr, NO_LEADER } from './leader-election.js';
+import { assignReplicas, checkReplicationFactor, replicationFactorOf } from './replica-assignment.js';
+import { TabletServerChannels } from './tablet-server-channels.js';
+
+type ServerNode = MessageInitShape<typeof PbServerNodeSchema>;
+type TableLeaderAndIsr = MessageInitShape<typeof PbLeaderAndIsrForTableSchema>;
+
+/** The buckets of one non-partitioned table or of one partition. */
+interface BucketGroup {
+  tableId: number;
+  partitionId?: number;
+}
+
+interface BucketRef {
+  group: BucketGroup;
+  bucket: number;
+}
+
+interface StoredAssignment {
+  version: 1;
+  buckets: number[][];
+}
+
+interface StoredLeaderAndIsr {
+  version: 1;
+  leader: number;
+  leader_epoch: number;
+  isr: number[];
+  coordinator_epoch: number;
+  bucket_epoch: number;
+}
+
+/** Leader_isr writes per store commit: a ZooKeeper request stays far below its 1 MB limit. */
+const STATES_PER_COMMIT = 500;
+
+const groupKey = (g: BucketGroup): string => `${g.tableId}/${g.partitionId ?? '-'}`;
+const assignmentPath = (g: BucketGroup): string => (g.partitionId === undefined ? `/assignments/${g.tableId}` : `/assignments/${g.tableId}/p${g.partitionId}`);
+const leaderIsrDir = (g: BucketGroup): string => `/leader_isr/${g.tableId}/${g.partitionId ?? '-'}`;
+const leaderIsrPath = (g: BucketGroup, bucket: number): string => `${leaderIsrDir(g)}/${bucket}`;
+const groupOf = (table: TableInfo, partition?: PartitionInfo): BucketGroup => ({ tableId: table.tableId, ...(partition ? { partitionId: partition.partitionId } : {}) });
+
+function toStored(s: LeaderAndIsr): StoredLeaderAndIsr {
+  return { version: 1, leader: s.leader, leader_epoch: s.leaderEpoch, isr: s.isr, coordinator_epoch: s.coordinatorEpoch, bucket_epoch: s.bucketEpoch };
+}
+
+function append<K, V>(map: Map<K, V[]>, key: K, value: V): void {
+  const values = map.get(key);
+  if (values) values.push(value);
+  else map.set(key, [value]);
+}
+
+const serverNode = (s: TabletServerNode): ServerNode => ({ nodeId: s.id, host: s.host, port: s.port, ...(s.rack !== undefined ? { rack: s.rack } : {}) });
+
+export interface ClusterControllerSettings {
+  store: MetadataStore;
+  servers: LiveTabletServers;
+  coordinatorEpoch: number;
+  /** This coordinator as tablet servers and clients reach it. */
+  self: ServerNode;
+  /** The coordinator's tables and partitions, for the table JSON the tablet servers get. */
+  tables: { getTableInfoById(tableId: number): TableInfo | undefined; partitionById(partitionId: number): PartitionEntry | undefined };
+  options: Options;
+  log: Logger;
+}
+
+export class ClusterController implements BucketLifecycle, BucketPlacement, ClusterView {
+  private events: Promise<unknown> = Promise.resolve();
+  /** Servers in controlled shutdown: until they leave (or register again) they lead nothing they can hand over. */
+  private readonly stopping = new Set<number>();
+  /** Tables and partitions whose buckets are being created: the Coordinator does not show them yet. */
+  private readonly creating = new Map<string, { table: TableInfo; partition?: PartitionInfo }>();
+  private readonly channels: TabletServerChannels;
+  private retryTimer?: NodeJS.Timeout;
+  private readonly onJoined = (server: TabletServerNode): void => void this.background('tablet server joined', () => this.serverJoined(server));
+  private readonly onLeft = (id: number): void => void this.background('tablet server left', () => this.serverLeft(id));
+
+  constructor(private readonly settings: ClusterControllerSettings) {
+    this.channels = new TabletServerChannels(settings.coordinatorEpoch, (id) => settings.servers.get(id), settings.log);
+  }
+
+  private get store(): MetadataStore {
+    return this.settings.store;
+  }
+
+  /**
+   * Takes control: drops what belongs to tables and partitions that are gone, re-elects the leaders
+   * that died while no coordinator was active, and tells every live server everything, with this
+   * coordinator's epoch; then follows membership and retries offline buckets.
+   */
+  async start(): Promise<void> {
+    const { servers, options } = this.settings;
+    servers.on('joined', this.onJoined);
+    servers.on('left', this.onLeft);
+    await this.enqueue(async () => {
+      const orphans = this.allGroups().filter((g) => !this.describe(g));
+      const stops = orphans.length > 0 ? await this.removeGroups(orphans) : [];
+      await this.reelect(this.allBuckets());
+      void Promise.all([...stops, ...this.updateMetadata(), ...this.notify(this.toReplicas(this.allBuckets()))]);
+    });
+    const every = options.durationMs('coordinator.offline-leader.retry-delay');
+    this.retryTimer = setInterval(() => void this.background('offline leader retry', () => this.retryOffline()), every);
+    this.retryTimer.unref();
+  }
+
+  /** Stops following membership and drops the requests not delivered yet. */
+  async stop(): Promise<void> {
+    clearInterval(this.retryTimer);
+    this.settings.servers.off('joined', this.onJoined);
+    this.settings.servers.off('left', this.onLeft);
+    await this.events.catch(() => undefined);
+    await this.channels.close();
+  }
+
+  // ------------------------------------------------------------------ BucketPlacement
+
+  placeBuckets(table: TableInfo, partition?: PartitionInfo): MetadataOp[] {
+    const live = this.settings.servers.list().filter((s) => !this.stopping.has(s.id));
+    const factor = replicationFactorOf(table, this.settings.options);
+    if (table.partitionKeys.length > 0 && !partition) {
+      checkReplicationFactor(factor, live.length);
+      return [];
+    }
+    const group = groupOf(table, partition);
+    const replicas = assignReplicas(live, table.bucketCount, factor, group.partitionId ?? group.tableId);
+    return [
+      { op: 'put', path: assignmentPath(group), value: { version: 1, buckets: replicas } satisfies StoredAssignment },
+      ...replicas.map((r, bucket): MetadataOp => ({
+        op: 'put',
+        path: leaderIsrPath(group, bucket),
+        value: toStored({ leader: r[0], leaderEpoch: 0, isr: r, coordinatorEpoch: this.settings.coordinatorEpoch, bucketEpoch: 0 }),
+      })),
+    ];
+  }
+
+  // ------------------------------------------------------------------ BucketLifecycle
+
+  /** Tells every replica of the new buckets its role; resolves once the live ones have answered. */
+  async createBuckets(table: TableInfo, partition?: PartitionInfo): Promise<void> {
+    const group = groupOf(table, partition);
+    const deliveries = await this.enqueue(async () => {
+      this.creating.set(groupKey(group), { table, ...(partition ? { partition } : {}) });
+      try {
+        const refs = this.bucketsOf(group);
+        await this.reelect(refs); // a replica may have died since the placement
+        return this.notify(this.toReplicas(refs));
+      } finally {
+        this.creating.delete(groupKey(group));
+      }
+    });
+    await Promise.all(deliveries);
+  }
+
+  /** Stops and deletes the replicas, then forgets their assignment and leader_isr. */
+  async dropBuckets(table: TableInfo, partition?: PartitionInfo): Promise<void> {
+    const deliveries = await this.enqueue(() => this.removeGroups(partition ? [groupOf(table, partition)] : this.groupsOfTable(table.tableId)));
+    await Promise.all(deliveries);
+  }
+
+  /** Sends the new table JSON to every replica, at the same epochs. */
+  tableAltered(table: TableInfo): void {
+    void this.background('table altered', async () => {
+      void Promise.all(this.notify(this.toReplicas(this.groupsOfTable(table.tableId).flatMap((g) => this.bucketsOf(g)))));
+    });
+  }
+
+  /** Tablet servers keep what the lake holds to themselves for now: nothing to send. */
+  lakeOffsetsChanged(): void {}
+
+  // ------------------------------------------------------------------ requests from tablet servers
+
+  /**
+   * A leader's ISR change: applied per bucket whose leader epoch and bucket epoch match the stored
+   * state (else FENCED_LEADER_EPOCH_EXCEPTION / INVALID_UPDATE_VERSION_EXCEPTION) and whose new ISR
+   * holds the leader and only its replicas, adding none that is dead or shutting down (else
+   * INVALID_ARGUMENT); the accepted ones are committed together, and every bucket is answered with
+   * its state after.
+   */
+  adjustIsr(request: AdjustIsrRequest): Promise<MessageInitShape<typeof AdjustIsrResponseSchema>> {
+    return this.enqueue(async () => {
+      const answers: MessageInitShape<typeof PbAdjustIsrRespForBucketSchema>[] = [];
+      const accepted: { ref: BucketRef; state: LeaderAndIsr }[] = [];
+      for (const b of request.buckets) {
+        const group: BucketGroup = { tableId: Number(b.tableId), ...(b.partitionId !== undefined ? { partitionId: Number(b.partitionId) } : {}) };
+        const ids = { tableId: b.tableId, ...(b.partitionId !== undefined ? { partitionId: b.partitionId } : {}), bucketId: b.bucketId };
+        const replicas = this.assignment(group)?.[b.bucketId];
+        const state = replicas && this.leaderAndIsr({ group, bucket: b.bucketId });
+        const refuse = (name: keyof typeof ErrorCodes, message: string): void => {
+          answers.push({ ...ids, errorCode: ErrorCodes[name], errorMessage: message, ...(state ? this.stateFields(state) : {}) });
+        };
+        const where = `bucket ${b.bucketId} of ${groupKey(group)}`;
+        if (!replicas || !state) refuse('UNKNOWN_TABLE_OR_BUCKET_EXCEPTION', `${where} does not exist`);
+        else if (state.leader !== request.serverId || state.leaderEpoch !== b.leaderEpoch) {
+          refuse('FENCED_LEADER_EPOCH_EXCEPTION', `server ${request.serverId} at leader epoch ${b.leaderEpoch} does not lead ${where}: server ${state.leader} does, at leader epoch ${state.leaderEpoch}`);
+        } else if (state.bucketEpoch !== b.bucketEpoch) {
+          refuse('INVALID_UPDATE_VERSION_EXCEPTION', `${where} is at bucket epoch ${state.bucketEpoch}, not ${b.bucketEpoch}`);
+        } else if (!b.newIsr.includes(state.leader) || b.newIsr.some((id) => !replicas.includes(id)) || new Set(b.newIsr).size !== b.newIsr.length) {
+          refuse('INVALID_ARGUMENT', `ISR [${b.newIsr}] of ${where} must hold its leader ${state.leader} and only its replicas [${replicas}], each once`);
+        } else if (b.newIsr.some((id) => !state.isr.includes(id) && !this.eligible(id))) {
+          refuse('INVALID_ARGUMENT', `ISR [${b.newIsr}] of ${where} adds a server that is not live or is shutting down`);
+        } else {
+          const next = { ...state, isr: [...b.newIsr], coordinatorEpoch: this.settings.coordinatorEpoch, bucketEpoch: state.bucketEpoch + 1 };
+          answers.push({ ...ids, ...this.stateFields(next) });
+          accepted.push({ ref: { group, bucket: b.bucketId }, state: next });
+        }
+      }
+      await this.commitStates(accepted);
+      return { buckets: answers };
+    });
+  }
+
+  /**
+   * A tablet server about to stop: every bucket it leads moves to another ISR member, it leaves the
+   * ISRs that have another member, and the new leaders are told; answers how many buckets it still
+   * leads (no other replica has caught up). Refused for a server that is not registered under that
+   * epoch (a restarted server asking on behalf of its old self).
+   */
+  async controlledShutdown(request: ControlledShutdownRequest): Promise<{ remainingLeaders: number }> {
+    const { remaining, deliveries } = await this.enqueue(async () => {
+      const server = this.settings.servers.get(request.serverId);
+      if (!server || registrationEpoch(server.session) !== request.serverEpoch) {
+        throw new TributaryError('INVALID_ARGUMENT', `tablet server ${request.serverId} is not registered with epoch ${request.serverEpoch}`);
+      }
+      this.stopping.add(request.serverId);
+      const changed = await this.reelect(this.allBuckets());
+      const leads = this.allBuckets().filter((ref) => this.leaderAndIsr(ref)!.leader === request.serverId).length;
+      return { remaining: leads, deliveries: this.notify(this.toReplicas(changed)) };
+    });
+    await Promise.all(deliveries);
+    this.settings.log.info({ server: request.serverId, remainingLeaders: remaining }, 'controlled shutdown: leaderships moved');
+    return { remainingLeaders: remaining };
+  }
+
+  // ------------------------------------------------------------------ ClusterView
+
+  tabletServers(): ServerNode[] {
+    return this.settings.servers.list().map(serverNode);
+  }
+
+  bucketMetadata(table: TableInfo, partitionId?: number): MessageInitShape<typeof PbBucketMetadataSchema>[] {
+    const group: BucketGroup = { tableId: table.tableId, ...(partitionId !== undefined ? { partitionId } : {}) };
+    const replicas = this.assignment(group) ?? [];
+    return replicas.map((r, bucket) => {
+      const state = this.leaderAndIsr({ group, bucket });
+      return { bucketId: bucket, leaderId: state?.leader ?? NO_LEADER, leaderEpoch: state?.leaderEpoch ?? 0, replicaId: r, isr: state?.isr ?? [] };
+    });
+  }
+
+  // ------------------------------------------------------------------ membership
+
+  private async serverJoined(server: TabletServerNode): Promise<void> {
+    this.stopping.delete(server.id);
+    const changed = await this.reelect(this.allBuckets());
+    const targets = this.toReplicas(changed);
+    // It learns all of its replicas (those that changed among them), as they are now: as follower or as leader.
+    targets.set(server.id, this.allBuckets().filter((ref) => this.assignment(ref.group)![ref.bucket].includes(server.id)));
+    this.settings.log.info({ server: server.id, host: server.host, port: server.port, leadersChanged: changed.length }, 'tablet server joined');
+    void Promise.all([...this.updateMetadata(), ...this.notify(targets)]);
+  }
+
+  private async serverLeft(id: number): Promise<void> {
+    this.stopping.delete(id);
+    const changed = await this.reelect(this.allBuckets());
+    const offline = changed.filter((ref) => this.leaderAndIsr(ref)!.leader === NO_LEADER).length;
+    this.settings.log.info({ server: id, bucketsChanged: changed.length, offline }, 'tablet server left');
+    void Promise.all([...this.updateMetadata(), ...this.notify(this.toReplicas(changed))]);
+  }
+
+  /**
+   * Elects a leader for the offline buckets that can have one; it also catches every change an
+   * earlier event could not commit (ZooKeeper unreachable for a moment), since it looks at all buckets.
+   */
+  private async retryOffline(): Promise<void> {
+    const changed = await this.reelect(this.allBuckets());
+    if (changed.length > 0) this.settings.log.info({ buckets: changed.length }, 'buckets re-elected on the periodic look');
+    void Promise.all(this.notify(this.toReplicas(changed)));
+  }
+
+  private eligible(id: number): boolean {
+    return this.settings.servers.isLive(id) && !this.stopping.has(id);
+  }
+
+  // ------------------------------------------------------------------ state
+
+  /** Moves each bucket to its next leader and ISR where that changes, committed; returns the ones that changed. */
+  private async reelect(refs: BucketRef[]): Promise<BucketRef[]> {
+    const { servers, coordinatorEpoch } = this.settings;
+    const changes: { ref: BucketRef; state: LeaderAndIsr }[] = [];
+    for (const ref of refs) {
+      const next = nextLeaderAndIsr(this.leaderAndIsr(ref)!, this.assignment(ref.group)![ref.bucket], (id) => this.eligible(id), (id) => servers.isLive(id), coordinatorEpoch);
+      if (next) changes.push({ ref, state: next });
+    }
+    await this.commitStates(changes);
+    return changes.map((c) => c.ref);
+  }
+
+  private async commitStates(changes: { ref: BucketRef; state: LeaderAndIsr }[]): Promise<void> {
+    for (let i = 0; i < changes.length; i += STATES_PER_COMMIT) {
+      await this.store.commit(changes.slice(i, i + STATES_PER_COMMIT).map(({ ref, state }) => ({ op: 'put', path: leaderIsrPath(ref.group, ref.bucket), value: toStored(state) })));
+    }
+  }
+
+  /** Removes the groups from the store, then sends StopReplica (delete) to their live replicas. */
+  private async removeGroups(groups: BucketGroup[]): Promise<Promise<unknown>[]> {
+    const stops = new Map<number, MessageInitShape<typeof PbStopReplicaForBucketSchema>[]>();
+    const ops: MetadataOp[] = [];
+    for (const group of groups) {
+      for (const ref of this.bucketsOf(group)) {
+        const leaderEpoch = this.leaderAndIsr(ref)?.leaderEpoch ?? 0;
+        for (const id of this.assignment(group)![ref.bucket]) {
+          const stop = { tableId: BigInt(group.tableId), ...(group.partitionId !== undefined ? { partitionId: BigInt(group.partitionId) } : {}), bucketId: ref.bucket, leaderEpoch, delete: true };
+          append(stops, id, stop);
+        }
+      }
+      ops.push({ op: 'delete', path: assignmentPath(group), recursive: true });
+      ops.push({ op: 'delete', path: leaderIsrDir(group), recursive: true });
+    }
+    await this.store.commit(ops);
+    return [...stops].map(([id, buckets]) => this.channels.send(id, ApiKeys.StopReplica, { buckets }));
+  }
+
+  private assignment(group: BucketGroup): number[][] | undefined {
+    return this.store.get<StoredAssignment>(assignmentPath(group))?.buckets;
+  }
+
+  private leaderAndIsr(ref: BucketRef): LeaderAndIsr | undefined {
+    const s = this.store.get<StoredLeaderAndIsr>(leaderIsrPath(ref.group, ref.bucket));
+    return s && { leader: s.leader, leaderEpoch: s.leader_epoch, isr: s.isr, coordinatorEpoch: s.coordinator_epoch, bucketEpoch: s.bucket_epoch };
+  }
+
+  private stateFields(s: LeaderAndIsr): { leader: number; leaderEpoch: number; isr: number[]; bucketEpoch: number } {
+    return { leader: s.leader, leaderEpoch: s.leaderEpoch, isr: s.isr, bucketEpoch: s.bucketEpoch };
+  }
+
+  private allGroups(): BucketGroup[] {
+    return this.store.children('/assignments').flatMap((t) => this.groupsOfTable(Number(t)));
+  }
+
+  private groupsOfTable(tableId: number): BucketGroup[] {
+    const own = this.store.get(`/assignments/${tableId}`) !== undefined ? [{ tableId }] : [];
+    const partitions = this.store
+      .children(`/assignments/${tableId}`)
+      .filter((name) => name.startsWith('p'))
+      .map((name) => ({ tableId, partitionId: Number(name.slice(1)) }));
+    return [...own, ...partitions];
+  }
+
+  private bucketsOf(group: BucketGroup): BucketRef[] {
+    return (this.assignment(group) ?? []).map((_, bucket) => ({ group, bucket }));
+  }
+
+  private allBuckets(): BucketRef[] {
+    return this.allGroups().flatMap((g) => this.bucketsOf(g));
+  }
+
+  /** The table (and partition name) of a group; undefined for one whose table or partition is gone. */
+  private describe(group: BucketGroup): { table: TableInfo; partitionName?: string } | undefined {
+    const creating = this.creating.get(groupKey(group));
+    if (creating) return { table: creating.table, ...(creating.partition ? { partitionName: creating.partition.partitionName } : {}) };
+    let table: TableInfo | undefined;
+    try {
+      table = this.settings.tables.getTableInfoById(group.tableId);
+    } catch (err) {
+      // A table registered whose buckets are not created yet (its createBuckets event tells them), or
+      // one whose drop is committed and whose dropBuckets event is on its way.
+      if (err instanceof TributaryError && (err.errorName === 'TABLE_NOT_EXIST' || err.errorName === 'DATABASE_NOT_EXIST')) return undefined;
+      throw err;
+    }
+    if (!table) return undefined;
+    if (group.partitionId === undefined) return { table };
+    const partition = this.settings.tables.partitionById(group.partitionId);
+    return partition && partition.tableId === group.tableId ? { table, partitionName: partition.partitionName } : undefined;
+  }
+
+  // ------------------------------------------------------------------ requests
+
+  /** Every live replica of each bucket, as targets of NotifyLeaderAndIsr. */
+  private toReplicas(refs: BucketRef[]): Map<number, BucketRef[]> {
+    const targets = new Map<number, BucketRef[]>();
+    for (const ref of refs) for (const id of this.assignment(ref.group)![ref.bucket]) append(targets, id, ref);
+    return targets;
+  }
+
+  /** One NotifyLeaderAndIsr per live server, with the current state of its buckets grouped by table and partition. */
+  private notify(targets: Map<number, BucketRef[]>): Promise<unknown>[] {
+    const deliveries: Promise<unknown>[] = [];
+    for (const [id, refs] of targets) {
+      if (!this.settings.servers.isLive(id)) continue;
+      const byGroup = new Map<string, BucketRef[]>();
+      for (const ref of refs) append(byGroup, groupKey(ref.group), ref);
+      const tables = [...byGroup.values()].flatMap((group) => this.leaderAndIsrOfGroup(group) ?? []);
+      if (tables.length === 0) continue;
+      deliveries.push(
+        this.channels.send(id, ApiKeys.NotifyLeaderAndIsr, { tables }).then((response) => {
+          const failed = response?.buckets.filter((b) => b.errorCode !== undefined && b.errorCode !== 0) ?? [];
+          if (failed.length === 0) return;
+          const some = failed.slice(0, 10).map((b) => ({ table: b.tableId, partition: b.partitionId, bucket: b.bucketId, error: b.errorMessage }));
+          this.settings.log.warn({ server: id, failed: failed.length, some }, 'a tablet server could not take some of its replicas');
+        }),
+      );
+    }
+    return deliveries;
+  }
+
+  /** The NotifyLeaderAndIsr entry of buckets of one group; undefined when its table or partition is gone. */
+  private leaderAndIsrOfGroup(refs: BucketRef[]): TableLeaderAndIsr | undefined {
+    const { group } = refs[0];
+    const described = this.describe(group);
+    if (!described) return undefined;
+    return {
+      tableId: BigInt(group.tableId),
+      tableJson: JSON.stringify(tableInfoToJson(described.table)),
+      ...(group.partitionId !== undefined ? { partitionId: BigInt(group.partitionId), partitionName: described.partitionName } : {}),
+      buckets: refs.map((ref) => ({ bucketId: ref.bucket, replicas: this.assignment(group)![ref.bucket], ...this.stateFields(this.leaderAndIsr(ref)!) })),
+    };
+  }
+
+  /** UpdateMetadata to every live server: this coordinator and every live tablet server. */
+  private updateMetadata(): Promise<unknown>[] {
+    const tabletServers = this.tabletServers();
+    return this.settings.servers.list().map((s) => this.channels.send(s.id, ApiKeys.UpdateMetadata, { coordinatorServer: this.settings.self, tabletServers }));
+  }
+
+  // ------------------------------------------------------------------ event queue
+
+  private enqueue<T>(task: () => Promise<T>): Promise<T> {
+    const run = this.events.then(task, task);
+    this.events = run.catch(() => undefined);
+    return run;
+  }
+
+  /** An event nobody waits for: a failure is logged (a fenced commit means another coordinator took over). */
+  private background(what: string, task: () => Promise<void>): Promise<void> {
+    return this.enqueue(task).catch((err: unknown) => this.settings.log.error({ err }, `cluster event failed: ${what}`));
+  }
+}

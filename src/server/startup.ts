@@ -1,0 +1,47 @@
+/**
+ * What every server process does the same way on start: claim its data directory, open its parts
+ * one by one so that a start failing half-way closes what it opened (in reverse), releases the lock
+ * and removes the data dir if it created it; and build its RPC listener from the server options.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Options } from '../common/config.js';
+import { makeDirectory } from '../common/files.js';
+import type { Logger } from '../common/logger.js';
+import { RpcServer } from '../rpc/server.js';
+import { DataDirLock } from './data-dir-lock.js';
+import type { NodeMetrics } from './metrics.js';
+
+/** Closing steps of the parts opened so far, in opening order. */
+export type Undo = (() => Promise<unknown>)[];
+
+/** Claims `data.dir` and runs `open` on it; a failure undoes every pushed step, then throws the named error. */
+export async function startOnDataDir<T>(options: Options, log: Logger, open: (dataDir: string, lock: DataDirLock, undo: Undo) => Promise<T>): Promise<T> {
+  const dataDir = path.resolve(options.string('data.dir')!);
+  const createdDir = await makeDirectory(dataDir, 'INVALID_DATA_DIR');
+  const undo: Undo = [];
+  try {
+    const lock = await DataDirLock.acquire(dataDir);
+    undo.push(() => lock.abandon());
+    return await open(dataDir, lock, undo);
+  } catch (err) {
+    for (const step of undo.reverse()) await step().catch((e: unknown) => log.warn({ err: e }, 'cleanup after a failed start failed'));
+    if (createdDir) await fs.promises.rm(createdDir, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+/** The RPC listener of a server, with its limits from the options; `metrics` counts its requests. */
+export function rpcServerOf(options: Options, listen: { host: string; port: number }, log: Logger, metrics: () => NodeMetrics | undefined): RpcServer {
+  return new RpcServer({
+    host: listen.host,
+    port: listen.port,
+    maxFrameBytes: options.bytes('rpc.max-frame-size'),
+    maxInflightBytes: options.bytes('server.buffer.memory-size'),
+    frameTimeoutMs: options.durationMs('rpc.frame-timeout'),
+    idleTimeoutMs: options.durationMs('netty.connection.max-idle-time'),
+    logger: log.child({ role: 'rpc' }),
+    onAnswered: (api, seconds, errorName) => metrics()?.requestDone(api.name, seconds, errorName),
+    onDeadlineClosed: (deadline) => metrics()?.connectionClosed(deadline),
+  });
+}
