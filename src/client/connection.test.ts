@@ -60,7 +60,7 @@ describe('Connection', () => {
         [0, 1, 2].map((b) => latest.get(b)),
       );
       assert.equal(buckets.reduce((n, b) => n + b.highWatermark!, 0n), 30n);
-      for (const b of buckets) assert.ok(b.logEndOffset === null || b.logEndOffset === b.highWatermark, `bucket ${b.bucket}: acknowledged writes end the log at the high watermark`);
+      assert.deepEqual(buckets.map((b) => b.logEndOffset), buckets.map((b) => b.highWatermark), 'acknowledged writes end the log at the high watermark');
     } finally {
       await conn.close();
     }
@@ -131,7 +131,7 @@ describe('a cluster of three tablet servers', () => {
       const buckets = await admin.listBuckets(path);
       assert.equal(buckets.length, 6);
       assert.ok(new Set(buckets.map((b) => b.leader)).size > 1, `the buckets are led by more than one server: ${buckets.map((b) => b.leader).join(', ')}`);
-      for (const b of buckets) assert.deepEqual([b.replicas, b.isr], [[b.leader], [b.leader]]);
+      for (const b of buckets) assert.deepEqual([b.replicas, b.isr, b.logEndOffset], [[b.leader], [b.leader], b.highWatermark]);
       assert.equal(buckets.reduce((n, b) => n + b.highWatermark!, 0n), 600n);
       const servers = await admin.listTabletServers();
       assert.deepEqual(
