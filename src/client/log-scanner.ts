@@ -343,19 +343,18 @@ export class LogScanner implements AsyncIterable<ScanRecord> {
    * the next fetch asks the new leader), if any; throws one that ends the scan.
    */
   private async fetch(maxWaitMs: number, deadline: number): Promise<TributaryError | undefined> {
+    const idle = [...this.subscriptions.values()].filter((sub) => !sub.lake && !this.fetching.has(sub));
+    const leaders = await Promise.all(idle.map((sub) => this.conn.metadata.leaderOf(this.table, sub.partition?.id, sub.bucket).catch(asTributaryError)));
     const byLeader = new Map<number, Subscription[]>();
     let stale: TributaryError | undefined;
-    for (const sub of this.subscriptions.values()) {
-      if (sub.lake || this.fetching.has(sub)) continue;
-      try {
-        const leader = await this.conn.metadata.leaderOf(this.table, sub.partition?.id, sub.bucket);
-        if (this.fetches.has(leader)) continue; // its buckets wait for the fetch there to be answered
-        byLeader.set(leader, [...(byLeader.get(leader) ?? []), sub]);
-      } catch (err) {
-        const e = asTributaryError(err);
-        if (!(await retriableAtLeader(this.conn, this.table, e))) throw e;
-        stale = e;
+    for (const [i, leader] of leaders.entries()) {
+      if (leader instanceof TributaryError) {
+        if (!(await retriableAtLeader(this.conn, this.table, leader))) throw leader;
+        stale = leader;
+        continue;
       }
+      // A leader with a fetch in flight: its buckets wait for that one to be answered.
+      if (!this.fetches.has(leader)) byLeader.set(leader, [...(byLeader.get(leader) ?? []), idle[i]]);
     }
     for (const [leader, subs] of byLeader) this.startFetch(leader, subs, maxWaitMs);
     const inFlight = [...this.fetches.values()];
