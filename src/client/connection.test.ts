@@ -1,7 +1,8 @@
 /**
  * The connection against real servers: bootstrapping past dead addresses, what Admin says of the
  * one node of `tributary start`, and writers, scanners and reads carrying on, every row once,
- * while that node restarts under them.
+ * while that node restarts under them; on a cluster of three tablet servers, a client that knows
+ * one of them only finds the coordinator and sends each bucket's requests to its leader.
  */
 import assert from 'node:assert/strict';
 import net from 'node:net';
@@ -59,7 +60,7 @@ describe('Connection', () => {
         [0, 1, 2].map((b) => latest.get(b)),
       );
       assert.equal(buckets.reduce((n, b) => n + b.highWatermark!, 0n), 30n);
-      for (const b of buckets) assert.ok(b.logEndOffset === null || b.logEndOffset === b.highWatermark, `bucket ${b.bucket}: acknowledged writes end the log at the high watermark`);
+      assert.deepEqual(buckets.map((b) => b.logEndOffset), buckets.map((b) => b.highWatermark), 'acknowledged writes end the log at the high watermark');
     } finally {
       await conn.close();
     }
@@ -109,5 +110,49 @@ describe('a server restart', () => {
     );
     const offsets = [0, 1].map((bucket) => read.filter((r) => r.bucket === bucket).map((r) => r.offset));
     for (const list of offsets) assert.deepEqual(list, list.map((_, i) => BigInt(i)), 'offsets in order, without a gap or a repeat');
+  });
+});
+
+describe('a cluster of three tablet servers', () => {
+  const cluster = useCluster({ zooKeeper: { tabletServers: 3 }, client: false });
+
+  test('a client bootstrapped from one tablet server finds the coordinator and sends each bucket to its leader', async () => {
+    const conn = await Connection.create({ 'bootstrap.servers': `${await deadAddress()},${cluster.tabletServer(2).bootstrap}` });
+    try {
+      const admin = conn.getAdmin();
+      const path = { database: 'tributary', table: 'spread' };
+      // One replica per bucket: a request to any server but the bucket's leader fails.
+      await admin.createTable(path, { columns: [{ name: 'id', type: 'INT' }], properties: { 'bucket.num': '6', 'bucket.key': 'id', 'table.replication.factor': '1' } });
+      const table = await conn.getTable(path);
+      const writer = await table.newAppend().createWriter();
+      for (let id = 0; id < 600; id++) await writer.append({ id });
+      await writer.close();
+
+      const buckets = await admin.listBuckets(path);
+      assert.equal(buckets.length, 6);
+      assert.ok(new Set(buckets.map((b) => b.leader)).size > 1, `the buckets are led by more than one server: ${buckets.map((b) => b.leader).join(', ')}`);
+      for (const b of buckets) assert.deepEqual([b.replicas, b.isr, b.logEndOffset], [[b.leader], [b.leader], b.highWatermark]);
+      assert.equal(buckets.reduce((n, b) => n + b.highWatermark!, 0n), 600n);
+      const servers = await admin.listTabletServers();
+      assert.deepEqual(
+        servers.map((s) => [s.nodeId, `${s.host}:${s.port}`, s.alive, s.leaderCount]),
+        [0, 1, 2].map((id) => [id, cluster.tabletServer(id).bootstrap, true, buckets.filter((b) => b.leader === id).length]),
+      );
+
+      const latest = await admin.listOffsets(path, [0, 1, 2, 3, 4, 5], 'latest');
+      assert.deepEqual([...latest.values()], buckets.map((b) => b.highWatermark));
+      assert.equal((await admin.getTableStats(path)).rowCount, 600n);
+      const scanner = table.newScan().createLogScanner();
+      for (let b = 0; b < 6; b++) await scanner.subscribe(b, 'earliest');
+      const read: ScanRecord[] = [];
+      while (read.length < 600) read.push(...(await scanner.poll(1000)));
+      scanner.close();
+      assert.deepEqual(
+        read.map((r) => r.row.id).sort((a, b) => Number(a) - Number(b)),
+        Array.from({ length: 600 }, (_, id) => id),
+      );
+    } finally {
+      await conn.close();
+    }
   });
 });

@@ -16,6 +16,7 @@ import { ApiKeys } from '../rpc/api-keys.js';
 import { RpcConnection } from '../rpc/connection.js';
 import { Admin } from './admin.js';
 import type { ConnectionCore } from './connection-core.js';
+import { retryBackoffMs } from './leader-requests.js';
 import { addressOf, MetadataCache } from './metadata-cache.js';
 import { Table } from './table.js';
 
@@ -102,28 +103,40 @@ export class Connection implements ConnectionCore {
 
   /**
    * Asks each bootstrap server in turn for the nodes, until one names the active coordinator. A
-   * bootstrap connection that is no node's afterwards is closed.
+   * bootstrap connection that is no node's afterwards is closed. While servers answer without
+   * naming one (a cluster starting, or electing a coordinator), it asks again after a back-off,
+   * for up to `client.connect-timeout`.
    */
   private async bootstrap(): Promise<void> {
-    let last: unknown;
-    for (const e of this.endpoints) {
-      try {
-        const rpc = await this.open(e);
-        const resp = await rpc.request(ApiKeys.GetMetadata, {});
-        if (!resp.coordinatorServer) {
-          last = new TributaryError('NETWORK_EXCEPTION', `${rpc.address} does not know the active coordinator yet`);
-          continue;
+    const deadline = Date.now() + this.options.durationMs('client.connect-timeout');
+    for (let attempt = 1; ; attempt++) {
+      let last: unknown;
+      let answered = false;
+      for (const e of this.endpoints) {
+        try {
+          const rpc = await this.open(e);
+          const resp = await rpc.request(ApiKeys.GetMetadata, {});
+          if (!resp.coordinatorServer) {
+            answered = true;
+            last = new TributaryError('NETWORK_EXCEPTION', `${rpc.address} does not know the active coordinator yet`);
+            continue;
+          }
+          this.metadata.learnNodes(resp, rpc);
+          const nodes = new Set([this.metadata.coordinatorServer!, ...this.metadata.tabletServers].map(addressOf));
+          if (!nodes.has(rpc.address)) this.drop(rpc.address);
+          return;
+        } catch (err) {
+          last = err;
         }
-        this.metadata.learnNodes(resp, rpc);
-        const nodes = new Set([this.metadata.coordinatorServer!, ...this.metadata.tabletServers].map(addressOf));
-        if (!nodes.has(rpc.address)) this.drop(rpc.address);
-        return;
-      } catch (err) {
-        last = err;
       }
+      const wait = retryBackoffMs(attempt);
+      if (!answered || Date.now() + wait >= deadline) {
+        const why = last instanceof Error ? last.message : String(last);
+        const servers = this.endpoints.map(addressOf).join(', ');
+        throw new TributaryError('NETWORK_EXCEPTION', answered ? `no bootstrap server (${servers}) knows the active coordinator: ${why}` : `cannot reach any bootstrap server (${servers}): ${why}`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, wait));
     }
-    const why = last instanceof Error ? last.message : String(last);
-    throw new TributaryError('NETWORK_EXCEPTION', `cannot reach any bootstrap server (${this.endpoints.map(addressOf).join(', ')}): ${why}`);
   }
 
   /** The open connection to `address`, if there is one. */

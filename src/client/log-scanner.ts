@@ -5,9 +5,10 @@
  *   await scanner.subscribe(0, 'earliest');
  *   for await (const r of scanner) console.log(r.offset, r.row);
  *
- * Each poll sends one FetchLog per leader of the subscribed buckets (long poll: the server holds it
- * until `client.scanner.log.fetch.min-bytes` arrive or `…wait-max-time` passes), checks every
- * batch's CRC, decodes the projected Arrow payload and advances the bucket's position. Positions
+ * The scanner keeps one FetchLog in flight per leader of the subscribed buckets (long poll: the
+ * server holds it until `client.scanner.log.fetch.min-bytes` arrive or `…wait-max-time` passes); a
+ * poll returns once one of them is answered (or its time is up) while the others go on. It checks
+ * every batch's CRC, decodes the projected Arrow payload and advances the bucket's position. Positions
  * belong to the application: there are no consumer groups or committed offsets. While a server is
  * unreachable or a bucket's leader moves, polls return what the other buckets have (or nothing)
  * and the scanner asks again, at the new leader, until failures have lasted
@@ -35,7 +36,7 @@
  */
 import type * as arrow from 'apache-arrow';
 import { type ChangeType, changeTypeOf } from '../common/change-type.js';
-import { ErrorCodes, TributaryError } from '../common/errors.js';
+import { asTributaryError, TributaryError } from '../common/errors.js';
 import type { Schema, TableInfo } from '../common/schema.js';
 import type { Row } from '../common/values.js';
 import { decodeArrowPayload, recordBatchRows } from '../record/arrow-payload.js';
@@ -48,7 +49,7 @@ import type { PbFetchLogRespForBucket } from '../rpc/gen/tributary_pb.js';
 import { Admin, type OffsetSpec } from './admin.js';
 import type { ConnectionCore } from './connection-core.js';
 import { LakeBackfill, type LakePart } from './lake-backfill.js';
-import { outcomeError, retriableAtLeader, retryBackoffMs, roundToLeaders } from './leader-requests.js';
+import { type Outcome, outcomeError, retriableAtLeader, retryBackoffMs } from './leader-requests.js';
 import type { ScanBatch } from './scan-batch.js';
 
 export interface ScanRecord {
@@ -102,6 +103,13 @@ export class LogScanner implements AsyncIterable<ScanRecord> {
   private closed = false;
   /** Since when fetches fail with retriable errors, and how many times in a row. */
   private failing?: { since: number; attempts: number };
+  /** FetchLogs in flight, at most one per leader, and the subscriptions they ask for. */
+  private readonly fetches = new Map<number, Promise<void>>();
+  private readonly fetching = new Set<Subscription>();
+  /** The answers of fetches, read one after the other. */
+  private reading: Promise<void> = Promise.resolve();
+  /** What reading an answer failed with since the last poll looked: a retriable error (a bucket's leader moved) or one that ends the scan. */
+  private fetchFailure?: { err: TributaryError; retriable: boolean };
 
   constructor(
     private readonly conn: ConnectionCore,
@@ -244,7 +252,7 @@ export class LogScanner implements AsyncIterable<ScanRecord> {
       try {
         await this.readLake();
         const wait = this.buffered.length > 0 ? 0 : Math.max(0, Math.min(remaining, this.conn.options.durationMs('client.scanner.log.fetch.wait-max-time')));
-        if ([...this.subscriptions.values()].some((s) => !s.lake)) failure = await this.fetch(wait);
+        if ([...this.subscriptions.values()].some((s) => !s.lake)) failure = await this.fetch(wait, deadline);
       } catch (err) {
         if (!(err instanceof TributaryError) || !err.retriable) throw err;
         failure = err;
@@ -328,41 +336,96 @@ export class LogScanner implements AsyncIterable<ScanRecord> {
   }
 
   /**
-   * One FetchLog per leader of the subscribed buckets, at once. Returns the error of a bucket whose
-   * leader must be found again (its position stays; the next fetch asks the new leader), if any.
+   * Sends a FetchLog to each leader of subscribed buckets that has none in flight, and waits until
+   * one of the fetches in flight has been answered and read, or the poll's time is up: a leader
+   * whose buckets have no new records does not hold up the others, its long poll goes on into the
+   * next poll. Returns the error of a bucket whose leader must be found again (its position stays;
+   * the next fetch asks the new leader), if any; throws one that ends the scan.
    */
-  private async fetch(maxWaitMs: number): Promise<TributaryError | undefined> {
-    const subs = [...this.subscriptions.values()].filter((s) => !s.lake);
+  private async fetch(maxWaitMs: number, deadline: number): Promise<TributaryError | undefined> {
+    const idle = [...this.subscriptions.values()].filter((sub) => !sub.lake && !this.fetching.has(sub));
+    const leaders = await Promise.all(idle.map((sub) => this.conn.metadata.leaderOf(this.table, sub.partition?.id, sub.bucket).catch(asTributaryError)));
+    const byLeader = new Map<number, Subscription[]>();
+    let stale: TributaryError | undefined;
+    for (const [i, leader] of leaders.entries()) {
+      if (leader instanceof TributaryError) {
+        if (!(await retriableAtLeader(this.conn, this.table, leader))) throw leader;
+        stale = leader;
+        continue;
+      }
+      // A leader with a fetch in flight: its buckets wait for that one to be answered.
+      if (!this.fetches.has(leader)) byLeader.set(leader, [...(byLeader.get(leader) ?? []), idle[i]]);
+    }
+    for (const [leader, subs] of byLeader) this.startFetch(leader, subs, maxWaitMs);
+    const inFlight = [...this.fetches.values()];
+    if (inFlight.length > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      const remaining = deadline - Date.now();
+      // A poll without time left still waits for the answer of what it sent (with no wait at the server).
+      const timeUp = remaining > 0 ? [new Promise<void>((resolve) => (timer = setTimeout(resolve, remaining)))] : [];
+      await Promise.race([...inFlight, ...timeUp]);
+      clearTimeout(timer);
+    }
+    const answered = this.fetchFailure;
+    this.fetchFailure = undefined;
+    if (answered && !answered.retriable) throw answered.err;
+    return answered?.err ?? stale;
+  }
+
+  /** One FetchLog to tablet server `leader` for `subs`; its answer is read in turn with the others (readFetched). */
+  private startFetch(leader: number, subs: Subscription[], maxWaitMs: number): void {
     const options = this.conn.options;
-    const targets = subs.map((sub) => ({ ...(sub.partition ? { partitionId: sub.partition.id } : {}), bucket: sub.bucket, sub }));
-    const outcomes = await roundToLeaders(this.conn, this.table, targets, async (rpc, group) => {
-      const resp = await rpc.request(ApiKeys.FetchLog, {
-        followerServerId: -1,
-        maxBytes: options.bytes('client.scanner.log.fetch.max-bytes'),
-        minBytes: options.bytes('client.scanner.log.fetch.min-bytes'),
-        maxWaitMs,
-        tablesReq: [
-          {
-            tableId: BigInt(this.table.tableId),
-            projectionPushdownEnabled: this.projection !== undefined,
-            projectedFields: this.projection ?? [],
-            bucketsReq: group.map(({ sub }) => ({
-              ...(sub.partition ? { partitionId: BigInt(sub.partition.id) } : {}),
-              bucketId: sub.bucket,
-              fetchOffset: sub.offset,
-              maxFetchBytes: options.bytes('client.scanner.log.fetch.max-bytes-for-bucket'),
-            })),
-          },
-        ],
-      });
-      const answers = new Map((resp.tablesResp[0]?.bucketsResp ?? []).map((b) => [key(b.partitionId === undefined ? undefined : Number(b.partitionId), b.bucketId), b]));
-      return group.map(({ sub }) => answers.get(key(sub.partition?.id, sub.bucket)) ?? { errorCode: ErrorCodes.UNKNOWN_TABLE_OR_BUCKET_EXCEPTION, errorMessage: `no answer for bucket ${sub.bucket}` });
+    for (const sub of subs) this.fetching.add(sub);
+    const fetched = (async (): Promise<void> => {
+      let outcomes: Outcome<PbFetchLogRespForBucket>[];
+      try {
+        const resp = await (await this.conn.tabletServer(leader)).request(ApiKeys.FetchLog, {
+          followerServerId: -1,
+          maxBytes: options.bytes('client.scanner.log.fetch.max-bytes'),
+          minBytes: options.bytes('client.scanner.log.fetch.min-bytes'),
+          maxWaitMs,
+          tablesReq: [
+            {
+              tableId: BigInt(this.table.tableId),
+              projectionPushdownEnabled: this.projection !== undefined,
+              projectedFields: this.projection ?? [],
+              bucketsReq: subs.map((sub) => ({
+                ...(sub.partition ? { partitionId: BigInt(sub.partition.id) } : {}),
+                bucketId: sub.bucket,
+                fetchOffset: sub.offset,
+                maxFetchBytes: options.bytes('client.scanner.log.fetch.max-bytes-for-bucket'),
+              })),
+            },
+          ],
+        });
+        const answers = new Map((resp.tablesResp[0]?.bucketsResp ?? []).map((b) => [key(b.partitionId === undefined ? undefined : Number(b.partitionId), b.bucketId), b]));
+        outcomes = subs.map((sub) => answers.get(key(sub.partition?.id, sub.bucket)) ?? new TributaryError('UNKNOWN_TABLE_OR_BUCKET_EXCEPTION', `no answer for bucket ${sub.bucket}`));
+      } catch (err) {
+        outcomes = subs.map(() => asTributaryError(err));
+      }
+      // Answers are read one at a time, in the order they come: a schema change must not interleave.
+      const read = this.reading.then(() => this.readFetched(subs, outcomes));
+      this.reading = read.catch(() => undefined);
+      try {
+        await read;
+      } catch (err) {
+        const e = asTributaryError(err);
+        // An error that ends the scan wins over one that a retry gets past.
+        if (!this.fetchFailure || (this.fetchFailure.retriable && !e.retriable)) this.fetchFailure = { err: e, retriable: e.retriable };
+      }
+    })().finally(() => {
+      this.fetches.delete(leader);
+      for (const sub of subs) this.fetching.delete(sub);
     });
+    this.fetches.set(leader, fetched);
+  }
+
+  /** Reads a fetch's answers: records into `buffered`, positions forward; an error of a bucket whose leader moved is kept for the poll. */
+  private async readFetched(subs: Subscription[], outcomes: Outcome<PbFetchLogRespForBucket>[]): Promise<void> {
     const fetched: { sub: Subscription; batches: Buffer[] }[] = [];
     const belowLogStart: { sub: Subscription; err: Error }[] = [];
-    let stale: TributaryError | undefined;
     for (const [i, outcome] of outcomes.entries()) {
-      const sub = targets[i].sub;
+      const sub = subs[i];
       if (this.subscriptions.get(key(sub.partition?.id, sub.bucket)) !== sub) continue; // unsubscribed meanwhile
       const err = outcomeError(outcome, 'fetch');
       if (err && this.lake && err.errorName === 'LOG_OFFSET_OUT_OF_RANGE_EXCEPTION') {
@@ -371,7 +434,7 @@ export class LogScanner implements AsyncIterable<ScanRecord> {
       }
       if (err) {
         if (!(await retriableAtLeader(this.conn, this.table, err))) throw err;
-        stale = err;
+        this.fetchFailure ??= { err, retriable: true };
         continue;
       }
       const b = outcome as PbFetchLogRespForBucket;
@@ -395,7 +458,6 @@ export class LogScanner implements AsyncIterable<ScanRecord> {
     for (const { sub, err } of belowLogStart) {
       if (this.subscriptions.get(key(sub.partition?.id, sub.bucket)) === sub) await this.enterLake(sub, err);
     }
-    return stale;
   }
 
   /**
