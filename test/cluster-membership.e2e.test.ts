@@ -93,6 +93,11 @@ test('a replication factor above the live tablet servers is INVALID_REPLICATION_
   }
   assert.deepEqual(new Set(buckets.map((b) => b.leader)), new Set([0, 1, 2]), 'leaders spread over the servers');
   assert.equal(buckets.reduce((n, b) => n + Number(b.high_watermark), 0), 4);
+  const metrics = await (await fetch(`http://${cluster.coordinators[0].http}/metrics`)).text();
+  const sample = (name: string): number => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(metrics)?.[1]);
+  assert.equal(sample('tributary_tablet_servers'), 3);
+  assert.equal(sample('tributary_offline_buckets'), 0);
+  assert.equal(sample('tributary_under_replicated_buckets'), 0);
 });
 
 test('two of three replicas down: acks=all fails with NOT_ENOUGH_REPLICAS_EXCEPTION and acks=1 still writes; when they return the ISR grows back and the high watermark moves on', async () => {

@@ -25,8 +25,18 @@ export interface LakeTableMetrics {
   lastSnapshotTime?: number;
 }
 
+/** The replicas of the cluster as its coordinator sees them (one node: itself, every bucket led). */
+export interface ClusterMetrics {
+  tabletServers: number;
+  offlineBuckets: number;
+  underReplicatedBuckets: number;
+  isrShrinks: number;
+  isrExpands: number;
+}
+
 export interface MetricSources {
   buckets(): BucketMetrics[];
+  cluster(): ClusterMetrics;
   lakeTables(): LakeTableMetrics[];
   tables(): { tables: number; partitions: number };
   rpc(): { connections: number; heldBytes: number };
@@ -85,6 +95,11 @@ export class NodeMetrics {
     scalar('tributary_rpc_connections', 'Open RPC connections.', () => current().rpc.connections);
     scalar('tributary_rpc_held_bytes', 'Request bytes read and not yet answered (bounded by server.buffer.memory-size).', () => current().rpc.heldBytes);
     scalar('tributary_tables', 'Tables of all databases.', () => current().tables.tables);
+    scalar('tributary_tablet_servers', 'Live tablet servers of the cluster (1 for the one-process node).', () => current().cluster.tabletServers);
+    scalar('tributary_offline_buckets', 'Buckets without a live leader: none of their in-sync replicas is alive.', () => current().cluster.offlineBuckets);
+    scalar('tributary_under_replicated_buckets', 'Buckets with fewer replicas in the ISR than assigned.', () => current().cluster.underReplicatedBuckets);
+    scalar('tributary_isr_shrinks_total', 'ISR shrinks leaders asked for and the coordinator accepted, since it leads.', () => current().cluster.isrShrinks);
+    scalar('tributary_isr_expands_total', 'ISR expansions leaders asked for and the coordinator accepted, since it leads.', () => current().cluster.isrExpands);
     scalar('tributary_partitions', 'Partitions of all tables.', () => current().tables.partitions);
     scalar('tributary_data_disk_write_locked', '1 while writes are refused because the data disk is full (DISK_WRITE_LOCKED), else 0.', () => (current().dataDisk.writeLocked ? 1 : 0));
     scalar('tributary_data_disk_used_ratio', 'Share of the data disk in use, 0 to 1, as of its last check.', () => current().dataDisk.usedRatio);
@@ -139,7 +154,7 @@ export class NodeMetrics {
 
   private read(): Scrape {
     const { sources } = this;
-    return { buckets: sources.buckets(), lakeTables: sources.lakeTables(), tables: sources.tables(), rpc: sources.rpc(), dataDisk: sources.dataDisk(), activity: sources.activity() };
+    return { buckets: sources.buckets(), cluster: sources.cluster(), lakeTables: sources.lakeTables(), tables: sources.tables(), rpc: sources.rpc(), dataDisk: sources.dataDisk(), activity: sources.activity() };
   }
 }
 

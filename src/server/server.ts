@@ -22,10 +22,13 @@ import { registerCoordinatorService } from './coordinator/coordinator-service.js
 import { HttpServer } from './http/http-server.js';
 import { createLogger, type Logger } from '../common/logger.js';
 import { LocalMetadataStore } from './metadata/local-metadata-store.js';
-import { NodeMetrics } from './metrics.js';
+import { type ClusterMetrics, NodeMetrics } from './metrics.js';
 import { rpcServerOf, startOnDataDir, type Undo } from './startup.js';
 import { type BucketMetrics, TabletServer } from './tablet/tablet-server.js';
 import { registerTabletService } from './tablet/tablet-service.js';
+
+/** The one-process node: its own single tablet server, leading every bucket as its only replica. */
+const ONE_NODE: ClusterMetrics = { tabletServers: 1, offlineBuckets: 0, underReplicatedBuckets: 0, isrShrinks: 0, isrExpands: 0 };
 
 export interface Address {
   host: string;
@@ -86,7 +89,7 @@ export class TributaryServer {
     await coordinator.start(tablets);
 
     const tiering: TieringServiceDeps = { coordinator, warehouse, lakeFormat: lake.format, highWatermarks: (id) => tablets.highWatermarks(id) };
-    const metrics = nodeMetrics(tiering, () => tablets.bucketMetrics(), () => rpc.stats(), disk, activity);
+    const metrics = nodeMetrics(tiering, () => tablets.bucketMetrics(), () => ONE_NODE, () => rpc.stats(), disk, activity);
     const rpc = rpcServerOf(options, listen, log, () => metrics);
     let self = { nodeId: 0, host: listen.host, port: listen.port };
     registerCoordinatorService(rpc, coordinator, () => self);
@@ -164,10 +167,11 @@ export class TributaryServer {
 }
 
 /** A node's metrics, read from the coordinator, the buckets it hosts (none on a cluster's coordinator) and the RPC listener when scraped. */
-export function nodeMetrics(tiering: TieringServiceDeps, buckets: () => BucketMetrics[], rpcStats: () => RpcServerStats, disk: DataDisk, activity: ServerActivity): NodeMetrics {
+export function nodeMetrics(tiering: TieringServiceDeps, buckets: () => BucketMetrics[], cluster: () => ClusterMetrics, rpcStats: () => RpcServerStats, disk: DataDisk, activity: ServerActivity): NodeMetrics {
   const { coordinator } = tiering;
   return new NodeMetrics({
     buckets,
+    cluster,
     tables: () => {
       const all = coordinator.allTables();
       return { tables: all.length, partitions: all.reduce((n, t) => n + t.partitions.length, 0) };

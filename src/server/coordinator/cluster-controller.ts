@@ -58,6 +58,15 @@ import { assignReplicas, checkReplicationFactor, replicationFactorOf } from './r
 import { TabletServerChannels } from './tablet-server-channels.js';
 
 type ServerNode = MessageInitShape<typeof PbServerNodeSchema>;
+
+/** The cluster's replicas at a glance, for the coordinator's metrics. */
+export interface ClusterHealth {
+  tabletServers: number;
+  offlineBuckets: number;
+  underReplicatedBuckets: number;
+  isrShrinks: number;
+  isrExpands: number;
+}
 type TableLeaderAndIsr = MessageInitShape<typeof PbLeaderAndIsrForTableSchema>;
 
 /** The buckets of one non-partitioned table or of one partition. */
@@ -122,6 +131,8 @@ export class ClusterController implements BucketLifecycle, BucketPlacement, Clus
   private events: Promise<unknown> = Promise.resolve();
   /** Servers in controlled shutdown: until they leave (or register again) they lead nothing they can hand over. */
   private readonly stopping = new Set<number>();
+  private isrShrinks = 0;
+  private isrExpands = 0;
   /** Tables and partitions whose buckets are being created: the Coordinator does not show them yet. */
   private readonly creating = new Map<string, { table: TableInfo; partition?: PartitionInfo }>();
   private readonly channels: TabletServerChannels;
@@ -254,6 +265,8 @@ export class ClusterController implements BucketLifecycle, BucketPlacement, Clus
           refuse('INVALID_ARGUMENT', `ISR [${b.newIsr}] of ${where} adds a server that is not live or is shutting down`);
         } else {
           const next = { ...state, isr: [...b.newIsr], coordinatorEpoch: this.settings.coordinatorEpoch, bucketEpoch: state.bucketEpoch + 1 };
+          if (next.isr.length < state.isr.length) this.isrShrinks++;
+          else if (next.isr.length > state.isr.length) this.isrExpands++;
           answers.push({ ...ids, ...this.stateFields(next) });
           accepted.push({ ref: { group, bucket: b.bucketId }, state: next });
         }
@@ -286,6 +299,19 @@ export class ClusterController implements BucketLifecycle, BucketPlacement, Clus
   }
 
   // ------------------------------------------------------------------ ClusterView
+
+  /** Live tablet servers, buckets without a leader and with fewer in the ISR than replicas, and the ISR changes leaders asked for since this coordinator leads. */
+  health(): ClusterHealth {
+    let offlineBuckets = 0;
+    let underReplicatedBuckets = 0;
+    for (const ref of this.allBuckets()) {
+      const state = this.leaderAndIsr(ref);
+      const replicas = this.assignment(ref.group)?.[ref.bucket] ?? [];
+      if (!state || state.leader === NO_LEADER) offlineBuckets++;
+      if (!state || state.isr.length < replicas.length) underReplicatedBuckets++;
+    }
+    return { tabletServers: this.settings.servers.list().length, offlineBuckets, underReplicatedBuckets, isrShrinks: this.isrShrinks, isrExpands: this.isrExpands };
+  }
 
   tabletServers(): ServerNode[] {
     return this.settings.servers.list().map(serverNode);
