@@ -25,7 +25,7 @@ import type { DataDirLock } from './data-dir-lock.js';
 import { TabletServerRegistration } from './metadata/tablet-server-registry.js';
 import { zooKeeperSettings } from './metadata/zookeeper-session.js';
 import { parseListener } from './server.js';
-import { rpcServerOf, startOnDataDir, type Undo } from './startup.js';
+import { releaseDataDir, rpcServerOf, startOnDataDir, type Undo } from './startup.js';
 import { DataDisk } from './tablet/data-disk.js';
 import { registerTabletService } from './tablet/tablet-service.js';
 import { TabletServer } from './tablet/tablet-server.js';
@@ -120,9 +120,7 @@ export class ClusterTabletServer {
     await this.registration.close();
     await this.coordinator.close();
     await this.tablets.stop();
-    this.disk.stop();
-    this.activity.close();
-    await this.lock.release();
+    await releaseDataDir(this.disk, this.activity, this.lock);
     this.log.info('tablet server stopped');
   }
 

@@ -33,7 +33,7 @@ import { zooKeeperSettings, ZooKeeperSession } from './metadata/zookeeper-sessio
 import { NodeMetrics } from './metrics.js';
 import { nodeMetrics, parseListener } from './server.js';
 import { DataDisk } from './tablet/data-disk.js';
-import { rpcServerOf, startOnDataDir, type Undo } from './startup.js';
+import { releaseDataDir, rpcServerOf, startOnDataDir, type Undo } from './startup.js';
 
 export class CoordinatorServer extends EventEmitter<{ deposed: [Error] }> {
   private leading?: { coordinator: ClusterCoordinator; http: HttpServer; conn: Connection; highWatermarks: LeaderHighWatermarks };
@@ -129,20 +129,19 @@ export class CoordinatorServer extends EventEmitter<{ deposed: [Error] }> {
     await leading?.coordinator.stop();
     await this.active.close();
     await this.session.close();
-    this.disk.stop();
-    this.activity.close();
-    await this.lock.release();
+    await releaseDataDir(this.disk, this.activity, this.lock);
     this.log.info('coordinator server stopped');
   }
 
-  /** Whether the election's active coordinator is another one than this. */
+  /** Whether another coordinator is active: resolves once one is, or once this one leads. */
   private async anotherLeads(): Promise<boolean> {
-    for (let attempt = 0; attempt < 50 && !this.leading; attempt++) {
-      const candidates = await this.session.children(`${this.options.string('zookeeper.path.root')!}/coordinators/election`).catch(() => []);
-      if (candidates.length > 1) return true;
+    const self = coordinatorId(this.rpcAddress);
+    while (!this.leading && !this.stopping) {
+      const active = await this.active.coordinator().catch(() => undefined);
+      if (active && active.id !== self) return true;
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
-    return !this.leading;
+    return false;
   }
 
   /** Waits for the lead, then serves: the coordinator's APIs, tiering, HTTP. Resolves with the node's metrics. */

@@ -23,7 +23,7 @@ import { HttpServer } from './http/http-server.js';
 import { createLogger, type Logger } from '../common/logger.js';
 import { LocalMetadataStore } from './metadata/local-metadata-store.js';
 import { type ClusterMetrics, NodeMetrics } from './metrics.js';
-import { rpcServerOf, startOnDataDir, type Undo } from './startup.js';
+import { releaseDataDir, rpcServerOf, startOnDataDir, type Undo } from './startup.js';
 import { type BucketMetrics, TabletServer } from './tablet/tablet-server.js';
 import { registerTabletService } from './tablet/tablet-service.js';
 
@@ -159,9 +159,7 @@ export class TributaryServer {
     await this.coordinator.stop();
     await this.tablets.stop();
     await this.store.close();
-    this.disk.stop();
-    this.activity.close();
-    await this.lock.release();
+    await releaseDataDir(this.disk, this.activity, this.lock);
     this.log.info('server stopped');
   }
 }

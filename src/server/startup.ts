@@ -1,16 +1,19 @@
 /**
- * What every server process does the same way on start: claim its data directory, open its parts
- * one by one so that a start failing half-way closes what it opened (in reverse), releases the lock
- * and removes the data dir if it created it; and build its RPC listener from the server options.
+ * What every server process does the same way: claim its data directory, open its parts one by one
+ * so that a start failing half-way closes what it opened (in reverse), releases the lock and
+ * removes the data dir if it created it; build its RPC listener from the server options; and let
+ * the data dir go at the end of its stop.
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import type { ServerActivity } from '../common/activity.js';
 import type { Options } from '../common/config.js';
 import { makeDirectory } from '../common/files.js';
 import type { Logger } from '../common/logger.js';
 import { RpcServer } from '../rpc/server.js';
 import { DataDirLock } from './data-dir-lock.js';
 import type { NodeMetrics } from './metrics.js';
+import type { DataDisk } from './tablet/data-disk.js';
 
 /** Closing steps of the parts opened so far, in opening order. */
 export type Undo = (() => Promise<unknown>)[];
@@ -29,6 +32,13 @@ export async function startOnDataDir<T>(options: Options, log: Logger, open: (da
     if (createdDir) await fs.promises.rm(createdDir, { recursive: true, force: true });
     throw err;
   }
+}
+
+/** The last steps of every server's stop, once its parts are closed: the data disk's watch, the periodic tasks, the data dir's lock. */
+export async function releaseDataDir(disk: DataDisk, activity: ServerActivity, lock: DataDirLock): Promise<void> {
+  disk.stop();
+  activity.close();
+  await lock.release();
 }
 
 /** The RPC listener of a server, with its limits from the options; `metrics` counts its requests. */
