@@ -16,12 +16,12 @@
  *             coordinator that a killed server is gone. Targets: kill -9 ≤ session timeout + 1 s
  *             (p99); SIGTERM ≤ 500 ms (p99).
  *
- *   npm run bench:replication [-- --records 200000 --runs 3 --kills 10 --session-timeout 4s]
+ *   npm run bench:replication [-- --records 200000 --runs 3 --kills 10 --session-timeout 4s --server key=value]
  */
 import { parseArgs } from 'node:util';
 import type { Connection, TablePath } from '../src/client/index.js';
 import { TestCluster } from '../test/support/cluster.js';
-import { columnChunks, count, DATABASE, generateWorkload, median, now, percentile, printHeader, printTable, spread, verdict, WORKLOAD_COLUMNS, workloadColumns } from './support.js';
+import { clientOptionArgs, columnChunks, count, DATABASE, generateWorkload, median, now, percentile, printHeader, printTable, spread, verdict, WORKLOAD_COLUMNS, workloadColumns } from './support.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -29,6 +29,7 @@ const { values: args } = parseArgs({
     runs: { type: 'string', default: '3' },
     kills: { type: 'string', default: '10' },
     'session-timeout': { type: 'string', default: '4s' },
+    server: { type: 'string', multiple: true },
   },
 });
 const records = Number(args.records);
@@ -38,7 +39,7 @@ const sessionTimeoutMs = Number.parseFloat(args['session-timeout']!) * (args['se
 
 const cluster = await TestCluster.start({
   zooKeeper: { tabletServers: 3 },
-  settings: { 'zookeeper.client.session-timeout': args['session-timeout']! },
+  settings: { 'zookeeper.client.session-timeout': args['session-timeout']!, ...clientOptionArgs(args.server) },
   client: { 'client.writer.acks': 'all', 'client.request-timeout': '60s' },
 });
 

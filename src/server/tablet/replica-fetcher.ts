@@ -10,6 +10,11 @@
  * appends what comes as the leader wrote it, and takes the leader's high watermark up to its own
  * log end.
  *
+ * A fetch long-polls at the leader until it has data or log.replica.fetch.wait-max-time passes; a
+ * bucket added meanwhile (this server now follows another bucket of that leader, after a leader
+ * change) is not held behind it: its own round starts at once, beside the fetch in flight, and
+ * each round leaves out the buckets of a fetch still in flight.
+ *
  * A bucket error makes that bucket wait log.replica.fetch.backoff-interval; a failed request or
  * connection makes the whole fetcher wait. A bucket removed while a response is being applied is not
  * written to after `remove` resolves.
@@ -60,10 +65,12 @@ export class ReplicaFetcher {
   private readonly buckets = new Map<string, FetchState>();
   private readonly stopping = new AbortController();
   private connection: RpcConnection | undefined;
-  /** Resolves the loop's wait for work when a bucket is added. */
+  /** Resolves the loop's wait when there is new work: a bucket added, a fetch answered. */
   private wake: (() => void) | undefined;
-  /** The response (or reconciliation) being applied; `remove` waits for it. */
-  private applying: Promise<void> = Promise.resolve();
+  /** Responses (and reconciliations) being applied; `remove` waits for them. */
+  private readonly applying = new Set<Promise<void>>();
+  /** Buckets whose fetch is at the leader: the next round leaves them out. */
+  private readonly inFlight = new Set<FetchState>();
   private readonly loop: Promise<void>;
 
   constructor(
@@ -89,7 +96,7 @@ export class ReplicaFetcher {
   /** Stops following `replica`; once this resolves the fetcher writes nothing more to its log. */
   async remove(replica: Replica): Promise<void> {
     this.buckets.delete(bucketKey(replica.bucket));
-    await this.applying;
+    await Promise.all(this.applying);
   }
 
   /** Ends the loop; a fetch waiting at the leader ends with the connection, so that stopping does not wait for it. */
@@ -105,25 +112,37 @@ export class ReplicaFetcher {
     const signal = this.stopping.signal;
     while (!signal.aborted) {
       const now = Date.now();
-      const states = [...this.buckets.values()];
+      const states = [...this.buckets.values()].filter((s) => !this.inFlight.has(s));
       const ready = states.filter((s) => s.retryAt <= now);
+      const woken = new Promise<void>((resolve) => (this.wake = resolve));
       try {
-        if (states.length === 0) await new Promise<void>((resolve) => (this.wake = resolve));
-        else if (ready.length === 0) await sleep(Math.min(...states.map((s) => s.retryAt)) - now, undefined, { signal });
-        else await this.round(ready);
+        if (ready.length > 0) await this.round(ready, woken);
+        else if (states.length === 0) await woken;
+        else await Promise.race([woken, sleep(Math.min(...states.map((s) => s.retryAt)) - now, undefined, { signal })]);
       } catch (err) {
         if (signal.aborted) break;
-        this.log.warn({ err, leader: this.leaderId }, 'fetch from the leader failed: retrying after the backoff');
-        void this.connection?.close();
-        this.connection = undefined;
+        this.failed(err);
         await sleep(this.settings.backoffMs, undefined, { signal }).catch(() => undefined);
       } finally {
         this.wake = undefined;
       }
     }
+    await Promise.all(this.applying);
   }
 
-  private async round(ready: FetchState[]): Promise<void> {
+  /** A failed request: the connection is dropped and opened again after the backoff. */
+  private failed(err: unknown): void {
+    this.log.warn({ err, leader: this.leaderId }, 'fetch from the leader failed: retrying after the backoff');
+    void this.connection?.close();
+    this.connection = undefined;
+  }
+
+  /**
+   * Reconciles the buckets that need it, then fetches the others. A fetch long-polls at the leader
+   * (up to log.replica.fetch.wait-max-time), so the round returns as soon as there is other work (a
+   * bucket added: a new leader to follow) and the fetch is answered beside the next rounds.
+   */
+  private async round(ready: FetchState[], woken: Promise<void>): Promise<void> {
     this.connection ??= await this.connect();
     if (this.connection.isClosed) {
       this.connection = undefined;
@@ -133,7 +152,19 @@ export class ReplicaFetcher {
     const toReconcile = ready.filter((s) => s.reconcile);
     if (toReconcile.length > 0) await this.reconcile(conn, toReconcile);
     const toFetch = ready.filter((s) => !s.reconcile && this.isCurrent(s));
-    if (toFetch.length > 0) await this.fetch(conn, toFetch);
+    if (toFetch.length === 0) return;
+    for (const s of toFetch) this.inFlight.add(s);
+    const fetched = this.fetch(conn, toFetch)
+      .catch((err: unknown) => {
+        if (this.stopping.signal.aborted) return;
+        if (this.connection === conn) this.failed(err);
+        for (const s of toFetch) this.later(s);
+      })
+      .finally(() => {
+        for (const s of toFetch) this.inFlight.delete(s);
+        this.wake?.();
+      });
+    await Promise.race([fetched, woken]);
   }
 
   private isCurrent(s: FetchState): boolean {
@@ -224,8 +255,13 @@ export class ReplicaFetcher {
 
   private async apply(work: () => Promise<void>): Promise<void> {
     const run = work();
-    this.applying = run.catch(() => undefined);
-    await run;
+    const settled = run.catch(() => undefined);
+    this.applying.add(settled);
+    try {
+      await run;
+    } finally {
+      this.applying.delete(settled);
+    }
   }
 }
 
