@@ -96,6 +96,8 @@ async function appendRuns(conn: Connection): Promise<Map<number, number[]>> {
 async function failovers(c: TestCluster, kind: 'kill -9' | 'SIGTERM'): Promise<number[]> {
   const path: TablePath = { database: DATABASE, table: `failover_${kind === 'SIGTERM' ? 'term' : 'kill'}` };
   const conn = c.conn;
+  // A server restarted by the previous phase may still be waiting for its old registration to time out.
+  while ((await conn.getAdmin().listTabletServers()).filter((s) => s.alive).length < 3) await new Promise((r) => setTimeout(r, 100));
   await conn.getAdmin().createTable(path, { columns: WORKLOAD_COLUMNS, properties: { 'bucket.num': '1', 'table.replication.factor': '3' } });
   const w = generateWorkload(100);
   const [chunk] = columnChunks(workloadColumns(w), 100, 100);

@@ -10,10 +10,10 @@
  * appends what comes as the leader wrote it, and takes the leader's high watermark up to its own
  * log end.
  *
- * A fetch long-polls at the leader until it has data or log.replica.fetch.wait-max-time passes; a
- * bucket added meanwhile (this server now follows another bucket of that leader, after a leader
- * change) is not held behind it: its own round starts at once, beside the fetch in flight, and
- * each round leaves out the buckets of a fetch still in flight.
+ * A fetch long-polls at the leader until it has data or log.replica.fetch.wait-max-time passes. A
+ * bucket added meanwhile (this server follows another bucket of that leader now, after a leader
+ * change) is not held behind it: the fetch in flight is cut off by closing its connection (its
+ * answer, if any, is not applied) and a round with every bucket starts at once on a new one.
  *
  * A bucket error makes that bucket wait log.replica.fetch.backoff-interval; a failed request or
  * connection makes the whole fetcher wait. A bucket removed while a response is being applied is not
@@ -65,13 +65,14 @@ export class ReplicaFetcher {
   private readonly buckets = new Map<string, FetchState>();
   private readonly stopping = new AbortController();
   private connection: RpcConnection | undefined;
-  /** Resolves the loop's wait when there is new work: a bucket added, a fetch answered. */
+  /** Resolves the loop's wait for work when a bucket is added. */
   private wake: (() => void) | undefined;
-  /** Responses (and reconciliations) being applied; `remove` waits for them. */
-  private readonly applying = new Set<Promise<void>>();
-  /** Buckets whose fetch is at the leader: the next round leaves them out. */
-  private readonly inFlight = new Set<FetchState>();
+  /** The response (or reconciliation) being applied; `remove` waits for it. */
+  private applying: Promise<void> = Promise.resolve();
   private readonly loop: Promise<void>;
+  /** Set while a FetchLog is at the leader, and when it is cut off to take in a new bucket. */
+  private fetching = false;
+  private interrupted = false;
 
   constructor(
     readonly leaderId: number,
@@ -91,12 +92,16 @@ export class ReplicaFetcher {
   add(replica: Replica): void {
     this.buckets.set(bucketKey(replica.bucket), { replica, leaderEpoch: replica.leaderEpoch, reconcile: true, retryAt: 0 });
     this.wake?.();
+    if (this.fetching && !this.interrupted) {
+      this.interrupted = true;
+      void this.connection?.close();
+    }
   }
 
   /** Stops following `replica`; once this resolves the fetcher writes nothing more to its log. */
   async remove(replica: Replica): Promise<void> {
     this.buckets.delete(bucketKey(replica.bucket));
-    await Promise.all(this.applying);
+    await this.applying;
   }
 
   /** Ends the loop; a fetch waiting at the leader ends with the connection, so that stopping does not wait for it. */
@@ -112,37 +117,27 @@ export class ReplicaFetcher {
     const signal = this.stopping.signal;
     while (!signal.aborted) {
       const now = Date.now();
-      const states = [...this.buckets.values()].filter((s) => !this.inFlight.has(s));
+      const states = [...this.buckets.values()];
       const ready = states.filter((s) => s.retryAt <= now);
-      const woken = new Promise<void>((resolve) => (this.wake = resolve));
       try {
-        if (ready.length > 0) await this.round(ready, woken);
-        else if (states.length === 0) await woken;
-        else await Promise.race([woken, sleep(Math.min(...states.map((s) => s.retryAt)) - now, undefined, { signal })]);
+        if (states.length === 0) await new Promise<void>((resolve) => (this.wake = resolve));
+        else if (ready.length === 0) await sleep(Math.min(...states.map((s) => s.retryAt)) - now, undefined, { signal });
+        else await this.round(ready);
       } catch (err) {
         if (signal.aborted) break;
-        this.failed(err);
+        void this.connection?.close();
+        this.connection = undefined;
+        if (this.interrupted) continue;
+        this.log.warn({ err, leader: this.leaderId }, 'fetch from the leader failed: retrying after the backoff');
         await sleep(this.settings.backoffMs, undefined, { signal }).catch(() => undefined);
       } finally {
+        this.interrupted = false;
         this.wake = undefined;
       }
     }
-    await Promise.all(this.applying);
   }
 
-  /** A failed request: the connection is dropped and opened again after the backoff. */
-  private failed(err: unknown): void {
-    this.log.warn({ err, leader: this.leaderId }, 'fetch from the leader failed: retrying after the backoff');
-    void this.connection?.close();
-    this.connection = undefined;
-  }
-
-  /**
-   * Reconciles the buckets that need it, then fetches the others. A fetch long-polls at the leader
-   * (up to log.replica.fetch.wait-max-time), so the round returns as soon as there is other work (a
-   * bucket added: a new leader to follow) and the fetch is answered beside the next rounds.
-   */
-  private async round(ready: FetchState[], woken: Promise<void>): Promise<void> {
+  private async round(ready: FetchState[]): Promise<void> {
     this.connection ??= await this.connect();
     if (this.connection.isClosed) {
       this.connection = undefined;
@@ -152,19 +147,7 @@ export class ReplicaFetcher {
     const toReconcile = ready.filter((s) => s.reconcile);
     if (toReconcile.length > 0) await this.reconcile(conn, toReconcile);
     const toFetch = ready.filter((s) => !s.reconcile && this.isCurrent(s));
-    if (toFetch.length === 0) return;
-    for (const s of toFetch) this.inFlight.add(s);
-    const fetched = this.fetch(conn, toFetch)
-      .catch((err: unknown) => {
-        if (this.stopping.signal.aborted) return;
-        if (this.connection === conn) this.failed(err);
-        for (const s of toFetch) this.later(s);
-      })
-      .finally(() => {
-        for (const s of toFetch) this.inFlight.delete(s);
-        this.wake?.();
-      });
-    await Promise.race([fetched, woken]);
+    if (toFetch.length > 0) await this.fetch(conn, toFetch);
   }
 
   private isCurrent(s: FetchState): boolean {
@@ -226,7 +209,18 @@ export class ReplicaFetcher {
         }),
       })),
     };
-    const response = await conn.request(ApiKeys.FetchLog, request, { timeoutMs: this.settings.maxWaitMs + 30_000 });
+    this.fetching = true;
+    let response;
+    try {
+      response = await conn.request(ApiKeys.FetchLog, request, { timeoutMs: this.settings.maxWaitMs + 30_000 });
+    } finally {
+      this.fetching = false;
+    }
+    // Cut off to take in a new bucket: the next round fetches every bucket again from its log end, on a new connection.
+    if (this.interrupted) {
+      this.connection = undefined;
+      return;
+    }
     await this.apply(async () => {
       for (const [t, list] of tables.entries()) {
         for (const [i, s] of list.entries()) {
@@ -255,13 +249,8 @@ export class ReplicaFetcher {
 
   private async apply(work: () => Promise<void>): Promise<void> {
     const run = work();
-    const settled = run.catch(() => undefined);
-    this.applying.add(settled);
-    try {
-      await run;
-    } finally {
-      this.applying.delete(settled);
-    }
+    this.applying = run.catch(() => undefined);
+    await run;
   }
 }
 
