@@ -10,11 +10,6 @@
  * appends what comes as the leader wrote it, and takes the leader's high watermark up to its own
  * log end.
  *
- * A fetch long-polls at the leader until it has data or log.replica.fetch.wait-max-time passes. A
- * bucket added meanwhile (this server follows another bucket of that leader now, after a leader
- * change) is not held behind it: the fetch in flight is cut off by closing its connection (its
- * answer, if any, is not applied) and a round with every bucket starts at once on a new one.
- *
  * A bucket error makes that bucket wait log.replica.fetch.backoff-interval; a failed request or
  * connection makes the whole fetcher wait. A bucket removed while a response is being applied is not
  * written to after `remove` resolves.
@@ -70,9 +65,6 @@ export class ReplicaFetcher {
   /** The response (or reconciliation) being applied; `remove` waits for it. */
   private applying: Promise<void> = Promise.resolve();
   private readonly loop: Promise<void>;
-  /** Set while a FetchLog is at the leader, and when it is cut off to take in a new bucket. */
-  private fetching = false;
-  private interrupted = false;
 
   constructor(
     readonly leaderId: number,
@@ -92,10 +84,6 @@ export class ReplicaFetcher {
   add(replica: Replica): void {
     this.buckets.set(bucketKey(replica.bucket), { replica, leaderEpoch: replica.leaderEpoch, reconcile: true, retryAt: 0 });
     this.wake?.();
-    if (this.fetching && !this.interrupted) {
-      this.interrupted = true;
-      void this.connection?.close();
-    }
   }
 
   /** Stops following `replica`; once this resolves the fetcher writes nothing more to its log. */
@@ -125,13 +113,11 @@ export class ReplicaFetcher {
         else await this.round(ready);
       } catch (err) {
         if (signal.aborted) break;
+        this.log.warn({ err, leader: this.leaderId }, 'fetch from the leader failed: retrying after the backoff');
         void this.connection?.close();
         this.connection = undefined;
-        if (this.interrupted) continue;
-        this.log.warn({ err, leader: this.leaderId }, 'fetch from the leader failed: retrying after the backoff');
         await sleep(this.settings.backoffMs, undefined, { signal }).catch(() => undefined);
       } finally {
-        this.interrupted = false;
         this.wake = undefined;
       }
     }
@@ -209,18 +195,7 @@ export class ReplicaFetcher {
         }),
       })),
     };
-    this.fetching = true;
-    let response;
-    try {
-      response = await conn.request(ApiKeys.FetchLog, request, { timeoutMs: this.settings.maxWaitMs + 30_000 });
-    } finally {
-      this.fetching = false;
-    }
-    // Cut off to take in a new bucket: the next round fetches every bucket again from its log end, on a new connection.
-    if (this.interrupted) {
-      this.connection = undefined;
-      return;
-    }
+    const response = await conn.request(ApiKeys.FetchLog, request, { timeoutMs: this.settings.maxWaitMs + 30_000 });
     await this.apply(async () => {
       for (const [t, list] of tables.entries()) {
         for (const [i, s] of list.entries()) {
