@@ -11,11 +11,10 @@
  */
 import { create } from '@bufbuild/protobuf';
 import { Options } from '../common/config.js';
-import { ServerActivity } from '../common/activity.js';
+import type { ServerActivity } from '../common/activity.js';
 import { TributaryError } from '../common/errors.js';
 import { createLogger, type Logger } from '../common/logger.js';
 import { schemaFromJson } from '../common/schema.js';
-import { initArrowCompression } from '../record/compression.js';
 import { ApiKeys } from '../rpc/api-keys.js';
 import { RpcConnection } from '../rpc/connection.js';
 import * as pb from '../rpc/gen/tributary_pb.js';
@@ -25,8 +24,8 @@ import type { DataDirLock } from './data-dir-lock.js';
 import { TabletServerRegistration } from './metadata/tablet-server-registry.js';
 import { zooKeeperSettings } from './metadata/zookeeper-session.js';
 import { parseListener } from './server.js';
-import { releaseDataDir, rpcServerOf, startOnDataDir, type Undo } from './startup.js';
-import { DataDisk } from './tablet/data-disk.js';
+import { releaseDataDir, rpcServerOf, startOnDataDir } from './startup.js';
+import type { DataDisk } from './tablet/data-disk.js';
 import { registerTabletService } from './tablet/tablet-service.js';
 import { TabletServer } from './tablet/tablet-server.js';
 
@@ -51,12 +50,7 @@ export class ClusterTabletServer {
     if (id === undefined) throw new TributaryError('INVALID_CONFIG_EXCEPTION', "option 'tablet-server.id' is required to start a tablet server: a unique integer, the same across restarts");
     const zooKeeper = zooKeeperSettings(options);
     const listen = parseListener(options.string('bind.listeners')!);
-    return startOnDataDir(options, log, async (dataDir, lock, undo: Undo) => {
-      await initArrowCompression();
-      const activity = new ServerActivity(log.child({ role: 'activity' }));
-      undo.push(async () => activity.close());
-      const disk = await DataDisk.start(dataDir, options, log.child({ role: 'data-disk' }), activity);
-      undo.push(async () => disk.stop());
+    return startOnDataDir(options, log, async ({ dataDir, lock, activity, disk, undo }) => {
       const requestTimeoutMs = options.durationMs('client.request-timeout');
       let registration: TabletServerRegistration | undefined;
       const coordinator = new CoordinatorLink(

@@ -14,12 +14,11 @@ import { EventEmitter } from 'node:events';
 import path from 'node:path';
 import { Connection } from '../client/index.js';
 import { lakeWarehouse, Options } from '../common/config.js';
-import { ServerActivity } from '../common/activity.js';
+import type { ServerActivity } from '../common/activity.js';
 import { TributaryError } from '../common/errors.js';
 import { createLogger, type Logger } from '../common/logger.js';
 import { lakeFormat } from '../lake/formats/index.js';
 import { sqlLimits } from '../query/sql-limits.js';
-import { initArrowCompression } from '../record/compression.js';
 import { ApiKeys, type Api } from '../rpc/api-keys.js';
 import type { ApiRegistrar, Handler, RequestContext, RpcServer } from '../rpc/server.js';
 import { CoordinatorLink } from './coordinator-link.js';
@@ -32,8 +31,8 @@ import { LeaderHighWatermarks } from './leader-high-watermarks.js';
 import { zooKeeperSettings, ZooKeeperSession } from './metadata/zookeeper-session.js';
 import { NodeMetrics } from './metrics.js';
 import { nodeMetrics, parseListener } from './server.js';
-import { DataDisk } from './tablet/data-disk.js';
-import { releaseDataDir, rpcServerOf, startOnDataDir, type Undo } from './startup.js';
+import type { DataDisk } from './tablet/data-disk.js';
+import { releaseDataDir, rpcServerOf, startOnDataDir } from './startup.js';
 
 export class CoordinatorServer extends EventEmitter<{ deposed: [Error] }> {
   private leading?: { coordinator: ClusterCoordinator; http: HttpServer; conn: Connection; highWatermarks: LeaderHighWatermarks };
@@ -79,12 +78,7 @@ export class CoordinatorServer extends EventEmitter<{ deposed: [Error] }> {
     const options = new Options('server', settings);
     const listen = parseListener(options.string('bind.listeners')!);
     const zooKeeper = zooKeeperSettings(options);
-    return startOnDataDir(options, log, async (dataDir, lock, undo: Undo) => {
-      await initArrowCompression();
-      const activity = new ServerActivity(log.child({ role: 'activity' }));
-      undo.push(async () => activity.close());
-      const disk = await DataDisk.start(dataDir, options, log.child({ role: 'data-disk' }), activity);
-      undo.push(async () => disk.stop());
+    return startOnDataDir(options, log, async ({ dataDir, lock, activity, disk, undo }) => {
       const session = await ZooKeeperSession.connect(zooKeeper);
       undo.push(() => session.close());
       let metrics: NodeMetrics | undefined;

@@ -8,14 +8,13 @@ import { lakeWarehouse, Options } from '../common/config.js';
 import { lakeFormat } from '../lake/formats/index.js';
 import { TributaryError } from '../common/errors.js';
 import { sqlLimits } from '../query/sql-limits.js';
-import { initArrowCompression } from '../record/compression.js';
 import { ApiKeys } from '../rpc/api-keys.js';
 import { tablePathOf } from '../rpc/request-fields.js';
 import type { RpcServer, RpcServerStats } from '../rpc/server.js';
 import { Coordinator } from './coordinator/coordinator.js';
-import { ServerActivity } from '../common/activity.js';
+import type { ServerActivity } from '../common/activity.js';
 import type { DataDirLock } from './data-dir-lock.js';
-import { DataDisk } from './tablet/data-disk.js';
+import type { DataDisk } from './tablet/data-disk.js';
 import { isLakeEnabled } from './coordinator/lake-tiering-manager.js';
 import { lakeTieringLag, registerTieringService, type TieringServiceDeps } from './coordinator/tiering-service.js';
 import { registerCoordinatorService } from './coordinator/coordinator-service.js';
@@ -23,7 +22,7 @@ import { HttpServer } from './http/http-server.js';
 import { createLogger, type Logger } from '../common/logger.js';
 import { LocalMetadataStore } from './metadata/local-metadata-store.js';
 import { type ClusterMetrics, NodeMetrics } from './metrics.js';
-import { releaseDataDir, rpcServerOf, startOnDataDir, type Undo } from './startup.js';
+import { releaseDataDir, rpcServerOf, type ServerBase, startOnDataDir } from './startup.js';
 import { type BucketMetrics, TabletServer } from './tablet/tablet-server.js';
 import { registerTabletService } from './tablet/tablet-service.js';
 
@@ -67,16 +66,11 @@ export class TributaryServer {
   static async start(settings: Record<string, string>, log: Logger = createLogger()): Promise<TributaryServer> {
     const options = new Options('server', settings);
     const listen = parseListener(options.string('bind.listeners')!);
-    return startOnDataDir(options, log, (dataDir, lock, undo) => TributaryServer.open(options, listen, dataDir, lock, log, undo));
+    return startOnDataDir(options, log, (base) => TributaryServer.open(options, listen, base, log));
   }
 
   /** The start after the lock: each part opened pushes its closing onto `undo`. */
-  private static async open(options: Options, listen: Address, dataDir: string, lock: DataDirLock, log: Logger, undo: Undo): Promise<TributaryServer> {
-    await initArrowCompression();
-    const activity = new ServerActivity(log.child({ role: 'activity' }));
-    undo.push(async () => activity.close());
-    const disk = await DataDisk.start(dataDir, options, log.child({ role: 'data-disk' }), activity);
-    undo.push(async () => disk.stop());
+  private static async open(options: Options, listen: Address, { dataDir, lock, activity, disk, undo }: ServerBase, log: Logger): Promise<TributaryServer> {
     const store = await LocalMetadataStore.open(path.join(dataDir, 'metadata'));
     undo.push(() => store.close());
     const warehouse = lakeWarehouse(options);

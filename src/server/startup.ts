@@ -6,27 +6,43 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import type { ServerActivity } from '../common/activity.js';
+import { ServerActivity } from '../common/activity.js';
 import type { Options } from '../common/config.js';
 import { makeDirectory } from '../common/files.js';
 import type { Logger } from '../common/logger.js';
+import { initArrowCompression } from '../record/compression.js';
 import { RpcServer } from '../rpc/server.js';
 import { DataDirLock } from './data-dir-lock.js';
 import type { NodeMetrics } from './metrics.js';
-import type { DataDisk } from './tablet/data-disk.js';
+import { DataDisk } from './tablet/data-disk.js';
 
 /** Closing steps of the parts opened so far, in opening order. */
 export type Undo = (() => Promise<unknown>)[];
 
-/** Claims `data.dir` and runs `open` on it; a failure undoes every pushed step, then throws the named error. */
-export async function startOnDataDir<T>(options: Options, log: Logger, open: (dataDir: string, lock: DataDirLock, undo: Undo) => Promise<T>): Promise<T> {
+/** What every server has on its claimed data dir before its own parts: the lock, the periodic tasks, the data disk's watch. */
+export interface ServerBase {
+  dataDir: string;
+  lock: DataDirLock;
+  activity: ServerActivity;
+  disk: DataDisk;
+  /** Where the server pushes the closing of each part it opens. */
+  undo: Undo;
+}
+
+/** Claims `data.dir`, opens the server base on it and runs `open`; a failure undoes every pushed step, then throws the named error. */
+export async function startOnDataDir<T>(options: Options, log: Logger, open: (base: ServerBase) => Promise<T>): Promise<T> {
   const dataDir = path.resolve(options.string('data.dir')!);
   const createdDir = await makeDirectory(dataDir, 'INVALID_DATA_DIR');
   const undo: Undo = [];
   try {
     const lock = await DataDirLock.acquire(dataDir);
     undo.push(() => lock.abandon());
-    return await open(dataDir, lock, undo);
+    await initArrowCompression();
+    const activity = new ServerActivity(log.child({ role: 'activity' }));
+    undo.push(async () => activity.close());
+    const disk = await DataDisk.start(dataDir, options, log.child({ role: 'data-disk' }), activity);
+    undo.push(async () => disk.stop());
+    return await open({ dataDir, lock, activity, disk, undo });
   } catch (err) {
     for (const step of undo.reverse()) await step().catch((e: unknown) => log.warn({ err: e }, 'cleanup after a failed start failed'));
     if (createdDir) await fs.promises.rm(createdDir, { recursive: true, force: true });
