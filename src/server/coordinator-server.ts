@@ -129,10 +129,11 @@ export class CoordinatorServer extends EventEmitter<{ deposed: [Error] }> {
 
   /** Whether another coordinator is active: resolves once one is, or once this one leads. */
   private async anotherLeads(): Promise<boolean> {
-    const self = coordinatorId(this.rpcAddress);
+    // By address: ids are ports, which coordinators on different machines may share.
+    const { host, port } = this.rpcAddress;
     while (!this.leading && !this.stopping) {
       const active = await this.active.coordinator().catch(() => undefined);
-      if (active && active.id !== self) return true;
+      if (active && (active.host !== host || active.port !== port)) return true;
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     return false;
@@ -194,7 +195,9 @@ function clusterWarehouse(options: Options): string {
 
 /**
  * A coordinator's id in the election: its port, which tells the coordinators of one machine apart
- * (they run on different ports) and reads well in logs and in GetMetadata.
+ * (they run on different ports) and reads well in logs and in GetMetadata. It need not be unique
+ * across machines: the election orders candidates by their znodes' sequence, and a standby tells
+ * the active coordinator from itself by address.
  */
 function coordinatorId(address: { port: number }): number {
   return address.port;
