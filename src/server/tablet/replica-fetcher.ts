@@ -11,13 +11,16 @@
  * log end.
  *
  * A bucket error makes that bucket wait log.replica.fetch.backoff-interval; a failed request or
- * connection makes the whole fetcher wait. A bucket removed while a response is being applied is not
+ * connection makes the whole fetcher wait. NOT_LEADER_OR_FOLLOWER or UNKNOWN_TABLE_OR_BUCKET just
+ * after a bucket was added is retried within milliseconds instead: the coordinator tells the new
+ * leader and its followers at once, and the leader may take its NotifyLeaderAndIsr a moment after a
+ * follower asks. A bucket removed while a response is being applied is not
  * written to after `remove` resolves.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { Options } from '../../common/config.js';
-import { errorFromCode, TributaryError } from '../../common/errors.js';
+import { errorFromCode, errorNameOf, TributaryError } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import { splitLogBatches } from '../../record/log-batch.js';
 import { ApiKeys } from '../../rpc/api-keys.js';
@@ -34,7 +37,12 @@ interface FetchState {
   reconcile: boolean;
   /** Not fetched before this time (ms) after an error. */
   retryAt: number;
+  /** When the bucket was added (ms). */
+  addedAt: number;
 }
+
+/** Retry interval of a bucket whose new leader has not taken its leadership yet. */
+const NEW_LEADER_RETRY_MS = 10;
 
 export interface FetcherSettings {
   serverId: number;
@@ -82,7 +90,7 @@ export class ReplicaFetcher {
 
   /** Follows `replica` from its current leader epoch, starting with the reconciliation. */
   add(replica: Replica): void {
-    this.buckets.set(bucketKey(replica.bucket), { replica, leaderEpoch: replica.leaderEpoch, reconcile: true, retryAt: 0 });
+    this.buckets.set(bucketKey(replica.bucket), { replica, leaderEpoch: replica.leaderEpoch, reconcile: true, retryAt: 0, addedAt: Date.now() });
     this.wake?.();
   }
 
@@ -140,8 +148,10 @@ export class ReplicaFetcher {
     return this.buckets.get(bucketKey(s.replica.bucket)) === s;
   }
 
-  private later(s: FetchState): void {
-    s.retryAt = Date.now() + this.settings.backoffMs;
+  private later(s: FetchState, errorName: string | undefined): void {
+    const now = Date.now();
+    const leaderNotReady = (errorName === 'NOT_LEADER_OR_FOLLOWER' || errorName === 'UNKNOWN_TABLE_OR_BUCKET_EXCEPTION') && now - s.addedAt < this.settings.maxWaitMs;
+    s.retryAt = now + (leaderNotReady ? NEW_LEADER_RETRY_MS : this.settings.backoffMs);
   }
 
   /** Truncates each log to where its latest epoch ends in the leader's log. */
@@ -156,7 +166,7 @@ export class ReplicaFetcher {
         if (!this.isCurrent(s)) continue;
         if (answer === undefined || answer.errorCode !== undefined) {
           this.log.info({ bucket: bucketKey(s.replica.bucket), error: answer?.errorMessage }, 'leader did not say where the epoch ends: retrying');
-          this.later(s);
+          this.later(s, answer?.errorCode !== undefined ? errorNameOf(answer.errorCode) : undefined);
           continue;
         }
         const log = s.replica.log;
@@ -210,8 +220,8 @@ export class ReplicaFetcher {
               await log.truncateFullyAndStartAt(answer.logStartOffset);
             } else {
               if (error.errorName === 'LOG_OFFSET_OUT_OF_RANGE_EXCEPTION') s.reconcile = true;
-              this.log.info({ bucket: bucketKey(s.replica.bucket), error: error.message }, 'follower fetch of a bucket failed: retrying after the backoff');
-              this.later(s);
+              this.log.info({ bucket: bucketKey(s.replica.bucket), error: error.message }, 'follower fetch of a bucket failed: retrying');
+              this.later(s, error.errorName);
             }
             continue;
           }

@@ -15,6 +15,9 @@
  *   follower fetches, when the leader's durable end moves and when the ISR changes.
  * - A new leader keeps its whole log (its epoch starts at its log end); a new follower truncates
  *   the tail the leader does not have before it fetches (ReplicaFetcher).
+ * - A new leader answers at once the fetches its followers have waiting here for other buckets, and
+ *   keeps their next ones short until they name the new bucket (see announceLeadership): the first
+ *   acks=all write it takes then waits for no follower's long poll.
  * - Primary-key buckets hold their KvTablet while leader only. Becoming follower closes it and
  *   drops its local state, which may hold changes of a tail the truncation removes; the next
  *   leadership restores the latest snapshot (remote.data.dir, shared) and replays the changelog.
@@ -69,6 +72,9 @@ export interface ReplicaHost {
 
 type BucketResult = MessageInitShape<typeof pb.PbBucketResultSchema>;
 
+/** Longest wait of a follower fetch that does not name a bucket just led here which it follows. */
+const NEW_LEADERSHIP_POLL_MS = 10;
+
 export class ReplicaManager {
   readonly tables: ClusterTables;
   private coordinatorEpoch = -1;
@@ -82,6 +88,10 @@ export class ReplicaManager {
   private readonly minInSync: number;
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
+  /** Buckets this server began to lead within the last fetch wait, with their followers. */
+  private readonly newLeaderships = new Map<string, { followers: number[]; until: number }>();
+  /** Follower fetches waiting here for data, by follower id. */
+  private readonly waitingFetches = new Set<{ followerId: number; wake: () => void }>();
   /** ISR changes the coordinator accepted, for the node's metrics. */
   isrShrinks = 0;
   isrExpands = 0;
@@ -335,7 +345,40 @@ export class ReplicaManager {
     const unsubscribe = replica.log.onDurableEnd(() => this.advanceHighWatermark(replica));
     leader.deposed.addEventListener('abort', unsubscribe, { once: true });
     this.advanceHighWatermark(replica);
+    this.announceLeadership(replica);
     this.log.info({ bucket: bucketKey(replica.bucket), leaderEpoch: b.leaderEpoch, isr: b.isr, logEndOffset: String(replica.log.logEndOffset) }, 'replica became leader');
+  }
+
+  /**
+   * A follower that fetches other buckets from this server long-polls here, and adds a bucket it is
+   * told to follow only to its next fetch. So its waiting fetch is answered now, and for one fetch
+   * wait its fetches that do not name the bucket yet (its NotifyLeaderAndIsr may come after ours)
+   * wait briefly only.
+   */
+  private announceLeadership(replica: Replica): void {
+    const now = Date.now();
+    for (const [key, l] of this.newLeaderships) if (l.until <= now) this.newLeaderships.delete(key);
+    const followers = replica.replicas.filter((id) => id !== this.serverId);
+    this.newLeaderships.set(bucketKey(replica.bucket), { followers, until: now + this.settings.maxWaitMs });
+    for (const w of this.waitingFetches) if (followers.includes(w.followerId)) w.wake();
+  }
+
+  /** How long a fetch of `followerId` naming `fetched` may wait here for data (see announceLeadership). */
+  followerFetchWaitMs(followerId: number, fetched: Iterable<Replica>, waitMs: number): number {
+    if (this.newLeaderships.size === 0) return waitMs;
+    const now = Date.now();
+    const named = new Set([...fetched].map((r) => bucketKey(r.bucket)));
+    for (const [key, l] of this.newLeaderships) {
+      if (l.until > now && l.followers.includes(followerId) && !named.has(key)) return Math.min(waitMs, NEW_LEADERSHIP_POLL_MS);
+    }
+    return waitMs;
+  }
+
+  /** Calls `wake` when this server begins to lead a bucket `followerId` follows; returns the unsubscribe. */
+  onLeadershipFor(followerId: number, wake: () => void): () => void {
+    const waiting = { followerId, wake };
+    this.waitingFetches.add(waiting);
+    return () => this.waitingFetches.delete(waiting);
   }
 
   private async becomeFollower(replica: Replica, b: pb.PbBucketLeaderAndIsr): Promise<void> {

@@ -30,8 +30,8 @@ function logBatch(tag: string, n = 3, writer?: { writerId: bigint; sequence: num
   });
 }
 
-async function produce(conn: RpcConnection, batch: Buffer, acks: number, timeoutMs = 20_000) {
-  const response = await conn.request(ApiKeys.ProduceLog, { acks, tableId: BigInt(table.tableId), timeoutMs, bucketsReq: [{ bucketId: 0, records: batch }] });
+async function produce(conn: RpcConnection, batch: Buffer, acks: number, timeoutMs = 20_000, bucketId = 0) {
+  const response = await conn.request(ApiKeys.ProduceLog, { acks, tableId: BigInt(table.tableId), timeoutMs, bucketsReq: [{ bucketId, records: batch }] });
   return response.bucketsResp[0];
 }
 
@@ -363,5 +363,35 @@ describe('a follower behind the leader log start', () => {
     assert.equal(hostedLog(cluster, 2).logStartOffset, start);
     await waitUntil('server 2 joined the ISR', () => hostedLog(cluster, 1).inSyncReplicas === 2);
     assert.deepEqual(cluster.buckets.get(0)!.isr, [1, 2]);
+  });
+});
+
+describe('a new leader and the long polls of its followers', () => {
+  let cluster: ReplicaCluster;
+  after(() => cluster?.close());
+
+  test('its first acks=all write waits for no follower fetch that long-polls for other buckets, whichever server is told first', async () => {
+    // Polls and back-offs far longer than the writes may take: only the wake-ups can make them pass.
+    cluster = new ReplicaCluster({ ...table, bucketCount: 4 }, { 'log.replica.fetch.wait-max-time': '60s', 'log.replica.fetch.backoff-interval': '60s' });
+    for (const id of [1, 2, 3]) await cluster.start(id);
+    await cluster.elect(0, 1, [1, 2]);
+    const leader = await cluster.connection(1);
+    assert.equal((await produce(leader, logBatch('a'), -1)).errorCode, undefined);
+    // Server 2 now long-polls server 1 for bucket 0, which gets no more writes.
+    await sleep(300);
+    const write = async (bucket: number): Promise<void> => {
+      const answer = await produce(leader, logBatch(`b${bucket}`), -1, 20_000, bucket);
+      assert.equal(errorName(answer.errorCode), undefined, `bucket ${bucket}: ${answer.errorMessage}`);
+    };
+    // The follower is told first: the leader answers its waiting fetch once it leads.
+    await cluster.elect(1, 1, [1, 2], [1, 2], [2, 1]);
+    await write(1);
+    await sleep(300);
+    // The leader is told first: the follower's next fetch, without the bucket, waits briefly only.
+    await cluster.elect(2, 1, [1, 2], [1, 2], [1, 2]);
+    await write(2);
+    // Server 3 has no fetcher yet and asks before the leader leads: it retries within milliseconds.
+    await cluster.elect(3, 1, [1, 2, 3], [1, 2, 3], [3, 2, 1]);
+    await write(3);
   });
 });

@@ -409,7 +409,11 @@ export class TabletServer implements BucketLifecycle {
       const remaining = deadline - Date.now();
       const hasError = response.tablesResp.some((t) => t.bucketsResp.some((b) => b.errorCode !== undefined));
       if (bytes >= Math.max(req.minBytes, 1) || remaining <= 0 || hasError || replicas.length === 0 || this.serving.signal.aborted) return response;
-      await this.waitForData(replicas, remaining, follower);
+      if (follower) {
+        const waitMs = this.inCluster().followerFetchWaitMs(req.followerServerId, replicas.map((r) => r.replica), remaining);
+        await this.waitForData(replicas, waitMs, req.followerServerId);
+        if (waitMs < remaining) return (await this.readFetch(req, follower)).response;
+      } else await this.waitForData(replicas, remaining);
     }
   }
 
@@ -515,8 +519,12 @@ export class TabletServer implements BucketLifecycle {
     return replica;
   }
 
-  /** Waits until the end bounding a read of one of `replicas` has moved (also if it already did since the read), or `timeoutMs`. */
-  private waitForData(replicas: { replica: Replica; end: bigint }[], timeoutMs: number, follower: boolean): Promise<void> {
+  /**
+   * Waits until the end bounding a read of one of `replicas` has moved (also if it already did since
+   * the read), or `timeoutMs`; a follower's fetch also when this server begins to lead a bucket it follows.
+   */
+  private waitForData(replicas: { replica: Replica; end: bigint }[], timeoutMs: number, followerId?: number): Promise<void> {
+    const follower = followerId !== undefined;
     return new Promise((resolve) => {
       const unsubscribes: (() => void)[] = [];
       const done = (): void => {
@@ -527,6 +535,7 @@ export class TabletServer implements BucketLifecycle {
       };
       const timer = setTimeout(done, timeoutMs);
       for (const { replica } of replicas) unsubscribes.push(follower ? replica.log.onDurableEnd(done) : replica.log.onHighWatermark(done));
+      if (follower) unsubscribes.push(this.inCluster().onLeadershipFor(followerId, done));
       this.serving.signal.addEventListener('abort', done);
       if (replicas.some(({ replica, end }) => readEnd(replica, follower) !== end)) done();
     });
