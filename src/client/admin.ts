@@ -1,9 +1,11 @@
 /**
  * `Admin`: databases, tables, partitions, offsets and where buckets live. Metadata and DDL go to
- * the coordinator, offsets and stats to each bucket's leader (retried at a new leader until
+ * the coordinator (retried while none is active: ConnectionCore.withCoordinator; creations carry a
+ * token so that a retry the coordinator already committed is not TABLE_ALREADY_EXIST), offsets and stats to each bucket's leader (retried at a new leader until
  * `client.request-timeout`), and failures reject with a `TributaryError` whose `errorName` says
  * what went wrong.
  */
+import { randomUUID } from 'node:crypto';
 import { ErrorCodes, TributaryError } from '../common/errors.js';
 import {
   type ColumnSpec,
@@ -139,6 +141,8 @@ export class Admin {
       tablePath: pbPath(path),
       tableJson: JSON.stringify({ ...descriptor, columns }),
       ignoreIfExists: options.ignoreIfExists ?? false,
+      // A retry after a failover finds the table this call created, not TABLE_ALREADY_EXIST.
+      creationToken: randomUUID(),
     });
     this.conn.metadata.invalidate(path);
     return Number(resp.tableId);
@@ -220,7 +224,7 @@ export class Admin {
   }
 
   async createPartition(path: TablePath, spec: Record<string, string>, options: { ignoreIfExists?: boolean } = {}): Promise<number> {
-    const resp = await this.call(ApiKeys.CreatePartition, { tablePath: pbPath(path), partitionSpec: pbSpec(spec), ignoreIfExists: options.ignoreIfExists ?? false });
+    const resp = await this.call(ApiKeys.CreatePartition, { tablePath: pbPath(path), partitionSpec: pbSpec(spec), ignoreIfExists: options.ignoreIfExists ?? false, creationToken: randomUUID() });
     return Number(resp.partitionId);
   }
 
@@ -385,7 +389,7 @@ export class Admin {
   }
 
   private async call<A extends Api>(api: A, init: RequestInit<A>): Promise<ResponseMessage<A>> {
-    return (await this.conn.coordinator()).request(api, init);
+    return this.conn.withCoordinator((rpc) => rpc.request(api, init));
   }
 }
 

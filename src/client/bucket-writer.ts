@@ -69,7 +69,7 @@ export abstract class BucketWriter<C extends BatchContent> {
   /** A writer id from the server when idempotence is on (the default). */
   protected static async writerIdFor(conn: ConnectionCore): Promise<bigint | undefined> {
     if (!conn.options.bool('client.writer.enable-idempotence')) return undefined;
-    return (await (await conn.coordinator()).request(ApiKeys.InitWriter, {})).writerId;
+    return (await conn.withCoordinator((rpc) => rpc.request(ApiKeys.InitWriter, {}))).writerId;
   }
 
   /** A new, empty batch content. */

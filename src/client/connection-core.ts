@@ -15,6 +15,12 @@ export interface ConnectionCore {
    * found again through the bootstrap servers after it failed.
    */
   coordinator(): Promise<RpcConnection>;
+  /**
+   * Runs `task` (requests to the active coordinator) on its connection, and again on the
+   * coordinator found then, after a back-off, while there is no active coordinator to answer: a
+   * standby's NETWORK_EXCEPTION, a closed connection, a timeout. Until `client.request-timeout`.
+   */
+  withCoordinator<T>(task: (rpc: RpcConnection) => Promise<T>): Promise<T>;
   /** The RPC connection to tablet server `nodeId` (a bucket's leader), opened on first use and after a failure. */
   tabletServer(nodeId: number): Promise<RpcConnection>;
 }

@@ -9,7 +9,7 @@
  *   const table = await conn.getTable({ database: 'tributary', table: 'orders' });
  */
 import { Options } from '../common/config.js';
-import { TributaryError } from '../common/errors.js';
+import { type ErrorName, TributaryError } from '../common/errors.js';
 import type { TablePath } from '../common/schema.js';
 import { initArrowCompression } from '../record/compression.js';
 import { ApiKeys } from '../rpc/api-keys.js';
@@ -19,6 +19,9 @@ import type { ConnectionCore } from './connection-core.js';
 import { retryBackoffMs } from './leader-requests.js';
 import { addressOf, MetadataCache } from './metadata-cache.js';
 import { Table } from './table.js';
+
+/** What a coordinator request fails with while no coordinator is active (or the client still talks to one that no longer is). */
+const NO_ACTIVE_COORDINATOR = new Set<ErrorName>(['NETWORK_EXCEPTION', 'CONNECTION_CLOSED', 'REQUEST_TIME_OUT']);
 
 interface Endpoint {
   host: string;
@@ -44,7 +47,7 @@ export class Connection implements ConnectionCore {
     this.options = options;
     this.endpoints = options.list('bootstrap.servers').map(parseEndpoint);
     if (this.endpoints.length === 0) throw new TributaryError('INVALID_CONFIG_EXCEPTION', 'bootstrap.servers names no server');
-    this.metadata = new MetadataCache(() => this.coordinator());
+    this.metadata = new MetadataCache((task) => this.withCoordinator(task));
   }
 
   /** Bootstraps from the first bootstrap server that answers. Options use the client keys of docs/configuration.md. */
@@ -77,6 +80,23 @@ export class Connection implements ConnectionCore {
     this.bootstrapping ??= this.bootstrap().finally(() => (this.bootstrapping = undefined));
     await this.bootstrapping;
     return this.open(this.metadata.coordinatorServer!);
+  }
+
+  async withCoordinator<T>(task: (rpc: RpcConnection) => Promise<T>): Promise<T> {
+    const deadline = Date.now() + this.options.durationMs('client.request-timeout');
+    for (let attempt = 1; ; attempt++) {
+      let rpc: RpcConnection | undefined;
+      try {
+        rpc = await this.coordinator();
+        return await task(rpc);
+      } catch (err) {
+        const wait = retryBackoffMs(attempt);
+        if (!(err instanceof TributaryError) || !NO_ACTIVE_COORDINATOR.has(err.errorName) || this.closed || Date.now() + wait >= deadline) throw err;
+        // A standby answered, or the coordinator went away: bootstrap again to find the active one.
+        if (rpc) this.drop(rpc.address);
+        await new Promise((resolve) => setTimeout(resolve, wait));
+      }
+    }
   }
 
   async tabletServer(nodeId: number): Promise<RpcConnection> {

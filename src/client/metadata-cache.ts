@@ -45,7 +45,10 @@ export class MetadataCache {
   /** Schemas by `<table id>/<schema id>`. */
   private readonly schemas = new Map<string, Schema>();
 
-  constructor(private readonly coordinator: () => Promise<RpcConnection>) {}
+  constructor(
+    /** Runs requests on the active coordinator, retried while there is none (ConnectionCore.withCoordinator). */
+    private readonly withCoordinator: <T>(task: (rpc: RpcConnection) => Promise<T>) => Promise<T>,
+  ) {}
 
   /** The active coordinator, as the last metadata answer named it. */
   get coordinatorServer(): ServerNode | undefined {
@@ -131,8 +134,7 @@ export class MetadataCache {
   async schema(table: TableInfo, schemaId: number): Promise<Schema> {
     const known = this.cachedSchema(table, schemaId);
     if (known) return known;
-    const conn = await this.coordinator();
-    const resp = await conn.request(ApiKeys.GetTableSchema, { tablePath: { databaseName: table.path.database, tableName: table.path.table }, schemaId });
+    const resp = await this.withCoordinator((rpc) => rpc.request(ApiKeys.GetTableSchema, { tablePath: { databaseName: table.path.database, tableName: table.path.table }, schemaId }));
     const schema = schemaFromJson(JSON.parse(resp.schemaJson));
     this.schemas.set(`${table.tableId}/${schemaId}`, schema);
     return schema;
@@ -155,8 +157,7 @@ export class MetadataCache {
   }
 
   async listPartitions(path: TablePath): Promise<PartitionInfo[]> {
-    const conn = await this.coordinator();
-    const resp = await conn.request(ApiKeys.ListPartitionInfos, { tablePath: { databaseName: path.database, tableName: path.table } });
+    const resp = await this.withCoordinator((rpc) => rpc.request(ApiKeys.ListPartitionInfos, { tablePath: { databaseName: path.database, tableName: path.table } }));
     return resp.partitionsInfo.map(toPartitionInfo);
   }
 
@@ -187,10 +188,11 @@ export class MetadataCache {
 
   /** One GetMetadata to the coordinator; the nodes it names become the current ones. */
   private async getMetadata(init: { tablePath?: { databaseName: string; tableName: string }[]; partitionsId?: bigint[] }): Promise<MetadataResponse> {
-    const conn = await this.coordinator();
-    const resp = await conn.request(ApiKeys.GetMetadata, init);
-    this.learnNodes(resp, conn);
-    return resp;
+    return this.withCoordinator(async (rpc) => {
+      const resp = await rpc.request(ApiKeys.GetMetadata, init);
+      this.learnNodes(resp, rpc);
+      return resp;
+    });
   }
 }
 

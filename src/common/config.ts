@@ -116,7 +116,7 @@ export const OPTIONS: readonly OptionDef[] = [
 
   // ---- client options
   d({ key: 'bootstrap.servers', scope: 'client', type: 'list', default: '127.0.0.1:9123', description: 'Comma-separated host:port of servers to bootstrap from: any of them (a coordinator or a tablet server of a cluster, or the one node of tributary start) names the active coordinator and the tablet servers; the next is tried when one does not answer.' }),
-  d({ key: 'client.request-timeout', scope: 'client', type: 'duration', min: 1, default: '30s', description: 'How long a request may take before it fails with REQUEST_TIME_OUT; also how long a read retries at new leaders (after NOT_LEADER_OR_FOLLOWER, a lost connection) before it fails with the last error.' }),
+  d({ key: 'client.request-timeout', scope: 'client', type: 'duration', min: 1, default: '30s', description: 'How long a request may take before it fails with REQUEST_TIME_OUT; also how long a read retries at new leaders (after NOT_LEADER_OR_FOLLOWER, a lost connection), and a request to the coordinator while none is active, before it fails with the last error.' }),
   d({ key: 'client.connect-timeout', scope: 'client', type: 'duration', min: 1, default: '10s', description: 'How long connecting to a server may take.' }),
   d({ key: 'client.writer.acks', scope: 'client', type: 'enum', enumValues: ['0', '1', 'all', '-1'], default: 'all', description: '0: do not wait for the server; 1: written to the log file; all: below the high watermark, i.e. durable per log.flush.* and visible to readers.' }),
   d({ key: 'client.writer.batch-size', scope: 'client', type: 'memory', default: '2mb', description: 'A bucket\'s batch is sent once it holds this many bytes.' }),

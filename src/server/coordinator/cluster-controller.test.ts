@@ -41,6 +41,8 @@ class StandInTabletServer {
   readonly told: Told[] = [];
   readonly stopped: { coordinatorEpoch: number; tableId: number; partitionId?: number; bucket: number; delete: boolean }[] = [];
   readonly metadata: UpdateMetadataRequest[] = [];
+  /** NotifyLakeTableOffset: `<coordinator epoch>:<table id>:<partition id or ->:<bucket>=<end offset>`, in arrival order. */
+  readonly lakeOffsets: string[] = [];
   private registration?: TabletServerRegistration;
 
   private constructor(
@@ -74,6 +76,12 @@ class StandInTabletServer {
     });
     rpc.register(ApiKeys.UpdateMetadata, async (req) => {
       server.metadata.push(req);
+      return {};
+    });
+    rpc.register(ApiKeys.NotifyLakeTableOffset, async (req) => {
+      for (const t of req.tables) {
+        for (const o of t.bucketOffsets) server.lakeOffsets.push(`${req.coordinatorEpoch}:${t.tableId}:${o.partitionId ?? '-'}:${o.bucketId}=${o.logEndOffset}`);
+      }
       return {};
     });
     const { port } = await rpc.listen();
@@ -275,6 +283,46 @@ test('a server that leaves hands its leaderships to ISR members at epoch + 1 and
   const back = (await bucketsOf(coordinator, 'solo'))[offline.bucketId];
   assert.deepEqual(state(back), { leader: gone.id, leaderEpoch: 2, replicas: [gone.id], isr: [gone.id] });
   assert.equal(gone.latest(soloId, offline.bucketId)!.bucket.leader, gone.id);
+});
+
+test('lake end offsets reach every replica of the buckets the lake holds, and a server that comes back learns them again', async () => {
+  const root = zooKeeper.newRoot('cluster');
+  const stands = await servers(root, 3);
+  const coordinator = await candidate(root, 100).started;
+  const path = { database: 'tributary', table: 'tiered' };
+  const tableId = await coordinator.coordinator.createTable(path, logTable(2, { 'table.replication.factor': '2' }), false);
+  const buckets = await bucketsOf(coordinator, 'tiered');
+  const info = coordinator.coordinator.getTableInfo(path);
+  // The lake holds bucket 0 up to offset 7 and nothing of bucket 1.
+  coordinator.controller.lakeOffsetsChanged(info, [{ bucket: 0, endOffset: 7n }]);
+  const notice = `${coordinator.epoch}:${tableId}:-:0=7`;
+  const holders = stands.filter((s) => buckets[0].replicaId.includes(s.id));
+  await until('the replicas of bucket 0 learn the lake end offset', () => holders.every((s) => s.lakeOffsets.includes(notice)));
+  for (const s of stands) {
+    assert.deepEqual(s.lakeOffsets, holders.includes(s) ? [notice] : [], `server ${s.id} learns only of the buckets it holds`);
+  }
+
+  const back = holders[0];
+  const rejoin = async (): Promise<void> => {
+    const told = back.told.length;
+    await back.leave();
+    await until('the others learn it left', () => stands.filter((s) => s !== back).every((s) => s.knownServers()?.length === 2));
+    await back.join();
+    await until('it is told its replicas again', () => back.told.length > told);
+  };
+  await rejoin();
+  await until('it learns the lake end offset again, with its replicas', () => back.lakeOffsets.length === 2);
+  assert.deepEqual(back.lakeOffsets, [notice, notice]);
+
+  await coordinator.coordinator.dropTable(path, false);
+  const other = { database: 'tributary', table: 'other' };
+  const otherId = await coordinator.coordinator.createTable(other, logTable(1, { 'table.replication.factor': '3' }), false);
+  await rejoin();
+  // Requests to a server arrive in the order they were sent: this one comes after anything the rejoin sent.
+  coordinator.controller.lakeOffsetsChanged(coordinator.coordinator.getTableInfo(other), [{ bucket: 0, endOffset: 1n }]);
+  const barrier = `${coordinator.epoch}:${otherId}:-:0=1`;
+  await until('the later notice arrives', () => back.lakeOffsets.includes(barrier));
+  assert.deepEqual(back.lakeOffsets, [notice, notice, barrier], 'a dropped table has no lake end offsets to send');
 });
 
 test('AdjustIsr is applied only at the current leader epoch and bucket epoch, to an ISR of replicas holding the leader', async () => {

@@ -25,8 +25,10 @@
  * UpdateMetadata (the coordinator and every live tablet server) to every live server on each change
  * of membership, always before the NotifyLeaderAndIsr it may need to find a leader;
  * NotifyLeaderAndIsr, one request per server holding all of its buckets that changed, with the
- * table's JSON so it can create a replica it does not have; StopReplica (delete) on drops. A new
- * coordinator sends all of it again, with its own epoch, before anything else.
+ * table's JSON so it can create a replica it does not have; StopReplica (delete) on drops;
+ * NotifyLakeTableOffset after each lake snapshot and after each NotifyLeaderAndIsr
+ * (lake-offset-notices.ts). A new coordinator sends all of it again, with its own epoch, before
+ * anything else.
  *
  * Leadership (leader-election.ts): a dead leader hands over to the next live ISR member; a dead
  * follower leaves the ISR; a bucket with no live ISR member is offline until one comes back (looked
@@ -36,6 +38,7 @@
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { Options } from '../../common/config.js';
 import { ErrorCodes, TributaryError } from '../../common/errors.js';
+import type { LakeBucketOffset } from '../../common/lake.js';
 import type { Logger } from '../../common/logger.js';
 import { type PartitionInfo, type TableInfo, tableInfoToJson } from '../../common/schema.js';
 import { ApiKeys } from '../../rpc/api-keys.js';
@@ -53,6 +56,7 @@ import type { MetadataOp, MetadataStore } from '../metadata/metadata-store.js';
 import { type LiveTabletServers, registrationEpoch, type TabletServerNode } from '../metadata/tablet-server-registry.js';
 import type { ClusterView } from './coordinator-service.js';
 import type { BucketLifecycle, BucketPlacement, PartitionEntry } from './coordinator.js';
+import { LakeOffsetNotices } from './lake-offset-notices.js';
 import { type LeaderAndIsr, nextLeaderAndIsr, NO_LEADER } from './leader-election.js';
 import { assignReplicas, checkReplicationFactor, replicationFactorOf } from './replica-assignment.js';
 import { TabletServerChannels } from './tablet-server-channels.js';
@@ -136,6 +140,7 @@ export class ClusterController implements BucketLifecycle, BucketPlacement, Clus
   /** Tables and partitions whose buckets are being created: the Coordinator does not show them yet. */
   private readonly creating = new Map<string, { table: TableInfo; partition?: PartitionInfo }>();
   private readonly channels: TabletServerChannels;
+  private readonly lakeOffsets = new LakeOffsetNotices();
   private retryTimer?: NodeJS.Timeout;
   private readonly onJoined = (server: TabletServerNode): void => void this.background('tablet server joined', () => this.serverJoined(server));
   private readonly onLeft = (id: number): void => void this.background('tablet server left', () => this.serverLeft(id));
@@ -218,7 +223,10 @@ export class ClusterController implements BucketLifecycle, BucketPlacement, Clus
 
   /** Stops and deletes the replicas, then forgets their assignment and leader_isr. */
   async dropBuckets(table: TableInfo, partition?: PartitionInfo): Promise<void> {
-    const deliveries = await this.enqueue(() => this.removeGroups(partition ? [groupOf(table, partition)] : this.groupsOfTable(table.tableId)));
+    const deliveries = await this.enqueue(() => {
+      if (!partition) this.lakeOffsets.drop(table.tableId);
+      return this.removeGroups(partition ? [groupOf(table, partition)] : this.groupsOfTable(table.tableId));
+    });
     await Promise.all(deliveries);
   }
 
@@ -229,8 +237,13 @@ export class ClusterController implements BucketLifecycle, BucketPlacement, Clus
     });
   }
 
-  /** Tablet servers keep what the lake holds to themselves for now: nothing to send. */
-  lakeOffsetsChanged(): void {}
+  /** Tells every live replica of the table's buckets what the lake now holds of them (their retention gate). */
+  lakeOffsetsChanged(table: TableInfo, offsets: readonly LakeBucketOffset[]): void {
+    void this.background('lake offsets changed', async () => {
+      this.lakeOffsets.set(table.tableId, offsets);
+      void Promise.all(this.notifyLakeOffsets(this.toReplicas(this.groupsOfTable(table.tableId).flatMap((g) => this.bucketsOf(g)))));
+    });
+  }
 
   // ------------------------------------------------------------------ requests from tablet servers
 
@@ -478,6 +491,18 @@ export class ClusterController implements BucketLifecycle, BucketPlacement, Clus
           this.settings.log.warn({ server: id, failed: failed.length, some }, 'a tablet server could not take some of its replicas');
         }),
       );
+    }
+    // Replicas it may not have had before learn what the lake holds of them, right after they exist.
+    return [...deliveries, ...this.notifyLakeOffsets(targets)];
+  }
+
+  /** One NotifyLakeTableOffset per live server whose buckets the lake holds some of. */
+  private notifyLakeOffsets(targets: Map<number, BucketRef[]>): Promise<unknown>[] {
+    const deliveries: Promise<unknown>[] = [];
+    for (const [id, refs] of targets) {
+      if (!this.settings.servers.isLive(id)) continue;
+      const tables = this.lakeOffsets.tablesOf(refs.map((r) => ({ ...r.group, bucket: r.bucket })));
+      if (tables.length > 0) deliveries.push(this.channels.send(id, ApiKeys.NotifyLakeTableOffset, { tables }));
     }
     return deliveries;
   }

@@ -69,7 +69,7 @@ export function registerCoordinatorService(rpc: ApiRegistrar, coordinator: Coord
     const path = tablePathOf(api, req.tablePath);
     if (!req.tableJson) throw fieldError(api, 'table_json', 'is required', 'INVALID_TABLE_EXCEPTION');
     const descriptor = tableDescriptorFromJson(jsonOf(api, 'table_json', req.tableJson, 'INVALID_TABLE_EXCEPTION'), `${api.name}: table_json`);
-    const tableId = await coordinator.createTable(path, descriptor, req.ignoreIfExists);
+    const tableId = await coordinator.createTable(path, descriptor, req.ignoreIfExists, req.creationToken);
     return { tableId: BigInt(tableId) };
   });
   rpc.register(ApiKeys.DropTable, async (req) => {
@@ -134,7 +134,7 @@ export function registerCoordinatorService(rpc: ApiRegistrar, coordinator: Coord
     })),
   }));
   rpc.register(ApiKeys.CreatePartition, async (req) => ({
-    partitionId: BigInt(await coordinator.createPartition(tablePathOf(ApiKeys.CreatePartition, req.tablePath), toSpec(ApiKeys.CreatePartition, 'partition_spec', req.partitionSpec), req.ignoreIfExists)),
+    partitionId: BigInt(await coordinator.createPartition(tablePathOf(ApiKeys.CreatePartition, req.tablePath), toSpec(ApiKeys.CreatePartition, 'partition_spec', req.partitionSpec), req.ignoreIfExists, req.creationToken)),
   }));
   rpc.register(ApiKeys.DropPartition, async (req) => {
     await coordinator.dropPartition(tablePathOf(ApiKeys.DropPartition, req.tablePath), toSpec(ApiKeys.DropPartition, 'partition_spec', req.partitionSpec), req.ignoreIfNotExists);

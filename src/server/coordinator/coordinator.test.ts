@@ -202,3 +202,24 @@ describe('Coordinator.createTable: replication factor on one node', () => {
     await assert.rejects(defaulted.createTable({ database: 'tributary', table: 't' }, table({}), false), rejects('INVALID_REPLICATION_FACTOR', 'asks for 2 replicas'));
   });
 });
+
+describe('Coordinator: a creation sent again with its creation token', () => {
+  it('gets the table and partition it created; another creation of the same name still fails, also after a restart', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'coordinator-'));
+    dirs.push(dir);
+    const first = await start(dir);
+    const p = { database: 'tributary', table: 'events' };
+    const descriptor = { columns: [{ name: 'day', type: 'STRING' }, { name: 'id', type: 'BIGINT' }], partitionKeys: ['day'] };
+    const tableId = await first.coordinator.createTable(p, descriptor, false, 'token-a');
+    const partitionId = await first.coordinator.createPartition(p, { day: '2026-01-01' }, false, 'token-b');
+    await first.coordinator.stop();
+    // A coordinator that takes over answers the retry from what the first committed.
+    const second = await start(dir);
+    assert.equal(await second.coordinator.createTable(p, descriptor, false, 'token-a'), tableId);
+    assert.equal(await second.coordinator.createPartition(p, { day: '2026-01-01' }, false, 'token-b'), partitionId);
+    await assert.rejects(second.coordinator.createTable(p, descriptor, false, 'token-c'), rejects('TABLE_ALREADY_EXIST', 'events'));
+    await assert.rejects(second.coordinator.createTable(p, descriptor, false), rejects('TABLE_ALREADY_EXIST', 'events'));
+    await assert.rejects(second.coordinator.createPartition(p, { day: '2026-01-01' }, false, 'token-a'), rejects('PARTITION_ALREADY_EXISTS', '2026-01-01'));
+    assert.deepEqual(Object.keys(second.coordinator.getTableInfo(p).properties), [], 'the token is no table option');
+  });
+});

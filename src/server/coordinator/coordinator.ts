@@ -58,12 +58,15 @@ interface TableRegistration {
   comment?: string;
   created_time: number;
   modified_time: number;
+  /** The client's id of the creation: its retry is answered with this table, not TABLE_ALREADY_EXIST. */
+  creation_token?: string;
 }
 
 interface PartitionRegistration {
   partition_id: number;
   spec: Record<string, string>;
   created_time: number;
+  creation_token?: string;
 }
 
 /** What the tablet side does when buckets come and go: the in-process TabletServer, or in a cluster the ClusterController's requests. */
@@ -110,6 +113,9 @@ export interface PartitionEntry extends PartitionInfo {
 const MAX_SCHEMA_ID = 0x7fff;
 /** Writer ids reserved by one metadata write. */
 const WRITER_ID_BLOCK = 1000;
+
+/** Whether a creation carrying `token` is the one that registered `existing` (sent again by its client). */
+const isRetryOf = (existing: { creation_token?: string }, token: string | undefined): boolean => token !== undefined && token !== '' && existing.creation_token === token;
 
 // Names become store paths: one that is not an identifier (a '/' in it) could reach another node of the tree.
 const dbPath = (db: string): string => {
@@ -321,20 +327,25 @@ export class Coordinator {
 
   // ------------------------------------------------------------------ tables
 
-  createTable(path: TablePath, descriptor: TableDescriptor, ignoreIfExists: boolean): Promise<number> {
+  /**
+   * CREATE TABLE; returns the table id. `creationToken` names this one creation: a client sending
+   * it again (its first request's answer was lost with the coordinator that committed it) gets the
+   * table it created, instead of TABLE_ALREADY_EXIST.
+   */
+  createTable(path: TablePath, descriptor: TableDescriptor, ignoreIfExists: boolean, creationToken?: string): Promise<number> {
     return this.serially(async () => {
       validateIdentifier('table', path.table);
       this.requireDatabase(path.database);
       const existing = this.store.get<TableRegistration>(tablePath(path));
       if (existing) {
-        if (ignoreIfExists) return existing.table_id;
+        if (ignoreIfExists || isRetryOf(existing, creationToken)) return existing.table_id;
         throw new TributaryError('TABLE_ALREADY_EXIST', `table '${tablePathString(path)}' already exists`);
       }
       const { schema, registration } = this.validateDescriptor(descriptor);
       this.disk?.checkWritable();
       const tableId = await this.store.nextId('table_id');
       const now = Date.now();
-      const reg: TableRegistration = { ...registration, table_id: tableId, schema_id: 0, created_time: now, modified_time: now };
+      const reg: TableRegistration = { ...registration, table_id: tableId, schema_id: 0, created_time: now, modified_time: now, ...(creationToken ? { creation_token: creationToken } : {}) };
       const info = this.toTableInfo(path, reg, schema);
       const placement = this.placement.placeBuckets(info);
       await this.syncLakeTable(info);
@@ -455,8 +466,9 @@ export class Coordinator {
 
   // ------------------------------------------------------------------ partitions
 
-  createPartition(path: TablePath, spec: Record<string, string>, ignoreIfExists: boolean): Promise<number> {
-    return this.serially(() => this.addPartition(this.getTableInfo(path), spec, ignoreIfExists));
+  /** CREATE PARTITION; returns the partition id. `creationToken` as createTable's. */
+  createPartition(path: TablePath, spec: Record<string, string>, ignoreIfExists: boolean, creationToken?: string): Promise<number> {
+    return this.serially(() => this.addPartition(this.getTableInfo(path), spec, ignoreIfExists, creationToken));
   }
 
   dropPartition(path: TablePath, spec: Record<string, string>, ignoreIfNotExists: boolean): Promise<void> {
@@ -573,13 +585,13 @@ export class Coordinator {
     await this.lifecycle?.dropBuckets(info);
   }
 
-  private async addPartition(info: TableInfo, spec: Record<string, string>, ignoreIfExists: boolean): Promise<number> {
+  private async addPartition(info: TableInfo, spec: Record<string, string>, ignoreIfExists: boolean, creationToken?: string): Promise<number> {
     this.requirePartitioned(info);
     const { values, name } = parsePartitionSpec(info.partitionKeys, spec);
     const regPath = `${tablePath(info.path)}/partitions/${name}`;
     const existing = this.store.get<PartitionRegistration>(regPath);
     if (existing) {
-      if (ignoreIfExists) return existing.partition_id;
+      if (ignoreIfExists || isRetryOf(existing, creationToken)) return existing.partition_id;
       throw new TributaryError('PARTITION_ALREADY_EXISTS', `partition '${name}' of table '${tablePathString(info.path)}' already exists`);
     }
     const max = this.options.int('max.partition.num');
@@ -591,7 +603,7 @@ export class Coordinator {
     const normalized = Object.fromEntries(info.partitionKeys.map((k, i) => [k, values[i]]));
     const partition = { partitionId, partitionName: name, spec: normalized };
     await this.store.commit([
-      { op: 'put', path: regPath, value: { partition_id: partitionId, spec: normalized, created_time: Date.now() } satisfies PartitionRegistration },
+      { op: 'put', path: regPath, value: { partition_id: partitionId, spec: normalized, created_time: Date.now(), ...(creationToken ? { creation_token: creationToken } : {}) } satisfies PartitionRegistration },
       ...this.placement.placeBuckets(info, partition),
     ]);
     await this.lifecycle?.createBuckets(info, partition);

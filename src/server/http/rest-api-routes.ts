@@ -11,6 +11,16 @@
  *                                             the Iceberg field id the lake table (and the Iceberg REST
  *                                             catalog) gives it: the two differ, as the lake's ids count
  *                                             from 1 and its system columns take ids too
+ *   GET  /databases/{db}/tables/{table}/buckets
+ *                                             { "buckets": [{ partition, bucket, leader, replicas, isr,
+ *                                             leader_epoch, high_watermark, log_end_offset } …] }: the
+ *                                             rows of SELECT * FROM t$buckets (Admin.listBuckets);
+ *                                             partition null for a non-partitioned table, leader -1
+ *                                             while a bucket has none, offsets null when the leader
+ *                                             cannot say
+ *   GET  /cluster/tablet-servers              { "tablet_servers": [{ server_id, host, port, rack, alive,
+ *                                             leader_count, replica_count } …] }: the rows of SHOW
+ *                                             TABLET SERVERS (Admin.listTabletServers)
  *   POST /databases/{db}/tables/{table}/rows  rows as JSON or Arrow IPC (encoding.ts): appended to a
  *                                             log table, upserted into a primary-key table; answers
  *                                             { "rows": n } once the server acknowledged them all
@@ -125,6 +135,31 @@ export function restApiRoutes(conn: Connection, lake: LakeStorage, limits: SqlLi
     app.get('/databases/:database/tables', async (req: FastifyRequest<DatabaseParams>) => ({ tables: await admin.listTables(req.params.database) }));
 
     app.get('/databases/:database/tables/:table', async (req: FastifyRequest<TableParams>) => tableInfoJson(await admin.getTableInfo(req.params), lake));
+
+    app.get('/databases/:database/tables/:table/buckets', async (req: FastifyRequest<TableParams>) => ({
+      buckets: (await admin.listBuckets(req.params)).map((b) => ({
+        partition: b.partition ?? null,
+        bucket: b.bucket,
+        leader: b.leader,
+        replicas: b.replicas,
+        isr: b.isr,
+        leader_epoch: b.leaderEpoch,
+        high_watermark: b.highWatermark,
+        log_end_offset: b.logEndOffset,
+      })),
+    }));
+
+    app.get('/cluster/tablet-servers', async () => ({
+      tablet_servers: (await admin.listTabletServers()).map((s) => ({
+        server_id: s.nodeId,
+        host: s.host,
+        port: s.port,
+        rack: s.rack,
+        alive: s.alive,
+        leader_count: s.leaderCount,
+        replica_count: s.replicaCount,
+      })),
+    }));
 
     app.post('/databases/:database/tables/:table/rows', async (req: FastifyRequest<TableParams & { Body: unknown }>) => {
       const table = await conn.getTable(req.params);

@@ -1,7 +1,8 @@
 /**
  * ReplicaManager: the cluster side of a tablet server (Kafka's and Fluss's ReplicaManager). The
  * coordinator makes each hosted replica leader or follower (NotifyLeaderAndIsr), stops it
- * (StopReplica) and tells where the other servers are (UpdateMetadata); this server's leaders
+ * (StopReplica), tells where the other servers are (UpdateMetadata) and what the lake holds of each
+ * bucket (NotifyLakeTableOffset: the retention gate of lake-enabled tables); this server's leaders
  * track their followers, keep the high watermark and propose ISR changes (AdjustIsr); its
  * followers copy their leaders' logs (ReplicaFetcher, one per leader server).
  *
@@ -25,10 +26,12 @@
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { Options } from '../../common/config.js';
 import { TributaryError } from '../../common/errors.js';
+import type { LakeBucketOffset } from '../../common/lake.js';
 import type { Logger } from '../../common/logger.js';
 import { partitionSpecFromName } from '../../common/partitions.js';
 import { type PartitionInfo, type TableInfo, tableInfoFromJson } from '../../common/schema.js';
 import type { RpcConnection } from '../../rpc/connection.js';
+import { fromPbLakeOffset } from '../../rpc/lake-offsets.js';
 import type * as pb from '../../rpc/gen/tributary_pb.js';
 import type { ServerActivity } from '../../common/activity.js';
 import { bucketError } from './bucket-responses.js';
@@ -65,6 +68,8 @@ export interface ReplicaHost {
   closeReplica(replica: Replica, deleteData: boolean): Promise<void>;
   /** Applies a changed table (options, schema) to the replica. */
   alterReplica(replica: Replica, table: TableInfo): void;
+  /** What the lake now holds of the table's hosted buckets: log retention keeps everything above it. */
+  lakeOffsetsChanged(table: { tableId: number }, offsets: readonly LakeBucketOffset[]): void;
   openKv(replica: Replica): Promise<void>;
   /** Closes the KvTablet and drops its local state. */
   closeKv(replica: Replica): Promise<void>;
@@ -194,6 +199,16 @@ export class ReplicaManager {
     this.nodes.clear();
     for (const n of req.tabletServers) this.nodes.set(n.nodeId, node(n));
     return {};
+  }
+
+  /** Sets what the lake holds of the hosted replicas of each table named (a replica not hosted yet learns it when it becomes one). */
+  async notifyLakeTableOffset(req: pb.NotifyLakeTableOffsetRequest): Promise<MessageInitShape<typeof pb.NotifyLakeTableOffsetResponseSchema>> {
+    this.fence(req.coordinatorEpoch);
+    // After the leadership changes sent before it, so that the replicas it names exist.
+    return this.serialized(async () => {
+      for (const t of req.tables) this.host.lakeOffsetsChanged({ tableId: Number(t.tableId) }, t.bucketOffsets.map(fromPbLakeOffset));
+      return {};
+    });
   }
 
   /** Where an epoch ends in a log this server leads, for a follower reconciling with it. */

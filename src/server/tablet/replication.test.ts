@@ -395,3 +395,34 @@ describe('a new leader and the long polls of its followers', () => {
     await write(3);
   });
 });
+
+describe('a lake-enabled bucket', () => {
+  let cluster: ReplicaCluster;
+  after(() => cluster?.close());
+
+  test('deletes on every replica only the segments below the lake end offset the coordinator sent; an older coordinator is refused', async () => {
+    const tiered = { ...table, properties: { 'table.log.ttl': '1h', 'table.datalake.enabled': 'true' } };
+    cluster = new ReplicaCluster(tiered, { 'log.segment.file-size': '4kb' });
+    for (const id of [1, 2]) await cluster.start(id);
+    await cluster.elect(0, 1, [1, 2]);
+    const leader = await cluster.connection(1);
+    for (let i = 0; i < 30; i++) assert.equal((await produce(leader, logBatch(`b${i}`), -1)).errorCode, undefined);
+    const end = hostedLog(cluster, 1).logEndOffset;
+    await waitUntil('the follower holds the log', () => hostedLog(cluster, 2).logEndOffset === end);
+    const expire = (id: number) => cluster.server(id).tablets.deleteExpiredSegments(Date.now() + 2 * 3600_000);
+    for (const id of [1, 2]) assert.equal(await expire(id), 0, `server ${id}: nothing is deleted before the lake holds it`);
+
+    const lakeEnd = end / 2n;
+    const notify = async (id: number, coordinatorEpoch: number, endOffset: bigint) =>
+      (await cluster.connection(id)).request(ApiKeys.NotifyLakeTableOffset, { coordinatorEpoch, tables: [{ tableId: BigInt(table.tableId), bucketOffsets: [{ bucketId: 0, logEndOffset: endOffset }] }] });
+    for (const id of [1, 2]) {
+      await assert.rejects(notify(id, cluster.coordinatorEpoch - 1, end), (err: unknown) => err instanceof TributaryError && err.errorName === 'INVALID_COORDINATOR_EXCEPTION');
+      assert.equal(await expire(id), 0, `server ${id}: a deposed coordinator's offsets change nothing`);
+      await notify(id, cluster.coordinatorEpoch, lakeEnd);
+      assert.ok((await expire(id)) > 0, `server ${id} deleted the segments the lake holds`);
+      const { logStartOffset } = hostedLog(cluster, id);
+      assert.ok(logStartOffset > 0n && logStartOffset <= lakeEnd, `server ${id}: log start ${logStartOffset} is at most the lake end ${lakeEnd}`);
+      assert.equal(await expire(id), 0, `server ${id} keeps every segment the lake does not hold`);
+    }
+  });
+});

@@ -28,6 +28,8 @@ import type {
   LimitScanResponseSchema,
   ListOffsetsRequest,
   ListOffsetsResponseSchema,
+  NotifyLakeTableOffsetRequest,
+  NotifyLakeTableOffsetResponseSchema,
   NotifyLeaderAndIsrRequest,
   NotifyLeaderAndIsrResponseSchema,
   OffsetForLeaderEpochRequest,
@@ -235,6 +237,7 @@ export class TabletServer implements BucketLifecycle {
         }
       },
       alterReplica: (replica, table) => this.alterReplica(replica, table),
+      lakeOffsetsChanged: (table, offsets) => this.lakeOffsetsChanged(table, offsets),
       openKv: (replica) => this.openKv(replica),
       closeKv: async (replica) => {
         const kv = replica.kv;
@@ -268,7 +271,7 @@ export class TabletServer implements BucketLifecycle {
     replica.kv?.tableAltered(table);
   }
 
-  lakeOffsetsChanged(table: TableInfo, offsets: readonly LakeBucketOffset[]): void {
+  lakeOffsetsChanged(table: { tableId: number }, offsets: readonly LakeBucketOffset[]): void {
     for (const o of offsets) {
       const r = this.replicas.get(bucketKey({ tableId: table.tableId, bucket: o.bucket, ...(o.partitionId !== undefined ? { partitionId: o.partitionId } : {}) }));
       if (r) r.lakeEndOffset = o.endOffset;
@@ -316,6 +319,10 @@ export class TabletServer implements BucketLifecycle {
 
   updateMetadata(req: UpdateMetadataRequest): Promise<MessageInitShape<typeof UpdateMetadataResponseSchema>> {
     return this.inCluster().updateMetadata(req);
+  }
+
+  notifyLakeTableOffset(req: NotifyLakeTableOffsetRequest): Promise<MessageInitShape<typeof NotifyLakeTableOffsetResponseSchema>> {
+    return this.inCluster().notifyLakeTableOffset(req);
   }
 
   offsetForLeaderEpoch(req: OffsetForLeaderEpochRequest): Promise<MessageInitShape<typeof OffsetForLeaderEpochResponseSchema>> {

@@ -1,7 +1,7 @@
 /**
  * The tablet server's RPCs on an RPC listener: the data APIs of logs and primary-key buckets and, for
- * a member of a cluster, the coordinator's requests (NotifyLeaderAndIsr, StopReplica, UpdateMetadata)
- * and the followers' OffsetForLeaderEpoch.
+ * a member of a cluster, the coordinator's requests (NotifyLeaderAndIsr, StopReplica, UpdateMetadata,
+ * NotifyLakeTableOffset) and the followers' OffsetForLeaderEpoch.
  */
 import { ApiKeys } from '../../rpc/api-keys.js';
 import { decodeLookupRequest } from '../../rpc/lookup-messages.js';
@@ -23,5 +23,6 @@ export function registerTabletService(rpc: RpcServer, tablets: TabletServer): vo
   rpc.register(ApiKeys.NotifyLeaderAndIsr, (req) => tablets.notifyLeaderAndIsr(req));
   rpc.register(ApiKeys.StopReplica, (req) => tablets.stopReplica(req));
   rpc.register(ApiKeys.UpdateMetadata, (req) => tablets.updateMetadata(req));
+  rpc.register(ApiKeys.NotifyLakeTableOffset, (req) => tablets.notifyLakeTableOffset(req));
   rpc.register(ApiKeys.OffsetForLeaderEpoch, (req) => tablets.offsetForLeaderEpoch(req));
 }
