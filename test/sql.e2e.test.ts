@@ -135,11 +135,11 @@ describe('SHOW TABLET SERVERS', () => {
       assert.ok(result);
       assert.deepEqual(
         result.columns.map((c) => c.name),
-        ['server_id', 'host', 'port', 'rack', 'alive', 'leader_count', 'replica_count'],
+        ['server_id', 'host', 'port', 'rack', 'alive', 'tags', 'leader_count', 'replica_count'],
       );
       assert.equal(result.rows.length, 1);
-      const [id, host, port, rack, alive, leaders, replicas] = result.rows[0];
-      assert.deepEqual([id, `${host}:${port}`, rack, alive], [0, cluster.server.bootstrap, null, true]);
+      const [id, host, port, rack, alive, tags, leaders, replicas] = result.rows[0];
+      assert.deepEqual([id, `${host}:${port}`, rack, alive, tags], [0, cluster.server.bootstrap, null, true, null]);
       const admin = conn.getAdmin();
       let buckets = 0;
       for (const database of await admin.listDatabases()) {

@@ -20,6 +20,7 @@ import {
 import { formatDataType } from '../common/types.js';
 import type { LakeSnapshot } from '../common/lake.js';
 import { type Api, ApiKeys, type RequestInit, type ResponseMessage } from '../rpc/api-keys.js';
+import { codeOf, nameOf, REBALANCE_GOALS, REBALANCE_STATUSES, type RebalanceGoal, type RebalanceStatus, SERVER_TAGS, type ServerTag } from '../rpc/cluster-admin.js';
 import { fromPbLakeOffset } from '../rpc/lake-offsets.js';
 import type { ConnectionCore } from './connection-core.js';
 import { type BucketAddress, type LeaderSend, outcomeError, requestLeaders, roundToLeaders } from './leader-requests.js';
@@ -70,6 +71,8 @@ export interface LakeTieringStatus {
   buckets: { partition?: string; bucket: number; lakeEndOffset: bigint; highWatermark: bigint; recordsBehind: bigint }[];
 }
 
+export type { RebalanceGoal, RebalanceStatus, ServerTag };
+
 /** A tablet server (listTabletServers); host, port and rack are null for one that is not registered now. */
 export interface TabletServerInfo {
   nodeId: number;
@@ -77,6 +80,8 @@ export interface TabletServerInfo {
   port: number | null;
   rack: string | null;
   alive: boolean;
+  /** Its server tag (addServerTag), null when it has none. */
+  tag: ServerTag | null;
   /** Buckets (of every table and partition) it leads, and bucket replicas it is assigned. */
   leaderCount: number;
   replicaCount: number;
@@ -92,6 +97,26 @@ export interface BucketInfo {
   replicas: number[];
   isr: number[];
   leaderEpoch: number;
+}
+
+/** Where a rebalance task stands (listRebalanceProgress): its status and, per bucket it changes, the plan and how far it got. */
+export interface RebalanceProgress {
+  rebalanceId: string;
+  status: RebalanceStatus;
+  goals: RebalanceGoal[];
+  createdTime: number;
+  finishedTime?: number;
+  buckets: {
+    tableId: number;
+    partitionId?: number;
+    bucket: number;
+    originalReplicas: number[];
+    newReplicas: number[];
+    originalLeader: number;
+    newLeader: number;
+    status: RebalanceStatus;
+    error?: string;
+  }[];
 }
 
 /** A bucket's placement and how far its log goes (listBuckets). */
@@ -279,11 +304,11 @@ export class Admin {
     await this.conn.metadata.refreshNodes();
     const servers = new Map<number, TabletServerInfo>();
     for (const n of this.conn.metadata.tabletServers) {
-      servers.set(n.nodeId, { nodeId: n.nodeId, host: n.host, port: n.port, rack: n.rack ?? null, alive: true, leaderCount: 0, replicaCount: 0 });
+      servers.set(n.nodeId, { nodeId: n.nodeId, host: n.host, port: n.port, rack: n.rack ?? null, alive: true, tag: this.conn.metadata.serverTag(n.nodeId) ?? null, leaderCount: 0, replicaCount: 0 });
     }
     const server = (nodeId: number): TabletServerInfo => {
       let s = servers.get(nodeId);
-      if (!s) servers.set(nodeId, (s = { nodeId, host: null, port: null, rack: null, alive: false, leaderCount: 0, replicaCount: 0 }));
+      if (!s) servers.set(nodeId, (s = { nodeId, host: null, port: null, rack: null, alive: false, tag: this.conn.metadata.serverTag(nodeId) ?? null, leaderCount: 0, replicaCount: 0 }));
       return s;
     };
     for (const database of await this.listDatabases()) {
@@ -327,6 +352,57 @@ export class Admin {
       }
     }
     return out;
+  }
+
+  /**
+   * Tags tablet servers (a cluster's coordinator only): PERMANENT_OFFLINE for a server to drain (the
+   * next rebalance moves every replica off it), TEMPORARY_OFFLINE for one about to be down for a
+   * while (the next rebalance moves its leaderships off). SERVER_NOT_EXIST_EXCEPTION for an unknown
+   * server, SEVER_TAG_ALREADY_EXIST_EXCEPTION for one with another tag.
+   */
+  async addServerTag(serverIds: number[], tag: ServerTag): Promise<void> {
+    await this.call(ApiKeys.AddServerTag, { serverIds, serverTag: codeOf(SERVER_TAGS, tag, 'server tag') });
+  }
+
+  /** Takes the tag off the servers; SEVER_TAG_NOT_EXIST_EXCEPTION for one that does not carry it. */
+  async removeServerTag(serverIds: number[], tag: ServerTag): Promise<void> {
+    await this.call(ApiKeys.RemoveServerTag, { serverIds, serverTag: codeOf(SERVER_TAGS, tag, 'server tag') });
+  }
+
+  /**
+   * Starts a rebalance for the goals (both, replicas first, when none are given) and answers its id;
+   * REBALANCE_FAILURE_EXCEPTION while another one runs or when no plan can reach the goals.
+   */
+  async rebalance(goals: RebalanceGoal[] = []): Promise<string> {
+    return (await this.call(ApiKeys.Rebalance, { goals: goals.map((g) => codeOf(REBALANCE_GOALS, g, 'rebalance goal')) })).rebalanceId;
+  }
+
+  /** The progress of rebalance `rebalanceId` (the latest one by default); NO_REBALANCE_IN_PROGRESS_EXCEPTION when there is none. */
+  async listRebalanceProgress(rebalanceId?: string): Promise<RebalanceProgress> {
+    const r = await this.call(ApiKeys.ListRebalanceProgress, rebalanceId !== undefined ? { rebalanceId } : {});
+    return {
+      rebalanceId: r.rebalanceId,
+      status: nameOf(REBALANCE_STATUSES, r.status, 'rebalance status'),
+      goals: r.goals.map((g) => nameOf(REBALANCE_GOALS, g, 'rebalance goal')),
+      createdTime: Number(r.createdTime),
+      ...(r.finishedTime !== undefined ? { finishedTime: Number(r.finishedTime) } : {}),
+      buckets: r.buckets.map((b) => ({
+        tableId: Number(b.tableId),
+        ...(b.partitionId !== undefined ? { partitionId: Number(b.partitionId) } : {}),
+        bucket: b.bucketId,
+        originalReplicas: b.originalReplicas,
+        newReplicas: b.newReplicas,
+        originalLeader: b.originalLeader,
+        newLeader: b.newLeader,
+        status: nameOf(REBALANCE_STATUSES, b.status, 'rebalance status'),
+        ...(b.errorMessage !== undefined ? { error: b.errorMessage } : {}),
+      })),
+    };
+  }
+
+  /** Cancels the running rebalance (`rebalanceId`, if given, must be it): moves in flight go back; NO_REBALANCE_IN_PROGRESS_EXCEPTION when none runs. */
+  async cancelRebalance(rebalanceId?: string): Promise<void> {
+    await this.call(ApiKeys.CancelRebalance, rebalanceId !== undefined ? { rebalanceId } : {});
   }
 
   /** The latest KV snapshot of each bucket of a primary-key table (or partition). */

@@ -7,6 +7,7 @@
 import { TributaryError } from '../common/errors.js';
 import { type PartitionInfo, type Schema, schemaFromJson, type TableInfo, type TablePath, tableInfoFromJson, tablePathString } from '../common/schema.js';
 import { ApiKeys } from '../rpc/api-keys.js';
+import { SERVER_TAGS, type ServerTag } from '../rpc/cluster-admin.js';
 import type { RpcConnection } from '../rpc/connection.js';
 import type { MetadataResponse, PbBucketMetadata, PbServerNode } from '../rpc/gen/tributary_pb.js';
 import { toPartitionInfo } from './responses.js';
@@ -38,6 +39,8 @@ const WILDCARD_HOSTS = new Set(['', '0.0.0.0', '::', '[::]']);
 export class MetadataCache {
   private coordinatorNode?: ServerNode;
   private readonly tabletServerNodes = new Map<number, ServerNode>();
+  /** The tagged tablet servers (AddServerTag), as the last metadata answer named them. */
+  private readonly tags = new Map<number, ServerTag>();
   private readonly tables = new Map<string, TableInfo>();
   /** Bucket leaders by `<table id>/<partition id or ->`, in bucket order; a promise so that concurrent users share one request. */
   private readonly leaders = new Map<string, Promise<BucketLeader[]>>();
@@ -59,6 +62,10 @@ export class MetadataCache {
     return [...this.tabletServerNodes.values()];
   }
 
+  serverTag(nodeId: number): ServerTag | undefined {
+    return this.tags.get(nodeId);
+  }
+
   tabletServer(nodeId: number): ServerNode | undefined {
     return this.tabletServerNodes.get(nodeId);
   }
@@ -76,6 +83,8 @@ export class MetadataCache {
     if (resp.tabletServers.length > 0) {
       this.tabletServerNodes.clear();
       for (const n of resp.tabletServers) this.tabletServerNodes.set(n.nodeId, node(n));
+      this.tags.clear();
+      for (const t of resp.serverTags) if (SERVER_TAGS[t.serverTag]) this.tags.set(t.serverId, SERVER_TAGS[t.serverTag]);
     }
   }
 

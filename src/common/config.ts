@@ -112,6 +112,7 @@ export const OPTIONS: readonly OptionDef[] = [
   d({ key: 'log.replica.high-watermark.checkpoint-interval', scope: 'server', type: 'duration', min: 1, default: '5s', description: 'How often each replica writes its high watermark to disk; after a crash it restarts from there.' }),
   d({ key: 'tablet-server.controlled-shutdown.max-retries', scope: 'server', type: 'int', min: 0, default: '3', description: 'Times a stopping tablet server asks the coordinator to move its leaderships away before it stops anyway.' }),
   d({ key: 'tablet-server.controlled-shutdown.retry-interval', scope: 'server', type: 'duration', min: 1, default: '1s', description: 'Pause between those requests.' }),
+  d({ key: 'coordinator.rebalance.max-concurrent-moves', scope: 'server', type: 'int', min: 1, default: '4', description: 'Most buckets a rebalance moves at once (each adds its new replicas, waits until they are in sync, then drops the old ones).' }),
   d({ key: 'coordinator.offline-leader.retry-delay', scope: 'server', type: 'duration', min: 1, default: '1min', description: 'How often the coordinator retries electing a leader for a bucket none of whose ISR replicas is alive.' }),
 
   // ---- client options

@@ -57,6 +57,16 @@ export const ErrorCodes = {
   LAKE_TABLE_ALREADY_EXIST: 54,
   INVALID_ALTER_TABLE_EXCEPTION: 56,
   DELETION_DISABLED_EXCEPTION: 57,
+  /** A server tag names a tablet server that is neither registered nor holds any replica. */
+  SERVER_NOT_EXIST_EXCEPTION: 58,
+  /** A tablet server already carries another tag (Fluss's spelling). */
+  SEVER_TAG_ALREADY_EXIST_EXCEPTION: 59,
+  /** RemoveServerTag of a tag the server does not carry (Fluss's spelling). */
+  SEVER_TAG_NOT_EXIST_EXCEPTION: 60,
+  /** A rebalance that cannot start (another one runs, no server to move to) or whose goals are unknown. */
+  REBALANCE_FAILURE_EXCEPTION: 61,
+  /** ListRebalanceProgress or CancelRebalance with no (such) rebalance task. */
+  NO_REBALANCE_IN_PROGRESS_EXCEPTION: 62,
   /** The data disk is fuller than `server.data-disk.write-limit-ratio`; reads go on, writes resume below the recover ratio. */
   DISK_WRITE_LOCKED: 70,
   // Tributary's own.

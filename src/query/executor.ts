@@ -7,7 +7,8 @@
  * alone is answered from the table stats where they count what a read would. SET and RESET keep
  * the session's scan options (scan-options.ts), which queries and the query part of INSERT use.
  * SHOW LAKE STATUS shows the tiering status the coordinator reports, SHOW TABLET SERVERS the
- * cluster's tablet servers (and `t$buckets`, TableLoader, where each bucket of a table lives). Streaming queries (EMIT
+ * cluster's tablet servers and their tags, CALL sys.<procedure> runs cluster administration
+ * (procedures.ts: server tags, rebalance) (and `t$buckets`, TableLoader, where each bucket of a table lives). Streaming queries (EMIT
  * CHANGES) return their first result and the results over the changes to come (stream-query.ts).
  * Writes:
  *
@@ -32,6 +33,7 @@ import type { Connection } from '../client/connection.js';
 import type { Table } from '../client/table.js';
 import { countStarOf } from './duckdb/query-shapes.js';
 import type { QueryResult, RowStream } from './duckdb/result.js';
+import { callProcedure } from './procedures.js';
 import type { DuckSession } from './duckdb/session.js';
 import { duckTypeName } from './duckdb/type-name.js';
 import type { Statement, TableName } from './sql/ast.js';
@@ -181,6 +183,8 @@ export class SqlExecutor {
         return { result: lakeTables((await admin.listLakeTables()).tables) };
       case 'showTabletServers':
         return { result: tabletServers(await admin.listTabletServers()) };
+      case 'call':
+        return callProcedure(admin, s.procedure, s.args);
       case 'showTables':
         return { result: rows(['table name'], (await admin.listTables(s.database ?? this.database)).map((t) => [t])) };
       case 'describeTable':
@@ -446,10 +450,11 @@ function tabletServers(servers: readonly TabletServerInfo[]): QueryResult {
       { name: 'port', type: 'INTEGER' },
       { name: 'rack', type: 'VARCHAR' },
       { name: 'alive', type: 'BOOLEAN' },
+      { name: 'tags', type: 'VARCHAR' },
       { name: 'leader_count', type: 'INTEGER' },
       { name: 'replica_count', type: 'INTEGER' },
     ],
-    rows: servers.map((s) => [s.nodeId, s.host, s.port, s.rack, s.alive, s.leaderCount, s.replicaCount]),
+    rows: servers.map((s) => [s.nodeId, s.host, s.port, s.rack, s.alive, s.tag, s.leaderCount, s.replicaCount]),
   };
 }
 

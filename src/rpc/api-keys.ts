@@ -66,6 +66,12 @@ export const ApiKeys = {
   AdjustIsr: api(1020, 'AdjustIsr', pb.AdjustIsrRequestSchema, pb.AdjustIsrResponseSchema),
   NotifyLakeTableOffset: api(1031, 'NotifyLakeTableOffset', pb.NotifyLakeTableOffsetRequestSchema, pb.NotifyLakeTableOffsetResponseSchema),
   ControlledShutdown: api(1043, 'ControlledShutdown', pb.ControlledShutdownRequestSchema, pb.ControlledShutdownResponseSchema),
+  // Cluster administration: server tags and rebalance (served by the active coordinator of a cluster).
+  AddServerTag: api(1047, 'AddServerTag', pb.AddServerTagRequestSchema, pb.AddServerTagResponseSchema),
+  RemoveServerTag: api(1048, 'RemoveServerTag', pb.RemoveServerTagRequestSchema, pb.RemoveServerTagResponseSchema),
+  Rebalance: api(1049, 'Rebalance', pb.RebalanceRequestSchema, pb.RebalanceResponseSchema),
+  ListRebalanceProgress: api(1050, 'ListRebalanceProgress', pb.ListRebalanceProgressRequestSchema, pb.ListRebalanceProgressResponseSchema),
+  CancelRebalance: api(1051, 'CancelRebalance', pb.CancelRebalanceRequestSchema, pb.CancelRebalanceResponseSchema),
   /** Tributary's own (Kafka's OffsetsForLeaderEpoch): where a follower's epoch ends in the leader's log. */
   OffsetForLeaderEpoch: api(2005, 'OffsetForLeaderEpoch', pb.OffsetForLeaderEpochRequestSchema, pb.OffsetForLeaderEpochResponseSchema),
   /** Tributary's own: where tiering of a table stands (state, lake snapshot, lag per bucket). */

@@ -32,6 +32,8 @@ export interface ClusterMetrics {
   underReplicatedBuckets: number;
   isrShrinks: number;
   isrExpands: number;
+  /** Buckets a rebalance is moving to other servers now. */
+  bucketsMoving: number;
 }
 
 export interface MetricSources {
@@ -100,6 +102,7 @@ export class NodeMetrics {
     scalar('tributary_under_replicated_buckets', 'Buckets with fewer replicas in the ISR than assigned.', () => current().cluster.underReplicatedBuckets);
     scalar('tributary_isr_shrinks_total', 'ISR shrinks leaders asked for and the coordinator accepted, since it leads.', () => current().cluster.isrShrinks);
     scalar('tributary_isr_expands_total', 'ISR expansions leaders asked for and the coordinator accepted, since it leads.', () => current().cluster.isrExpands);
+    scalar('tributary_rebalance_buckets_moving', 'Buckets whose replicas a rebalance is moving now (at most coordinator.rebalance.max-concurrent-moves).', () => current().cluster.bucketsMoving);
     scalar('tributary_partitions', 'Partitions of all tables.', () => current().tables.partitions);
     scalar('tributary_data_disk_write_locked', '1 while writes are refused because the data disk is full (DISK_WRITE_LOCKED), else 0.', () => (current().dataDisk.writeLocked ? 1 : 0));
     scalar('tributary_data_disk_used_ratio', 'Share of the data disk in use, 0 to 1, as of its last check.', () => current().dataDisk.usedRatio);

@@ -28,6 +28,7 @@
  *   const cluster = useCluster({ zooKeeper: { coordinators: 2, tabletServers: 3 } });
  *   await cluster.tabletServer(1).kill();
  *   await cluster.restart(cluster.members.indexOf(cluster.tabletServer(1)));
+ *   const added = await cluster.addTabletServer(); // tablet server 3, on a new data dir
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -184,6 +185,15 @@ export class TestCluster {
     const old = this.servers[index];
     assert.ok(!old.running, `server ${index} is still running: stop or kill it first`);
     return this.launch(this.roster[index], old.port, settings);
+  }
+
+  /** Starts one more tablet server on a cluster on ZooKeeper, with the next id and a new data dir. */
+  async addTabletServer(): Promise<ServerProcess> {
+    assert.ok(this.zk, 'a cluster started with the `zooKeeper` option');
+    const id = Math.max(-1, ...this.roster.map((m) => m.id ?? -1)) + 1;
+    const member: Member = { command: 'tablet-server', id, dataDir: tempDir('data', this.options.dataRoot) };
+    this.roster.push(member);
+    return this.launch(member, 0);
   }
 
   /** Closes `conn` and opens a new one with the same settings. */

@@ -6,7 +6,7 @@
  *
  * Grammar ([x] optional, {x} repeated, | alternatives; `name` = word | quoted; `text` = string):
  *
- *   statement   = ( create | drop | show | use | set | describe | alter | insert | update | delete | query ) [';']
+ *   statement   = ( create | drop | show | use | set | describe | alter | call | insert | update | delete | query ) [';']
  *   create      = CREATE DATABASE [IF NOT EXISTS] name [COMMENT text]
  *               | CREATE TABLE [IF NOT EXISTS] table '(' element {',' element} ')'
  *                   [COMMENT text] [PARTITIONED BY names] [WITH options]
@@ -27,6 +27,8 @@
  *               | ADD [COLUMN] added {',' ADD [COLUMN] added} | ADD '(' added {',' added} ')' )
  *   added       = name type [NOT NULL | NULL] [COMMENT text]      appended after the existing columns;
  *                 a PRIMARY KEY is INVALID_ALTER_TABLE_EXCEPTION, FIRST / AFTER SQL_UNSUPPORTED
+ *   call        = CALL [name '.'] SYS '.' name '(' [argument {',' argument}] ')'
+ *   argument    = [name '=>'] (text | number)            a procedure of procedures.ts, as Fluss's
  *   insert      = INSERT INTO table [names] query
  *   update      = UPDATE table SET name '=' expression {',' name '=' expression} [WHERE condition]
  *   delete      = DELETE FROM table [WHERE condition]
@@ -51,7 +53,7 @@ const QUERY_START = new Set(['SELECT', 'WITH', 'VALUES', 'FROM']);
 /** Words that end a column type. */
 const TYPE_END = new Set(['NOT', 'NULL', 'PRIMARY', 'CONSTRAINT', 'COMMENT', 'FIRST', 'AFTER']);
 /** Statements we recognise but do not run. */
-const UNSUPPORTED = new Set(['MERGE', 'TRUNCATE', 'CALL', 'LOAD', 'UNLOAD']);
+const UNSUPPORTED = new Set(['MERGE', 'TRUNCATE', 'LOAD', 'UNLOAD']);
 
 /**
  * Parses one statement. `origin` is where `sql` starts inside a larger script (see
@@ -142,6 +144,9 @@ class Parser {
         case 'ALTER':
           s = this.alter();
           break;
+        case 'CALL':
+          s = this.call();
+          break;
         case 'SET':
         case 'RESET':
           s = this.setOption();
@@ -161,7 +166,7 @@ class Parser {
         return s;
       }
     }
-    throw this.expected(t, 'a statement (SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER, SHOW, DESCRIBE or USE)');
+    throw this.expected(t, 'a statement (SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER, SHOW, DESCRIBE, USE or CALL)');
   }
 
   // --- statements ---------------------------------------------------------------------------
@@ -413,6 +418,33 @@ class Parser {
     const position = this.lx.peek();
     if (position.upper === 'FIRST' || position.upper === 'AFTER') throw this.unsupported(position, `ADD COLUMN ... ${position.upper} is not supported: columns are added after the existing ones`);
     return spec;
+  }
+
+  private call(): Statement {
+    this.lx.next();
+    // [catalog.]sys.procedure: the catalog, if named, is this one.
+    const parts = [this.name('a procedure name (sys.procedure)')];
+    while (this.acceptSymbol('.')) parts.push(this.name('a procedure name'));
+    const at = this.lx.peek();
+    if (parts.length < 2 || parts.length > 3 || parts.at(-2)!.toLowerCase() !== 'sys') throw this.error(at, `a procedure is named sys.<procedure>, not ${parts.join('.')}`);
+    this.symbol('(');
+    const args: { name?: string; value: string }[] = [];
+    if (!this.acceptSymbol(')')) {
+      do {
+        const first = this.lx.next();
+        let name: string | undefined;
+        let value = first;
+        if ((first.kind === 'word' || first.kind === 'quoted') && this.acceptSymbol('=')) {
+          this.symbol('>');
+          name = first.text;
+          value = this.lx.next();
+        }
+        if (value.kind !== 'string' && value.kind !== 'number') throw this.expected(value, "a procedure argument (a string, a number, or name => value)");
+        args.push({ ...(name !== undefined ? { name } : {}), value: value.text });
+      } while (this.acceptSymbol(','));
+      this.symbol(')');
+    }
+    return { kind: 'call', procedure: parts.at(-1)!.toLowerCase(), args };
   }
 
   private setOption(): Statement {

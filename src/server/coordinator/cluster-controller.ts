@@ -35,6 +35,7 @@
  * at whenever a server joins and every coordinator.offline-leader.retry-delay). A server in
  * controlled shutdown neither leads nor stays in an ISR where another replica can take over.
  */
+import { randomUUID } from 'node:crypto';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { Options } from '../../common/config.js';
 import { ErrorCodes, TributaryError } from '../../common/errors.js';
@@ -42,6 +43,7 @@ import type { LakeBucketOffset } from '../../common/lake.js';
 import type { Logger } from '../../common/logger.js';
 import { type PartitionInfo, type TableInfo, tableInfoToJson } from '../../common/schema.js';
 import { ApiKeys } from '../../rpc/api-keys.js';
+import type { RebalanceGoal, ServerTag } from '../../rpc/cluster-admin.js';
 import type {
   AdjustIsrRequest,
   AdjustIsrResponseSchema,
@@ -58,10 +60,23 @@ import type { ClusterView } from './coordinator-service.js';
 import type { BucketLifecycle, BucketPlacement, PartitionEntry } from './coordinator.js';
 import { LakeOffsetNotices } from './lake-offset-notices.js';
 import { type LeaderAndIsr, nextLeaderAndIsr, NO_LEADER } from './leader-election.js';
+import { completedState, ledBy, movingReplicas, revertedState, sameReplicas } from './reassignment.js';
+import { planRebalance, type PlanServer } from './rebalance-planner.js';
+import {
+  finishedStatus,
+  moveOf,
+  movesReplicas,
+  REBALANCE_PATH,
+  SERVER_TAGS_PATH,
+  type StoredRebalance,
+  type StoredRebalanceBucket,
+  type StoredServerTags,
+} from './rebalance-task.js';
 import { assignReplicas, checkReplicationFactor, replicationFactorOf } from './replica-assignment.js';
 import { TabletServerChannels } from './tablet-server-channels.js';
 
 type ServerNode = MessageInitShape<typeof PbServerNodeSchema>;
+type StopReplicaForBucket = MessageInitShape<typeof PbStopReplicaForBucketSchema>;
 
 /** The cluster's replicas at a glance, for the coordinator's metrics. */
 export interface ClusterHealth {
@@ -70,6 +85,8 @@ export interface ClusterHealth {
   underReplicatedBuckets: number;
   isrShrinks: number;
   isrExpands: number;
+  /** Buckets of the running rebalance whose replicas are moving now. */
+  bucketsMoving: number;
 }
 type TableLeaderAndIsr = MessageInitShape<typeof PbLeaderAndIsrForTableSchema>;
 
@@ -105,6 +122,10 @@ const groupKey = (g: BucketGroup): string => `${g.tableId}/${g.partitionId ?? '-
 const assignmentPath = (g: BucketGroup): string => (g.partitionId === undefined ? `/assignments/${g.tableId}` : `/assignments/${g.tableId}/p${g.partitionId}`);
 const leaderIsrDir = (g: BucketGroup): string => `/leader_isr/${g.tableId}/${g.partitionId ?? '-'}`;
 const leaderIsrPath = (g: BucketGroup, bucket: number): string => `${leaderIsrDir(g)}/${bucket}`;
+const bucketRefOf = (b: { table_id: number; partition_id?: number; bucket: number }): BucketRef => ({
+  group: { tableId: b.table_id, ...(b.partition_id !== undefined ? { partitionId: b.partition_id } : {}) },
+  bucket: b.bucket,
+});
 const groupOf = (table: TableInfo, partition?: PartitionInfo): BucketGroup => ({ tableId: table.tableId, ...(partition ? { partitionId: partition.partitionId } : {}) });
 
 function toStored(s: LeaderAndIsr): StoredLeaderAndIsr {
@@ -115,6 +136,14 @@ function append<K, V>(map: Map<K, V[]>, key: K, value: V): void {
   const values = map.get(key);
   if (values) values.push(value);
   else map.set(key, [value]);
+}
+
+/** StopReplica (delete) of `ref` for each of `replicas`, at the bucket's leader epoch. */
+function addStops(stops: Map<number, StopReplicaForBucket[]>, ref: BucketRef, replicas: readonly number[], leaderEpoch: number): void {
+  const { group, bucket } = ref;
+  for (const id of replicas) {
+    append(stops, id, { tableId: BigInt(group.tableId), ...(group.partitionId !== undefined ? { partitionId: BigInt(group.partitionId) } : {}), bucketId: bucket, leaderEpoch, delete: true });
+  }
 }
 
 const serverNode = (s: TabletServerNode): ServerNode => ({ nodeId: s.id, host: s.host, port: s.port, ...(s.rack !== undefined ? { rack: s.rack } : {}) });
@@ -167,6 +196,7 @@ export class ClusterController implements BucketLifecycle, BucketPlacement, Clus
       const stops = orphans.length > 0 ? await this.removeGroups(orphans) : [];
       await this.reelect(this.allBuckets());
       void Promise.all([...stops, ...this.updateMetadata(), ...this.notify(this.toReplicas(this.allBuckets()))]);
+      void Promise.all(await this.advanceRebalance());
     });
     const every = options.durationMs('coordinator.offline-leader.retry-delay');
     this.retryTimer = setInterval(() => void this.background('offline leader retry', () => this.retryOffline()), every);
@@ -185,7 +215,8 @@ export class ClusterController implements BucketLifecycle, BucketPlacement, Clus
   // ------------------------------------------------------------------ BucketPlacement
 
   placeBuckets(table: TableInfo, partition?: PartitionInfo): MetadataOp[] {
-    const live = this.settings.servers.list().filter((s) => !this.stopping.has(s.id));
+    const tags = this.serverTagMap();
+    const live = this.settings.servers.list().filter((s) => !this.stopping.has(s.id) && tags.get(s.id) !== 'PERMANENT_OFFLINE');
     const factor = replicationFactorOf(table, this.settings.options);
     if (table.partitionKeys.length > 0 && !partition) {
       checkReplicationFactor(factor, live.length);
@@ -285,6 +316,8 @@ export class ClusterController implements BucketLifecycle, BucketPlacement, Clus
         }
       }
       await this.commitStates(accepted);
+      // A new replica in sync may complete its bucket's move.
+      if (accepted.length > 0) void Promise.all(await this.advanceRebalance());
       return { buckets: answers };
     });
   }
@@ -317,13 +350,15 @@ export class ClusterController implements BucketLifecycle, BucketPlacement, Clus
   health(): ClusterHealth {
     let offlineBuckets = 0;
     let underReplicatedBuckets = 0;
+    const moving = this.movingBuckets();
     for (const ref of this.allBuckets()) {
       const state = this.leaderAndIsr(ref);
-      const replicas = this.assignment(ref.group)?.[ref.bucket] ?? [];
+      // A moving bucket counts the replicas it is to have: the ones being added are not in sync yet.
+      const replicas = moving.get(`${groupKey(ref.group)}/${ref.bucket}`)?.new_replicas ?? this.assignment(ref.group)?.[ref.bucket] ?? [];
       if (!state || state.leader === NO_LEADER) offlineBuckets++;
-      if (!state || state.isr.length < replicas.length) underReplicatedBuckets++;
+      if (!state || replicas.some((id) => !state.isr.includes(id))) underReplicatedBuckets++;
     }
-    return { tabletServers: this.settings.servers.list().length, offlineBuckets, underReplicatedBuckets, isrShrinks: this.isrShrinks, isrExpands: this.isrExpands };
+    return { tabletServers: this.settings.servers.list().length, offlineBuckets, underReplicatedBuckets, isrShrinks: this.isrShrinks, isrExpands: this.isrExpands, bucketsMoving: moving.size };
   }
 
   tabletServers(): ServerNode[] {
@@ -349,6 +384,7 @@ export class ClusterController implements BucketLifecycle, BucketPlacement, Clus
     targets.set(server.id, this.allBuckets().filter((ref) => this.assignment(ref.group)![ref.bucket].includes(server.id)));
     this.settings.log.info({ server: server.id, host: server.host, port: server.port, leadersChanged: changed.length }, 'tablet server joined');
     void Promise.all([...this.updateMetadata(), ...this.notify(targets)]);
+    void Promise.all(await this.advanceRebalance());
   }
 
   private async serverLeft(id: number): Promise<void> {
@@ -357,6 +393,8 @@ export class ClusterController implements BucketLifecycle, BucketPlacement, Clus
     const offline = changed.filter((ref) => this.leaderAndIsr(ref)!.leader === NO_LEADER).length;
     this.settings.log.info({ server: id, bucketsChanged: changed.length, offline }, 'tablet server left');
     void Promise.all([...this.updateMetadata(), ...this.notify(this.toReplicas(changed))]);
+    // A move to the server that left fails and goes back.
+    void Promise.all(await this.advanceRebalance());
   }
 
   /**
@@ -367,6 +405,7 @@ export class ClusterController implements BucketLifecycle, BucketPlacement, Clus
     const changed = await this.reelect(this.allBuckets());
     if (changed.length > 0) this.settings.log.info({ buckets: changed.length }, 'buckets re-elected on the periodic look');
     void Promise.all(this.notify(this.toReplicas(changed)));
+    void Promise.all(await this.advanceRebalance());
   }
 
   private eligible(id: number): boolean {
@@ -395,20 +434,19 @@ export class ClusterController implements BucketLifecycle, BucketPlacement, Clus
 
   /** Removes the groups from the store, then sends StopReplica (delete) to their live replicas. */
   private async removeGroups(groups: BucketGroup[]): Promise<Promise<unknown>[]> {
-    const stops = new Map<number, MessageInitShape<typeof PbStopReplicaForBucketSchema>[]>();
+    const stops = new Map<number, StopReplicaForBucket[]>();
     const ops: MetadataOp[] = [];
     for (const group of groups) {
-      for (const ref of this.bucketsOf(group)) {
-        const leaderEpoch = this.leaderAndIsr(ref)?.leaderEpoch ?? 0;
-        for (const id of this.assignment(group)![ref.bucket]) {
-          const stop = { tableId: BigInt(group.tableId), ...(group.partitionId !== undefined ? { partitionId: BigInt(group.partitionId) } : {}), bucketId: ref.bucket, leaderEpoch, delete: true };
-          append(stops, id, stop);
-        }
-      }
+      for (const ref of this.bucketsOf(group)) addStops(stops, ref, this.assignment(group)![ref.bucket], this.leaderAndIsr(ref)?.leaderEpoch ?? 0);
       ops.push({ op: 'delete', path: assignmentPath(group), recursive: true });
       ops.push({ op: 'delete', path: leaderIsrDir(group), recursive: true });
     }
     await this.store.commit(ops);
+    return this.sendStops(stops);
+  }
+
+  /** StopReplica (delete) to each server, of its buckets. */
+  private sendStops(stops: Map<number, StopReplicaForBucket[]>): Promise<unknown>[] {
     return [...stops].map(([id, buckets]) => this.channels.send(id, ApiKeys.StopReplica, { buckets }));
   }
 
@@ -524,6 +562,290 @@ export class ClusterController implements BucketLifecycle, BucketPlacement, Clus
   private updateMetadata(): Promise<unknown>[] {
     const tabletServers = this.tabletServers();
     return this.settings.servers.list().map((s) => this.channels.send(s.id, ApiKeys.UpdateMetadata, { coordinatorServer: this.settings.self, tabletServers }));
+  }
+
+  // ------------------------------------------------------------------ server tags and rebalance
+
+  /** The tagged servers, by id. */
+  serverTags(): { serverId: number; serverTag: ServerTag }[] {
+    return [...this.serverTagMap()].map(([serverId, serverTag]) => ({ serverId, serverTag }));
+  }
+
+  /**
+   * Tags servers (Fluss's AddServerTag): a server that is neither registered nor holds a replica is
+   * SERVER_NOT_EXIST_EXCEPTION, one with another tag SEVER_TAG_ALREADY_EXIST_EXCEPTION; the same tag
+   * again changes nothing. A tag moves nothing by itself: the next rebalance honours it.
+   */
+  addServerTag(ids: readonly number[], tag: ServerTag): Promise<void> {
+    return this.enqueue(async () => {
+      const tags = this.serverTagMap();
+      const known = new Set([...this.settings.servers.list().map((s) => s.id), ...this.allBuckets().flatMap((ref) => this.assignment(ref.group)![ref.bucket])]);
+      for (const id of ids) {
+        if (!known.has(id)) throw new TributaryError('SERVER_NOT_EXIST_EXCEPTION', `tablet server ${id} is not registered and holds no replica`);
+        const own = tags.get(id);
+        if (own !== undefined && own !== tag) throw new TributaryError('SEVER_TAG_ALREADY_EXIST_EXCEPTION', `tablet server ${id} is tagged ${own}: remove that tag first`);
+        tags.set(id, tag);
+      }
+      await this.commitServerTags(tags);
+      this.settings.log.info({ servers: ids, tag }, 'server tag added');
+    });
+  }
+
+  /** Takes a tag off servers; SEVER_TAG_NOT_EXIST_EXCEPTION for a server that does not carry it. */
+  removeServerTag(ids: readonly number[], tag: ServerTag): Promise<void> {
+    return this.enqueue(async () => {
+      const tags = this.serverTagMap();
+      for (const id of ids) {
+        if (tags.get(id) !== tag) throw new TributaryError('SEVER_TAG_NOT_EXIST_EXCEPTION', `tablet server ${id} is not tagged ${tag}`);
+        tags.delete(id);
+      }
+      await this.commitServerTags(tags);
+      this.settings.log.info({ servers: ids, tag }, 'server tag removed');
+    });
+  }
+
+  /**
+   * Plans a rebalance for `goals` (rebalance-planner.ts) and starts it; answers its id once the plan
+   * and its first moves are committed. REBALANCE_FAILURE_EXCEPTION while another one runs or when
+   * the plan cannot be made (a drain with nowhere to go). A plan with nothing to do is COMPLETED at once.
+   */
+  async rebalance(goals: readonly RebalanceGoal[]): Promise<string> {
+    const { id, deliveries } = await this.enqueue(async () => {
+      const running = this.store.get<StoredRebalance>(REBALANCE_PATH);
+      if (running?.status === 'REBALANCING') throw new TributaryError('REBALANCE_FAILURE_EXCEPTION', `rebalance ${running.id} is still running: wait for it or cancel it`);
+      const tags = this.serverTagMap();
+      const servers = new Map<number, PlanServer>();
+      for (const s of this.settings.servers.list()) servers.set(s.id, { id: s.id, ...(s.rack !== undefined ? { rack: s.rack } : {}), live: !this.stopping.has(s.id) });
+      const refs = this.allBuckets().filter((ref) => this.describe(ref.group));
+      const buckets = refs.map((ref) => {
+        const state = this.leaderAndIsr(ref)!;
+        for (const id of this.assignment(ref.group)![ref.bucket]) if (!servers.has(id)) servers.set(id, { id, live: false });
+        return { ref, replicas: this.assignment(ref.group)![ref.bucket], leader: state.leader, isr: state.isr };
+      });
+      for (const [id, tag] of tags) {
+        const s = servers.get(id);
+        if (s) s.tag = tag;
+      }
+      const plan = planRebalance(buckets, [...servers.values()], goals);
+      const task: StoredRebalance = {
+        version: 1,
+        id: randomUUID(),
+        status: plan.length > 0 ? 'REBALANCING' : 'COMPLETED',
+        goals: [...goals],
+        created_time: Date.now(),
+        ...(plan.length > 0 ? {} : { finished_time: Date.now() }),
+        buckets: plan.map(({ bucket, replicas, leader }) => ({
+          table_id: bucket.ref.group.tableId,
+          ...(bucket.ref.group.partitionId !== undefined ? { partition_id: bucket.ref.group.partitionId } : {}),
+          bucket: bucket.ref.bucket,
+          original_replicas: [...bucket.replicas],
+          new_replicas: replicas,
+          original_leader: bucket.leader,
+          new_leader: leader,
+          status: 'NOT_STARTED',
+        })),
+      };
+      await this.store.commit([{ op: 'put', path: REBALANCE_PATH, value: task }]);
+      this.settings.log.info({ rebalance: task.id, goals, buckets: plan.length, moves: task.buckets.filter(movesReplicas).length }, 'rebalance planned');
+      return { id: task.id, deliveries: await this.advanceRebalance() };
+    });
+    void Promise.all(deliveries);
+    return id;
+  }
+
+  /** The task `id` (the latest one when undefined); NO_REBALANCE_IN_PROGRESS_EXCEPTION when there is none such. */
+  rebalanceProgress(id?: string): StoredRebalance {
+    const task = this.store.get<StoredRebalance>(REBALANCE_PATH);
+    if (!task || (id !== undefined && task.id !== id)) throw new TributaryError('NO_REBALANCE_IN_PROGRESS_EXCEPTION', id === undefined ? 'no rebalance has been started' : `no rebalance ${id}: the latest is ${task?.id ?? 'none'}`);
+    return task;
+  }
+
+  /**
+   * Cancels the running task (`id`, if given, must be it): moves in flight go back to their
+   * original replicas, buckets not started are CANCELED; done ones stay done.
+   */
+  async cancelRebalance(id?: string): Promise<void> {
+    const deliveries = await this.enqueue(async () => {
+      const task = this.rebalanceProgress(id);
+      if (task.status !== 'REBALANCING') throw new TributaryError('NO_REBALANCE_IN_PROGRESS_EXCEPTION', `rebalance ${task.id} is ${task.status}, not running`);
+      const step = this.rebalanceStep(task);
+      for (const b of step.buckets) {
+        if (b.status === 'NOT_STARTED' || (b.status === 'REBALANCING' && !movesReplicas(b))) b.status = 'CANCELED';
+        else if (b.status === 'REBALANCING' && step.revert(b)) b.status = 'CANCELED';
+      }
+      // A move whose origin can no longer lead (none of it live and in sync) completes instead.
+      const finished = finishedStatus(step.buckets);
+      if (finished) step.finish(finished);
+      this.settings.log.info({ rebalance: task.id }, 'rebalance cancelled');
+      return step.commit();
+    });
+    void Promise.all(deliveries);
+  }
+
+  /** The running task's buckets, by bucket, of those whose replicas are moving now. */
+  private movingBuckets(): Map<string, StoredRebalanceBucket> {
+    const task = this.store.get<StoredRebalance>(REBALANCE_PATH);
+    const moving = new Map<string, StoredRebalanceBucket>();
+    if (task?.status !== 'REBALANCING') return moving;
+    for (const b of task.buckets) if (b.status === 'REBALANCING' && movesReplicas(b)) moving.set(`${groupKey(bucketRefOf(b).group)}/${b.bucket}`, b);
+    return moving;
+  }
+
+  /**
+   * Carries the running task on: starts buckets while fewer than coordinator.rebalance.max-concurrent-moves
+   * move (leadership moves at once), completes moves whose new replicas are in sync, and fails a
+   * move to a server that is gone (taking it back); committed before anything is sent, then
+   * answers the requests. Runs on every event that may let a move on.
+   */
+  private async advanceRebalance(): Promise<Promise<unknown>[]> {
+    const deliveries: Promise<unknown>[] = [];
+    const maxMoves = this.settings.options.int('coordinator.rebalance.max-concurrent-moves');
+    const isLive = (id: number): boolean => this.settings.servers.isLive(id);
+    for (let progressed = true; progressed; ) {
+      const task = this.store.get<StoredRebalance>(REBALANCE_PATH);
+      if (task?.status !== 'REBALANCING') break;
+      const step = this.rebalanceStep(task);
+      let moving = step.buckets.filter((b) => b.status === 'REBALANCING' && movesReplicas(b)).length;
+      let leaderships = 0;
+      const start = (): void => {
+        for (const b of step.buckets) {
+          if (b.status !== 'NOT_STARTED') continue;
+          const moves = movesReplicas(b);
+          if (moves ? moving >= maxMoves : leaderships >= STATES_PER_COMMIT) continue;
+          if (step.start(b)) {
+            if (moves) moving++;
+            else leaderships++;
+          }
+        }
+      };
+      start();
+      for (const b of step.buckets) {
+        if (b.status !== 'REBALANCING' || !step.exists(b)) continue;
+        const ref = bucketRefOf(b);
+        const state = this.leaderAndIsr(ref)!;
+        if (!movesReplicas(b)) {
+          const next = ledBy(state, b.new_leader, isLive, this.settings.coordinatorEpoch);
+          if (!next) step.fail(b, `server ${b.new_leader} cannot lead it: not live or not in the ISR [${state.isr}]`);
+          else {
+            if (next !== state) step.set(ref, undefined, next);
+            b.status = 'COMPLETED';
+          }
+          continue;
+        }
+        const gone = b.new_replicas.filter((id) => !isLive(id));
+        if (gone.length > 0) {
+          if (step.revert(b)) step.fail(b, `server(s) [${gone}] of its new replicas are not live: it stays on [${b.original_replicas}]`);
+          continue;
+        }
+        const done = completedState(state, moveOf(b), isLive, this.settings.coordinatorEpoch);
+        if (!done) continue;
+        step.set(ref, b.new_replicas, done);
+        step.stop(ref, b.original_replicas.filter((id) => !b.new_replicas.includes(id)), done.leaderEpoch);
+        b.status = 'COMPLETED';
+        moving--;
+      }
+      start();
+      const finished = finishedStatus(step.buckets);
+      if (finished) step.finish(finished);
+      progressed = step.changed && leaderships > 0;
+      deliveries.push(...(await step.commit()));
+      if (finished) this.settings.log.info({ rebalance: task.id, status: finished }, 'rebalance finished');
+    }
+    return deliveries;
+  }
+
+  /**
+   * One change of a rebalance task and of the buckets it moves: collects new assignments, leader
+   * and ISR states and replicas to stop, then commits them with the task in one store commit and
+   * tells the servers.
+   */
+  private rebalanceStep(task: StoredRebalance) {
+    const { coordinatorEpoch, servers } = this.settings;
+    const isLive = (id: number): boolean => servers.isLive(id);
+    const next: StoredRebalance = { ...task, buckets: task.buckets.map((b) => ({ ...b })) };
+    const before = JSON.stringify(task);
+    const assignments = new Map<string, { group: BucketGroup; buckets: number[][] }>();
+    const states: { ref: BucketRef; state: LeaderAndIsr }[] = [];
+    const stops = new Map<number, StopReplicaForBucket[]>();
+    const told: BucketRef[] = [];
+    const current = (group: BucketGroup): number[][] | undefined => assignments.get(groupKey(group))?.buckets ?? this.assignment(group);
+    const step = {
+      buckets: next.buckets,
+      get changed(): boolean {
+        return JSON.stringify(next) !== before;
+      },
+      /** Whether the bucket's table or partition is still there; FAILED when it is not. */
+      exists: (b: StoredRebalanceBucket): boolean => {
+        const { group } = bucketRefOf(b);
+        if (current(group) && this.describe(group)) return true;
+        step.fail(b, 'its table or partition was dropped');
+        return false;
+      },
+      /** A bucket's new replicas (undefined: as they are) and leader and ISR, told to its replicas. */
+      set: (ref: BucketRef, replicas: readonly number[] | undefined, state: LeaderAndIsr | undefined): void => {
+        if (replicas) {
+          const key = groupKey(ref.group);
+          const entry = assignments.get(key) ?? { group: ref.group, buckets: this.assignment(ref.group)!.map((r) => [...r]) };
+          entry.buckets[ref.bucket] = [...replicas];
+          assignments.set(key, entry);
+        }
+        if (state) states.push({ ref, state });
+        told.push(ref);
+      },
+      stop: (ref: BucketRef, replicas: readonly number[], leaderEpoch: number): void => addStops(stops, ref, replicas, leaderEpoch),
+      fail: (b: StoredRebalanceBucket, error: string): void => {
+        b.status = 'FAILED';
+        b.error = error;
+        this.settings.log.warn({ rebalance: task.id, table: b.table_id, partition: b.partition_id, bucket: b.bucket, error }, 'rebalance of a bucket failed');
+      },
+      /** Starts a bucket whose replicas are still as planned: a move adds its new replicas. */
+      start: (b: StoredRebalanceBucket): boolean => {
+        if (!step.exists(b)) return false;
+        const ref = bucketRefOf(b);
+        const now = current(ref.group)![ref.bucket];
+        if (!sameReplicas(now, b.original_replicas)) {
+          step.fail(b, `its replicas changed to [${now}] since the plan`);
+          return false;
+        }
+        b.status = 'REBALANCING';
+        if (movesReplicas(b)) step.set(ref, movingReplicas(moveOf(b)), undefined);
+        return true;
+      },
+      /** Takes a move back to its original replicas; false when none of them can lead now (the move carries on). */
+      revert: (b: StoredRebalanceBucket): boolean => {
+        const ref = bucketRefOf(b);
+        const back = revertedState(this.leaderAndIsr(ref)!, moveOf(b), isLive, coordinatorEpoch);
+        if (!back) return false;
+        step.set(ref, b.original_replicas, back);
+        step.stop(ref, b.new_replicas.filter((id) => !b.original_replicas.includes(id)), back.leaderEpoch);
+        return true;
+      },
+      finish: (status: StoredRebalance['status']): void => {
+        next.status = status;
+        next.finished_time = Date.now();
+      },
+      commit: async (): Promise<Promise<unknown>[]> => {
+        if (!step.changed) return [];
+        const ops: MetadataOp[] = [
+          ...[...assignments.values()].map(({ group, buckets }): MetadataOp => ({ op: 'put', path: assignmentPath(group), value: { version: 1, buckets } satisfies StoredAssignment })),
+          ...states.map(({ ref, state }): MetadataOp => ({ op: 'put', path: leaderIsrPath(ref.group, ref.bucket), value: toStored(state) })),
+          { op: 'put', path: REBALANCE_PATH, value: next },
+        ];
+        await this.store.commit(ops);
+        return [...this.notify(this.toReplicas(told)), ...this.sendStops(stops)];
+      },
+    };
+    return step;
+  }
+
+  private serverTagMap(): Map<number, ServerTag> {
+    const stored = this.store.get<StoredServerTags>(SERVER_TAGS_PATH);
+    return new Map(Object.entries(stored?.tags ?? {}).map(([id, tag]) => [Number(id), tag]));
+  }
+
+  private async commitServerTags(tags: Map<number, ServerTag>): Promise<void> {
+    const value: StoredServerTags = { version: 1, tags: Object.fromEntries([...tags].sort(([a], [b]) => a - b).map(([id, tag]) => [String(id), tag])) };
+    await this.store.commit([tags.size > 0 ? { op: 'put', path: SERVER_TAGS_PATH, value } : { op: 'delete', path: SERVER_TAGS_PATH }]);
   }
 
   // ------------------------------------------------------------------ event queue

@@ -26,6 +26,7 @@ import type { ZooKeeperSession } from '../metadata/zookeeper-session.js';
 import { ClusterController } from './cluster-controller.js';
 import { Coordinator } from './coordinator.js';
 import { registerCoordinatorService } from './coordinator-service.js';
+import { registerRebalanceService } from './rebalance-service.js';
 
 export interface ClusterCoordinatorSettings {
   options: Options;
@@ -100,12 +101,13 @@ export class ClusterCoordinator extends EventEmitter<{ deposed: [Error] }> {
     }
   }
 
-  /** Registers what the active coordinator answers: the coordinator service (GetMetadata from the cluster), AdjustIsr, ControlledShutdown. */
+  /** Registers what the active coordinator answers: the coordinator service (GetMetadata from the cluster), AdjustIsr, ControlledShutdown, server tags and rebalance. */
   registerServices(rpc: ApiRegistrar): void {
     const { self } = this.settings;
     registerCoordinatorService(rpc, this.coordinator, () => ({ nodeId: self.id, host: self.host, port: self.port }), this.controller);
     rpc.register(ApiKeys.AdjustIsr, (req) => this.controller.adjustIsr(req));
     rpc.register(ApiKeys.ControlledShutdown, (req) => this.controller.controlledShutdown(req));
+    registerRebalanceService(rpc, this.controller);
   }
 
   /** Stops leading and hands the lead on (the session stays open: the caller closes it). */

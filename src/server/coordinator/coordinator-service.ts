@@ -7,6 +7,7 @@ import { TributaryError } from '../../common/errors.js';
 import { type TableInfo, tableDescriptorFromJson, tableInfoToJson, schemaToJson } from '../../common/schema.js';
 import type { PbKeyValue } from '../../rpc/gen/tributary_pb.js';
 import { type Api, ApiKeys } from '../../rpc/api-keys.js';
+import { codeOf, SERVER_TAGS, type ServerTag } from '../../rpc/cluster-admin.js';
 import { databaseNameOf, fieldError, idOf, jsonOf, tablePathOf } from '../../rpc/request-fields.js';
 import type { ApiRegistrar } from '../../rpc/server.js';
 import type { PbBucketMetadataSchema, PbServerNodeSchema } from '../../rpc/gen/tributary_pb.js';
@@ -25,9 +26,10 @@ function toSpec(api: Api, field: string, kvs: PbKeyValue[]): Record<string, stri
 
 type ServerNode = MessageInitShape<typeof PbServerNodeSchema>;
 
-/** What GetMetadata tells besides the tables: the tablet servers, and each bucket's leader, replicas and ISR. */
+/** What GetMetadata tells besides the tables: the tablet servers (and their tags), and each bucket's leader, replicas and ISR. */
 export interface ClusterView {
   tabletServers(): ServerNode[];
+  serverTags?(): { serverId: number; serverTag: ServerTag }[];
   bucketMetadata(table: TableInfo, partitionId?: number): MessageInitShape<typeof PbBucketMetadataSchema>[];
 }
 
@@ -160,7 +162,8 @@ export function registerCoordinatorService(rpc: ApiRegistrar, coordinator: Coord
       if (!p || !info) throw new TributaryError('PARTITION_NOT_EXISTS', `partition ${id} does not exist`);
       return { tableId: BigInt(p.tableId), partitionName: p.partitionName, partitionId: id, bucketMetadata: cluster.bucketMetadata(info, p.partitionId) };
     });
-    return { coordinatorServer: self(), tabletServers: cluster.tabletServers(), tableMetadata, partitionMetadata };
+    const serverTags = (cluster.serverTags?.() ?? []).map((t) => ({ serverId: t.serverId, serverTag: codeOf(SERVER_TAGS, t.serverTag, 'server tag') }));
+    return { coordinatorServer: self(), tabletServers: cluster.tabletServers(), tableMetadata, partitionMetadata, serverTags };
   });
 
   rpc.register(ApiKeys.InitWriter, async () => ({ writerId: await coordinator.allocateWriterId() }));

@@ -315,7 +315,8 @@ export class ReplicaManager {
         this.log.warn({ bucket: key, isr: replica.isr, proposed: newIsr, error: answer?.errorMessage }, 'ISR change refused: the ISR stays until the coordinator says otherwise');
         return;
       }
-      if (answer.leaderEpoch !== replica.leaderEpoch) return;
+      // A newer state may have come first (NotifyLeaderAndIsr of a reassignment that this change completed): it stands.
+      if (answer.leaderEpoch !== replica.leaderEpoch || answer.bucketEpoch < replica.bucketEpoch) return;
       const grew = answer.isr.length > replica.isr.length;
       this.log.info({ bucket: key, from: replica.isr, to: answer.isr }, grew ? 'ISR expanded' : 'ISR shrunk');
       if (grew) this.isrExpands++;
@@ -338,6 +339,8 @@ export class ReplicaManager {
     if (b.leaderEpoch < replica.leaderEpoch) throw fenced(replica, b.leaderEpoch);
     if (table.schemaId > replica.table.schemaId || table.modifiedTime > replica.table.modifiedTime) this.host.alterReplica(replica, table);
     if (b.leaderEpoch === replica.leaderEpoch) {
+      // An older state than the one an AdjustIsr answer brought: nothing to take from it.
+      if (b.bucketEpoch < replica.bucketEpoch) return;
       replica.replicas = [...b.replicas];
       replica.isr = [...b.isr];
       replica.bucketEpoch = b.bucketEpoch;
