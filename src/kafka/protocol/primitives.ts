@@ -205,31 +205,38 @@ export class Writer {
   }
 
   int8(v: number): this {
-    this.buf.writeInt8(v, this.room(1));
+    const at = this.room(1);
+    this.buf.writeInt8(v, at);
     return this;
   }
   int16(v: number): this {
-    this.buf.writeInt16BE(v, this.room(2));
+    const at = this.room(2);
+    this.buf.writeInt16BE(v, at);
     return this;
   }
   uint16(v: number): this {
-    this.buf.writeUInt16BE(v, this.room(2));
+    const at = this.room(2);
+    this.buf.writeUInt16BE(v, at);
     return this;
   }
   int32(v: number): this {
-    this.buf.writeInt32BE(v, this.room(4));
+    const at = this.room(4);
+    this.buf.writeInt32BE(v, at);
     return this;
   }
   uint32(v: number): this {
-    this.buf.writeUInt32BE(v >>> 0, this.room(4));
+    const at = this.room(4);
+    this.buf.writeUInt32BE(v >>> 0, at);
     return this;
   }
   int64(v: bigint): this {
-    this.buf.writeBigInt64BE(v, this.room(8));
+    const at = this.room(8);
+    this.buf.writeBigInt64BE(v, at);
     return this;
   }
   float64(v: number): this {
-    this.buf.writeDoubleBE(v, this.room(8));
+    const at = this.room(8);
+    this.buf.writeDoubleBE(v, at);
     return this;
   }
   bool(v: boolean): this {
@@ -239,10 +246,16 @@ export class Writer {
   uvarint(v: number): this {
     if (v < 0 || v > 0xffffffff || !Number.isInteger(v)) throw new RangeError(`unsigned varint ${v} out of range`);
     while (v >= 0x80) {
-      this.buf[this.room(1)] = (v % 0x80) | 0x80;
+      {
+      const at = this.room(1);
+      this.buf[at] = (v % 0x80) | 0x80;
+    }
       v = Math.floor(v / 0x80);
     }
-    this.buf[this.room(1)] = v;
+    {
+      const at = this.room(1);
+      this.buf[at] = v;
+    }
     return this;
   }
 
@@ -253,15 +266,22 @@ export class Writer {
   varlong(v: bigint): this {
     let u = BigInt.asUintN(64, (v << 1n) ^ (v >> 63n));
     while (u >= 0x80n) {
-      this.buf[this.room(1)] = Number(u & 0x7fn) | 0x80;
+      {
+      const at = this.room(1);
+      this.buf[at] = Number(u & 0x7fn) | 0x80;
+    }
       u >>= 7n;
     }
-    this.buf[this.room(1)] = Number(u);
+    {
+      const at = this.room(1);
+      this.buf[at] = Number(u);
+    }
     return this;
   }
 
   raw(bytes: Uint8Array): this {
-    this.buf.set(bytes, this.room(bytes.length));
+    const at = this.room(bytes.length);
+    this.buf.set(bytes, at);
     return this;
   }
 
