@@ -25,6 +25,8 @@ import { EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, type ListOffsetsRequest, type Lis
 import type { MetadataRequest, MetadataResponse, MetadataTopic } from './protocol/apis/metadata.js';
 import type { ProducePartitionResponse, ProduceRequest, ProduceResponse } from './protocol/apis/produce.js';
 import { decodeBatch, encodeBatch, splitBatches } from './records/record-batch.js';
+import { CompressionError } from './records/compression.js';
+import { KafkaDecodeError } from './protocol/primitives.js';
 import { RAW_TOPIC_COLUMNS, topicMapping, type TopicMapping } from './topic-mapping.js';
 
 export interface KafkaBrokerOptions {
@@ -57,6 +59,7 @@ const OFFSET_TIMESTAMP = 2;
 
 /** A named error's Kafka code and message, for a partition or topic entry. */
 function failure(err: unknown): { errorCode: number; errorMessage: string } {
+  if (err instanceof KafkaDecodeError || err instanceof CompressionError) return { errorCode: KafkaErrors.CORRUPT_MESSAGE, errorMessage: err.message };
   if (err instanceof TributaryError) return { errorCode: KafkaErrors[kafkaErrorOf(err.errorName)], errorMessage: err.message };
   return { errorCode: KafkaErrors.UNKNOWN_SERVER_ERROR, errorMessage: err instanceof Error ? err.message : String(err) };
 }
