@@ -34,6 +34,7 @@ function serverCommand(name: string, description: string, http: boolean): Comman
 }
 
 serverCommand('start', 'start an embedded server (coordinator + tablet server) with a local data directory', true)
+  .option('--kafka-port <port>', 'also serve the Kafka protocol on this port (kafka.enabled, a KAFKA listener in bind.listeners)')
   .option('--no-tiering', 'do not run the embedded lake tiering worker')
   .action(async (opts) => {
     await start(opts);

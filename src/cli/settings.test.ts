@@ -38,3 +38,9 @@ test('--port or --host alone keeps the other part of the configured listener', (
   assert.equal(serverSettings({ set: { 'bind.listeners': 'TRIBUTARY://0.0.0.0:7000' }, port: '7001' })['bind.listeners'], 'TRIBUTARY://0.0.0.0:7001');
   assert.equal(serverSettings({ host: '10.0.0.1' })['bind.listeners'], 'TRIBUTARY://10.0.0.1:9123');
 });
+
+test('--kafka-port adds a KAFKA listener beside the RPC one and turns kafka.enabled on; --port keeps a configured KAFKA listener', () => {
+  assert.deepEqual(serverSettings({ kafkaPort: '9092' }), { 'bind.listeners': 'TRIBUTARY://127.0.0.1:9123,KAFKA://127.0.0.1:9092', 'kafka.enabled': 'true' });
+  const set = { 'bind.listeners': 'KAFKA://0.0.0.0:9092,TRIBUTARY://0.0.0.0:7000', 'kafka.enabled': 'true' };
+  assert.equal(serverSettings({ set, port: '7001' })['bind.listeners'], 'TRIBUTARY://0.0.0.0:7001,KAFKA://0.0.0.0:9092');
+});

@@ -6,6 +6,7 @@
  */
 import { optionDefault } from '../common/config.js';
 import { parseListener, TributaryServer } from '../server/server.js';
+import { parseListeners } from '../kafka/index.js';
 import { createLogger } from '../common/logger.js';
 import { EmbeddedTiering } from './embedded-tiering.js';
 import { readConfigFile } from './settings.js';
@@ -16,6 +17,8 @@ export interface StartFlags {
   host?: string;
   port?: string;
   httpPort?: string;
+  /** `--kafka-port`: turns kafka.enabled on with a KAFKA listener on this port. */
+  kafkaPort?: string;
   config?: string;
   set?: Record<string, string>;
   /** commander's `--no-tiering`: false turns the embedded tiering worker off. */
@@ -25,10 +28,16 @@ export interface StartFlags {
 export function serverSettings(flags: StartFlags): Record<string, string> {
   const settings: Record<string, string> = { ...(flags.config ? readConfigFile(flags.config) : {}), ...(flags.set ?? {}) };
   if (flags.dataDir) settings['data.dir'] = flags.dataDir;
-  if (flags.port !== undefined || flags.host !== undefined) {
-    // The flag not given keeps its part of the configured listener.
-    const listener = parseListener(settings['bind.listeners'] ?? optionDefault('bind.listeners'));
-    settings['bind.listeners'] = `TRIBUTARY://${flags.host ?? listener.host}:${flags.port ?? listener.port}`;
+  const kafkaName = settings['kafka.listener.names'] ?? optionDefault('kafka.listener.names');
+  if (flags.port !== undefined || flags.host !== undefined || flags.kafkaPort !== undefined) {
+    // The flag not given keeps its part of the configured listener; other listeners stay.
+    const spec = settings['bind.listeners'] ?? optionDefault('bind.listeners');
+    const listener = parseListener(spec, kafkaName);
+    const host = flags.host ?? listener.host;
+    const others = parseListeners(spec).filter((l) => l.name !== 'TRIBUTARY' && l.name !== '' && (flags.kafkaPort === undefined || l.name !== kafkaName));
+    const kafka = flags.kafkaPort !== undefined ? [`${kafkaName}://${host}:${flags.kafkaPort}`] : [];
+    settings['bind.listeners'] = [`TRIBUTARY://${host}:${flags.port ?? listener.port}`, ...others.map((l) => `${l.name}://${l.host}:${l.port}`), ...kafka].join(',');
+    if (flags.kafkaPort !== undefined) settings['kafka.enabled'] = 'true';
   }
   if (flags.httpPort !== undefined) settings['http.port'] = flags.httpPort;
   return settings;
@@ -46,7 +55,8 @@ export async function start(flags: StartFlags): Promise<void> {
     await server.stop();
     throw err;
   }
-  process.stdout.write(`ready bootstrap=${rpc.host}:${rpc.port} http=${http.host}:${http.port}\n`);
+  const kafka = server.kafkaAddress ? ` kafka=${server.kafkaAddress.host}:${server.kafkaAddress.port}` : '';
+  process.stdout.write(`ready bootstrap=${rpc.host}:${rpc.port} http=${http.host}:${http.port}${kafka}\n`);
   onShutdown(log, async () => {
     await worker?.stop();
     await server.stop();

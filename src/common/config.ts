@@ -56,6 +56,9 @@ export const OPTIONS: readonly OptionDef[] = [
   d({ key: 'table.datalake.auto-compaction', scope: 'table', type: 'bool', default: 'false', alterable: true, description: 'After each tiering round, rewrite every lake partition the round wrote to into one data file without deleted rows (sorted by __offset). When off, only partitions holding 8 or more delete files are compacted.' }),
   d({ key: 'table.datalake.auto-expire-snapshot', scope: 'table', type: 'bool', default: 'false', alterable: true, description: 'Expire old lake snapshots after each tiering commit, as the lake table properties history.expire.max-snapshot-age-ms (5 days) and history.expire.min-snapshots-to-keep (1) say; set them with the table options iceberg.history.expire.*.' }),
 
+  d({ key: 'kafka.value.format', scope: 'table', type: 'enum', enumValues: ['raw', 'json'], description: 'Exposes a log table as a Kafka topic (when it is in kafka.database): raw for the key, value, headers, timestamp columns of a topic made by CreateTopics; json to read each record value as a JSON object of the table\'s columns on produce (a record that does not fit is refused with INVALID_RECORD) and to write the row back as one on fetch.' }),
+  d({ key: 'kafka.key.fields', scope: 'table', type: 'list', description: 'With kafka.value.format json: the columns whose values, as a JSON object, are a fetched record\'s key; unset, fetched records have a null key.' }),
+
   // ---- server options
   d({ key: 'bind.listeners', scope: 'server', type: 'string', default: 'TRIBUTARY://127.0.0.1:9123', description: 'RPC listener as NAME://host:port; port 0 picks a free port.' }),
   d({ key: 'http.port', scope: 'server', type: 'int', default: '9124', min: 0, max: 65535, description: 'Port of the HTTP server (health, REST API, Iceberg REST catalog); 0 picks a free port.' }),
@@ -100,6 +103,12 @@ export const OPTIONS: readonly OptionDef[] = [
   // ---- cluster (tributary coordinator-server / tablet-server)
   d({ key: 'tablet-server.id', scope: 'server', type: 'int', min: 0, description: 'Id of this tablet server in its cluster: required by tributary tablet-server, unique, and the same across restarts (its replicas are assigned to it by id).' }),
   d({ key: 'tablet-server.rack', scope: 'server', type: 'string', description: 'Rack (or zone) of this tablet server: replicas of one bucket are spread over racks first.' }),
+  d({ key: 'kafka.enabled', scope: 'server', type: 'bool', default: 'false', description: 'Serve the Kafka protocol on the listener of bind.listeners named by kafka.listener.names (tributary start --kafka-port adds one).' }),
+  d({ key: 'kafka.listener.names', scope: 'server', type: 'string', default: 'KAFKA', description: 'Name of the listener in bind.listeners that speaks the Kafka protocol.' }),
+  d({ key: 'kafka.database', scope: 'server', type: 'string', default: 'kafka', description: 'Database whose log tables are the Kafka topics; created on start when missing.' }),
+  d({ key: 'kafka.auto-create-topics', scope: 'server', type: 'bool', default: 'false', description: 'Metadata and Produce for an unknown topic create it as a raw topic table with num.partitions buckets.' }),
+  d({ key: 'num.partitions', scope: 'server', type: 'int', default: '1', min: 1, max: 4096, description: 'Buckets of a topic created by auto-creation, or by CreateTopics with NumPartitions -1.' }),
+  d({ key: 'kafka.fetch.max-bytes', scope: 'server', type: 'memory', default: '50mb', description: 'Most record bytes one Kafka Fetch response carries, whatever the consumer asks (its fetch.max.bytes is honoured below it).' }),
   d({ key: 'advertised.listeners', scope: 'server', type: 'string', description: 'NAME://host:port that clients and other servers should connect to, when it differs from bind.listeners (a wildcard bind, NAT).' }),
   d({ key: 'default.replication.factor', scope: 'server', type: 'int', min: 1, default: '1', description: 'Replication factor of tables created without table.replication.factor.' }),
   d({ key: 'log.replica.max-lag-time', scope: 'server', type: 'duration', min: 1, default: '30s', description: 'A follower that has not caught up with the leader\'s log end for this long leaves the ISR; it rejoins once caught up.' }),

@@ -65,6 +65,7 @@ describe('log batch', () => {
       crc: 0xd569f4ec,
       schemaId: 3,
       appendOnly: true,
+      recordSequences: false,
       lastOffsetDelta: 2,
       writerId: 42n,
       batchSequence: 7,

@@ -11,7 +11,9 @@
  *    21    4  LeaderEpoch      i32
  *    25    4  CRC              u32  CRC-32C over bytes [29, end)
  *    29    2  SchemaId         i16
- *    31    1  Attributes       i8   bit0 = append-only (log table)
+ *    31    1  Attributes       i8   bit0 = append-only (log table); bit1 = record sequences:
+ *                                     BatchSequence is the sequence of the batch's last record and
+ *                                     counts records, as a Kafka producer's (writer-state.ts)
  *    32    4  LastOffsetDelta  i32  last offset = BaseOffset + LastOffsetDelta
  *    36    8  WriterId         i64  -1 when not idempotent
  *    44    4  BatchSequence    i32  -1 when not idempotent
@@ -46,6 +48,8 @@ const O_BATCH_SEQUENCE = 44;
 const O_RECORD_COUNT = 48;
 const O_STATS_LENGTH = 52;
 const CRC_START = O_SCHEMA_ID;
+const ATTR_APPEND_ONLY = 1;
+const ATTR_RECORD_SEQUENCES = 2;
 
 export interface LogBatchHeader {
   baseOffset: bigint;
@@ -57,6 +61,8 @@ export interface LogBatchHeader {
   crc: number;
   schemaId: number;
   appendOnly: boolean;
+  /** BatchSequence counts records (a Kafka producer's batch), not batches. */
+  recordSequences: boolean;
   lastOffsetDelta: number;
   writerId: bigint;
   batchSequence: number;
@@ -69,6 +75,7 @@ export interface NewLogBatch {
   appendOnly: boolean;
   recordCount: number;
   payload: Uint8Array;
+  recordSequences?: boolean;
   writerId?: bigint;
   batchSequence?: number;
 }
@@ -98,7 +105,7 @@ function writeLogBatchHeader(buf: Buffer, b: NewLogBatch): Buffer {
   buf.writeBigInt64LE(0n, O_COMMIT_TS);
   buf.writeInt32LE(0, O_LEADER_EPOCH);
   buf.writeInt16LE(b.schemaId, O_SCHEMA_ID);
-  buf.writeInt8(b.appendOnly ? 1 : 0, O_ATTRIBUTES);
+  buf.writeInt8((b.appendOnly ? ATTR_APPEND_ONLY : 0) | (b.recordSequences ? ATTR_RECORD_SEQUENCES : 0), O_ATTRIBUTES);
   buf.writeInt32LE(Math.max(0, b.recordCount - 1), O_LAST_OFFSET_DELTA);
   buf.writeBigInt64LE(b.writerId ?? NO_WRITER_ID, O_WRITER_ID);
   buf.writeInt32LE(b.batchSequence ?? NO_BATCH_SEQUENCE, O_BATCH_SEQUENCE);
@@ -118,7 +125,8 @@ export function readLogBatchHeader(buf: Buffer, pos = 0): LogBatchHeader {
     leaderEpoch: buf.readInt32LE(pos + O_LEADER_EPOCH),
     crc: buf.readUInt32LE(pos + O_CRC),
     schemaId: buf.readInt16LE(pos + O_SCHEMA_ID),
-    appendOnly: (buf.readInt8(pos + O_ATTRIBUTES) & 1) === 1,
+    appendOnly: (buf.readInt8(pos + O_ATTRIBUTES) & ATTR_APPEND_ONLY) !== 0,
+    recordSequences: (buf.readInt8(pos + O_ATTRIBUTES) & ATTR_RECORD_SEQUENCES) !== 0,
     lastOffsetDelta: buf.readInt32LE(pos + O_LAST_OFFSET_DELTA),
     writerId: buf.readBigInt64LE(pos + O_WRITER_ID),
     batchSequence: buf.readInt32LE(pos + O_BATCH_SEQUENCE),

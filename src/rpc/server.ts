@@ -37,7 +37,7 @@ import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import { ErrorCodes, listenError, TributaryError } from '../common/errors.js';
 import type { ErrorName } from '../common/errors.js';
 import { ApiKeys, apiByKey, describeApi, versionRange } from './api-keys.js';
-import type { Api, RequestMessage, ResponseInit } from './api-keys.js';
+import type { Api, RequestInit, RequestMessage, ResponseInit, ResponseMessage } from './api-keys.js';
 import {
   FrameDecoder,
   LENGTH_FIELD_SIZE,
@@ -146,6 +146,8 @@ const SHARE_FLOOR = 64 * 1024;
 /** The sweep runs a few times per shortest deadline, and at least once a second. */
 const MAX_SWEEP_INTERVAL_MS = 1000;
 const silentLogger: RpcLogger = { debug() {}, warn() {}, error() {} };
+/** The context of requests run by `invoke`: no connection of this listener. */
+const IN_PROCESS: RequestContext = { connectionId: 0, remoteAddress: 'in-process' };
 
 class ServerConnection {
   readonly decoder: FrameDecoder;
@@ -226,6 +228,21 @@ export class RpcServer implements ApiRegistrar {
   register<A extends Api, R = RequestMessage<A>>(api: A, handler: Handler<A, R>, options: RegisterOptions<R> = {}): void {
     if (this.handlers.has(api.key)) throw new TributaryError('INVALID_ARGUMENT', `${describeApi(api)} already has a handler`);
     this.handlers.set(api.key, { api, handler: handler as Registration['handler'], decode: options.decode, releasesBody: options.releasesBody ?? false });
+  }
+
+  /**
+   * Runs the handler of `api` in this process as a request from the wire would run, without the
+   * frame: how a second protocol's listener in the same process (the Kafka listener) reaches the
+   * node's services. Handler errors are thrown as they are.
+   */
+  async invoke<A extends Api>(api: A, request: RequestInit<A>): Promise<ResponseMessage<A>> {
+    const registration = this.handlers.get(api.key);
+    if (!registration) throw new TributaryError('UNSUPPORTED_VERSION', `${describeApi(api)} is not served by this server`);
+    const message = create(api.request, request);
+    const decoded = registration.decode ? registration.decode(Buffer.from(toBinary(api.request, message))) : message;
+    const response = await registration.handler(decoded, IN_PROCESS);
+    if (response instanceof EncodedResponse) return fromBinary(api.response, Buffer.concat(response.parts)) as ResponseMessage<A>;
+    return create(api.response, response as ResponseInit<A>) as ResponseMessage<A>;
   }
 
   listen(): Promise<{ host: string; port: number }> {

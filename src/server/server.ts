@@ -25,6 +25,7 @@ import { type ClusterMetrics, NodeMetrics } from './metrics.js';
 import { releaseDataDir, rpcServerOf, type ServerBase, startOnDataDir } from './startup.js';
 import { type BucketMetrics, TabletServer } from './tablet/tablet-server.js';
 import { registerTabletService } from './tablet/tablet-service.js';
+import { kafkaListenerOf, parseListeners, type RunningKafkaListener, startKafkaListener } from '../kafka/index.js';
 
 /** The one-process node: its own single tablet server, leading every bucket as its only replica. */
 const ONE_NODE: ClusterMetrics = { tabletServers: 1, offlineBuckets: 0, underReplicatedBuckets: 0, isrShrinks: 0, isrExpands: 0, bucketsMoving: 0 };
@@ -34,20 +35,21 @@ export interface Address {
   port: number;
 }
 
-/** Reads `NAME://host:port` (the first listener of `bind.listeners`). */
-export function parseListener(spec: string): Address {
-  const first = spec.split(',')[0].trim();
-  const m = /^(?:[A-Za-z_][A-Za-z0-9_]*:\/\/)?(\[[^\]]+\]|[^:]+):(\d+)$/.exec(first);
-  if (!m) throw new TributaryError('INVALID_CONFIG_EXCEPTION', `invalid bind.listeners '${spec}': expected NAME://host:port`);
-  const port = Number(m[2]);
-  if (port > 65535) throw new TributaryError('INVALID_CONFIG_EXCEPTION', `invalid bind.listeners '${spec}': port ${port} is above 65535`);
-  return { host: m[1].replace(/^\[|\]$/g, ''), port };
+/**
+ * The RPC listener of `bind.listeners` (`NAME://host:port[,…]`): the first one not named
+ * `kafkaName` (the Kafka listener, kafka.listener.names).
+ */
+export function parseListener(spec: string, kafkaName = 'KAFKA'): Address {
+  const rpc = parseListeners(spec).find((l) => l.name !== kafkaName);
+  if (!rpc) throw new TributaryError('INVALID_CONFIG_EXCEPTION', `bind.listeners '${spec}' has no listener for Tributary's RPC, only ${kafkaName}`);
+  return { host: rpc.host, port: rpc.port };
 }
 
 export class TributaryServer {
   private constructor(
     readonly rpcAddress: Address,
     readonly httpAddress: Address,
+    private readonly kafka: RunningKafkaListener | undefined,
     private readonly rpc: RpcServer,
     private readonly http: HttpServer,
     private readonly coordinator: Coordinator,
@@ -65,7 +67,7 @@ export class TributaryServer {
    */
   static async start(settings: Record<string, string>, log: Logger = createLogger()): Promise<TributaryServer> {
     const options = new Options('server', settings);
-    const listen = parseListener(options.string('bind.listeners')!);
+    const listen = parseListener(options.string('bind.listeners')!, options.string('kafka.listener.names'));
     return startOnDataDir(options, log, (base) => TributaryServer.open(options, listen, base, log));
   }
 
@@ -116,6 +118,13 @@ export class TributaryServer {
     undo.push(() => rpc.close());
     const rpcAddress = await rpc.listen();
     self = { nodeId: 0, host: rpcAddress.host, port: rpcAddress.port };
+    const kafkaListen = kafkaListenerOf(options);
+    let kafka: RunningKafkaListener | undefined;
+    if (kafkaListen) {
+      // One node leads every bucket: it is the only broker, node 0 as in GetMetadata.
+      kafka = await startKafkaListener(options, kafkaListen, { call: (api, req) => rpc.invoke(api, req) }, 0, (at) => [{ nodeId: 0, host: at.host, port: at.port, rack: null }], log.child({ role: 'kafka' }));
+      undo.push(() => kafka!.close());
+    }
 
     const httpServer = await HttpServer.start({
       host: listen.host,
@@ -132,6 +141,7 @@ export class TributaryServer {
     return new TributaryServer(
       rpcAddress,
       httpServer.address,
+      kafka,
       rpc,
       httpServer,
       coordinator,
@@ -144,11 +154,17 @@ export class TributaryServer {
     );
   }
 
+  /** Where the Kafka listener listens, when kafka.enabled is on. */
+  get kafkaAddress(): Address | undefined {
+    return this.kafka?.address;
+  }
+
   /** Stops accepting requests, finishes in-flight ones, then flushes and checkpoints every log. */
   async stop(): Promise<void> {
     this.log.info('server stopping');
     await this.http.close();
     this.tablets.stopServing();
+    await this.kafka?.close();
     await this.rpc.close();
     await this.coordinator.stop();
     await this.tablets.stop();

@@ -106,6 +106,8 @@ export class ServerProcess extends OwnedChildProcess {
     readonly dataDir: string,
     readonly bootstrap: string,
     readonly http: string,
+    /** The Kafka listener's address, when the server was started with one. */
+    readonly kafka: string,
   ) {
     super(child, stderr);
   }
@@ -126,8 +128,8 @@ export class ServerProcess extends OwnedChildProcess {
     if (command !== 'tablet-server') args.push('--http-port', '0');
     for (const [k, v] of Object.entries(options.settings ?? {})) args.push('--set', `${k}=${v}`);
     args.push(...(options.args ?? []));
-    const { child, match, stderr } = await spawnUntilReady(command === 'start' ? 'server' : command, args, options.logLevel ?? 'warn', /ready bootstrap=(\S+)(?: http=(\S+))?/);
-    return new ServerProcess(child, stderr, command, dataDir, match[1], match[2] ?? '');
+    const { child, match, stderr } = await spawnUntilReady(command === 'start' ? 'server' : command, args, options.logLevel ?? 'warn', /ready bootstrap=(\S+)(?: http=(\S+))?(?: kafka=(\S+))?/);
+    return new ServerProcess(child, stderr, command, dataDir, match[1], match[2] ?? '', match[3] ?? '');
   }
 
   override get name(): string {

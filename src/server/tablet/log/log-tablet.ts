@@ -668,7 +668,7 @@ export class LogTablet {
     for (const batch of batches) {
       const h = readLogBatchHeader(batch);
       if (h.lastOffsetDelta < 0) throw new TributaryError('CORRUPT_MESSAGE', `record batch has a negative last offset delta ${h.lastOffsetDelta}`);
-      const original = h.writerId === NO_WRITER_ID ? undefined : writerAppend.check(h.writerId, h.batchSequence);
+      const original = h.writerId === NO_WRITER_ID ? undefined : writerAppend.check(h.writerId, h.batchSequence, h.recordSequences ? h.recordCount : 1);
       if (original) {
         results.push({ baseOffset: original.baseOffset, lastOffset: original.lastOffset, commitTimestamp: BigInt(original.timestamp), duplicate: true });
         if (original.lastOffset >= endOffset) endOffset = original.lastOffset + 1n;

@@ -84,3 +84,20 @@ describe('WriterStateManager', () => {
     assert.equal(state.writerCount, 0);
   });
 });
+
+describe('record-counted sequences (a Kafka producer)', () => {
+  it('a batch follows when its first record sequence is one past the last record of the one before', () => {
+    const state = new WriterStateManager();
+    const append = state.begin();
+    // Batches of 3 and 2 records: last-record sequences 2 and 4.
+    assert.equal(append.check(9n, 2, 3), undefined);
+    append.record(9n, { sequence: 2, baseOffset: 0n, lastOffset: 2n, timestamp: 1 });
+    assert.equal(append.check(9n, 4, 2), undefined);
+    append.record(9n, { sequence: 4, baseOffset: 3n, lastOffset: 4n, timestamp: 1 });
+    append.commit();
+    const retry = state.begin();
+    assert.equal(retry.check(9n, 2, 3)?.baseOffset, 0n, 'a retried batch is the original');
+    assert.throws(() => retry.check(9n, 9, 2), (e: TributaryError) => e.errorName === 'OUT_OF_ORDER_SEQUENCE_EXCEPTION');
+    assert.throws(() => state.begin().check(10n, 0, 3), (e: TributaryError) => e.errorName === 'UNKNOWN_WRITER_ID_EXCEPTION');
+  });
+});

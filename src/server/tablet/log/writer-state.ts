@@ -5,9 +5,12 @@
  *
  * Sequence rules for a batch (writerId, batchSequence) of an idempotent writer:
  * - sequence among the retained batches: a duplicate, answered with the original offsets;
- * - sequence = last + 1 (wrapping after i32 max): appended;
+ * - sequence = last + step (wrapping after i32 max): appended;
  * - any other sequence: OUT_OF_ORDER_SEQUENCE_EXCEPTION (a gap, or older than the window);
- * - unknown writer: sequence 0 starts it, anything else is UNKNOWN_WRITER_ID_EXCEPTION.
+ * - unknown writer: sequence step - 1 starts it, anything else is UNKNOWN_WRITER_ID_EXCEPTION.
+ * The step is 1 for Tributary's writers, whose sequences count batches. A Kafka producer's count
+ * records: its batches carry the sequence of their last record and the step is their record
+ * count, which makes the rules Kafka's (a batch's first sequence follows the last one's).
  *
  * Snapshot file `writer-snapshot`, written atomically at checkpoint (little-endian):
  *   Version      i16  1
@@ -43,8 +46,8 @@ export interface WriterBatch {
   timestamp: number;
 }
 
-function nextSequence(sequence: number): number {
-  return sequence === MAX_SEQUENCE ? 0 : sequence + 1;
+function nextSequence(sequence: number, step: number): number {
+  return (sequence + step) % (MAX_SEQUENCE + 1);
 }
 
 export class WriterStateManager {
@@ -171,17 +174,17 @@ export class WriterAppend {
   constructor(private readonly writers: Map<bigint, WriterBatch[]>) {}
 
   /** The original batch when `sequence` is a duplicate; undefined when the batch is to be appended. */
-  check(writerId: bigint, sequence: number): WriterBatch | undefined {
+  check(writerId: bigint, sequence: number, step = 1): WriterBatch | undefined {
     const batches = this.staged.get(writerId) ?? this.writers.get(writerId);
     if (!batches) {
-      if (sequence === 0) return undefined;
+      if (sequence === step - 1) return undefined;
       throw new TributaryError(
         'UNKNOWN_WRITER_ID_EXCEPTION',
-        `writer ${writerId} is not known to this bucket (new or expired) and sent batch sequence ${sequence} instead of 0`,
+        `writer ${writerId} is not known to this bucket (new or expired) and sent batch sequence ${sequence} instead of ${step - 1}`,
       );
     }
     for (const b of batches) if (b.sequence === sequence) return b;
-    const expected = nextSequence(batches[batches.length - 1].sequence);
+    const expected = nextSequence(batches[batches.length - 1].sequence, step);
     if (sequence === expected) return undefined;
     throw new TributaryError('OUT_OF_ORDER_SEQUENCE_EXCEPTION', `writer ${writerId} sent batch sequence ${sequence}, expected ${expected}`);
   }

@@ -1,0 +1,86 @@
+/**
+ * src/kafka: the Kafka-protocol listener. Owns the Kafka wire grammar (protocol/: primitive types,
+ * messages as data, one file per API), Kafka record batches and their codecs (records/), the
+ * mapping of topics onto tables (topic-mapping.ts), the API handlers (broker.ts) and the TCP
+ * listener (listener.ts). It reaches the node only through the node's own APIs (backend.ts).
+ * May import: common, record, rpc.
+ */
+import type { Options } from '../common/config.js';
+import { TributaryError } from '../common/errors.js';
+import type { Logger } from '../common/logger.js';
+import type { KafkaBrokerNode, TributaryBackend } from './backend.js';
+import { KafkaBroker } from './broker.js';
+import { KafkaListener } from './listener.js';
+import { initKafkaCompression } from './records/compression.js';
+
+export type { KafkaBrokerNode, TributaryBackend } from './backend.js';
+
+export interface Listener {
+  name: string;
+  host: string;
+  port: number;
+}
+
+/** Reads `bind.listeners`: `NAME://host:port[,NAME://host:port…]` (a listener without a name is the first). */
+export function parseListeners(spec: string): Listener[] {
+  return spec.split(',').map((part, i) => {
+    const m = /^(?:([A-Za-z_][A-Za-z0-9_]*):\/\/)?(\[[^\]]+\]|[^:]+):(\d+)$/.exec(part.trim());
+    if (!m) throw new TributaryError('INVALID_CONFIG_EXCEPTION', `invalid bind.listeners '${spec}': expected NAME://host:port`);
+    const port = Number(m[3]);
+    if (port > 65535) throw new TributaryError('INVALID_CONFIG_EXCEPTION', `invalid bind.listeners '${spec}': port ${port} is above 65535`);
+    return { name: m[1] ?? (i === 0 ? 'TRIBUTARY' : ''), host: m[2].replace(/^\[|\]$/g, ''), port };
+  });
+}
+
+/** The Kafka listener of the options, or undefined when kafka.enabled is off. */
+export function kafkaListenerOf(options: Options): Listener | undefined {
+  if (!options.bool('kafka.enabled')) return undefined;
+  const name = options.string('kafka.listener.names')!;
+  const found = parseListeners(options.string('bind.listeners')!).find((l) => l.name === name);
+  if (!found) throw new TributaryError('INVALID_CONFIG_EXCEPTION', `kafka.enabled is on but bind.listeners names no listener '${name}' (kafka.listener.names): add ${name}://host:port`);
+  return found;
+}
+
+export interface RunningKafkaListener {
+  address: { host: string; port: number };
+  close(): Promise<void>;
+}
+
+/**
+ * Starts the Kafka listener on `listen`; `nodeId` is this server's id, `brokers` the Kafka
+ * listeners of the servers that lead buckets, given this one's bound address.
+ */
+export async function startKafkaListener(
+  options: Options,
+  listen: Listener,
+  backend: TributaryBackend,
+  nodeId: number,
+  brokers: (self: { host: string; port: number }) => KafkaBrokerNode[],
+  log: Logger,
+): Promise<RunningKafkaListener> {
+  await initKafkaCompression();
+  let self = { host: listen.host, port: listen.port };
+  const broker = new KafkaBroker(backend, {
+    database: options.string('kafka.database')!,
+    autoCreateTopics: options.bool('kafka.auto-create-topics'),
+    defaultPartitions: options.int('num.partitions'),
+    fetchMaxBytes: options.bytes('kafka.fetch.max-bytes'),
+    maxBatchBytes: options.bytes('rpc.max-frame-size'),
+    maxWaitMs: options.durationMs('rpc.max-wait'),
+    nodeId,
+    brokers: () => brokers(self),
+    clusterId: 'tributary',
+  });
+  await broker.start();
+  const listener = new KafkaListener(broker, {
+    host: listen.host,
+    port: listen.port,
+    maxFrameBytes: options.bytes('rpc.max-frame-size'),
+    idleTimeoutMs: options.durationMs('netty.connection.max-idle-time'),
+    logger: log,
+  });
+  const address = await listener.listen();
+  self = address;
+  log.info({ kafka: address }, 'kafka listener started');
+  return { address, close: () => listener.close() };
+}

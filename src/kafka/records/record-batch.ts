@@ -1,0 +1,214 @@
+/**
+ * Kafka record batch, magic 2 (the only format Produce v3+ and Fetch v4+ carry here).
+ *
+ *   off size field                 (integers big-endian)
+ *     0    8  BaseOffset            int64
+ *     8    4  BatchLength           int32  bytes after this field
+ *    12    4  PartitionLeaderEpoch  int32
+ *    16    1  Magic                 int8   2
+ *    17    4  CRC                   uint32 CRC-32C of bytes [21, end)
+ *    21    2  Attributes            int16  bits 0-2 codec (compression.ts), bit 3 timestamp type
+ *                                          (1 = log append time), bit 4 transactional, bit 5 control
+ *    23    4  LastOffsetDelta       int32
+ *    27    8  BaseTimestamp         int64
+ *    35    8  MaxTimestamp          int64
+ *    43    8  ProducerId            int64  -1 when not idempotent
+ *    51    2  ProducerEpoch         int16
+ *    53    4  BaseSequence          int32  -1 when not idempotent
+ *    57    4  RecordCount           int32
+ *    61    .  Records               compressed as a whole by the codec
+ *
+ *   Record = Length varint, Attributes int8 (unused), TimestampDelta varlong, OffsetDelta varint,
+ *            KeyLength varint (-1 = null), Key, ValueLength varint (-1 = null), Value,
+ *            HeaderCount varint, Header*
+ *   Header = KeyLength varint, Key (UTF-8), ValueLength varint (-1 = null), Value
+ *
+ * Decoding checks the magic, the length and the CRC before it decompresses anything, then that
+ * every record is whole and that the count and offset deltas agree with the header.
+ */
+import { crc32c } from '@node-rs/crc32';
+import { KafkaDecodeError, Reader, Writer } from '../protocol/primitives.js';
+import { Codec, type CodecId, compressRecords, decompressRecords } from './compression.js';
+
+export const BATCH_HEADER_SIZE = 61;
+const CRC_AT = 17;
+const CRC_FROM = 21;
+const ATTR_CODEC_MASK = 0x07;
+const ATTR_LOG_APPEND_TIME = 0x08;
+const ATTR_TRANSACTIONAL = 0x10;
+const ATTR_CONTROL = 0x20;
+
+export interface KafkaHeader {
+  key: string;
+  value: Buffer | null;
+}
+
+export interface KafkaRecord {
+  offsetDelta: number;
+  /** ms since epoch. */
+  timestamp: bigint;
+  key: Buffer | null;
+  value: Buffer | null;
+  headers: KafkaHeader[];
+}
+
+export interface KafkaBatch {
+  baseOffset: bigint;
+  partitionLeaderEpoch: number;
+  codec: number;
+  logAppendTime: boolean;
+  transactional: boolean;
+  control: boolean;
+  lastOffsetDelta: number;
+  baseTimestamp: bigint;
+  maxTimestamp: bigint;
+  producerId: bigint;
+  producerEpoch: number;
+  baseSequence: number;
+  records: KafkaRecord[];
+}
+
+/** A batch that breaks the format: Produce answers it with CORRUPT_MESSAGE. */
+export class CorruptBatchError extends KafkaDecodeError {}
+
+/** Splits a Produce request's records into batches (views into `buf`), checking each one's framing. */
+export function splitBatches(buf: Buffer): Buffer[] {
+  const out: Buffer[] = [];
+  for (let at = 0; at < buf.length; ) {
+    if (buf.length - at < BATCH_HEADER_SIZE) throw new CorruptBatchError(`record batch cut off: ${buf.length - at} bytes left at position ${at}`);
+    const size = buf.readInt32BE(at + 8) + 12;
+    if (size < BATCH_HEADER_SIZE || at + size > buf.length) throw new CorruptBatchError(`record batch at position ${at} declares ${size} bytes, ${buf.length - at} left`);
+    out.push(buf.subarray(at, at + size));
+    at += size;
+  }
+  return out;
+}
+
+/** Decodes one batch; `maxBytes` bounds what its records may decompress to. */
+export function decodeBatch(batch: Buffer, maxBytes: number): KafkaBatch {
+  if (batch.length < BATCH_HEADER_SIZE) throw new CorruptBatchError(`record batch of ${batch.length} bytes is shorter than its header`);
+  const magic = batch.readInt8(16);
+  if (magic !== 2) throw new CorruptBatchError(`record batch magic ${magic}: only magic 2 is supported`);
+  const crc = batch.readUInt32BE(CRC_AT);
+  if (crc32c(batch.subarray(CRC_FROM)) !== crc) throw new CorruptBatchError('record batch CRC mismatch');
+  const attributes = batch.readInt16BE(21);
+  const recordCount = batch.readInt32BE(57);
+  const codec = attributes & ATTR_CODEC_MASK;
+  const head = {
+    baseOffset: batch.readBigInt64BE(0),
+    partitionLeaderEpoch: batch.readInt32BE(12),
+    codec,
+    logAppendTime: (attributes & ATTR_LOG_APPEND_TIME) !== 0,
+    transactional: (attributes & ATTR_TRANSACTIONAL) !== 0,
+    control: (attributes & ATTR_CONTROL) !== 0,
+    lastOffsetDelta: batch.readInt32BE(23),
+    baseTimestamp: batch.readBigInt64BE(27),
+    maxTimestamp: batch.readBigInt64BE(35),
+    producerId: batch.readBigInt64BE(43),
+    producerEpoch: batch.readInt16BE(51),
+    baseSequence: batch.readInt32BE(53),
+  };
+  if (recordCount < 0) throw new CorruptBatchError(`negative record count ${recordCount}`);
+  const body = decompressRecords(codec, batch.subarray(BATCH_HEADER_SIZE), maxBytes);
+  if (recordCount > body.length) throw new CorruptBatchError(`${recordCount} records in ${body.length} bytes`);
+  const r = new Reader(body);
+  const records: KafkaRecord[] = [];
+  for (let i = 0; i < recordCount; i++) records.push(readRecord(r, head.baseTimestamp));
+  if (r.remaining !== 0) throw new CorruptBatchError(`${r.remaining} bytes after the last of ${recordCount} records`);
+  records.forEach((rec, i) => {
+    if (rec.offsetDelta !== i) throw new CorruptBatchError(`record ${i} has offset delta ${rec.offsetDelta}`);
+  });
+  if (recordCount > 0 && head.lastOffsetDelta !== recordCount - 1) throw new CorruptBatchError(`last offset delta ${head.lastOffsetDelta} with ${recordCount} records`);
+  return { ...head, records };
+}
+
+function readRecord(r: Reader, baseTimestamp: bigint): KafkaRecord {
+  const length = r.varint();
+  if (length < 0 || length > r.remaining) throw new CorruptBatchError(`record length ${length} with ${r.remaining} bytes left`);
+  const end = r.pos + length;
+  const rr = new Reader(r.buf, r.pos, end);
+  r.pos = end;
+  rr.int8();
+  const timestamp = baseTimestamp + rr.varlong();
+  const offsetDelta = rr.varint();
+  const key = varBytes(rr);
+  const value = varBytes(rr);
+  const count = rr.varint();
+  if (count < 0 || count > rr.remaining) throw new CorruptBatchError(`header count ${count}`);
+  const headers: KafkaHeader[] = [];
+  for (let i = 0; i < count; i++) {
+    const k = varBytes(rr);
+    if (k === null) throw new CorruptBatchError('header with a null key');
+    headers.push({ key: k.toString('utf8'), value: varBytes(rr) });
+  }
+  if (rr.remaining !== 0) throw new CorruptBatchError(`${rr.remaining} bytes left in a record`);
+  return { offsetDelta, timestamp, key, value, headers };
+}
+
+function varBytes(r: Reader): Buffer | null {
+  const n = r.varint();
+  if (n === -1) return null;
+  if (n < -1) throw new CorruptBatchError(`length ${n}`);
+  return r.raw(n);
+}
+
+export interface NewKafkaBatch {
+  baseOffset: bigint;
+  partitionLeaderEpoch?: number;
+  codec?: CodecId;
+  producerId?: bigint;
+  producerEpoch?: number;
+  baseSequence?: number;
+  /** Record timestamps in ms; offsets are baseOffset + index. */
+  records: { timestamp: bigint; key: Uint8Array | null; value: Uint8Array | null; headers?: { key: string; value: Uint8Array | null }[] }[];
+}
+
+/** Encodes a batch of consecutive offsets (the CRC computed over the finished bytes). */
+export function encodeBatch(b: NewKafkaBatch): Buffer {
+  const records = b.records;
+  let baseTimestamp = records.length > 0 ? records[0].timestamp : -1n;
+  let maxTimestamp = baseTimestamp;
+  for (const rec of records) {
+    if (rec.timestamp < baseTimestamp) baseTimestamp = rec.timestamp;
+    if (rec.timestamp > maxTimestamp) maxTimestamp = rec.timestamp;
+  }
+  const body = new Writer(records.length * 64 + 16);
+  const one = new Writer(256);
+  records.forEach((rec, i) => {
+    one.pos = 0;
+    one.int8(0).varlong(rec.timestamp - baseTimestamp).varint(i);
+    writeVarBytes(one, rec.key);
+    writeVarBytes(one, rec.value);
+    const headers = rec.headers ?? [];
+    one.varint(headers.length);
+    for (const h of headers) {
+      writeVarBytes(one, Buffer.from(h.key, 'utf8'));
+      writeVarBytes(one, h.value);
+    }
+    const bytes = one.finish();
+    body.varint(bytes.length).raw(bytes);
+  });
+  const codec = b.codec ?? Codec.NONE;
+  const payload = compressRecords(codec, body.finish());
+  const out = Buffer.allocUnsafe(BATCH_HEADER_SIZE + payload.length);
+  out.writeBigInt64BE(b.baseOffset, 0);
+  out.writeInt32BE(out.length - 12, 8);
+  out.writeInt32BE(b.partitionLeaderEpoch ?? -1, 12);
+  out.writeInt8(2, 16);
+  out.writeInt16BE(codec, 21);
+  out.writeInt32BE(Math.max(0, records.length - 1), 23);
+  out.writeBigInt64BE(baseTimestamp, 27);
+  out.writeBigInt64BE(maxTimestamp, 35);
+  out.writeBigInt64BE(b.producerId ?? -1n, 43);
+  out.writeInt16BE(b.producerEpoch ?? -1, 51);
+  out.writeInt32BE(b.baseSequence ?? -1, 53);
+  out.writeInt32BE(records.length, 57);
+  out.set(payload, BATCH_HEADER_SIZE);
+  out.writeUInt32BE(crc32c(out.subarray(CRC_FROM)), CRC_AT);
+  return out;
+}
+
+function writeVarBytes(w: Writer, v: Uint8Array | null): void {
+  if (v === null) w.varint(-1);
+  else w.varint(v.length).raw(v);
+}

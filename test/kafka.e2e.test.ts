@@ -1,0 +1,211 @@
+/**
+ * The Kafka listener against independent clients: kcat (librdkafka) and kafkajs produce and read
+ * topics of a real server process, `tributary sql` sees the same rows, and hand-made frames check
+ * idempotent retries, the json mapping and malformed input.
+ */
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import net from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { promisify } from 'node:util';
+import { Kafka, logLevel } from 'kafkajs';
+import { ApiVersions, Metadata, Produce } from '../src/kafka/protocol/apis/index.js';
+import type { KafkaApi } from '../src/kafka/protocol/api.js';
+import { readResponseHeader, responseHeaderVersion, writeRequestHeader } from '../src/kafka/protocol/headers.js';
+import { Reader, Writer } from '../src/kafka/protocol/primitives.js';
+import { decodeMessage, encodeMessage } from '../src/kafka/protocol/schema.js';
+import type { ProduceResponse } from '../src/kafka/protocol/apis/produce.js';
+import { Codec, initKafkaCompression } from '../src/kafka/records/compression.js';
+import { encodeBatch } from '../src/kafka/records/record-batch.js';
+import { random } from './support/random.js';
+import { CLI, ServerProcess } from './support/server-process.js';
+
+const run = promisify(execFile);
+
+/** One Kafka connection sending requests one at a time and reading their answers. */
+class RawKafka {
+  private buffered = Buffer.alloc(0);
+  private waiting: ((frame: Buffer) => void) | undefined;
+  private correlationId = 0;
+  private constructor(readonly socket: net.Socket) {
+    socket.on('data', (chunk) => {
+      this.buffered = Buffer.concat([this.buffered, chunk]);
+      this.deliver();
+    });
+  }
+  static connect(address: string): Promise<RawKafka> {
+    const [host, port] = address.split(':');
+    return new Promise((resolve, reject) => {
+      const s = net.connect(Number(port), host, () => resolve(new RawKafka(s)));
+      s.once('error', reject);
+    });
+  }
+  private deliver(): void {
+    if (!this.waiting || this.buffered.length < 4) return;
+    const size = this.buffered.readInt32BE(0);
+    if (this.buffered.length < 4 + size) return;
+    const frame = this.buffered.subarray(4, 4 + size);
+    this.buffered = this.buffered.subarray(4 + size);
+    const w = this.waiting;
+    this.waiting = undefined;
+    w(frame);
+  }
+  next(): Promise<Buffer> {
+    return new Promise((resolve) => {
+      this.waiting = resolve;
+      this.deliver();
+    });
+  }
+  sendRaw(bytes: Buffer): void {
+    this.socket.write(bytes);
+  }
+  async request<T>(api: KafkaApi, version: number, body: object): Promise<T> {
+    const w = new Writer();
+    w.int32(0);
+    writeRequestHeader(w, api, { apiKey: api.key, apiVersion: version, correlationId: ++this.correlationId, clientId: 'test' });
+    encodeMessage(api.request, version, body, w);
+    const out = w.finish();
+    out.writeInt32BE(out.length - 4, 0);
+    this.socket.write(out);
+    const r = new Reader(await this.next());
+    assert.equal(readResponseHeader(r, responseHeaderVersion(api, version)), this.correlationId);
+    return decodeMessage<T>(api.response, version, r);
+  }
+  close(): void {
+    this.socket.destroy();
+  }
+}
+
+async function sql(bootstrap: string, statement: string): Promise<Record<string, unknown>[]> {
+  const { stdout } = await run(process.execPath, ['--import', 'tsx', CLI, 'sql', '--bootstrap', bootstrap, '--format', 'json', '-e', statement]);
+  return stdout.trim().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
+}
+
+async function kcat(args: string[], input?: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = execFile('kcat', args, { timeout: 30_000 }, (err, stdout, stderr) => (err ? reject(new Error(`kcat ${args.join(' ')}: ${stderr}`)) : resolve(stdout)));
+    child.stdin!.end(input ?? '');
+  });
+}
+
+describe('Kafka listener', () => {
+  let server: ServerProcess;
+  before(async () => {
+    await initKafkaCompression();
+    server = await ServerProcess.start({ args: ['--no-tiering', '--kafka-port', '0'], settings: { 'kafka.auto-create-topics': 'true', 'num.partitions': '2' } });
+  });
+  after(() => server.stop());
+
+  it('kcat produces with every codec and reads back keys, values, headers and offsets exactly; SQL sees the rows', async () => {
+    const codecs = ['none', 'gzip', 'snappy', 'lz4', 'zstd'];
+    for (const codec of codecs) {
+      const lines = Array.from({ length: 20 }, (_, i) => `k${i}:${codec}-${i}`).join('\n') + '\n';
+      await kcat(['-b', server.kafka, '-P', '-t', 'codecs', '-p', '0', '-K:', '-z', codec, '-H', `codec=${codec}`], lines);
+    }
+    const out = await kcat(['-b', server.kafka, '-C', '-t', 'codecs', '-p', '0', '-o', 'beginning', '-e', '-q', '-f', '%o|%k|%s|%h|%T\\n']);
+    const got = out.trim().split('\n').map((l) => l.split('|'));
+    assert.equal(got.length, 100);
+    got.forEach(([offset, key, value, headers], n) => {
+      const codec = codecs[Math.floor(n / 20)];
+      assert.deepEqual([offset, key, value, headers], [String(n), `k${n % 20}`, `${codec}-${n % 20}`, `codec=${codec}`]);
+    });
+    const rows = await sql(server.bootstrap, 'SELECT key, value, "timestamp" FROM kafka.codecs ORDER BY value');
+    assert.equal(rows.length, 100);
+    const kcatTimestamps = new Set(got.map((g) => Number(g[4])));
+    for (const row of rows) assert.ok(kcatTimestamps.has(Date.parse(String(row.timestamp))), `timestamp ${String(row.timestamp)} is one kcat read`);
+  });
+
+  it('kafkajs: admin creates a topic, an idempotent producer writes it, kcat reads what it wrote', async () => {
+    const kafka = new Kafka({ brokers: [server.kafka], logLevel: logLevel.NOTHING });
+    const admin = kafka.admin();
+    await admin.connect();
+    assert.equal(await admin.createTopics({ topics: [{ topic: 'idem', numPartitions: 3 }] }), true);
+    assert.ok((await admin.listTopics()).includes('idem'));
+    await admin.disconnect();
+    const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+    await producer.connect();
+    const offsets: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const [r] = await producer.send({ topic: 'idem', acks: -1, messages: [{ partition: 1, key: `k${i}`, value: `v${i}`, timestamp: String(1_700_000_000_000 + i), headers: { n: String(i) } }, { partition: 1, key: null, value: `w${i}` }] });
+      offsets.push(r.baseOffset!);
+    }
+    await producer.disconnect();
+    assert.deepEqual(offsets, ['0', '2', '4', '6', '8']);
+    const out = await kcat(['-b', server.kafka, '-C', '-t', 'idem', '-p', '1', '-o', 'beginning', '-e', '-q', '-f', '%o|%k|%s|%T\\n']);
+    assert.equal(out.split('\n')[0], '0|k0|v0|1700000000000');
+    assert.equal(out.trim().split('\n').length, 10);
+  });
+
+  it('a retried idempotent batch is acknowledged with its first offset and written once; a gap is refused', async () => {
+    const c = await RawKafka.connect(server.kafka);
+    await c.request(Metadata, 4, { topics: [{ name: 'retry' }], allowAutoTopicCreation: true });
+    const { producerId } = await c.request<{ producerId: bigint }>((await import('../src/kafka/protocol/apis/index.js')).InitProducerId, 1, { transactionalId: null, transactionTimeoutMs: 1000 });
+    const batch = (seq: number) => encodeBatch({ baseOffset: 0n, producerId, producerEpoch: 0, baseSequence: seq, records: [0, 1, 2].map((i) => ({ timestamp: 1000n + BigInt(i), key: null, value: Buffer.from(`r${seq + i}`) })) });
+    const produce = (records: Buffer) => c.request<ProduceResponse>(Produce, 7, { transactionalId: null, acks: -1, timeoutMs: 5000, topics: [{ name: 'retry', partitions: [{ partitionIndex: 0, records }] }] });
+    const first = (await produce(batch(0))).responses[0].partitions[0];
+    const again = (await produce(batch(0))).responses[0].partitions[0];
+    const second = (await produce(batch(3))).responses[0].partitions[0];
+    const gap = (await produce(batch(9))).responses[0].partitions[0];
+    assert.deepEqual([first.errorCode, first.baseOffset, again.errorCode, again.baseOffset, second.baseOffset], [0, 0n, 0, 0n, 3n]);
+    assert.equal(gap.errorCode, 45, 'OUT_OF_ORDER_SEQUENCE_NUMBER');
+    assert.deepEqual(await sql(server.bootstrap, 'SELECT count(*) AS n FROM kafka.retry'), [{ n: 6 }]);
+    c.close();
+  });
+
+  it('a json-mapped table: typed columns on produce, a bad record refuses its batch whole, JSON back on fetch', async () => {
+    await sql(server.bootstrap, "CREATE TABLE kafka.events (id BIGINT NOT NULL, name STRING, at TIMESTAMP_LTZ(3)) WITH ('kafka.value.format' = 'json', 'kafka.key.fields' = 'id')");
+    const c = await RawKafka.connect(server.kafka);
+    const records = (values: string[]) => encodeBatch({ baseOffset: 0n, codec: Codec.GZIP, records: values.map((v) => ({ timestamp: 0n, key: null, value: Buffer.from(v) })) });
+    const produce = (values: string[]) => c.request<ProduceResponse>(Produce, 8, { transactionalId: null, acks: 1, timeoutMs: 5000, topics: [{ name: 'events', partitions: [{ partitionIndex: 0, records: records(values) }] }] });
+    const good = (await produce(['{"id": 1, "name": "a", "at": "2026-01-02 03:04:05"}', '{"id": 2, "at": 1767236645000}'])).responses[0].partitions[0];
+    assert.equal(good.errorCode, 0);
+    const bad = (await produce(['{"id": 3, "name": "fine"}', '{"id": "x"}'])).responses[0].partitions[0];
+    assert.equal(bad.errorCode, 87, 'INVALID_RECORD');
+    assert.match(bad.errorMessage ?? '', /record 1 of the batch: .*id/);
+    assert.deepEqual(await sql(server.bootstrap, 'SELECT id, name FROM kafka.events ORDER BY id'), [{ id: 1, name: 'a' }, { id: 2, name: null }]);
+    const out = await kcat(['-b', server.kafka, '-C', '-t', 'events', '-p', '0', '-o', 'beginning', '-e', '-q', '-f', '%o|%k|%s\\n']);
+    assert.deepEqual(out.trim().split('\n'), ['0|{"id":1}|{"id":1,"name":"a","at":"2026-01-02T03:04:05.000Z"}', '1|{"id":2}|{"id":2,"name":null,"at":"2026-01-01T03:04:05.000Z"}']);
+    c.close();
+  });
+
+  it('malformed frames (seeded) get error codes and leave the server and another connection serving', async () => {
+    const seed = Number(process.env.TRIBUTARY_FUZZ_SEED ?? 20261201);
+    const rnd = random(seed);
+    const bystander = await RawKafka.connect(server.kafka);
+    const good = encodeBatch({ baseOffset: 0n, records: [{ timestamp: 1n, key: null, value: Buffer.from('v') }] });
+    for (let round = 0; round < 60; round++) {
+      const c = await RawKafka.connect(server.kafka);
+      const kind = round % 4;
+      if (kind === 0) {
+        // A random api key and version, with a random body.
+        const w = new Writer();
+        w.int32(0).int16(Math.floor(rnd() * 80) - 5).int16(Math.floor(rnd() * 20) - 2).int32(round).nullableString('fuzz');
+        for (let i = Math.floor(rnd() * 40); i > 0; i--) w.int8(Math.floor(rnd() * 256) - 128);
+        const out = w.finish();
+        out.writeInt32BE(out.length - 4, 0);
+        c.sendRaw(out);
+        const frame = await c.next();
+        assert.equal(frame.readInt32BE(0), round, `seed ${seed} round ${round}: answered`);
+      } else if (kind === 1) {
+        // A size below the header or past the frame limit: answered, then closed.
+        const size = rnd() < 0.5 ? Math.floor(rnd() * 8) : 0x7fffff00;
+        const out = Buffer.alloc(12);
+        out.writeInt32BE(size, 0);
+        c.sendRaw(out);
+        const frame = await c.next();
+        assert.ok([2, 10].includes(frame.readInt16BE(frame.length - 2)), `seed ${seed} round ${round}: error code`);
+      } else {
+        // A produce of a truncated batch or one with a flipped byte (bad CRC).
+        const broken = Buffer.from(good);
+        const records = kind === 2 ? broken.subarray(0, Math.floor(rnd() * broken.length)) : (broken[21 + Math.floor(rnd() * (broken.length - 21))] ^= 0xff, broken);
+        const resp = await c.request<ProduceResponse>(Produce, 3, { transactionalId: null, acks: 1, timeoutMs: 1000, topics: [{ name: 'fuzz', partitions: [{ partitionIndex: 0, records }] }] });
+        assert.equal(resp.responses[0].partitions[0].errorCode, 2, `seed ${seed} round ${round}: CORRUPT_MESSAGE`);
+      }
+      c.close();
+      const versions = await bystander.request<{ errorCode: number }>(ApiVersions, 3, { clientSoftwareName: 't', clientSoftwareVersion: '1' });
+      assert.equal(versions.errorCode, 0);
+    }
+    bystander.close();
+    assert.deepEqual(await sql(server.bootstrap, 'SELECT count(*) AS n FROM kafka.fuzz'), [{ n: 0 }]);
+  });
+});
