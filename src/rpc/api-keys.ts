@@ -64,6 +64,8 @@ export const ApiKeys = {
   NotifyLeaderAndIsr: api(1018, 'NotifyLeaderAndIsr', pb.NotifyLeaderAndIsrRequestSchema, pb.NotifyLeaderAndIsrResponseSchema),
   StopReplica: api(1019, 'StopReplica', pb.StopReplicaRequestSchema, pb.StopReplicaResponseSchema),
   AdjustIsr: api(1020, 'AdjustIsr', pb.AdjustIsrRequestSchema, pb.AdjustIsrResponseSchema),
+  /** A bucket leader registers a complete KV snapshot with the active coordinator. */
+  CommitKvSnapshot: api(1022, 'CommitKvSnapshot', pb.CommitKvSnapshotRequestSchema, pb.CommitKvSnapshotResponseSchema),
   ControlledShutdown: api(1043, 'ControlledShutdown', pb.ControlledShutdownRequestSchema, pb.ControlledShutdownResponseSchema),
   /** Tributary's own (Kafka's OffsetsForLeaderEpoch): where a follower's epoch ends in the leader's log. */
   OffsetForLeaderEpoch: api(2005, 'OffsetForLeaderEpoch', pb.OffsetForLeaderEpochRequestSchema, pb.OffsetForLeaderEpochResponseSchema),

@@ -17,8 +17,8 @@
  *                                                   (the preferred leader) first
  *   /assignments/<tableId>/p<partitionId>           the same, per partition of a partitioned table
  *   /leader_isr/<tableId>/<partitionId|->/<bucket>  {version: 1, leader, leader_epoch, isr,
- *                                                   coordinator_epoch, bucket_epoch}; leader -1 while
- *                                                   the bucket is offline
+ *                                                   coordinator_epoch, bucket_epoch, standby_replicas};
+ *                                                   leader -1 while the bucket is offline
  *
  * A new table's or partition's assignment and initial leader_isr (leader = first replica, ISR = all
  * replicas, epochs 0) are committed with its registration (placeBuckets). Requests to tablet servers:
@@ -32,6 +32,15 @@
  * follower leaves the ISR; a bucket with no live ISR member is offline until one comes back (looked
  * at whenever a server joins and every coordinator.offline-leader.retry-delay). A server in
  * controlled shutdown neither leads nor stays in an ISR where another replica can take over.
+ * Primary-key buckets with table.kv.standby-replica.enabled keep a standby among their followers,
+ * chosen again with every change of leader or ISR, and told with NotifyLeaderAndIsr; a new leader
+ * is told the bucket's newest registered KV snapshot there too. That message is the tablet
+ * server's one source for it, rather than a read of ZooKeeper: the handles stay the coordinator's
+ * to read and write, and since commits are checked in this event queue, in order with leader
+ * changes, the message that makes a leader names every snapshot committed before it.
+ *
+ * KV snapshot commits (kv-snapshot-registry.ts) are fenced here (BucketFence): run in the event
+ * queue once the leader epoch is checked against the bucket's.
  */
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { Options } from '../../common/config.js';
@@ -49,11 +58,14 @@ import type {
   PbServerNodeSchema,
   PbStopReplicaForBucketSchema,
 } from '../../rpc/gen/tributary_pb.js';
+import { tableOption } from '../../common/config.js';
+import type { KvSnapshotHandle } from '../../common/kv-snapshot.js';
 import type { MetadataOp, MetadataStore } from '../metadata/metadata-store.js';
 import { type LiveTabletServers, registrationEpoch, type TabletServerNode } from '../metadata/tablet-server-registry.js';
 import type { ClusterView } from './coordinator-service.js';
 import type { BucketLifecycle, BucketPlacement, PartitionEntry } from './coordinator.js';
-import { type LeaderAndIsr, nextLeaderAndIsr, NO_LEADER } from './leader-election.js';
+import { type BucketFence, fencedLeader, type SnapshotBucket } from './kv-snapshot-registry.js';
+import { chooseStandby, type LeaderAndIsr, nextLeaderAndIsr, NO_LEADER, sameReplicas } from './leader-election.js';
 import { assignReplicas, checkReplicationFactor, replicationFactorOf } from './replica-assignment.js';
 import { TabletServerChannels } from './tablet-server-channels.js';
 
@@ -92,6 +104,8 @@ interface StoredLeaderAndIsr {
   isr: number[];
   coordinator_epoch: number;
   bucket_epoch: number;
+  /** Absent in states written before standbys: none. */
+  standby_replicas?: number[];
 }
 
 /** Leader_isr writes per store commit: a ZooKeeper request stays far below its 1 MB limit. */
@@ -104,7 +118,7 @@ const leaderIsrPath = (g: BucketGroup, bucket: number): string => `${leaderIsrDi
 const groupOf = (table: TableInfo, partition?: PartitionInfo): BucketGroup => ({ tableId: table.tableId, ...(partition ? { partitionId: partition.partitionId } : {}) });
 
 function toStored(s: LeaderAndIsr): StoredLeaderAndIsr {
-  return { version: 1, leader: s.leader, leader_epoch: s.leaderEpoch, isr: s.isr, coordinator_epoch: s.coordinatorEpoch, bucket_epoch: s.bucketEpoch };
+  return { version: 1, leader: s.leader, leader_epoch: s.leaderEpoch, isr: s.isr, coordinator_epoch: s.coordinatorEpoch, bucket_epoch: s.bucketEpoch, standby_replicas: s.standbyReplicas };
 }
 
 function append<K, V>(map: Map<K, V[]>, key: K, value: V): void {
@@ -112,6 +126,8 @@ function append<K, V>(map: Map<K, V[]>, key: K, value: V): void {
   if (values) values.push(value);
   else map.set(key, [value]);
 }
+
+const hasStandby = (table: TableInfo): boolean => table.schema.primaryKey !== undefined && tableOption(table.properties, 'table.kv.standby-replica.enabled')?.toLowerCase() === 'true';
 
 const serverNode = (s: TabletServerNode): ServerNode => ({ nodeId: s.id, host: s.host, port: s.port, ...(s.rack !== undefined ? { rack: s.rack } : {}) });
 
@@ -123,11 +139,13 @@ export interface ClusterControllerSettings {
   self: ServerNode;
   /** The coordinator's tables and partitions, for the table JSON the tablet servers get. */
   tables: { getTableInfoById(tableId: number): TableInfo | undefined; partitionById(partitionId: number): PartitionEntry | undefined };
+  /** The registered KV snapshots, whose newest a bucket's new leader is told. */
+  kvSnapshots: { latest(bucket: SnapshotBucket): KvSnapshotHandle | undefined };
   options: Options;
   log: Logger;
 }
 
-export class ClusterController implements BucketLifecycle, BucketPlacement, ClusterView {
+export class ClusterController implements BucketLifecycle, BucketPlacement, ClusterView, BucketFence {
   private events: Promise<unknown> = Promise.resolve();
   /** Servers in controlled shutdown: until they leave (or register again) they lead nothing they can hand over. */
   private readonly stopping = new Set<number>();
@@ -188,12 +206,20 @@ export class ClusterController implements BucketLifecycle, BucketPlacement, Clus
     }
     const group = groupOf(table, partition);
     const replicas = assignReplicas(live, table.bucketCount, factor, group.partitionId ?? group.tableId);
+    const withStandby = hasStandby(table);
     return [
       { op: 'put', path: assignmentPath(group), value: { version: 1, buckets: replicas } satisfies StoredAssignment },
       ...replicas.map((r, bucket): MetadataOp => ({
         op: 'put',
         path: leaderIsrPath(group, bucket),
-        value: toStored({ leader: r[0], leaderEpoch: 0, isr: r, coordinatorEpoch: this.settings.coordinatorEpoch, bucketEpoch: 0 }),
+        value: toStored({
+          leader: r[0],
+          leaderEpoch: 0,
+          isr: r,
+          coordinatorEpoch: this.settings.coordinatorEpoch,
+          bucketEpoch: 0,
+          standbyReplicas: withStandby ? chooseStandby(r, r, r[0], [], () => true) : [],
+        }),
       })),
     ];
   }
@@ -245,6 +271,7 @@ export class ClusterController implements BucketLifecycle, BucketPlacement, Clus
     return this.enqueue(async () => {
       const answers: MessageInitShape<typeof PbAdjustIsrRespForBucketSchema>[] = [];
       const accepted: { ref: BucketRef; state: LeaderAndIsr }[] = [];
+      const standbyMoved: BucketRef[] = [];
       for (const b of request.buckets) {
         const group: BucketGroup = { tableId: Number(b.tableId), ...(b.partitionId !== undefined ? { partitionId: Number(b.partitionId) } : {}) };
         const ids = { tableId: b.tableId, ...(b.partitionId !== undefined ? { partitionId: b.partitionId } : {}), bucketId: b.bucketId };
@@ -264,14 +291,19 @@ export class ClusterController implements BucketLifecycle, BucketPlacement, Clus
         } else if (b.newIsr.some((id) => !state.isr.includes(id) && !this.eligible(id))) {
           refuse('INVALID_ARGUMENT', `ISR [${b.newIsr}] of ${where} adds a server that is not live or is shutting down`);
         } else {
-          const next = { ...state, isr: [...b.newIsr], coordinatorEpoch: this.settings.coordinatorEpoch, bucketEpoch: state.bucketEpoch + 1 };
+          const isr = [...b.newIsr];
+          const standbyReplicas = this.standbyOf(group) ? chooseStandby(replicas, isr, state.leader, state.standbyReplicas, (id) => this.eligible(id)) : [];
+          const next = { ...state, isr, coordinatorEpoch: this.settings.coordinatorEpoch, bucketEpoch: state.bucketEpoch + 1, standbyReplicas };
           if (next.isr.length < state.isr.length) this.isrShrinks++;
           else if (next.isr.length > state.isr.length) this.isrExpands++;
           answers.push({ ...ids, ...this.stateFields(next) });
           accepted.push({ ref: { group, bucket: b.bucketId }, state: next });
+          if (!sameReplicas(standbyReplicas, state.standbyReplicas)) standbyMoved.push({ group, bucket: b.bucketId });
         }
       }
       await this.commitStates(accepted);
+      // The replicas learn a new standby; the leader learns its ISR from the answer.
+      if (standbyMoved.length > 0) void Promise.all(this.notify(this.toReplicas(standbyMoved)));
       return { buckets: answers };
     });
   }
@@ -296,6 +328,23 @@ export class ClusterController implements BucketLifecycle, BucketPlacement, Clus
     await Promise.all(deliveries);
     this.settings.log.info({ server: request.serverId, remainingLeaders: remaining }, 'controlled shutdown: leaderships moved');
     return { remainingLeaders: remaining };
+  }
+
+  // ------------------------------------------------------------------ BucketFence (KV snapshot commits)
+
+  get coordinatorEpoch(): number {
+    return this.settings.coordinatorEpoch;
+  }
+
+  /** Runs a KV snapshot commit of `bucket` in the event queue, once `leaderEpoch` is checked to be its leader's. */
+  whileLeading<T>(bucket: SnapshotBucket, leaderEpoch: number, work: () => Promise<T>): Promise<T> {
+    return this.enqueue(async () => {
+      const group: BucketGroup = { tableId: bucket.tableId, ...(bucket.partitionId !== undefined ? { partitionId: bucket.partitionId } : {}) };
+      const state = this.leaderAndIsr({ group, bucket: bucket.bucket });
+      if (!state) throw new TributaryError('UNKNOWN_TABLE_OR_BUCKET_EXCEPTION', `bucket ${bucket.bucket} of ${groupKey(group)} does not exist`);
+      if (state.leader === NO_LEADER || leaderEpoch !== state.leaderEpoch) throw fencedLeader(bucket, leaderEpoch, state.leaderEpoch);
+      return work();
+    });
   }
 
   // ------------------------------------------------------------------ ClusterView
@@ -356,6 +405,12 @@ export class ClusterController implements BucketLifecycle, BucketPlacement, Clus
     void Promise.all(this.notify(this.toReplicas(changed)));
   }
 
+  /** Whether the group's buckets keep a standby: a primary-key table with table.kv.standby-replica.enabled. */
+  private standbyOf(group: BucketGroup): boolean {
+    const table = this.describe(group)?.table;
+    return table !== undefined && hasStandby(table);
+  }
+
   private eligible(id: number): boolean {
     return this.settings.servers.isLive(id) && !this.stopping.has(id);
   }
@@ -367,7 +422,7 @@ export class ClusterController implements BucketLifecycle, BucketPlacement, Clus
     const { servers, coordinatorEpoch } = this.settings;
     const changes: { ref: BucketRef; state: LeaderAndIsr }[] = [];
     for (const ref of refs) {
-      const next = nextLeaderAndIsr(this.leaderAndIsr(ref)!, this.assignment(ref.group)![ref.bucket], (id) => this.eligible(id), (id) => servers.isLive(id), coordinatorEpoch);
+      const next = nextLeaderAndIsr(this.leaderAndIsr(ref)!, this.assignment(ref.group)![ref.bucket], (id) => this.eligible(id), (id) => servers.isLive(id), coordinatorEpoch, this.standbyOf(ref.group));
       if (next) changes.push({ ref, state: next });
     }
     await this.commitStates(changes);
@@ -405,7 +460,7 @@ export class ClusterController implements BucketLifecycle, BucketPlacement, Clus
 
   private leaderAndIsr(ref: BucketRef): LeaderAndIsr | undefined {
     const s = this.store.get<StoredLeaderAndIsr>(leaderIsrPath(ref.group, ref.bucket));
-    return s && { leader: s.leader, leaderEpoch: s.leader_epoch, isr: s.isr, coordinatorEpoch: s.coordinator_epoch, bucketEpoch: s.bucket_epoch };
+    return s && { leader: s.leader, leaderEpoch: s.leader_epoch, isr: s.isr, coordinatorEpoch: s.coordinator_epoch, bucketEpoch: s.bucket_epoch, standbyReplicas: s.standby_replicas ?? [] };
   }
 
   private stateFields(s: LeaderAndIsr): { leader: number; leaderEpoch: number; isr: number[]; bucketEpoch: number } {
@@ -491,7 +546,17 @@ export class ClusterController implements BucketLifecycle, BucketPlacement, Clus
       tableId: BigInt(group.tableId),
       tableJson: JSON.stringify(tableInfoToJson(described.table)),
       ...(group.partitionId !== undefined ? { partitionId: BigInt(group.partitionId), partitionName: described.partitionName } : {}),
-      buckets: refs.map((ref) => ({ bucketId: ref.bucket, replicas: this.assignment(group)![ref.bucket], ...this.stateFields(this.leaderAndIsr(ref)!) })),
+      buckets: refs.map((ref) => {
+        const state = this.leaderAndIsr(ref)!;
+        const latest = this.settings.kvSnapshots.latest({ ...group, bucket: ref.bucket });
+        return {
+          bucketId: ref.bucket,
+          replicas: this.assignment(group)![ref.bucket],
+          ...this.stateFields(state),
+          standbyReplicas: state.standbyReplicas,
+          ...(latest ? { latestKvSnapshot: { snapshotId: BigInt(latest.snapshotId), logOffset: latest.logOffset, rowCount: BigInt(latest.rowCount), metadataPath: latest.metadataPath } } : {}),
+        };
+      }),
     };
   }
 
