@@ -310,6 +310,8 @@ test('a primary-key bucket has a standby, which leads when the leader leaves; KV
   await commit(0);
   const latest = await conn.request(ApiKeys.GetLatestKvSnapshots, { tablePath: { databaseName: 'tributary', tableName: 'users' } });
   assert.deepEqual(latest.latestSnapshots.map((b) => [b.bucketId, b.snapshotId, b.logOffset, b.rowCount]), [[0, 1n, 42n, 7n]]);
+  await coordinator.coordinator.createTable({ database: 'tributary', table: 'events' }, logTable(1), false);
+  await assert.rejects(conn.request(ApiKeys.GetLatestKvSnapshots, { tablePath: { databaseName: 'tributary', tableName: 'events' } }), { errorName: 'NON_PRIMARY_KEY_TABLE_EXCEPTION' });
 
   await stands[leader - 1].leave();
   const next = stands[standby - 1];
