@@ -65,6 +65,8 @@ export const ApiKeys = {
   StopReplica: api(1019, 'StopReplica', pb.StopReplicaRequestSchema, pb.StopReplicaResponseSchema),
   AdjustIsr: api(1020, 'AdjustIsr', pb.AdjustIsrRequestSchema, pb.AdjustIsrResponseSchema),
   NotifyLakeTableOffset: api(1031, 'NotifyLakeTableOffset', pb.NotifyLakeTableOffsetRequestSchema, pb.NotifyLakeTableOffsetResponseSchema),
+  /** A bucket leader registers a complete KV snapshot with the active coordinator. */
+  CommitKvSnapshot: api(1022, 'CommitKvSnapshot', pb.CommitKvSnapshotRequestSchema, pb.CommitKvSnapshotResponseSchema),
   ControlledShutdown: api(1043, 'ControlledShutdown', pb.ControlledShutdownRequestSchema, pb.ControlledShutdownResponseSchema),
   // Cluster administration: server tags and rebalance (served by the active coordinator of a cluster).
   AddServerTag: api(1047, 'AddServerTag', pb.AddServerTagRequestSchema, pb.AddServerTagResponseSchema),

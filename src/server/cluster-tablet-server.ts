@@ -3,7 +3,8 @@
  * as the active coordinator says (NotifyLeaderAndIsr), on a data dir of its own. Once its RPC
  * listener serves it registers in ZooKeeper (an ephemeral znode: the coordinator sees it join, and
  * leave when its session ends). It reaches the active coordinator through the address the
- * coordinator publishes in ZooKeeper, for ISR changes, schemas and its controlled shutdown.
+ * coordinator publishes in ZooKeeper, for ISR changes, KV snapshot commits, schemas and its
+ * controlled shutdown.
  *
  * SIGTERM is a controlled shutdown: the server asks the coordinator to move its leaderships to
  * other in-sync replicas (`tablet-server.controlled-shutdown.*`), keeps serving while they move,
@@ -71,6 +72,7 @@ export class ClusterTabletServer {
             serverId: id,
             connect: (node) => RpcConnection.connect(node.host, node.port, { requestTimeoutMs, clientName: `tributary-tablet-server-${id}` }),
             adjustIsr: (req) => coordinator.request(ApiKeys.AdjustIsr, req),
+            commitKvSnapshot: (req) => coordinator.request(ApiKeys.CommitKvSnapshot, req),
             fetchSchema: async (table, schemaId) => {
               const resp = await coordinator.request(ApiKeys.GetTableSchema, { tablePath: { databaseName: table.database, tableName: table.table }, schemaId });
               return schemaFromJson(JSON.parse(resp.schemaJson));

@@ -91,17 +91,6 @@ export class TributaryServer {
     registerCoordinatorService(rpc, coordinator, () => self);
     registerTieringService(rpc, tiering);
     registerTabletService(rpc, tablets);
-    const kv = tablets.kvService;
-    rpc.register(ApiKeys.GetLatestKvSnapshots, async (req) => {
-      const table = coordinator.getTableInfo(tablePathOf(ApiKeys.GetLatestKvSnapshots, req.tablePath));
-      const partition = req.partitionName === undefined ? undefined : coordinator.listPartitions(table.path).find((p) => p.partitionName === req.partitionName);
-      if (req.partitionName !== undefined && !partition) throw new TributaryError('PARTITION_NOT_EXISTS', `partition '${req.partitionName}' does not exist`);
-      return {
-        tableId: BigInt(table.tableId),
-        ...(partition ? { partitionId: BigInt(partition.partitionId) } : {}),
-        latestSnapshots: kv.snapshotsOf(table, partition?.partitionId),
-      };
-    });
     rpc.register(ApiKeys.TriggerKvSnapshot, async (req) => {
       const table = coordinator.getTableInfo(tablePathOf(ApiKeys.TriggerKvSnapshot, req.tablePath));
       if (!table.schema.primaryKey) throw new TributaryError('NON_PRIMARY_KEY_TABLE_EXCEPTION', `table '${table.path.database}.${table.path.table}' has no primary key`);

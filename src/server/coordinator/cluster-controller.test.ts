@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { create } from '@bufbuild/protobuf';
 import { test } from 'node:test';
 import pino from 'pino';
@@ -323,6 +326,53 @@ test('lake end offsets reach every replica of the buckets the lake holds, and a 
   const barrier = `${coordinator.epoch}:${otherId}:-:0=1`;
   await until('the later notice arrives', () => back.lakeOffsets.includes(barrier));
   assert.deepEqual(back.lakeOffsets, [notice, notice, barrier], 'a dropped table has no lake end offsets to send');
+});
+
+test('a primary-key bucket has a standby, which leads when the leader leaves; KV snapshot commits are fenced by both epochs, and the new leader is told the registered one', async () => {
+  const root = zooKeeper.newRoot('cluster');
+  const stands = await servers(root, 3);
+  const coordinator = await candidate(root, 100).started;
+  const pk: TableDescriptor = { columns: [{ name: 'id', type: 'INT', nullable: false }, { name: 'v', type: 'STRING' }], primaryKey: ['id'], bucketCount: 1, properties: { 'table.replication.factor': '3' } };
+  const tableId = await coordinator.coordinator.createTable({ database: 'tributary', table: 'users' }, pk, false);
+  const [placed] = await bucketsOf(coordinator, 'users');
+  const [leader, standby] = placed.replicaId;
+  for (const s of stands) assert.deepEqual(s.latest(tableId, 0)?.bucket.standbyReplicas, [standby], 'every replica is told the standby');
+  const noStandby = await coordinator.coordinator.createTable({ database: 'tributary', table: 'plain' }, { ...pk, properties: { ...pk.properties, 'table.kv.standby-replica.enabled': 'false' } }, false);
+  assert.deepEqual(stands[0].latest(noStandby, 0)?.bucket.standbyReplicas, []);
+
+  const rpc = rpcServer();
+  coordinator.registerServices(rpc);
+  const conn = await RpcConnection.connect('127.0.0.1', (await rpc.listen()).port);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kv-snapshot-handles-'));
+  fs.mkdirSync(path.join(dir, 'snap-1'));
+  const commit = (leaderEpoch: number, coordinatorEpoch = coordinator.epoch) =>
+    conn.request(ApiKeys.CommitKvSnapshot, {
+      tableId: BigInt(tableId),
+      bucketId: 0,
+      snapshot: { snapshotId: 1n, logOffset: 42n, rowCount: 7n, metadataPath: path.join(dir, 'snap-1', '_METADATA') },
+      bucketLeaderEpoch: leaderEpoch,
+      coordinatorEpoch,
+    });
+  await assert.rejects(commit(0, coordinator.epoch - 1), { errorName: 'INVALID_COORDINATOR_EXCEPTION' });
+  await assert.rejects(commit(-1), { errorName: 'FENCED_LEADER_EPOCH_EXCEPTION' });
+  await commit(0);
+  const latest = await conn.request(ApiKeys.GetLatestKvSnapshots, { tablePath: { databaseName: 'tributary', tableName: 'users' } });
+  assert.deepEqual(latest.latestSnapshots.map((b) => [b.bucketId, b.snapshotId, b.logOffset, b.rowCount]), [[0, 1n, 42n, 7n]]);
+  await coordinator.coordinator.createTable({ database: 'tributary', table: 'events' }, logTable(1), false);
+  await assert.rejects(conn.request(ApiKeys.GetLatestKvSnapshots, { tablePath: { databaseName: 'tributary', tableName: 'events' } }), { errorName: 'NON_PRIMARY_KEY_TABLE_EXCEPTION' });
+
+  await stands[leader - 1].leave();
+  const next = stands[standby - 1];
+  await until('the standby is told it leads', () => next.latest(tableId, 0)?.bucket.leader === standby);
+  const told = next.latest(tableId, 0)!.bucket;
+  assert.equal(told.leaderEpoch, 1);
+  assert.deepEqual(told.standbyReplicas, placed.replicaId.filter((id) => id !== leader && id !== standby), 'the remaining follower stands by');
+  assert.deepEqual([told.latestKvSnapshot?.snapshotId, told.latestKvSnapshot?.logOffset], [1n, 42n]);
+  // The deposed leader's epoch is fenced now.
+  await assert.rejects(commit(0), { errorName: 'FENCED_LEADER_EPOCH_EXCEPTION' });
+  await conn.close();
+  await rpc.close();
+  fs.rmSync(dir, { recursive: true, force: true });
 });
 
 test('AdjustIsr is applied only at the current leader epoch and bucket epoch, to an ISR of replicas holding the leader', async () => {

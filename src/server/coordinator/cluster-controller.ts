@@ -17,8 +17,8 @@
  *                                                   (the preferred leader) first
  *   /assignments/<tableId>/p<partitionId>           the same, per partition of a partitioned table
  *   /leader_isr/<tableId>/<partitionId|->/<bucket>  {version: 1, leader, leader_epoch, isr,
- *                                                   coordinator_epoch, bucket_epoch}; leader -1 while
- *                                                   the bucket is offline
+ *                                                   coordinator_epoch, bucket_epoch, standby_replicas};
+ *                                                   leader -1 while the bucket is offline
  *
  * A new table's or partition's assignment and initial leader_isr (leader = first replica, ISR = all
  * replicas, epochs 0) are committed with its registration (placeBuckets). Requests to tablet servers:
@@ -34,6 +34,15 @@
  * follower leaves the ISR; a bucket with no live ISR member is offline until one comes back (looked
  * at whenever a server joins and every coordinator.offline-leader.retry-delay). A server in
  * controlled shutdown neither leads nor stays in an ISR where another replica can take over.
+ * Primary-key buckets with table.kv.standby-replica.enabled keep a standby among their followers,
+ * chosen again with every change of leader or ISR, and told with NotifyLeaderAndIsr; a new leader
+ * is told the bucket's newest registered KV snapshot there too. That message is the tablet
+ * server's one source for it, rather than a read of ZooKeeper: the handles stay the coordinator's
+ * to read and write, and since commits are checked in this event queue, in order with leader
+ * changes, the message that makes a leader names every snapshot committed before it.
+ *
+ * KV snapshot commits (kv-snapshot-registry.ts) are fenced here (BucketFence): run in the event
+ * queue once the leader epoch is checked against the bucket's.
  */
 import { randomUUID } from 'node:crypto';
 import type { MessageInitShape } from '@bufbuild/protobuf';
@@ -54,13 +63,16 @@ import type {
   PbServerNodeSchema,
   PbStopReplicaForBucketSchema,
 } from '../../rpc/gen/tributary_pb.js';
+import { tableOption } from '../../common/config.js';
+import type { KvSnapshotHandle } from '../../common/kv-snapshot.js';
 import type { MetadataOp, MetadataStore } from '../metadata/metadata-store.js';
 import { type LiveTabletServers, registrationEpoch, type TabletServerNode } from '../metadata/tablet-server-registry.js';
 import type { ClusterView } from './coordinator-service.js';
 import type { BucketLifecycle, BucketPlacement, PartitionEntry } from './coordinator.js';
+import { type BucketFence, fencedLeader, type SnapshotBucket } from './kv-snapshot-registry.js';
 import { LakeOffsetNotices } from './lake-offset-notices.js';
-import { type LeaderAndIsr, nextLeaderAndIsr, NO_LEADER } from './leader-election.js';
-import { completedState, ledBy, movingReplicas, revertedState, sameReplicas } from './reassignment.js';
+import { chooseStandby, type LeaderAndIsr, nextLeaderAndIsr, NO_LEADER, sameReplicas } from './leader-election.js';
+import { completedState, ledBy, movingReplicas, revertedState } from './reassignment.js';
 import { planRebalance, type PlanServer } from './rebalance-planner.js';
 import {
   finishedStatus,
@@ -113,6 +125,8 @@ interface StoredLeaderAndIsr {
   isr: number[];
   coordinator_epoch: number;
   bucket_epoch: number;
+  /** Absent in states written before standbys: none. */
+  standby_replicas?: number[];
 }
 
 /** Leader_isr writes per store commit: a ZooKeeper request stays far below its 1 MB limit. */
@@ -129,7 +143,7 @@ const bucketRefOf = (b: { table_id: number; partition_id?: number; bucket: numbe
 const groupOf = (table: TableInfo, partition?: PartitionInfo): BucketGroup => ({ tableId: table.tableId, ...(partition ? { partitionId: partition.partitionId } : {}) });
 
 function toStored(s: LeaderAndIsr): StoredLeaderAndIsr {
-  return { version: 1, leader: s.leader, leader_epoch: s.leaderEpoch, isr: s.isr, coordinator_epoch: s.coordinatorEpoch, bucket_epoch: s.bucketEpoch };
+  return { version: 1, leader: s.leader, leader_epoch: s.leaderEpoch, isr: s.isr, coordinator_epoch: s.coordinatorEpoch, bucket_epoch: s.bucketEpoch, standby_replicas: s.standbyReplicas };
 }
 
 function append<K, V>(map: Map<K, V[]>, key: K, value: V): void {
@@ -145,6 +159,7 @@ function addStops(stops: Map<number, StopReplicaForBucket[]>, ref: BucketRef, re
     append(stops, id, { tableId: BigInt(group.tableId), ...(group.partitionId !== undefined ? { partitionId: BigInt(group.partitionId) } : {}), bucketId: bucket, leaderEpoch, delete: true });
   }
 }
+const hasStandby = (table: TableInfo): boolean => table.schema.primaryKey !== undefined && tableOption(table.properties, 'table.kv.standby-replica.enabled')?.toLowerCase() === 'true';
 
 const serverNode = (s: TabletServerNode): ServerNode => ({ nodeId: s.id, host: s.host, port: s.port, ...(s.rack !== undefined ? { rack: s.rack } : {}) });
 
@@ -156,11 +171,13 @@ export interface ClusterControllerSettings {
   self: ServerNode;
   /** The coordinator's tables and partitions, for the table JSON the tablet servers get. */
   tables: { getTableInfoById(tableId: number): TableInfo | undefined; partitionById(partitionId: number): PartitionEntry | undefined };
+  /** The registered KV snapshots, whose newest a bucket's new leader is told. */
+  kvSnapshots: { latest(bucket: SnapshotBucket): KvSnapshotHandle | undefined };
   options: Options;
   log: Logger;
 }
 
-export class ClusterController implements BucketLifecycle, BucketPlacement, ClusterView {
+export class ClusterController implements BucketLifecycle, BucketPlacement, ClusterView, BucketFence {
   private events: Promise<unknown> = Promise.resolve();
   /** Servers in controlled shutdown: until they leave (or register again) they lead nothing they can hand over. */
   private readonly stopping = new Set<number>();
@@ -224,12 +241,20 @@ export class ClusterController implements BucketLifecycle, BucketPlacement, Clus
     }
     const group = groupOf(table, partition);
     const replicas = assignReplicas(live, table.bucketCount, factor, group.partitionId ?? group.tableId);
+    const withStandby = hasStandby(table);
     return [
       { op: 'put', path: assignmentPath(group), value: { version: 1, buckets: replicas } satisfies StoredAssignment },
       ...replicas.map((r, bucket): MetadataOp => ({
         op: 'put',
         path: leaderIsrPath(group, bucket),
-        value: toStored({ leader: r[0], leaderEpoch: 0, isr: r, coordinatorEpoch: this.settings.coordinatorEpoch, bucketEpoch: 0 }),
+        value: toStored({
+          leader: r[0],
+          leaderEpoch: 0,
+          isr: r,
+          coordinatorEpoch: this.settings.coordinatorEpoch,
+          bucketEpoch: 0,
+          standbyReplicas: withStandby ? chooseStandby(r, r, r[0], [], () => true) : [],
+        }),
       })),
     ];
   }
@@ -289,6 +314,7 @@ export class ClusterController implements BucketLifecycle, BucketPlacement, Clus
     return this.enqueue(async () => {
       const answers: MessageInitShape<typeof PbAdjustIsrRespForBucketSchema>[] = [];
       const accepted: { ref: BucketRef; state: LeaderAndIsr }[] = [];
+      const standbyMoved: BucketRef[] = [];
       for (const b of request.buckets) {
         const group: BucketGroup = { tableId: Number(b.tableId), ...(b.partitionId !== undefined ? { partitionId: Number(b.partitionId) } : {}) };
         const ids = { tableId: b.tableId, ...(b.partitionId !== undefined ? { partitionId: b.partitionId } : {}), bucketId: b.bucketId };
@@ -308,16 +334,21 @@ export class ClusterController implements BucketLifecycle, BucketPlacement, Clus
         } else if (b.newIsr.some((id) => !state.isr.includes(id) && !this.eligible(id))) {
           refuse('INVALID_ARGUMENT', `ISR [${b.newIsr}] of ${where} adds a server that is not live or is shutting down`);
         } else {
-          const next = { ...state, isr: [...b.newIsr], coordinatorEpoch: this.settings.coordinatorEpoch, bucketEpoch: state.bucketEpoch + 1 };
+          const isr = [...b.newIsr];
+          const standbyReplicas = this.standbyOf(group) ? chooseStandby(replicas, isr, state.leader, state.standbyReplicas, (id) => this.eligible(id)) : [];
+          const next = { ...state, isr, coordinatorEpoch: this.settings.coordinatorEpoch, bucketEpoch: state.bucketEpoch + 1, standbyReplicas };
           if (next.isr.length < state.isr.length) this.isrShrinks++;
           else if (next.isr.length > state.isr.length) this.isrExpands++;
           answers.push({ ...ids, ...this.stateFields(next) });
           accepted.push({ ref: { group, bucket: b.bucketId }, state: next });
+          if (!sameReplicas(standbyReplicas, state.standbyReplicas)) standbyMoved.push({ group, bucket: b.bucketId });
         }
       }
       await this.commitStates(accepted);
       // A new replica in sync may complete its bucket's move.
       if (accepted.length > 0) void Promise.all(await this.advanceRebalance());
+      // The replicas learn a new standby; the leader learns its ISR from the answer.
+      if (standbyMoved.length > 0) void Promise.all(this.notify(this.toReplicas(standbyMoved)));
       return { buckets: answers };
     });
   }
@@ -342,6 +373,23 @@ export class ClusterController implements BucketLifecycle, BucketPlacement, Clus
     await Promise.all(deliveries);
     this.settings.log.info({ server: request.serverId, remainingLeaders: remaining }, 'controlled shutdown: leaderships moved');
     return { remainingLeaders: remaining };
+  }
+
+  // ------------------------------------------------------------------ BucketFence (KV snapshot commits)
+
+  get coordinatorEpoch(): number {
+    return this.settings.coordinatorEpoch;
+  }
+
+  /** Runs a KV snapshot commit of `bucket` in the event queue, once `leaderEpoch` is checked to be its leader's. */
+  whileLeading<T>(bucket: SnapshotBucket, leaderEpoch: number, work: () => Promise<T>): Promise<T> {
+    return this.enqueue(async () => {
+      const group: BucketGroup = { tableId: bucket.tableId, ...(bucket.partitionId !== undefined ? { partitionId: bucket.partitionId } : {}) };
+      const state = this.leaderAndIsr({ group, bucket: bucket.bucket });
+      if (!state) throw new TributaryError('UNKNOWN_TABLE_OR_BUCKET_EXCEPTION', `bucket ${bucket.bucket} of ${groupKey(group)} does not exist`);
+      if (state.leader === NO_LEADER || leaderEpoch !== state.leaderEpoch) throw fencedLeader(bucket, leaderEpoch, state.leaderEpoch);
+      return work();
+    });
   }
 
   // ------------------------------------------------------------------ ClusterView
@@ -408,6 +456,12 @@ export class ClusterController implements BucketLifecycle, BucketPlacement, Clus
     void Promise.all(await this.advanceRebalance());
   }
 
+  /** Whether the group's buckets keep a standby: a primary-key table with table.kv.standby-replica.enabled. */
+  private standbyOf(group: BucketGroup): boolean {
+    const table = this.describe(group)?.table;
+    return table !== undefined && hasStandby(table);
+  }
+
   private eligible(id: number): boolean {
     return this.settings.servers.isLive(id) && !this.stopping.has(id);
   }
@@ -419,7 +473,7 @@ export class ClusterController implements BucketLifecycle, BucketPlacement, Clus
     const { servers, coordinatorEpoch } = this.settings;
     const changes: { ref: BucketRef; state: LeaderAndIsr }[] = [];
     for (const ref of refs) {
-      const next = nextLeaderAndIsr(this.leaderAndIsr(ref)!, this.assignment(ref.group)![ref.bucket], (id) => this.eligible(id), (id) => servers.isLive(id), coordinatorEpoch);
+      const next = nextLeaderAndIsr(this.leaderAndIsr(ref)!, this.assignment(ref.group)![ref.bucket], (id) => this.eligible(id), (id) => servers.isLive(id), coordinatorEpoch, this.standbyOf(ref.group));
       if (next) changes.push({ ref, state: next });
     }
     await this.commitStates(changes);
@@ -456,7 +510,7 @@ export class ClusterController implements BucketLifecycle, BucketPlacement, Clus
 
   private leaderAndIsr(ref: BucketRef): LeaderAndIsr | undefined {
     const s = this.store.get<StoredLeaderAndIsr>(leaderIsrPath(ref.group, ref.bucket));
-    return s && { leader: s.leader, leaderEpoch: s.leader_epoch, isr: s.isr, coordinatorEpoch: s.coordinator_epoch, bucketEpoch: s.bucket_epoch };
+    return s && { leader: s.leader, leaderEpoch: s.leader_epoch, isr: s.isr, coordinatorEpoch: s.coordinator_epoch, bucketEpoch: s.bucket_epoch, standbyReplicas: s.standby_replicas ?? [] };
   }
 
   private stateFields(s: LeaderAndIsr): { leader: number; leaderEpoch: number; isr: number[]; bucketEpoch: number } {
@@ -554,7 +608,17 @@ export class ClusterController implements BucketLifecycle, BucketPlacement, Clus
       tableId: BigInt(group.tableId),
       tableJson: JSON.stringify(tableInfoToJson(described.table)),
       ...(group.partitionId !== undefined ? { partitionId: BigInt(group.partitionId), partitionName: described.partitionName } : {}),
-      buckets: refs.map((ref) => ({ bucketId: ref.bucket, replicas: this.assignment(group)![ref.bucket], ...this.stateFields(this.leaderAndIsr(ref)!) })),
+      buckets: refs.map((ref) => {
+        const state = this.leaderAndIsr(ref)!;
+        const latest = this.settings.kvSnapshots.latest({ ...group, bucket: ref.bucket });
+        return {
+          bucketId: ref.bucket,
+          replicas: this.assignment(group)![ref.bucket],
+          ...this.stateFields(state),
+          standbyReplicas: state.standbyReplicas,
+          ...(latest ? { latestKvSnapshot: { snapshotId: BigInt(latest.snapshotId), logOffset: latest.logOffset, rowCount: BigInt(latest.rowCount), metadataPath: latest.metadataPath } } : {}),
+        };
+      }),
     };
   }
 
@@ -724,7 +788,7 @@ export class ClusterController implements BucketLifecycle, BucketPlacement, Clus
         const ref = bucketRefOf(b);
         const state = this.leaderAndIsr(ref)!;
         if (!movesReplicas(b)) {
-          const next = ledBy(state, b.new_leader, isLive, this.settings.coordinatorEpoch);
+          const next = ledBy(state, b.new_leader, isLive, this.settings.coordinatorEpoch, this.standbyOf(ref.group));
           if (!next) step.fail(b, `server ${b.new_leader} cannot lead it: not live or not in the ISR [${state.isr}]`);
           else {
             if (next !== state) step.set(ref, undefined, next);
@@ -737,7 +801,7 @@ export class ClusterController implements BucketLifecycle, BucketPlacement, Clus
           if (step.revert(b)) step.fail(b, `server(s) [${gone}] of its new replicas are not live: it stays on [${b.original_replicas}]`);
           continue;
         }
-        const done = completedState(state, moveOf(b), isLive, this.settings.coordinatorEpoch);
+        const done = completedState(state, moveOf(b), isLive, this.settings.coordinatorEpoch, this.standbyOf(ref.group));
         if (!done) continue;
         step.set(ref, b.new_replicas, done);
         step.stop(ref, b.original_replicas.filter((id) => !b.new_replicas.includes(id)), done.leaderEpoch);
@@ -814,7 +878,7 @@ export class ClusterController implements BucketLifecycle, BucketPlacement, Clus
       /** Takes a move back to its original replicas; false when none of them can lead now (the move carries on). */
       revert: (b: StoredRebalanceBucket): boolean => {
         const ref = bucketRefOf(b);
-        const back = revertedState(this.leaderAndIsr(ref)!, moveOf(b), isLive, coordinatorEpoch);
+        const back = revertedState(this.leaderAndIsr(ref)!, moveOf(b), isLive, coordinatorEpoch, this.standbyOf(ref.group));
         if (!back) return false;
         step.set(ref, b.original_replicas, back);
         step.stop(ref, b.new_replicas.filter((id) => !b.original_replicas.includes(id)), back.leaderEpoch);

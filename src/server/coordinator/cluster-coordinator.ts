@@ -17,6 +17,7 @@ import { TributaryError } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import type { LakeCatalog } from '../../lake/lake-format.js';
 import { ApiKeys } from '../../rpc/api-keys.js';
+import { fieldError, idOf, optionalIdOf } from '../../rpc/request-fields.js';
 import type { ApiRegistrar } from '../../rpc/server.js';
 import { publishActiveCoordinator } from '../metadata/active-coordinator.js';
 import { CoordinatorElection } from '../metadata/coordinator-election.js';
@@ -85,13 +86,14 @@ export class ClusterCoordinator extends EventEmitter<{ deposed: [Error] }> {
         coordinatorEpoch: epoch,
         self: { nodeId: self.id, host: self.host, port: self.port },
         tables: coordinator,
+        kvSnapshots: coordinator.kvSnapshots,
         options,
         log: log.child({ role: 'cluster-controller' }),
       });
       undo.push(() => controller.stop());
       await controller.start();
       undo.push(() => coordinator.stop());
-      await coordinator.start(controller, controller);
+      await coordinator.start(controller, controller, controller);
       await publishActiveCoordinator(session, root, { id: self.id, host: self.host, port: self.port, epoch });
       log.info({ epoch, tabletServers: servers.list().map((s) => s.id) }, 'coordinator leads');
       return new ClusterCoordinator(settings, election, store, servers, coordinator, controller, epoch);
@@ -101,13 +103,26 @@ export class ClusterCoordinator extends EventEmitter<{ deposed: [Error] }> {
     }
   }
 
-  /** Registers what the active coordinator answers: the coordinator service (GetMetadata from the cluster), AdjustIsr, ControlledShutdown, server tags and rebalance. */
+  /** Registers what the active coordinator answers: the coordinator service (GetMetadata from the cluster), AdjustIsr, ControlledShutdown, CommitKvSnapshot, server tags and rebalance. */
   registerServices(rpc: ApiRegistrar): void {
     const { self } = this.settings;
     registerCoordinatorService(rpc, this.coordinator, () => ({ nodeId: self.id, host: self.host, port: self.port }), this.controller);
     rpc.register(ApiKeys.AdjustIsr, (req) => this.controller.adjustIsr(req));
     rpc.register(ApiKeys.ControlledShutdown, (req) => this.controller.controlledShutdown(req));
     registerRebalanceService(rpc, this.controller);
+    rpc.register(ApiKeys.CommitKvSnapshot, async (req) => {
+      const api = ApiKeys.CommitKvSnapshot;
+      const snapshot = req.snapshot;
+      if (!snapshot) throw fieldError(api, 'snapshot', 'is required');
+      const partitionId = optionalIdOf(api, 'partition_id', req.partitionId);
+      await this.coordinator.commitKvSnapshot({
+        bucket: { tableId: idOf(api, 'table_id', req.tableId), ...(partitionId !== undefined ? { partitionId } : {}), bucket: req.bucketId },
+        snapshot: { snapshotId: Number(snapshot.snapshotId), logOffset: snapshot.logOffset, rowCount: Number(snapshot.rowCount), metadataPath: snapshot.metadataPath },
+        leaderEpoch: req.bucketLeaderEpoch,
+        coordinatorEpoch: req.coordinatorEpoch,
+      });
+      return {};
+    });
   }
 
   /** Stops leading and hands the lead on (the session stays open: the caller closes it). */

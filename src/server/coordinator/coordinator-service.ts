@@ -167,4 +167,24 @@ export function registerCoordinatorService(rpc: ApiRegistrar, coordinator: Coord
   });
 
   rpc.register(ApiKeys.InitWriter, async () => ({ writerId: await coordinator.allocateWriterId() }));
+
+  // Answered from the registered handles, the same on one node and in a cluster.
+  rpc.register(ApiKeys.GetLatestKvSnapshots, async (req) => {
+    const table = coordinator.getTableInfo(tablePathOf(ApiKeys.GetLatestKvSnapshots, req.tablePath));
+    if (!table.schema.primaryKey) throw new TributaryError('NON_PRIMARY_KEY_TABLE_EXCEPTION', `table '${table.path.database}.${table.path.table}' has no primary key`);
+    if (table.partitionKeys.length > 0 && req.partitionName === undefined) {
+      throw new TributaryError('PARTITION_NOT_EXISTS', `table '${table.path.database}.${table.path.table}' is partitioned: the request must name a partition`);
+    }
+    const partition = req.partitionName === undefined ? undefined : coordinator.listPartitions(table.path).find((p) => p.partitionName === req.partitionName);
+    if (req.partitionName !== undefined && !partition) throw new TributaryError('PARTITION_NOT_EXISTS', `partition '${req.partitionName}' does not exist`);
+    const partitionId = partition?.partitionId;
+    return {
+      tableId: BigInt(table.tableId),
+      ...(partitionId !== undefined ? { partitionId: BigInt(partitionId) } : {}),
+      latestSnapshots: Array.from({ length: table.bucketCount }, (_, bucketId) => {
+        const latest = coordinator.kvSnapshots.latest({ tableId: table.tableId, ...(partitionId !== undefined ? { partitionId } : {}), bucket: bucketId });
+        return latest ? { bucketId, snapshotId: BigInt(latest.snapshotId), logOffset: latest.logOffset, rowCount: BigInt(latest.rowCount) } : { bucketId };
+      }),
+    };
+  });
 }

@@ -12,7 +12,8 @@
  *   counters: table_id, partition_id, writer_id
  * In a cluster the ClusterController keeps each bucket's replicas and leader beside them
  * (/assignments, /leader_isr: cluster-controller.ts), placed in the commit that registers the table
- * or partition.
+ * or partition. The registered KV snapshots are under /kv_snapshots (kv-snapshot-registry.ts),
+ * forgotten in the commit that drops their table or partition.
  */
 import { type Options, optionDef, validateTableProperties } from '../../common/config.js';
 import { TributaryError } from '../../common/errors.js';
@@ -41,6 +42,7 @@ import type { ServerActivity } from '../../common/activity.js';
 import type { LakeBucketOffset } from '../../common/lake.js';
 import type { LakeCatalog, LakeTableEntry } from '../../lake/lake-format.js';
 import { isLakeEnabled, LakeTieringManager } from './lake-tiering-manager.js';
+import { type BucketFence, type KvSnapshotCommit, KvSnapshotRegistry, ONE_NODE_FENCE } from './kv-snapshot-registry.js';
 import { checkReplicationFactor, replicationFactorOf } from './replica-assignment.js';
 
 interface DatabaseRegistration {
@@ -148,6 +150,10 @@ export class Coordinator {
   };
   /** Lake tiering: which table is tiered next and what the lake holds. */
   readonly tiering: LakeTieringManager;
+  /** The registered KV snapshots of primary-key buckets (CommitKvSnapshot, GetLatestKvSnapshots). */
+  readonly kvSnapshots: KvSnapshotRegistry;
+  /** What KV snapshot commits are fenced by: the one-process node's, or a cluster's ClusterController. */
+  private kvSnapshotFence: BucketFence = ONE_NODE_FENCE;
 
   constructor(
     private readonly store: MetadataStore,
@@ -169,6 +175,7 @@ export class Coordinator {
       },
       options.durationMs('datalake.tiering.timeout'),
     );
+    this.kvSnapshots = new KvSnapshotRegistry(store, options.int('kv.snapshot.num-retained'), log);
     for (const db of store.children('/databases')) {
       for (const t of store.children(`${dbPath(db)}/tables`)) {
         const path = { database: db, table: t };
@@ -186,9 +193,10 @@ export class Coordinator {
    * Connects the tablet side (and, in a cluster, the placement of replicas on tablet servers),
    * creates the default database and starts the partition timer.
    */
-  async start(lifecycle: BucketLifecycle, placement?: BucketPlacement): Promise<void> {
+  async start(lifecycle: BucketLifecycle, placement?: BucketPlacement, kvSnapshotFence?: BucketFence): Promise<void> {
     this.lifecycle = lifecycle;
     if (placement) this.placement = placement;
+    if (kvSnapshotFence) this.kvSnapshotFence = kvSnapshotFence;
     if (this.store.children('/databases').length === 0) {
       await this.createDatabase(DEFAULT_DATABASE, { comment: 'default database' }, true);
     }
@@ -319,10 +327,17 @@ export class Coordinator {
         throw new TributaryError('DATABASE_NOT_EMPTY', `database '${db}' holds ${tables.length} table(s); drop them first or use CASCADE`);
       }
       const infos = tables.map((t) => this.getTableInfo({ database: db, table: t }));
-      await this.store.commit([{ op: 'delete', path: dbPath(db), recursive: true }]);
+      await this.store.commit([{ op: 'delete', path: dbPath(db), recursive: true }, ...infos.flatMap((info) => this.kvSnapshots.dropOps(info.tableId))]);
       for (const info of infos) await this.forgetTable(info);
       this.log.info({ database: db, tables: tables.length }, 'database dropped');
     });
+  }
+
+  // ------------------------------------------------------------------ KV snapshots
+
+  /** Registers a bucket leader's complete KV snapshot (CommitKvSnapshot, or the node's own tablet server), fenced by the epochs. */
+  commitKvSnapshot(request: KvSnapshotCommit): Promise<void> {
+    return this.kvSnapshots.commit(request, this.kvSnapshotFence);
   }
 
   // ------------------------------------------------------------------ tables
@@ -380,7 +395,7 @@ export class Coordinator {
         this.getTableInfo(path); // throws the precise error: database or table missing
       }
       const info = this.getTableInfo(path);
-      await this.store.commit([{ op: 'delete', path: tablePath(path), recursive: true }]);
+      await this.store.commit([{ op: 'delete', path: tablePath(path), recursive: true }, ...this.kvSnapshots.dropOps(info.tableId)]);
       await this.forgetTable(info);
       // Only the table's own lake table: never a namesake's left by an earlier drop.
       const purged = purge && this.lakeCatalog !== undefined && (await this.lakeCatalog.describeTable(path))?.tableId === info.tableId;
@@ -613,7 +628,7 @@ export class Coordinator {
   }
 
   private async removePartition(info: TableInfo, partition: PartitionInfo): Promise<void> {
-    await this.store.commit([{ op: 'delete', path: `${tablePath(info.path)}/partitions/${partition.partitionName}` } satisfies MetadataOp]);
+    await this.store.commit([{ op: 'delete', path: `${tablePath(info.path)}/partitions/${partition.partitionName}` } satisfies MetadataOp, ...this.kvSnapshots.dropOps(info.tableId, partition.partitionId)]);
     this.partitionsById.delete(partition.partitionId);
     await this.lifecycle?.dropBuckets(info, partition);
     this.log.info({ table: tablePathString(info.path), partition: partition.partitionName }, 'partition dropped');

@@ -13,7 +13,7 @@
  */
 import type { RebalanceGoal, RebalanceStatus, ServerTag } from '../../rpc/cluster-admin.js';
 import type { BucketMove } from './reassignment.js';
-import { sameReplicas } from './reassignment.js';
+import { sameReplicas } from './leader-election.js';
 
 export const REBALANCE_PATH = '/cluster/rebalance';
 export const SERVER_TAGS_PATH = '/tabletservers/server_tags';

@@ -194,13 +194,6 @@ export class KvService {
     }
   }
 
-  snapshotsOf(table: TableInfo, partitionId: number | undefined): MessageInitShape<typeof pb.PbKvSnapshotSchema>[] {
-    return Array.from({ length: table.bucketCount }, (_, bucketId) => {
-      const latest = this.kvReplica(table.tableId, partitionId, bucketId).kv.snapshots.latest();
-      return latest ? { bucketId, snapshotId: BigInt(latest.snapshotId), logOffset: latest.logOffset, rowCount: BigInt(latest.rowCount) } : { bucketId };
-    });
-  }
-
   /** Ends the state scans of a replica whose KV state closes (it stops leading). */
   closeScannersOf(replica: Replica): void {
     for (const [id, s] of this.scanners) if (s.replica === replica) this.closeScanner(id);

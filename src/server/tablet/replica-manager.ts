@@ -19,9 +19,15 @@
  * - A new leader answers at once the fetches its followers have waiting here for other buckets, and
  *   keeps their next ones short until they name the new bucket (see announceLeadership): the first
  *   acks=all write it takes then waits for no follower's long poll.
- * - Primary-key buckets hold their KvTablet while leader only. Becoming follower closes it and
- *   drops its local state, which may hold changes of a tail the truncation removes; the next
- *   leadership restores the latest snapshot (remote.data.dir, shared) and replays the changelog.
+ * - Primary-key buckets hold their KvTablet while leader, or while the follower the coordinator
+ *   names as the bucket's standby (standby_replicas). A leader that becomes follower closes it and
+ *   drops its local state, which may hold changes of a tail the truncation removes; a standby's
+ *   holds only changes below the high watermark, which no truncation removes, so it stays warm
+ *   across leader changes, and a standby made leader opens it and replays only the tail. Any
+ *   other new leader, or a new standby, restores the registered snapshot the coordinator names
+ *   (latest_kv_snapshot in NotifyLeaderAndIsr) and replays the changelog after it.
+ * - The KV snapshots a leader takes are committed to the coordinator (CommitKvSnapshot) with the
+ *   bucket's leader epoch and the newest coordinator epoch seen, which fence a deposed leader.
  */
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { Options } from '../../common/config.js';
@@ -39,6 +45,7 @@ import { ClusterTables, type SchemaFetcher } from './table-metadata.js';
 import { LeaderState } from './leader-state.js';
 import { fetcherSettings, type FetcherSettings, ReplicaFetcher } from './replica-fetcher.js';
 import { bucketKey, type Replica, type TableBucket } from './replica.js';
+import type { KvSnapshotHandle } from '../../common/kv-snapshot.js';
 
 /** A server of the cluster, as UpdateMetadata names it. */
 export interface ServerNode {
@@ -57,6 +64,8 @@ export interface ClusterMembership {
   adjustIsr(request: MessageInitShape<typeof pb.AdjustIsrRequestSchema>): Promise<pb.AdjustIsrResponse>;
   /** Reads a schema of a table from the coordinator (GetTableSchema). */
   fetchSchema: SchemaFetcher;
+  /** Registers a complete KV snapshot with the active coordinator; rejects with the named error it refused it with. */
+  commitKvSnapshot(request: MessageInitShape<typeof pb.CommitKvSnapshotRequestSchema>): Promise<unknown>;
 }
 
 /** What the manager uses of the tablet server that hosts the replicas. */
@@ -70,9 +79,10 @@ export interface ReplicaHost {
   alterReplica(replica: Replica, table: TableInfo): void;
   /** What the lake now holds of the table's hosted buckets: log retention keeps everything above it. */
   lakeOffsetsChanged(table: { tableId: number }, offsets: readonly LakeBucketOffset[]): void;
-  openKv(replica: Replica): Promise<void>;
-  /** Closes the KvTablet and drops its local state. */
-  closeKv(replica: Replica): Promise<void>;
+  /** Opens the replica's KvTablet as leader or as the bucket's standby. */
+  openKv(replica: Replica, role: 'leader' | 'standby'): Promise<void>;
+  /** Closes the KvTablet and drops its local state, unless `keepState`. */
+  closeKv(replica: Replica, keepState: boolean): Promise<void>;
 }
 
 type BucketResult = MessageInitShape<typeof pb.PbBucketResultSchema>;
@@ -230,6 +240,19 @@ export class ReplicaManager {
 
   // ------------------------------------------------------------------ the leader's side
 
+  /** Commits a KV snapshot of a bucket this server leads, fenced by its leader epoch and the coordinator epoch. */
+  async commitKvSnapshot(replica: Replica, snapshot: KvSnapshotHandle): Promise<void> {
+    const { tableId, partitionId, bucket } = replica.bucket;
+    await this.membership.commitKvSnapshot({
+      tableId: BigInt(tableId),
+      ...(partitionId !== undefined ? { partitionId: BigInt(partitionId) } : {}),
+      bucketId: bucket,
+      snapshot: { snapshotId: BigInt(snapshot.snapshotId), logOffset: snapshot.logOffset, rowCount: BigInt(snapshot.rowCount), metadataPath: snapshot.metadataPath },
+      bucketLeaderEpoch: replica.leaderEpoch,
+      coordinatorEpoch: this.coordinatorEpoch,
+    });
+  }
+
   /**
    * Takes a follower's fetch of a bucket this server leads: checks the epoch it follows, records
    * its log end (the fetch offset) and moves the high watermark and the ISR as that allows.
@@ -338,6 +361,8 @@ export class ReplicaManager {
     const replica = this.host.hosted(bucket) ?? (await this.host.openReplica(table, partition, b.bucketId));
     if (b.leaderEpoch < replica.leaderEpoch) throw fenced(replica, b.leaderEpoch);
     if (table.schemaId > replica.table.schemaId || table.modifiedTime > replica.table.modifiedTime) this.host.alterReplica(replica, table);
+    replica.snapshots?.learn(b.latestKvSnapshot && handleOf(b.latestKvSnapshot));
+    const standby = b.leader !== this.serverId && b.standbyReplicas.includes(this.serverId);
     if (b.leaderEpoch === replica.leaderEpoch) {
       // An older state than the one an AdjustIsr answer brought: nothing to take from it.
       if (b.bucketEpoch < replica.bucketEpoch) return;
@@ -346,10 +371,11 @@ export class ReplicaManager {
       replica.bucketEpoch = b.bucketEpoch;
       replica.leader?.setReplicas(b.replicas, Date.now());
       this.advanceHighWatermark(replica);
+      if (replica.role === 'follower') await this.standBy(replica, standby);
       return;
     }
     if (b.leader === this.serverId) await this.becomeLeader(replica, b);
-    else await this.becomeFollower(replica, b);
+    else await this.becomeFollower(replica, b, standby);
   }
 
   private async becomeLeader(replica: Replica, b: pb.PbBucketLeaderAndIsr): Promise<void> {
@@ -357,7 +383,11 @@ export class ReplicaManager {
     replica.leader?.end();
     const leader = new LeaderState(this.serverId, replica.log.logEndOffset, b.replicas, Date.now());
     this.setLeaderAndIsr(replica, b);
-    if (replica.table.schema.primaryKey && !replica.kv) await this.host.openKv(replica);
+    if (replica.table.schema.primaryKey) {
+      // A standby's warm state is opened again as the leader's: only the tail above it is replayed.
+      if (replica.kv?.standby) await this.host.closeKv(replica, true);
+      if (!replica.kv) await this.host.openKv(replica, 'leader');
+    }
     replica.leader = leader;
     replica.role = 'leader';
     const unsubscribe = replica.log.onDurableEnd(() => this.advanceHighWatermark(replica));
@@ -399,20 +429,28 @@ export class ReplicaManager {
     return () => this.waitingFetches.delete(waiting);
   }
 
-  private async becomeFollower(replica: Replica, b: pb.PbBucketLeaderAndIsr): Promise<void> {
-    await this.resign(replica);
+  private async becomeFollower(replica: Replica, b: pb.PbBucketLeaderAndIsr, standby: boolean): Promise<void> {
+    await this.resign(replica, standby);
     this.setLeaderAndIsr(replica, b);
     if (b.leader >= 0) this.fetcherOf(b.leader).add(replica);
-    this.log.info({ bucket: bucketKey(replica.bucket), leader: b.leader, leaderEpoch: b.leaderEpoch }, 'replica became follower');
+    await this.standBy(replica, standby);
+    this.log.info({ bucket: bucketKey(replica.bucket), leader: b.leader, leaderEpoch: b.leaderEpoch, standby }, 'replica became follower');
   }
 
-  /** Ends whatever the replica does now: serving as leader (its KV state closes) or fetching. */
-  private async resign(replica: Replica): Promise<void> {
+  /** Ends whatever the replica does now: serving as leader (its KV state closes) or fetching; a standby that stays one keeps its state. */
+  private async resign(replica: Replica, staysStandby = false): Promise<void> {
     replica.role = 'follower';
     replica.leader?.end();
     replica.leader = undefined;
-    if (replica.kv) await this.host.closeKv(replica);
+    if (replica.kv && !(staysStandby && replica.kv.standby)) await this.host.closeKv(replica, false);
     await this.stopFetching(replica);
+  }
+
+  /** Opens a follower's warm KV state when it is the bucket's standby, and drops it when it no longer is. */
+  private async standBy(replica: Replica, standby: boolean): Promise<void> {
+    if (!replica.table.schema.primaryKey) return;
+    if (standby && !replica.kv) await this.host.openKv(replica, 'standby');
+    else if (!standby && replica.kv) await this.host.closeKv(replica, false);
   }
 
   private setLeaderAndIsr(replica: Replica, b: pb.PbBucketLeaderAndIsr): void {
@@ -483,6 +521,10 @@ export function notLeader(replica: Replica): TributaryError {
 
 function fenced(replica: Replica, epoch: number): TributaryError {
   return new TributaryError('FENCED_LEADER_EPOCH_EXCEPTION', `bucket ${bucketKey(replica.bucket)}: leader epoch ${epoch} is older than the replica's ${replica.leaderEpoch}`);
+}
+
+function handleOf(h: pb.PbKvSnapshotHandle): KvSnapshotHandle {
+  return { snapshotId: Number(h.snapshotId), logOffset: h.logOffset, rowCount: Number(h.rowCount), metadataPath: h.metadataPath };
 }
 
 function bucketOf(tableId: bigint, partitionId: bigint | undefined, bucket: number): TableBucket {

@@ -3,8 +3,8 @@
  * bucket's replica set. On one node (`tributary start`) every replica is the leader with leader epoch
  * 0 and the server is its only replica. In a cluster the coordinator makes each replica leader or
  * follower (NotifyLeaderAndIsr): the leader serves clients and tracks its followers (LeaderState),
- * a follower copies the leader's log (ReplicaFetcher). Primary-key tables hold their KvTablet only
- * while leader.
+ * a follower copies the leader's log (ReplicaFetcher). Primary-key tables hold their KvTablet while
+ * leader, or in standby mode while the follower the coordinator names the bucket's standby.
  */
 import type { PartitionInfo, TableInfo } from '../../common/schema.js';
 import type { KvSnapshotStore } from './kv/kv-snapshot-store.js';
@@ -27,9 +27,9 @@ export interface Replica {
   table: TableInfo;
   partition?: PartitionInfo;
   log: LogTablet;
-  /** The bucket's current state, for primary-key tables while this replica leads. */
+  /** The bucket's current state, for primary-key tables while this replica leads (or, warm and serving nothing, while it stands by). */
   kv?: KvTablet;
-  /** Where the bucket's KV snapshots are (remote.data.dir, shared by every server), for primary-key tables. */
+  /** Where the bucket's KV snapshots are (remote.data.dir, shared by every server) and the newest registered one, for primary-key tables. */
   snapshots?: KvSnapshotStore;
   role: 'leader' | 'follower';
   /** The server that leads the bucket. */

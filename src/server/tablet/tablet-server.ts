@@ -52,8 +52,10 @@ import type { ServerActivity } from '../../common/activity.js';
 import type { DataDisk } from './data-disk.js';
 import { asBuffer, bucketError } from './bucket-responses.js';
 import { KvService } from './kv-service.js';
-import { KvTablet } from './kv/kv-tablet.js';
-import { type KvSnapshotInfo, KvSnapshotStore } from './kv/kv-snapshot-store.js';
+import { type KvRecoverySource, KvTablet } from './kv/kv-tablet.js';
+import { KvSnapshotStore } from './kv/kv-snapshot-store.js';
+import type { KvSnapshotHandle } from '../../common/kv-snapshot.js';
+import type { KvSnapshotCommit, SnapshotBucket } from '../coordinator/kv-snapshot-registry.js';
 import { type LogConfig, LogTablet } from './log/log-tablet.js';
 import type { BatchCutter } from './log/log-segment.js';
 import { bucketKey, type Replica, type TableBucket } from './replica.js';
@@ -93,6 +95,12 @@ const OFFSET_LOG_END = 3;
 /** On one node the server is tablet server 0, every bucket's only replica. */
 const EMBEDDED_SERVER_ID = 0;
 
+/** The one-process node's coordinator, as its tablet server uses it: tables, and the registered KV snapshots. */
+export interface NodeCoordinator extends TableMetadataSource {
+  readonly kvSnapshots: { latest(bucket: SnapshotBucket): KvSnapshotHandle | undefined };
+  commitKvSnapshot(request: KvSnapshotCommit): Promise<void>;
+}
+
 export class TabletServer implements BucketLifecycle {
   private readonly replicas = new Map<string, Replica>();
   /** Arrow schemas (full and projected) by table/schema/projection, so projection plans are reused. */
@@ -107,12 +115,16 @@ export class TabletServer implements BucketLifecycle {
   private readonly metadata: TableMetadataSource;
   /** The cluster side: set when the server is a member of a cluster. */
   readonly replication: ReplicaManager | undefined;
+  /** The one-process node's coordinator, which registers its KV snapshots. */
+  private readonly node: NodeCoordinator | undefined;
+  /** KV states opened (as leader or standby), by what they were recovered from: a promoted standby opens its local state. */
+  readonly kvRestores: Record<KvRecoverySource, number> = { snapshot: 0, local: 0, none: 0 };
 
   constructor(
     private readonly dataDir: string,
     private readonly options: Options,
     /** The coordinator of this node, or what this server is in a cluster. */
-    source: TableMetadataSource | { cluster: ClusterMembership },
+    source: NodeCoordinator | { cluster: ClusterMembership },
     private readonly log: Logger,
     /** Writes wait while the data disk is full. */
     readonly disk: DataDisk,
@@ -124,9 +136,11 @@ export class TabletServer implements BucketLifecycle {
     if ('cluster' in source) {
       this.replication = new ReplicaManager(this.replicaHost(), source.cluster, options, log.child({ role: 'replica-manager' }));
       this.metadata = this.replication.tables;
+      this.node = undefined;
     } else {
       this.replication = undefined;
       this.metadata = source;
+      this.node = source;
     }
   }
 
@@ -186,6 +200,9 @@ export class TabletServer implements BucketLifecycle {
     const bucket: TableBucket = { tableId: table.tableId, bucket: b, ...(partition ? { partitionId: partition.partitionId } : {}) };
     const dir = path.join(this.tableDir(table, partition), `log-${b}`);
     const replicated = this.replication !== undefined;
+    // A state left by an earlier run of a cluster's server may hold a tail its log is about to
+    // truncate: a replica's KV state is made anew each time it leads or stands by.
+    if (replicated) await fs.promises.rm(this.kvDir(table, partition, b), { recursive: true, force: true });
     const log = await LogTablet.open(dir, this.logConfig(table), this.log.child({ bucket: bucketKey(bucket) }), { onFlush: (start, ms) => this.activity.flushed(start, ms), replicated });
     const place = replicated
       ? { role: 'follower' as const, leaderId: -1, leaderEpoch: -1, replicas: [], isr: [] }
@@ -195,7 +212,7 @@ export class TabletServer implements BucketLifecycle {
       table,
       ...(partition ? { partition } : {}),
       log,
-      ...(table.schema.primaryKey ? { snapshots: this.snapshotStore(table, partition, b) } : {}),
+      ...(table.schema.primaryKey ? { snapshots: this.snapshotStore(table, partition, b, bucket) } : {}),
       ...place,
       bucketEpoch: 0,
     };
@@ -203,22 +220,35 @@ export class TabletServer implements BucketLifecycle {
     return replica;
   }
 
-  /** Opens a primary-key bucket's state over its log: the latest snapshot, then the changelog after it. */
-  private async openKv(replica: Replica): Promise<void> {
-    const { table, partition, bucket } = replica;
-    // A fresh store: another server may have taken snapshots since this one last looked.
-    replica.snapshots = this.snapshotStore(table, partition, bucket.bucket);
+  /**
+   * Opens a primary-key bucket's state over its log: its own state, or else the registered
+   * snapshot, then the changelog after it (to the high watermark only for a standby).
+   */
+  private async openKv(replica: Replica, role: 'leader' | 'standby' = 'leader'): Promise<void> {
+    const { table, bucket } = replica;
     const schemas = (schemaId: number): Schema | undefined => this.metadata.schemaById(table.tableId, schemaId);
     const logger = this.log.child({ bucket: bucketKey(bucket) });
-    replica.kv = await KvTablet.open(this.kvDir(replica), replica.log, table, schemas, replica.snapshots, logger, () => replica.leaderEpoch);
+    const kv = await KvTablet.open(this.kvDir(replica.table, replica.partition, bucket.bucket), replica.log, table, schemas, replica.snapshots!, logger, () => replica.leaderEpoch, role);
+    this.kvRestores[kv.recoveredFrom]++;
+    replica.kv = kv;
   }
 
-  private snapshotStore(table: TableInfo, partition: PartitionInfo | undefined, bucket: number): KvSnapshotStore {
-    return new KvSnapshotStore(path.join(this.snapshotDir(table, partition), String(bucket)), this.options.int('kv.snapshot.num-retained'));
+  private snapshotStore(table: TableInfo, partition: PartitionInfo | undefined, b: number, bucket: TableBucket): KvSnapshotStore {
+    const store = new KvSnapshotStore(path.join(this.snapshotDir(table, partition), String(b)));
+    // On one node the registered handles are at hand; in a cluster NotifyLeaderAndIsr brings them.
+    store.learn(this.node?.kvSnapshots.latest(bucket));
+    return store;
   }
 
-  private kvDir(replica: Replica): string {
-    return path.join(this.tableDir(replica.table, replica.partition), `kv-${replica.bucket.bucket}`);
+  /** Commits a snapshot a led bucket's KV state took: to the node's own coordinator, or to the cluster's. */
+  private async registerSnapshot(replica: Replica, snapshot: KvSnapshotHandle): Promise<void> {
+    if (this.replication) return this.replication.commitKvSnapshot(replica, snapshot);
+    const { tableId, partitionId, bucket } = replica.bucket;
+    await this.node!.commitKvSnapshot({ bucket: { tableId, ...(partitionId !== undefined ? { partitionId } : {}), bucket }, snapshot, leaderEpoch: replica.leaderEpoch, coordinatorEpoch: 0 });
+  }
+
+  private kvDir(table: TableInfo, partition: PartitionInfo | undefined, bucket: number): string {
+    return path.join(this.tableDir(table, partition), `kv-${bucket}`);
   }
 
   /** What the replica manager drives: the hosted replicas, their logs and KV states. */
@@ -233,18 +263,18 @@ export class TabletServer implements BucketLifecycle {
         await replica.log.close();
         if (deleteData) {
           await fs.promises.rm(replica.log.dir, { recursive: true, force: true });
-          await fs.promises.rm(this.kvDir(replica), { recursive: true, force: true });
+          await fs.promises.rm(this.kvDir(replica.table, replica.partition, replica.bucket.bucket), { recursive: true, force: true });
         }
       },
       alterReplica: (replica, table) => this.alterReplica(replica, table),
       lakeOffsetsChanged: (table, offsets) => this.lakeOffsetsChanged(table, offsets),
-      openKv: (replica) => this.openKv(replica),
-      closeKv: async (replica) => {
+      openKv: (replica, role) => this.openKv(replica, role),
+      closeKv: async (replica, keepState) => {
         const kv = replica.kv;
         replica.kv = undefined;
         this.kvService.closeScannersOf(replica);
         await kv?.close();
-        await fs.promises.rm(this.kvDir(replica), { recursive: true, force: true });
+        if (!keepState) await fs.promises.rm(this.kvDir(replica.table, replica.partition, replica.bucket.bucket), { recursive: true, force: true });
       },
     };
   }
@@ -290,7 +320,7 @@ export class TabletServer implements BucketLifecycle {
       highWatermark: r.log.highWatermark,
       logSizeBytes: r.log.sizeInBytes,
       segments: r.log.segmentCount,
-      ...(r.kv ? { kvRows: r.kv.rowCount } : {}),
+      ...(r.kv && !r.kv.standby ? { kvRows: r.kv.rowCount } : {}),
       leader: r.role === 'leader',
       replicas: r.replicas.length,
       inSyncReplicas: r.isr.length,
@@ -629,7 +659,7 @@ export class TabletServer implements BucketLifecycle {
     let deleted = 0;
     for (const r of this.replicas.values()) {
       // The changelog a KV snapshot still needs for recovery is kept, and so is what the lake does not hold yet.
-      const snapshotOffset = r.snapshots?.latest()?.logOffset;
+      const snapshotOffset = r.snapshots?.registered?.logOffset;
       const lakeOffset = r.table.properties['table.datalake.enabled'] === 'true' ? (r.lakeEndOffset ?? -1n) : undefined;
       const canDelete = (segmentEnd: bigint): boolean =>
         (!r.snapshots || (snapshotOffset !== undefined && segmentEnd <= snapshotOffset)) && (lakeOffset === undefined || segmentEnd <= lakeOffset);
@@ -639,13 +669,13 @@ export class TabletServer implements BucketLifecycle {
     return deleted;
   }
 
-  /** Takes a KV snapshot of every primary-key bucket (of one table when given). */
-  async snapshotAll(tableId?: number): Promise<{ replica: Replica; snapshot: KvSnapshotInfo }[]> {
+  /** Takes and registers a KV snapshot of every primary-key bucket this server leads (of one table when given). */
+  async snapshotAll(tableId?: number): Promise<{ replica: Replica; snapshot: KvSnapshotHandle }[]> {
     const taken = [];
     for (const r of this.replicas.values()) {
-      if (!r.kv || (tableId !== undefined && r.bucket.tableId !== tableId)) continue;
+      if (!r.kv || r.kv.standby || r.role !== 'leader' || (tableId !== undefined && r.bucket.tableId !== tableId)) continue;
       try {
-        taken.push({ replica: r, snapshot: await r.kv.snapshot() });
+        taken.push({ replica: r, snapshot: await r.kv.snapshot((handle) => this.registerSnapshot(r, handle)) });
       } catch (err) {
         // One failing bucket must not hold back the others; on demand the caller hears of it.
         if (tableId !== undefined) throw err;

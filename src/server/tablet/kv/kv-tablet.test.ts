@@ -13,13 +13,24 @@ import { encodeChangelogPayload } from '../../../record/changelog.js';
 import { ColumnBatchBuilder } from '../../../record/column-batch-builder.js';
 import { initArrowCompression } from '../../../record/compression.js';
 import { buildKvBatch } from '../../../record/kv-batch.js';
-import { logBatchesOf, logBatchPayload, readLogBatchHeader } from '../../../record/log-batch.js';
+import { logBatchesOf, logBatchPayload, readLogBatchHeader, splitLogBatches } from '../../../record/log-batch.js';
 import { type LogConfig, LogTablet } from '../log/log-tablet.js';
 import { KvSnapshotStore } from './kv-snapshot-store.js';
 import { decoder, keys, rows, schema, table } from './fixtures/kv-table.js';
 import { KvTablet } from './kv-tablet.js';
 
 const log = pino({ level: 'silent' });
+
+/** One snapshot store per test dir, so that what it registered outlives a reopening (the coordinator's part). */
+const stores = new Map<string, KvSnapshotStore>();
+function snapshotsOf(dir: string): KvSnapshotStore {
+  let store = stores.get(dir);
+  if (!store) stores.set(dir, (store = new KvSnapshotStore(path.join(dir, 'snapshots'))));
+  return store;
+}
+
+/** A registration the coordinator accepts. */
+const accepted = async (): Promise<void> => undefined;
 
 function config(flushIntervalMessages: number): LogConfig {
   return { segmentBytes: 1 << 20, indexIntervalBytes: 4096, recentBytes: 1 << 20, flushIntervalMessages, flushIntervalMs: 1000, ttlMs: 0, writerIdExpirationMs: 86_400_000 };
@@ -34,7 +45,7 @@ function batch(seq: number, records: [bigint, string | null][]): Buffer {
 
 async function openAt(dir: string, flush: number, info: TableInfo = table): Promise<{ logTablet: LogTablet; kv: KvTablet }> {
   const logTablet = await LogTablet.open(path.join(dir, 'log-0'), config(flush));
-  const kv = await KvTablet.open(path.join(dir, 'kv-0'), logTablet, info, (id) => (id === 0 ? schema : undefined), new KvSnapshotStore(path.join(dir, 'snapshots'), 2), log);
+  const kv = await KvTablet.open(path.join(dir, 'kv-0'), logTablet, info, (id) => (id === 0 ? schema : undefined), snapshotsOf(dir), log);
   return { logTablet, kv };
 }
 
@@ -83,7 +94,7 @@ test('lost local state comes back from the latest snapshot plus the changelog af
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kv-tablet-'));
   let { logTablet, kv } = await openAt(dir, 1);
   await kv.putKv([batch(0, [[1n, 'a'], [2n, 'b']])], undefined, 'high-watermark');
-  const snap = await kv.snapshot();
+  const snap = await kv.snapshot(accepted);
   assert.equal(snap.logOffset, logTablet.highWatermark);
   assert.equal(snap.rowCount, 2);
   await kv.putKv([batch(1, [[2n, null], [4n, 'd']])], undefined, 'high-watermark');
@@ -105,7 +116,7 @@ test('a state ahead of its log (the log lost its tail) is rebuilt from the snaps
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kv-tablet-'));
   let { logTablet, kv } = await openAt(dir, 1);
   await kv.putKv([batch(0, [[1n, 'a'], [2n, 'b']])], undefined, 'high-watermark');
-  await kv.snapshot();
+  await kv.snapshot(accepted);
   const segment = path.join(dir, 'log-0', fs.readdirSync(path.join(dir, 'log-0')).find((f) => f.endsWith('.log'))!);
   const sizeAtSnapshot = fs.statSync(segment).size;
   await kv.putKv([batch(1, [[2n, null], [4n, 'd']])], undefined, 'high-watermark');
@@ -118,6 +129,73 @@ test('a state ahead of its log (the log lost its tail) is rebuilt from the snaps
   assert.deepEqual([1n, 2n, 4n].map((k) => valueOf(kv, k)), ['a', 'b', undefined]);
   await kv.close();
   await logTablet.close();
+});
+
+test('only a registered snapshot is restored: a newer directory no handle names is ignored, and a refused one is removed', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kv-tablet-'));
+  let { logTablet, kv } = await openAt(dir, 1);
+  await kv.putKv([batch(0, [[1n, 'a']])], undefined, 'high-watermark');
+  const registered = await kv.snapshot(accepted);
+  await kv.putKv([batch(1, [[1n, 'b'], [2n, 'c']])], undefined, 'high-watermark');
+  // A refused registration (a deposed leader's, say) leaves no snapshot behind.
+  await assert.rejects(kv.snapshot(async () => {
+    throw new TributaryError('FENCED_LEADER_EPOCH_EXCEPTION', 'deposed');
+  }), { errorName: 'FENCED_LEADER_EPOCH_EXCEPTION' });
+  assert.deepEqual(fs.readdirSync(path.join(dir, 'snapshots')), [`snap-${registered.snapshotId}`]);
+  // A complete copy of a later state whose registration never happened (a crash before the commit): a newer id.
+  const unregistered = path.join(dir, 'snapshots', `snap-${registered.snapshotId + 5}`);
+  fs.cpSync(path.dirname(registered.metadataPath), unregistered, { recursive: true });
+  fs.writeFileSync(path.join(unregistered, 'data.mdb'), 'not an lmdb file');
+  await kv.close();
+  await logTablet.close();
+  fs.rmSync(path.join(dir, 'kv-0'), { recursive: true });
+  ({ logTablet, kv } = await openAt(dir, 1));
+  assert.equal(kv.recoveredFrom, 'snapshot');
+  assert.deepEqual([1n, 2n].map((k) => valueOf(kv, k)), ['b', 'c']);
+  // The next snapshot takes an id above every directory.
+  assert.equal((await kv.snapshot(accepted)).snapshotId, registered.snapshotId + 6);
+  await kv.close();
+  await logTablet.close();
+});
+
+test('a standby applies the replicated changelog up to the high watermark only, serves nothing, and opened as leader replays just the tail', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kv-tablet-'));
+  const { logTablet: leaderLog, kv: leader } = await openAt(dir, 1);
+  const follower = path.join(dir, 'follower');
+  const followerLog = await LogTablet.open(path.join(follower, 'log-0'), config(1), undefined, { replicated: true });
+  /** Copies the leader's log to the follower from its end, as a fetch would, and gives it high watermark `hw`. */
+  const replicate = async (hw: bigint): Promise<void> => {
+    const { records } = await leaderLog.read(followerLog.logEndOffset, 1 << 20, 'durable-end');
+    if (records.length > 0) await followerLog.appendAsFollower(splitLogBatches(records));
+    followerLog.advanceHighWatermark(hw);
+  };
+  await leader.putKv([batch(0, [[1n, 'a'], [2n, 'b']])], undefined, 'high-watermark');
+  const firstEnd = leaderLog.logEndOffset;
+  await replicate(firstEnd);
+  const standby = await KvTablet.open(path.join(follower, 'kv-0'), followerLog, table, (id) => (id === 0 ? schema : undefined), snapshotsOf(follower), log, () => 0, 'standby');
+  assert.equal(standby.recoveredFrom, 'none');
+  assert.throws(() => standby.lookup([keys.encode([1n, null])], () => undefined), { errorName: 'NOT_LEADER_OR_FOLLOWER' });
+  await assert.rejects(standby.snapshot(accepted), { errorName: 'NOT_LEADER_OR_FOLLOWER' });
+  // The follower holds more than its high watermark: the standby's state stops at the high watermark.
+  await leader.putKv([batch(1, [[1n, null], [3n, 'c']])], undefined, 'high-watermark');
+  await leader.putKv([batch(2, [[2n, 'b2']])], undefined, 'high-watermark');
+  const secondEnd = firstEnd + 2n; // the second batch: -D of 1 and +I of 3
+  await replicate(firstEnd);
+  await replicate(secondEnd);
+  for (let i = 0; standby.stateOffset < secondEnd && i < 500; i++) await new Promise((r) => setTimeout(r, 10));
+  assert.equal(standby.stateOffset, secondEnd);
+  await new Promise((r) => setTimeout(r, 50));
+  assert.equal(standby.stateOffset, secondEnd, 'nothing above the high watermark is applied');
+  await standby.close();
+  // Promoted: the warm state is opened and only the tail above it replayed, to the log end.
+  const promoted = await KvTablet.open(path.join(follower, 'kv-0'), followerLog, table, (id) => (id === 0 ? schema : undefined), snapshotsOf(follower), log, () => 1);
+  assert.equal(promoted.recoveredFrom, 'local');
+  followerLog.advanceHighWatermark(followerLog.logEndOffset);
+  assert.deepEqual([1n, 2n, 3n].map((k) => valueOf(promoted, k)), [undefined, 'b2', 'c']);
+  await promoted.close();
+  await followerLog.close();
+  await leader.close();
+  await leaderLog.close();
 });
 
 for (const image of ['FULL', 'WAL']) test(`every committed change is visible at once to lookups, scans, prefix lookups and the row count, while lmdb catches up; snapshots taken meanwhile restore exactly (changelog ${image})`, async () => {
@@ -159,7 +237,7 @@ for (const image of ['FULL', 'WAL']) test(`every committed change is visible at 
       // Key order: by the encoded key bytes.
       const encoded = scanned.map(([k]) => Buffer.from(keys.encode([k, null])));
       assert.deepEqual(encoded, [...encoded].sort(Buffer.compare));
-      if (seq % 10 === 5) snapshots.push((await kv.snapshot()).logOffset);
+      if (seq % 10 === 5) snapshots.push((await kv.snapshot(accepted)).logOffset);
     }),
   );
   await Promise.all(writes);
@@ -191,7 +269,7 @@ describe('after ADD COLUMN', () => {
 
   async function open(dir: string, info: TableInfo): Promise<{ logTablet: LogTablet; kv: KvTablet }> {
     const logTablet = await LogTablet.open(path.join(dir, 'log-0'), config(1));
-    return { logTablet, kv: await KvTablet.open(path.join(dir, 'kv-0'), logTablet, info, schemas, new KvSnapshotStore(path.join(dir, 'snapshots'), 2), log) };
+    return { logTablet, kv: await KvTablet.open(path.join(dir, 'kv-0'), logTablet, info, schemas, snapshotsOf(dir), log) };
   }
 
   /** Key → [schema id of the stored value, its values in the new schema]. */
@@ -285,7 +363,7 @@ describe('the changelog', () => {
       const ignoreDeletes = properties['table.delete.behavior'] === 'IGNORE';
       const info: TableInfo = { ...table, schema: s0, properties: { ...properties, 'table.log.arrow.compression.type': 'NONE' } };
       const logTablet = await LogTablet.open(path.join(dir, 'log-0'), config(1));
-      const kv = await KvTablet.open(path.join(dir, 'kv-0'), logTablet, info, schemas, new KvSnapshotStore(path.join(dir, 'snapshots'), 2), log);
+      const kv = await KvTablet.open(path.join(dir, 'kv-0'), logTablet, info, schemas, snapshotsOf(dir), log);
       const range = (from: number, to: number): bigint[] => Array.from({ length: to - from }, (_, i) => BigInt(from + i));
       // [schema id of the writer, the writes]; the table takes schema 1 before the third batch.
       const batches: [number, Write[]][] = [

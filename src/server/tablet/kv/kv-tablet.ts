@@ -29,11 +29,17 @@
  *
  * Recovery: the state is what lmdb holds up to "flushed-offset"; the changelog from there to the end
  * of the log is replayed literally (+I/+U put, -D delete, -U skipped). When there is no local state, or
- * the log no longer holds the changelog after it (retention), the latest KV snapshot is restored first.
- * Replaying changes the state already holds is harmless: each replayed change sets the value the
- * key had after it. The replay goes to the log's durable end, past the high watermark of a
- * replicated log: a replica that becomes leader keeps its whole log, and new writes must merge with
- * all of it. Changelog batches are appended in the leader epoch the tablet is given.
+ * the log no longer holds the changelog after it (retention), the latest registered KV snapshot is
+ * restored first. Replaying changes the state already holds is harmless: each replayed change sets
+ * the value the key had after it. The replay goes to the log's durable end, past the high watermark
+ * of a replicated log: a replica that becomes leader keeps its whole log, and new writes must merge
+ * with all of it. Changelog batches are appended in the leader epoch the tablet is given.
+ *
+ * Standby (a follower the coordinator designates for a warm state): the same recovery, but only up
+ * to the high watermark, and then the same replay again each time the follower's high watermark
+ * moves, so the state never holds a change its log may still truncate. A standby serves no reads
+ * or writes and takes no snapshots; when it becomes leader it is closed and opened again as leader,
+ * which finds the warm state and replays only the tail above it.
  *
  * Schema evolution (ADD COLUMN): KV batches, stored values and changelog batches each name the
  * schema id they were written with. A write is read in the table's current schema (columns its
@@ -64,7 +70,8 @@ import type { Logger } from '../../../common/logger.js';
 import type { LogTablet } from '../log/log-tablet.js';
 import { createMergeEngine, type MergeEngine, type MergeResult } from './merge-engine.js';
 import { KeyMap } from './key-map.js';
-import { KvSnapshotStore, type KvSnapshotInfo } from './kv-snapshot-store.js';
+import type { KvSnapshotHandle } from '../../../common/kv-snapshot.js';
+import type { KvSnapshotStore } from './kv-snapshot-store.js';
 
 const FLUSHED_OFFSET = 'flushed-offset';
 const ROW_COUNT = 'row-count';
@@ -75,6 +82,9 @@ const STORE_RETRY_MS = 5000;
 const ignore = (): void => undefined;
 /** The last offset of a batch being appended: above every high watermark. */
 const PENDING = Number.POSITIVE_INFINITY;
+
+/** Where an opened KV state came from: a registered snapshot, the replica's own state on disk, or nothing (empty, then the changelog). */
+export type KvRecoverySource = 'snapshot' | 'local' | 'none';
 
 /** A change of one key not yet visible in lmdb. */
 interface Version {
@@ -194,6 +204,13 @@ export class KvTablet {
   private inflightFrom?: bigint;
   private readonly unsubscribe: () => void;
   private closed = false;
+  /** Snapshots of the tablet, copy and registration, one at a time. */
+  private snapshotting: Promise<unknown> = Promise.resolve();
+  /** A standby's replay of the changelog up to the high watermark, while one runs. */
+  private following: Promise<void> | undefined;
+  private followAgain = false;
+  /** What the state was recovered from when the tablet opened. */
+  recoveredFrom: KvRecoverySource = 'none';
 
   private constructor(
     private readonly dir: string,
@@ -204,6 +221,8 @@ export class KvTablet {
     private readonly logger: Logger,
     /** The leader epoch changelog batches are written in. */
     private readonly leaderEpoch: () => number,
+    /** A standby applies the replicated changelog up to the high watermark and serves nothing. */
+    readonly standby: boolean,
   ) {
     this.env = open<Uint8Array, Uint8Array>({ path: dir, keyEncoding: 'binary', encoding: 'binary', compression: false, maxDbs: 4, noMetaSync: true });
     this.state = this.env.openDB<Uint8Array, Uint8Array>({ name: 'state', keyEncoding: 'binary', encoding: 'binary', compression: false });
@@ -216,13 +235,14 @@ export class KvTablet {
     this.flushedOffset = BigInt(this.meta.get(FLUSHED_OFFSET) ?? '0');
     this.flushingOffset = this.flushedOffset;
     this.rowCountValue = Number(this.meta.get(ROW_COUNT) ?? '0');
-    this.unsubscribe = log.onHighWatermark((hw) => this.flushBelow(hw));
+    this.unsubscribe = standby ? log.onHighWatermark(() => this.followHighWatermark()) : log.onHighWatermark((hw) => this.flushBelow(hw));
   }
 
   /**
-   * Opens the state of a bucket, restoring the latest snapshot and replaying the changelog as needed:
-   * all of it, to the log's durable end, also what is above the high watermark (a new leader's
-   * log, which the followers copy), since writes are merged with the state it leads to.
+   * Opens the state of a bucket, restoring the registered snapshot and replaying the changelog as
+   * needed. A leader replays all of it, to the log's durable end, also what is above the high
+   * watermark (a new leader's log, which the followers copy), since writes are merged with the
+   * state it leads to; a standby replays to the high watermark only.
    */
   static async open(
     dir: string,
@@ -232,19 +252,23 @@ export class KvTablet {
     snapshots: KvSnapshotStore,
     logger: Logger,
     leaderEpoch: () => number = () => 0,
+    role: 'leader' | 'standby' = 'leader',
   ): Promise<KvTablet> {
+    const standby = role === 'standby';
     const hasLocal = fs.existsSync(path.join(dir, 'data.mdb'));
-    let restored: KvSnapshotInfo | undefined;
-    if (!hasLocal) restored = await snapshots.restoreLatest(dir);
+    let restored: KvSnapshotHandle | undefined;
+    let local = hasLocal;
+    if (!hasLocal) restored = await snapshots.restoreRegistered(dir);
     else await fs.promises.mkdir(dir, { recursive: true });
-    let tablet = new KvTablet(dir, log, table, schemas, snapshots, logger, leaderEpoch);
+    let tablet = new KvTablet(dir, log, table, schemas, snapshots, logger, leaderEpoch, standby);
     if (tablet.flushedOffset < log.logStartOffset || tablet.flushedOffset > log.logEndOffset) {
       // The changelog after the local state was deleted by retention, or the log lost a tail the
       // state already holds (an OS crash under a lazy flush policy): start from the snapshot.
       await tablet.closeStore();
       await fs.promises.rm(dir, { recursive: true, force: true });
-      restored = await snapshots.restoreLatest(dir);
-      tablet = new KvTablet(dir, log, table, schemas, snapshots, logger, leaderEpoch);
+      local = false;
+      restored = await snapshots.restoreRegistered(dir);
+      tablet = new KvTablet(dir, log, table, schemas, snapshots, logger, leaderEpoch, standby);
       if (tablet.flushedOffset < log.logStartOffset || tablet.flushedOffset > log.logEndOffset) {
         throw new TributaryError(
           'KV_STORAGE_EXCEPTION',
@@ -252,12 +276,15 @@ export class KvTablet {
         );
       }
     }
+    tablet.recoveredFrom = restored ? 'snapshot' : local ? 'local' : 'none';
     const fromOffset = tablet.flushedOffset;
-    const replayed = await tablet.replay();
-    tablet.flushBelow(log.highWatermark);
+    const replayed = await tablet.replay(standby ? log.highWatermark : log.durableEndOffset);
+    if (!standby) tablet.flushBelow(log.highWatermark);
     if (restored || replayed > 0) {
-      logger.info({ snapshot: restored?.snapshotId, fromOffset: String(fromOffset), replayed, rows: tablet.rowCount }, 'kv state recovered');
+      logger.info({ source: tablet.recoveredFrom, snapshot: restored?.snapshotId, fromOffset: String(fromOffset), replayed, rows: tablet.rowCount, standby }, 'kv state recovered');
     }
+    // The high watermark may have moved while the state was recovered.
+    if (standby) tablet.followHighWatermark();
     return tablet;
   }
 
@@ -289,6 +316,7 @@ export class KvTablet {
    * it is in the log file (acks=1), 'high-watermark' once it is committed (acks=all).
    */
   putKv(batches: Buffer[], targetColumns: number[] | undefined, waitFor: 'high-watermark' | 'written'): Promise<PutKvResult> {
+    this.checkServing();
     if (targetColumns) validatePartialUpdate(this.current.schema, this.current.options.mergeEngine, targetColumns);
     const run = this.writing.then(async () => {
       let lastOffset = -1n;
@@ -551,7 +579,7 @@ export class KvTablet {
    * undefined when the key holds no row. A value is a view valid only until `visit` returns.
    */
   lookup(keys: readonly Uint8Array[], visit: (value: Uint8Array | undefined) => void): void {
-    this.checkOpen();
+    this.checkServing();
     const end = Number(this.log.highWatermark);
     for (let i = 0; i < keys.length; i++) visit(this.committedValue(keys[i], end));
   }
@@ -566,7 +594,7 @@ export class KvTablet {
 
   /** Committed values whose key starts with each prefix (an encoded bucket key). */
   async prefixLookup(prefixes: Uint8Array[]): Promise<Uint8Array[][]> {
-    this.checkOpen();
+    this.checkServing();
     // Ranges are read from lmdb alone, once it holds every change committed at the call.
     await this.written();
     this.checkOpen();
@@ -586,7 +614,7 @@ export class KvTablet {
    * visible there laid over it.
    */
   scanAll(): { offset: bigint; values: Iterable<Uint8Array>; done: () => void } {
-    this.checkOpen();
+    this.checkServing();
     const offset = this.committedEnd();
     const end = Number(offset);
     const txn = this.env.useReadTransaction();
@@ -625,15 +653,30 @@ export class KvTablet {
   // ------------------------------------------------------------------ snapshots and recovery
 
   /**
-   * Copies the committed state to the snapshot store; the log offset it holds is recorded with it.
-   * Snapshots of the tablet are taken one at a time.
+   * Copies the committed state to the snapshot store (the log offset it holds is recorded with it),
+   * then has `register` commit it to the coordinator; a snapshot that is not registered is removed.
+   * Snapshots of the tablet, copy and registration, are taken one at a time.
    */
-  async snapshot(): Promise<KvSnapshotInfo> {
-    this.checkOpen();
-    const previous = this.snapshotTaken;
+  async snapshot(register: (handle: KvSnapshotHandle) => Promise<void>): Promise<KvSnapshotHandle> {
+    this.checkServing();
+    const run = this.snapshotting.then(async () => {
+      const handle = await this.copyState();
+      try {
+        await register(handle);
+      } catch (err) {
+        await this.snapshots.remove(handle).catch((e: unknown) => this.logger.warn({ err: e, dir: this.dir }, 'could not remove a KV snapshot that was not registered'));
+        throw err;
+      }
+      this.snapshots.learn(handle);
+      return handle;
+    });
+    this.snapshotting = run.catch(() => undefined);
+    return run;
+  }
+
+  private async copyState(): Promise<KvSnapshotHandle> {
     let taken!: () => void;
     this.snapshotTaken = new Promise((resolve) => (taken = resolve));
-    await previous;
     // No lmdb write may run while the state is copied, so that the recorded offset is exact.
     this.flushPaused++;
     try {
@@ -648,9 +691,36 @@ export class KvTablet {
     }
   }
 
-  /** Re-applies the changelog after the stored state, literally; returns the number of changes applied. */
-  private async replay(): Promise<number> {
-    const end = this.log.durableEndOffset;
+  /**
+   * A standby's catch-up: replays the changelog up to the high watermark, again while it moves
+   * during a replay. A failure (a full disk, say) is retried when the high watermark moves next.
+   */
+  private followHighWatermark(): void {
+    if (this.closed) return;
+    if (this.following) {
+      this.followAgain = true;
+      return;
+    }
+    this.following = (async () => {
+      try {
+        do {
+          this.followAgain = false;
+          await this.replay(this.log.highWatermark);
+        } while (this.followAgain && !this.closed);
+      } catch (err) {
+        this.logger.warn({ err, dir: this.dir }, 'standby kv state could not apply the changelog: it tries again when the high watermark moves');
+      } finally {
+        this.following = undefined;
+      }
+    })();
+  }
+
+  /**
+   * Re-applies the changelog from the stored state's offset up to `end` (a batch boundary: the
+   * durable end or the high watermark), literally; returns the number of changes applied. Recovery
+   * and a standby's catch-up both come here.
+   */
+  private async replay(end: bigint): Promise<number> {
     let offset = this.flushedOffset;
     if (offset >= end) return 0;
     const current = this.current;
@@ -660,13 +730,14 @@ export class KvTablet {
       this.writeReplayed(pending, upTo);
       pending = [];
     };
-    while (offset < end) {
+    while (offset < end && !this.closed) {
       const { records } = await this.log.read(offset, 8 * 1024 * 1024, 'durable-end');
       if (records.length === 0) break;
       for (const batch of logBatchesOf(records)) {
         const header = readLogBatchHeader(batch);
         const next = header.baseOffset + BigInt(header.lastOffsetDelta) + 1n;
         if (next <= offset) continue;
+        if (next > end) break;
         if (header.recordCount > 0) {
           const { changeTypes, arrow } = splitChangelogPayload(logBatchPayload(batch), header.recordCount);
           const written = this.schemas(header.schemaId);
@@ -688,7 +759,7 @@ export class KvTablet {
         if (pending.length >= REPLAY_TXN_ROWS) writePending(offset);
       }
     }
-    writePending(offset);
+    if (!this.closed) writePending(offset);
     return applied;
   }
 
@@ -718,7 +789,8 @@ export class KvTablet {
         this.flushingOffset = upTo;
         return;
       } catch (err) {
-        if (!isNoSpace(err)) throw err;
+        // A standby keeps nothing in memory: its next catch-up replays the same changes again.
+        if (!isNoSpace(err) || this.standby) throw err;
         this.logger.warn({ err, dir: this.dir, fromOffset: String(this.flushedOffset) }, 'kv state replay kept in memory: the data disk is full');
       }
     }
@@ -735,6 +807,12 @@ export class KvTablet {
 
   async close(): Promise<void> {
     if (this.closed) return;
+    if (this.standby) {
+      this.closed = true;
+      await this.following;
+      await this.closeStore();
+      return;
+    }
     await this.writing;
     await this.written().catch(() => undefined); // a failed store keeps its last good state
     await this.storeIdle();
@@ -758,6 +836,12 @@ export class KvTablet {
 
   private checkOpen(): void {
     if (this.closed) throw new TributaryError('NOT_LEADER_OR_FOLLOWER', `the KV state of ${this.dir} is closed`);
+  }
+
+  /** Reads, writes and snapshots are the leader's: a standby's state serves none. */
+  private checkServing(): void {
+    this.checkOpen();
+    if (this.standby) throw new TributaryError('NOT_LEADER_OR_FOLLOWER', `the KV state of ${this.dir} is a standby's`);
   }
 }
 
