@@ -19,7 +19,7 @@
  *                                             while a bucket has none, offsets null when the leader
  *                                             cannot say
  *   GET  /cluster/tablet-servers              { "tablet_servers": [{ server_id, host, port, rack, alive,
- *                                             leader_count, replica_count } …] }: the rows of SHOW
+ *                                             tags, leader_count, replica_count } …] }: the rows of SHOW
  *                                             TABLET SERVERS (Admin.listTabletServers)
  *   POST /databases/{db}/tables/{table}/rows  rows as JSON or Arrow IPC (encoding.ts): appended to a
  *                                             log table, upserted into a primary-key table; answers
@@ -156,6 +156,7 @@ export function restApiRoutes(conn: Connection, lake: LakeStorage, limits: SqlLi
         port: s.port,
         rack: s.rack,
         alive: s.alive,
+        tags: s.tag,
         leader_count: s.leaderCount,
         replica_count: s.replicaCount,
       })),
