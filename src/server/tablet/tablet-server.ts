@@ -236,6 +236,7 @@ export class TabletServer implements BucketLifecycle {
           await fs.promises.rm(this.kvDir(replica), { recursive: true, force: true });
         }
       },
+      deleteStrayReplicas: (keep) => this.deleteStrayReplicas(keep),
       alterReplica: (replica, table) => this.alterReplica(replica, table),
       lakeOffsetsChanged: (table, offsets) => this.lakeOffsetsChanged(table, offsets),
       openKv: (replica) => this.openKv(replica),
@@ -247,6 +248,45 @@ export class TabletServer implements BucketLifecycle {
         await fs.promises.rm(this.kvDir(replica), { recursive: true, force: true });
       },
     };
+  }
+
+  /**
+   * Deletes the bucket directories (`log-<b>`, `kv-<b>`) under `<data.dir>/log` of replicas not
+   * hosted whose bucket `keep` refuses, then the table and partition directories left empty. Only
+   * directories named as the layout names them are looked at: anything else stays.
+   */
+  private async deleteStrayReplicas(keep: (bucket: TableBucket) => boolean): Promise<void> {
+    const entries = async (dir: string): Promise<fs.Dirent[]> => (await fs.promises.readdir(dir, { withFileTypes: true }).catch(() => [])).filter((e) => e.isDirectory());
+    const sweep = async (dir: string, tableId: number, partitionId: number | undefined): Promise<void> => {
+      for (const e of await entries(dir)) {
+        const m = /^(?:log|kv)-(\d+)$/.exec(e.name);
+        if (!m) continue;
+        const bucket: TableBucket = { tableId, bucket: Number(m[1]), ...(partitionId !== undefined ? { partitionId } : {}) };
+        if (this.replicas.has(bucketKey(bucket)) || keep(bucket)) continue;
+        const where = path.join(dir, e.name);
+        await fs.promises.rm(where, { recursive: true, force: true });
+        this.log.info({ dir: where, bucket: bucketKey(bucket) }, 'deleted the data of a replica the coordinator no longer assigns here');
+      }
+    };
+    const removeIfEmpty = async (dir: string): Promise<void> => {
+      if ((await fs.promises.readdir(dir).catch(() => [null])).length === 0) await fs.promises.rmdir(dir).catch(() => undefined);
+    };
+    const root = path.join(this.dataDir, 'log');
+    for (const db of await entries(root)) {
+      for (const t of await entries(path.join(root, db.name))) {
+        const table = /-(\d+)$/.exec(t.name);
+        if (!table) continue;
+        const tableDir = path.join(root, db.name, t.name);
+        await sweep(tableDir, Number(table[1]), undefined);
+        for (const p of await entries(tableDir)) {
+          const partition = /-p(\d+)$/.exec(p.name);
+          if (!partition) continue;
+          await sweep(path.join(tableDir, p.name), Number(table[1]), Number(partition[1]));
+          await removeIfEmpty(path.join(tableDir, p.name));
+        }
+        await removeIfEmpty(tableDir);
+      }
+    }
   }
 
   async dropBuckets(table: TableInfo, partition?: PartitionInfo): Promise<void> {
