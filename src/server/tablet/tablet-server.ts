@@ -82,6 +82,27 @@ export interface BucketMetrics {
   underReplicated: boolean;
 }
 
+/** A follower of a bucket this server leads, as the node's metrics read it. */
+export interface FollowerMetrics {
+  database: string;
+  table: string;
+  partition: string;
+  bucket: number;
+  follower: number;
+  /** Records between its log end and the leader's; undefined before its first fetch of this leader epoch. */
+  lagRecords?: bigint;
+  /** Time since it last caught up with the leader's log end. */
+  sinceCaughtUpMs: number;
+}
+
+/** The buckets this server leads, for the node's metrics. */
+export interface ReplicaMetrics {
+  led: number;
+  /** Led, with fewer in-sync replicas than replicas. */
+  underReplicated: number;
+  followers: FollowerMetrics[];
+}
+
 const ACKS = new Set([0, 1, -1]);
 /** Stored bytes a projected fetch of a bucket may pass through to fill its byte budget, as a multiple of that budget. */
 const MAX_PROJECTED_STORED = 16;
@@ -336,6 +357,19 @@ export class TabletServer implements BucketLifecycle {
       inSyncReplicas: r.isr.length,
       underReplicated: r.role === 'leader' && r.isr.length < r.replicas.length,
     }));
+  }
+
+  /** The buckets this server leads and, in a cluster, their followers' lag behind the leader's log end. */
+  replicaMetrics(nowMs = Date.now()): ReplicaMetrics {
+    const out: ReplicaMetrics = { led: 0, underReplicated: 0, followers: [] };
+    for (const r of this.replicas.values()) {
+      if (r.role !== 'leader') continue;
+      out.led++;
+      if (r.isr.length < r.replicas.length) out.underReplicated++;
+      const where = { database: r.table.path.database, table: r.table.path.table, partition: r.partition?.partitionName ?? '', bucket: r.bucket.bucket };
+      for (const lag of r.leader?.followerLags(r.log.logEndOffset, nowMs) ?? []) out.followers.push({ ...where, ...lag });
+    }
+    return out;
   }
 
   /** The buckets this server leads: a controlled shutdown waits until the coordinator has moved them all. */
