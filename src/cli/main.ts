@@ -29,7 +29,7 @@ function serverCommand(name: string, description: string): Command {
     .option('--data-dir <dir>', `data directory (data.dir, default: ${optionDefault('data.dir')})`)
     .option('--host <host>', `address to listen on (bind.listeners, default: ${defaultListener.host})`)
     .option('--port <port>', `RPC port; 0 picks a free one (bind.listeners, default: ${defaultListener.port})`)
-    .option('--http-port <port>', `HTTP port; 0 picks a free one (http.port, default: ${optionDefault('http.port')}; a tablet server serves HTTP only when it is given)`)
+    .option('--http-port <port>', `HTTP port; 0 picks a free one (http.port, default: ${optionDefault('http.port')})`)
     .option('--config <file>', "config file of 'key: value' lines").option('--set <key=value>', 'set a server option (repeatable)', parseSetting);
 }
 
