@@ -9,9 +9,15 @@
  *   fenced: it accepts no write, and follows the new leader;
  * - SIGTERM is a controlled shutdown: leadership moves away before the server exits, and writers
  *   carry on;
- * - the active coordinator killed with kill -9: the standby takes over and DDL carries on.
+ * - tablet servers serve /health, /ready and /metrics: a leader shows a follower frozen with
+ *   SIGSTOP falling behind, and catching up once resumed;
+ * - a table and a partition dropped while a server is down: back, it deletes their replicas;
+ * - the active coordinator killed with kill -9: the standby, whose HTTP address answered 503 on
+ *   /ready while it stood by, takes over there, and DDL carries on without the caller retrying.
  */
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
 import { test } from 'node:test';
 import { Connection, TributaryError } from '../src/client/index.js';
 import { ErrorCodes } from '../src/common/errors.js';
@@ -178,14 +184,95 @@ test('SIGTERM is a controlled shutdown: leadership moves to another in-sync repl
   assert.deepEqual(await readIds(path, 110), rows(0, 110).map((r) => Number(r.id)));
 });
 
-test('the active coordinator killed with kill -9: the standby takes over, DDL and writes carry on', async () => {
+/** A scrape of `http`'s /metrics: the value of the sample of `name` whose labels include `labels`. */
+async function scrape(http: string, name: string, labels: Record<string, string> = {}): Promise<number | undefined> {
+  const text = await (await fetch(`http://${http}/metrics`)).text();
+  for (const line of text.split('\n')) {
+    const m = new RegExp(`^${name}(?:\\{(.*)\\})? (\\S+)$`).exec(line);
+    if (m && Object.entries(labels).every(([k, v]) => (m[1] ?? '').split(',').includes(`${k}="${v}"`))) return Number(m[2]);
+  }
+  return undefined;
+}
+
+test('tablet servers serve /health, /ready and /metrics; a leader shows a follower frozen with SIGSTOP falling behind, and catching up once resumed', async () => {
+  const path = await createTable('lagging');
+  await write(cluster.conn, path, rows(0, 10));
+  const { leader } = await bucket0(path);
+  const follower = [0, 1, 2].find((id) => id !== leader)!;
+  const http = cluster.tabletServer(leader).http;
+  assert.ok(http, 'the tablet server names its HTTP address');
+  assert.equal((await fetch(`http://${http}/health`)).status, 200);
+  assert.equal((await fetch(`http://${http}/ready`)).status, 200);
+  assert.equal((await fetch(`http://${http}/nothing`)).status, 404);
+  assert.ok((await scrape(http, 'tributary_server_led_buckets'))! >= 1);
+  const series = { table: 'lagging', bucket: '0', follower: String(follower) };
+  await until('the follower is caught up', async () => ((await scrape(http, 'tributary_replica_lag_records', series)) === 0 ? true : undefined));
+
+  const loose = await Connection.create({ 'bootstrap.servers': cluster.bootstrap, 'client.writer.acks': '1' });
+  const frozen = cluster.tabletServer(follower);
+  frozen.freeze();
+  try {
+    await write(loose, path, rows(10, 25));
+    const lag = await until('the leader shows the frozen follower behind', async () => {
+      const records = await scrape(http, 'tributary_replica_lag_records', series);
+      return records !== undefined && records >= 25 ? records : undefined;
+    });
+    assert.equal(lag, 25, 'behind by exactly what it did not fetch');
+    assert.ok((await scrape(http, 'tributary_follower_lag_records', { follower: String(follower) }))! >= 25);
+    assert.ok((await scrape(http, 'tributary_replica_last_caught_up_seconds', series))! > 0);
+  } finally {
+    frozen.resume();
+    await loose.close();
+  }
+  await until('the resumed follower catches up', async () => ((await scrape(http, 'tributary_replica_lag_records', series)) === 0 ? true : undefined));
+  await until('it is in sync again', async () => ((await bucket0(path)).isr.length === 3 ? true : undefined));
+});
+
+test('a table and a partition dropped while a tablet server is down: once back, its data dir no longer holds their replicas', async () => {
+  await cluster.sql.execute("CREATE TABLE gone (id BIGINT) WITH ('bucket.num' = '2')");
+  await cluster.sql.execute("CREATE TABLE parted (day STRING, id BIGINT) PARTITIONED BY (day) WITH ('bucket.num' = '1')");
+  await cluster.sql.execute("ALTER TABLE parted ADD PARTITION (day = 'd1')");
+  await cluster.sql.execute("ALTER TABLE parted ADD PARTITION (day = 'd2')");
+  await cluster.sql.execute("INSERT INTO gone VALUES (1), (2)");
+  await cluster.sql.execute("INSERT INTO parted VALUES ('d1', 1), ('d2', 2)");
+  const server = cluster.tabletServer(2);
+  const logDir = path.join(server.dataDir, 'log', 'ops');
+  const entries = (dir: string): string[] => (fs.existsSync(dir) ? fs.readdirSync(dir).sort() : []);
+  const gone = (): string[] => entries(logDir).filter((name) => name.startsWith('gone-'));
+  const parted = entries(logDir).find((name) => name.startsWith('parted-'));
+  assert.ok(parted, 'the partitioned table has a directory on the server');
+  const partitions = (): string[] => entries(path.join(logDir, parted)).map((name) => name.replace(/-p\d+$/, ''));
+  assert.equal(gone().length, 1, 'the server holds replicas of the table');
+  assert.deepEqual(entries(path.join(logDir, gone()[0])), ['log-0', 'log-1']);
+  assert.deepEqual(partitions(), ['d1', 'd2']);
+
+  assert.equal(await server.stop(), 0);
+  await cluster.sql.execute('DROP TABLE gone');
+  await cluster.sql.execute("ALTER TABLE parted DROP PARTITION (day = 'd1')");
+  assert.equal(gone().length, 1, 'nothing told the stopped server');
+  await cluster.restart(server);
+  await until('the server deletes the replicas of what was dropped', async () => (gone().length === 0 && partitions().length === 1 ? true : undefined));
+  assert.deepEqual(partitions(), ['d2'], 'the partition that stays keeps its replica');
+  const [counted] = await query("SELECT count(*) AS n FROM parted");
+  assert.equal(Number(counted.n), 1);
+});
+
+test('the active coordinator killed with kill -9: the standby, serving /health and a 503 /ready meanwhile, takes over at the same HTTP address; DDL and writes carry on', async () => {
   const [active, standby] = cluster.coordinators;
   assert.ok(standby, 'two coordinators');
+  assert.ok(standby.http, 'a standby names its HTTP address');
+  assert.equal((await fetch(`http://${standby.http}/health`)).status, 200);
+  const standing = await fetch(`http://${standby.http}/ready`);
+  assert.equal(standing.status, 503);
+  assert.match(((await standing.json()) as { reason: string }).reason, /stands by/);
+  assert.equal((await fetch(`http://${active.http}/ready`)).status, 200);
   await active.kill();
-  await until('the standby serves DDL', async () => {
-    await cluster.sql.execute("CREATE TABLE IF NOT EXISTS after_failover (id BIGINT, v STRING) WITH ('bucket.num' = '2')");
-    return true;
-  });
+  // The client waits for the standby to take over by itself.
+  await cluster.sql.execute("CREATE TABLE after_failover (id BIGINT, v STRING) WITH ('bucket.num' = '2')");
+  assert.equal((await fetch(`http://${standby.http}/ready`)).status, 200, 'the new active coordinator is ready at the address it had');
+  const servers = (await (await fetch(`http://${standby.http}/api/v1/cluster/tablet-servers`)).json()) as { tablet_servers: unknown[] };
+  assert.equal(servers.tablet_servers.length, 3);
+  assert.equal(await scrape(standby.http, 'tributary_tablet_servers'), 3);
   await cluster.sql.execute("INSERT INTO after_failover VALUES (1, 'a'), (2, 'b')");
   const [counted] = await query('SELECT count(*) AS n FROM after_failover');
   assert.equal(Number(counted.n), 2);

@@ -21,30 +21,30 @@ const defaultListener = parseListener(optionDefault('bind.listeners'));
 
 const program = new Command('tributary').description('Streaming storage for real-time analytics, native to the lakehouse').version(SOFTWARE_VERSION);
 
-/** The flags every server command takes; `http` adds --http-port. Defaults are shown, not set: a flag left out must not override the config file or --set. */
-function serverCommand(name: string, description: string, http: boolean): Command {
-  const command = program
+/** The flags every server command takes. Defaults are shown, not set: a flag left out must not override the config file or --set. */
+function serverCommand(name: string, description: string): Command {
+  return program
     .command(name)
     .description(description)
     .option('--data-dir <dir>', `data directory (data.dir, default: ${optionDefault('data.dir')})`)
     .option('--host <host>', `address to listen on (bind.listeners, default: ${defaultListener.host})`)
-    .option('--port <port>', `RPC port; 0 picks a free one (bind.listeners, default: ${defaultListener.port})`);
-  if (http) command.option('--http-port <port>', `HTTP port; 0 picks a free one (http.port, default: ${optionDefault('http.port')})`);
-  return command.option('--config <file>', "config file of 'key: value' lines").option('--set <key=value>', 'set a server option (repeatable)', parseSetting);
+    .option('--port <port>', `RPC port; 0 picks a free one (bind.listeners, default: ${defaultListener.port})`)
+    .option('--http-port <port>', `HTTP port; 0 picks a free one (http.port, default: ${optionDefault('http.port')})`)
+    .option('--config <file>', "config file of 'key: value' lines").option('--set <key=value>', 'set a server option (repeatable)', parseSetting);
 }
 
-serverCommand('start', 'start an embedded server (coordinator + tablet server) with a local data directory', true)
+serverCommand('start', 'start an embedded server (coordinator + tablet server) with a local data directory')
   .option('--kafka-port <port>', 'also serve the Kafka protocol on this port (kafka.enabled, a KAFKA listener in bind.listeners)')
   .option('--no-tiering', 'do not run the embedded lake tiering worker')
   .action(async (opts) => {
     await start(opts);
   });
 
-serverCommand('coordinator-server', 'start a coordinator of a cluster on ZooKeeper (zookeeper.address); one is active, others stand by', true).action(async (opts) => {
+serverCommand('coordinator-server', 'start a coordinator of a cluster on ZooKeeper (zookeeper.address); one is active, others stand by').action(async (opts) => {
   await coordinatorServer(opts);
 });
 
-serverCommand('tablet-server', 'start a tablet server of a cluster on ZooKeeper (zookeeper.address, tablet-server.id)', false).action(async (opts) => {
+serverCommand('tablet-server', 'start a tablet server of a cluster on ZooKeeper (zookeeper.address, tablet-server.id); it serves HTTP only with --http-port or http.port').action(async (opts) => {
   await tabletServer(opts);
 });
 

@@ -62,7 +62,8 @@ export const OPTIONS: readonly OptionDef[] = [
 
   // ---- server options
   d({ key: 'bind.listeners', scope: 'server', type: 'string', default: 'TRIBUTARY://127.0.0.1:9123', description: 'RPC listener as NAME://host:port; port 0 picks a free port.' }),
-  d({ key: 'http.port', scope: 'server', type: 'int', default: '9124', min: 0, max: 65535, description: 'Port of the HTTP server (health, REST API, Iceberg REST catalog); 0 picks a free port.' }),
+  d({ key: 'http.port', scope: 'server', type: 'int', default: '9124', min: 0, max: 65535, description: 'Port of the HTTP server (health, readiness, metrics; on tributary start and a coordinator also the REST API and Iceberg REST catalog); 0 picks a free port. A tablet server of a cluster serves HTTP only when it is set.' }),
+  d({ key: 'metrics.replica-lag.max-bucket-series', scope: 'server', type: 'int', default: '1000', min: 0, description: 'Most bucket series a tablet server exports of its followers\' lag (tributary_replica_lag_records, tributary_replica_last_caught_up_seconds): past it, only the most lagging; the per-follower totals cover every bucket.' }),
   d({ key: 'data.dir', scope: 'server', type: 'string', default: './tributary-data', description: 'Directory for metadata and log segments.' }),
   d({ key: 'default.bucket.number', scope: 'server', type: 'int', default: '1', min: 1, max: 4096, description: 'Bucket count of tables created without bucket.num.' }),
   d({ key: 'max.partition.num', scope: 'server', type: 'int', default: '1000', min: 1, description: 'Most partitions one table may have.' }),

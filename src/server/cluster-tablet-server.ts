@@ -6,6 +6,9 @@
  * coordinator publishes in ZooKeeper, for ISR changes, KV snapshot commits, schemas and its
  * controlled shutdown.
  *
+ * With `http.port` set it serves HTTP too (node-endpoint.ts): /health, /ready (its RPC listener's
+ * readiness) and /metrics (its buckets, the followers of those it leads and their lag, the process).
+ *
  * SIGTERM is a controlled shutdown: the server asks the coordinator to move its leaderships to
  * other in-sync replicas (`tablet-server.controlled-shutdown.*`), keeps serving while they move,
  * and then stops, so that writers see a new leader instead of a gap.
@@ -22,9 +25,11 @@ import * as pb from '../rpc/gen/tributary_pb.js';
 import type { RpcServer } from '../rpc/server.js';
 import { CoordinatorLink } from './coordinator-link.js';
 import type { DataDirLock } from './data-dir-lock.js';
+import { NodeEndpoint, statusApp } from './http/node-endpoint.js';
 import { TabletServerRegistration } from './metadata/tablet-server-registry.js';
 import { zooKeeperSettings } from './metadata/zookeeper-session.js';
-import { parseListener } from './server.js';
+import { NodeMetrics } from './metrics.js';
+import { parseListener, processMetricSources, tabletMetricSources } from './server.js';
 import { releaseDataDir, rpcServerOf, startOnDataDir } from './startup.js';
 import type { DataDisk } from './tablet/data-disk.js';
 import { registerTabletService } from './tablet/tablet-service.js';
@@ -34,6 +39,7 @@ export class ClusterTabletServer {
   private constructor(
     readonly id: number,
     readonly rpcAddress: { host: string; port: number },
+    private readonly http: NodeEndpoint | undefined,
     private readonly options: Options,
     private readonly rpc: RpcServer,
     private readonly tablets: TabletServer,
@@ -85,7 +91,11 @@ export class ClusterTabletServer {
       );
       undo.push(() => tablets.stop());
       await tablets.start([]);
-      const rpc = rpcServerOf(options, listen, log, () => undefined);
+      // Metrics only where they are served: with an HTTP port.
+      const metrics = options.has('http.port')
+        ? new NodeMetrics({ ...processMetricSources(() => rpc, disk, activity), ...tabletMetricSources(tablets) }, options.int('metrics.replica-lag.max-bucket-series'))
+        : undefined;
+      const rpc = rpcServerOf(options, listen, log, () => metrics);
       registerTabletService(rpc, tablets);
       // A client that bootstraps here learns where the coordinator and the other servers are.
       rpc.register(ApiKeys.GetMetadata, async (req) => {
@@ -102,15 +112,22 @@ export class ClusterTabletServer {
       const rack = options.string('tablet-server.rack');
       registration = await TabletServerRegistration.register(zooKeeper, { id, ...rpcAddress, ...(rack ? { rack } : {}) }, log.child({ role: 'registration' }));
       registration.on('failed', (err) => log.error({ err }, 'could not register again in ZooKeeper: this server takes no new leaderships'));
-      log.info({ id, rpc: rpcAddress, dataDir }, 'tablet server started');
-      return new ClusterTabletServer(id, rpcAddress, options, rpc, tablets, registration, coordinator, disk, activity, lock, log);
+      const http = metrics && (await NodeEndpoint.start(listen.host, options.int('http.port'), statusApp({ metrics, readiness: () => rpc.readiness() })));
+      log.info({ id, rpc: rpcAddress, http: http?.address, dataDir }, 'tablet server started');
+      return new ClusterTabletServer(id, rpcAddress, http, options, rpc, tablets, registration, coordinator, disk, activity, lock, log);
     });
+  }
+
+  /** The HTTP endpoint's address, when it serves one (`http.port`). */
+  get httpAddress(): { host: string; port: number } | undefined {
+    return this.http?.address;
   }
 
   /** Controlled shutdown, then: stop serving, leave the cluster, close every replica. */
   async stop(): Promise<void> {
     this.log.info('tablet server stopping');
     await this.moveLeadershipsAway();
+    await this.http?.close();
     this.tablets.stopServing();
     await this.rpc.close();
     await this.registration.close();

@@ -1,11 +1,13 @@
 /**
  * A coordinator of a cluster (`tributary coordinator-server`): a candidate in the coordinator
  * election that, once elected, serves the coordinator's APIs (metadata, DDL, lake tiering,
- * AdjustIsr, ControlledShutdown) and the HTTP endpoint, while its ClusterCoordinator keeps the
+ * AdjustIsr, ControlledShutdown) and the REST API, while its ClusterCoordinator keeps the
  * replicas placed and led. Until elected it is a standby: its RPC listener is open and lists every
  * API (so a client connected to it needs no new handshake once it leads), but answers each with a
  * retriable NETWORK_EXCEPTION naming the active coordinator, so a client that bootstraps to it
- * moves on to the next server it knows.
+ * moves on to the next server it knows. Its HTTP endpoint serves from the start, on the address it
+ * keeps: /health, /metrics of the process, and /ready answering 503 while it stands by; once it
+ * leads, the same address serves the coordinator's metrics and the REST API too.
  *
  * Its data dir holds only what DuckDB spills for the REST API's SQL, and its lock; everything else
  * is in ZooKeeper. Losing the ZooKeeper session while leading emits `deposed`.
@@ -27,10 +29,11 @@ import { isLakeEnabled } from './coordinator/lake-tiering-manager.js';
 import { lakeTieringLag, registerTieringService, type TieringServiceDeps } from './coordinator/tiering-service.js';
 import type { DataDirLock } from './data-dir-lock.js';
 import { HttpServer } from './http/http-server.js';
+import { NodeEndpoint, statusApp } from './http/node-endpoint.js';
 import { LeaderHighWatermarks } from './leader-high-watermarks.js';
 import { zooKeeperSettings, ZooKeeperSession } from './metadata/zookeeper-session.js';
 import { NodeMetrics } from './metrics.js';
-import { nodeMetrics, parseListener } from './server.js';
+import { coordinatorMetricSources, parseListener, processMetricSources } from './server.js';
 import type { DataDisk } from './tablet/data-disk.js';
 import { releaseDataDir, rpcServerOf, startOnDataDir } from './startup.js';
 
@@ -53,6 +56,8 @@ export class CoordinatorServer extends EventEmitter<{ deposed: [Error] }> {
     private readonly lock: DataDirLock,
     private readonly log: Logger,
     private readonly active: CoordinatorLink,
+    /** Serves the status routes while standing by, and the full HTTP endpoint once leading. */
+    private readonly endpoint: NodeEndpoint,
   ) {
     super();
     for (const api of Object.values(ApiKeys)) {
@@ -81,30 +86,39 @@ export class CoordinatorServer extends EventEmitter<{ deposed: [Error] }> {
     return startOnDataDir(options, log, async ({ dataDir, lock, activity, disk, undo }) => {
       const session = await ZooKeeperSession.connect(zooKeeper);
       undo.push(() => session.close());
-      let metrics: NodeMetrics | undefined;
+      // The process's own metrics until it leads; then the coordinator's too.
+      let metrics = new NodeMetrics(processMetricSources(() => rpc, disk, activity));
       const rpc = rpcServerOf(options, listen, log, () => metrics);
       undo.push(() => rpc.close());
       const active = new CoordinatorLink(() => session, zooKeeper.root, log, options.durationMs('client.request-timeout'));
       undo.push(() => active.close());
+      const standby = { metrics, readiness: () => ({ ready: false as const, reason: 'this coordinator stands by: it is not the active coordinator' }) };
+      const endpoint = await NodeEndpoint.start(listen.host, options.int('http.port'), statusApp(standby));
+      undo.push(() => endpoint.close());
       const rpcAddress = await rpc.listen();
       // In the same tick as listen's: no request arrives before its handlers are registered.
-      const server = new CoordinatorServer(rpcAddress, options, rpc, session, activity, disk, dataDir, lock, log, active);
+      const server = new CoordinatorServer(rpcAddress, options, rpc, session, activity, disk, dataDir, lock, log, active, endpoint);
       const elected = server.lead().then((m) => (metrics = m));
       // A coordinator that starts while another leads serves as a standby; the first one waits for its election.
-      const standby = await server.anotherLeads();
-      if (!standby) await elected;
+      const standsBy = await server.anotherLeads();
+      if (!standsBy) await elected;
       else
         elected.catch((err: unknown) => {
           if (!server.stopping) server.emit('deposed', err instanceof Error ? err : new Error(String(err)));
         });
-      log.info({ rpc: rpcAddress, standby }, 'coordinator server started');
+      log.info({ rpc: rpcAddress, http: endpoint.address, standby: standsBy }, 'coordinator server started');
       return server;
     });
   }
 
-  /** The HTTP endpoint's address while this coordinator leads. */
-  get httpAddress(): { host: string; port: number } | undefined {
-    return this.leading?.http.address;
+  /** Whether another coordinator is active: this one serves as a standby. */
+  get standby(): boolean {
+    return this.leading === undefined;
+  }
+
+  /** The HTTP endpoint's address, the same while standing by and leading. */
+  get httpAddress(): { host: string; port: number } {
+    return this.endpoint.address;
   }
 
   /** Leaves the election (or hands the lead on), then closes the listener and the session. */
@@ -118,6 +132,8 @@ export class CoordinatorServer extends EventEmitter<{ deposed: [Error] }> {
       await leading.http.close();
       leading.highWatermarks.stop();
       await leading.conn.close();
+    } else {
+      await this.endpoint.close();
     }
     await this.rpc.close();
     await leading?.coordinator.stop();
@@ -166,10 +182,9 @@ export class CoordinatorServer extends EventEmitter<{ deposed: [Error] }> {
     const highWatermarks = new LeaderHighWatermarks(conn, coordinator.coordinator, () => coordinator.coordinator.allTables().map(({ table }) => table).filter(isLakeEnabled), log);
     const tiering: TieringServiceDeps = { coordinator: coordinator.coordinator, warehouse, lakeFormat: lake.format, highWatermarks: (id) => highWatermarks.of(id) };
     registerTieringService(registrar, tiering);
-    const metrics = nodeMetrics(tiering, () => [], () => coordinator.controller.health(), () => rpc.stats(), this.disk, this.activity);
+    const metrics = new NodeMetrics({ ...processMetricSources(() => rpc, this.disk, this.activity), ...coordinatorMetricSources(tiering, () => coordinator.controller.health()) });
     const http = await HttpServer.start({
-      host: rpcAddress.host,
-      port: options.int('http.port'),
+      listen: this.endpoint,
       rpc: rpcAddress,
       tables: coordinator.coordinator,
       lake,

@@ -1,6 +1,8 @@
 /**
- * The node's metrics in the Prometheus text format (prom-client), served by the HTTP endpoint at
- * `GET /metrics`. Offsets, sizes, row counts and tiering lag are read from the components when
+ * A server's metrics in the Prometheus text format (prom-client), served by its HTTP endpoint at
+ * `GET /metrics`. Each server gives the sources it has: the coordinator's (tables, the cluster's
+ * health, lake tiering), the tablet server's (buckets, replicas and their followers' lag), or both
+ * on the one-process node; a metric whose source is missing is not exported. Offsets, sizes, row counts and tiering lag are read from the components when
  * Prometheus scrapes, so the write and read paths count nothing for them; only finished RPC
  * requests are counted as they happen. Rates come from the counters and offsets
  * (`rate(tributary_log_end_offset[1m])` is records appended per second). Names follow Fluss's
@@ -10,7 +12,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import { type DurationStats, GC_KINDS } from '../common/runtime-monitor.js';
 import type { ServerActivity } from '../common/activity.js';
 import type { DataDiskState } from './tablet/data-disk.js';
-import type { BucketMetrics } from './tablet/tablet-server.js';
+import type { BucketMetrics, FollowerMetrics, ReplicaMetrics } from './tablet/tablet-server.js';
 
 /** One lake-enabled table's tiering, as metrics see it. */
 export interface LakeTableMetrics {
@@ -37,20 +39,33 @@ export interface ClusterMetrics {
 }
 
 export interface MetricSources {
-  buckets(): BucketMetrics[];
-  cluster(): ClusterMetrics;
-  lakeTables(): LakeTableMetrics[];
-  tables(): { tables: number; partitions: number };
+  /** Tablet servers: the hosted buckets. */
+  buckets?(): BucketMetrics[];
+  /** Tablet servers: the buckets led and their followers. */
+  replicas?(): ReplicaMetrics;
+  /** The coordinator: the cluster's replicas as it sees them. */
+  cluster?(): ClusterMetrics;
+  /** The coordinator: tiering of the lake-enabled tables. */
+  lakeTables?(): LakeTableMetrics[];
+  /** The coordinator: tables and partitions. */
+  tables?(): { tables: number; partitions: number };
   rpc(): { connections: number; heldBytes: number };
   dataDisk(): DataDiskState;
   /** Read once per scrape: each scrape starts a new window. */
   activity(): ReturnType<ServerActivity['take']>;
 }
 
-/** What one scrape reads of the sources. */
-type Scrape = { [K in keyof MetricSources]: ReturnType<MetricSources[K]> };
+/** What one scrape reads of the sources; of the followers, the series exported. */
+type Scrape = { [K in keyof MetricSources]-?: ReturnType<NonNullable<MetricSources[K]>> };
+
+/** The followers' lag as exported: at most the cap of bucket series, the most lagging first, and one total per follower. */
+interface FollowerSeries {
+  buckets: FollowerMetrics[];
+  totals: { follower: number; lagRecords: bigint; sinceCaughtUpMs: number }[];
+}
 
 const BUCKET_LABELS = ['database', 'table', 'partition', 'bucket'] as const;
+const FOLLOWER_LABELS = [...BUCKET_LABELS, 'follower'] as const;
 /** The quantiles of the windowed summaries; 1 is the longest. */
 const QUANTILES: [string, keyof DurationStats][] = [['0.5', 'p50Ms'], ['0.99', 'p99Ms'], ['0.999', 'p999Ms'], ['1', 'maxMs']];
 const TABLE_LABELS = ['database', 'table'] as const;
@@ -63,10 +78,16 @@ export class NodeMetrics {
   private readonly deadlineClosed: Counter<'deadline'>;
   /** The sources as read for the scrape under way, so each is read once per scrape, not once per gauge. */
   private scrape?: Scrape;
+  private followers?: FollowerSeries;
 
-  constructor(private readonly sources: MetricSources) {
+  /** `maxFollowerSeries` bounds the bucket series of the followers' lag (`metrics.replica-lag.max-bucket-series`). */
+  constructor(
+    private readonly sources: MetricSources,
+    private readonly maxFollowerSeries = Number.POSITIVE_INFINITY,
+  ) {
     const registers = [this.registry];
     const current = (): Scrape => this.scrape ?? this.read();
+    const followers = (): FollowerSeries => this.followers ?? followerSeries(current().replicas.followers, maxFollowerSeries);
     collectDefaultMetrics({ register: this.registry });
     this.requests = new Counter({ name: 'tributary_rpc_requests_total', help: 'RPC requests answered, by API.', labelNames: ['api'], registers });
     this.errors = new Counter({ name: 'tributary_rpc_request_errors_total', help: 'RPC requests answered with an error, by API and error name.', labelNames: ['api', 'error'], registers });
@@ -96,36 +117,58 @@ export class NodeMetrics {
     };
     scalar('tributary_rpc_connections', 'Open RPC connections.', () => current().rpc.connections);
     scalar('tributary_rpc_held_bytes', 'Request bytes read and not yet answered (bounded by server.buffer.memory-size).', () => current().rpc.heldBytes);
-    scalar('tributary_tables', 'Tables of all databases.', () => current().tables.tables);
-    scalar('tributary_tablet_servers', 'Live tablet servers of the cluster (1 for the one-process node).', () => current().cluster.tabletServers);
-    scalar('tributary_offline_buckets', 'Buckets without a live leader: none of their in-sync replicas is alive.', () => current().cluster.offlineBuckets);
-    scalar('tributary_under_replicated_buckets', 'Buckets with fewer replicas in the ISR than assigned.', () => current().cluster.underReplicatedBuckets);
-    scalar('tributary_isr_shrinks_total', 'ISR shrinks leaders asked for and the coordinator accepted, since it leads.', () => current().cluster.isrShrinks);
-    scalar('tributary_isr_expands_total', 'ISR expansions leaders asked for and the coordinator accepted, since it leads.', () => current().cluster.isrExpands);
-    scalar('tributary_rebalance_buckets_moving', 'Buckets whose replicas a rebalance is moving now (at most coordinator.rebalance.max-concurrent-moves).', () => current().cluster.bucketsMoving);
-    scalar('tributary_partitions', 'Partitions of all tables.', () => current().tables.partitions);
+    if (sources.tables) {
+      scalar('tributary_tables', 'Tables of all databases.', () => current().tables.tables);
+      scalar('tributary_partitions', 'Partitions of all tables.', () => current().tables.partitions);
+    }
+    if (sources.cluster) {
+      scalar('tributary_tablet_servers', 'Live tablet servers of the cluster (1 for the one-process node).', () => current().cluster.tabletServers);
+      scalar('tributary_offline_buckets', 'Buckets without a live leader: none of their in-sync replicas is alive.', () => current().cluster.offlineBuckets);
+      scalar('tributary_under_replicated_buckets', 'Buckets with fewer replicas in the ISR than assigned.', () => current().cluster.underReplicatedBuckets);
+      scalar('tributary_isr_shrinks_total', 'ISR shrinks leaders asked for and the coordinator accepted, since it leads.', () => current().cluster.isrShrinks);
+      scalar('tributary_isr_expands_total', 'ISR expansions leaders asked for and the coordinator accepted, since it leads.', () => current().cluster.isrExpands);
+      scalar('tributary_rebalance_buckets_moving', 'Buckets whose replicas a rebalance is moving now (at most coordinator.rebalance.max-concurrent-moves).', () => current().cluster.bucketsMoving);
+    }
+    if (sources.replicas) {
+      scalar('tributary_server_led_buckets', 'Buckets this tablet server leads.', () => current().replicas.led);
+      scalar('tributary_server_under_replicated_buckets', 'Buckets this tablet server leads with fewer replicas in the ISR than assigned.', () => current().replicas.underReplicated);
+      const follower = (name: string, help: string, value: (f: FollowerMetrics) => number | undefined): void =>
+        seriesGauge(registers, name, help, FOLLOWER_LABELS, () => followers().buckets, followerLabels, value);
+      follower('tributary_replica_lag_records', 'Records a follower of a bucket this server leads is behind the leader\'s log end (absent before its first fetch of this leader epoch).', (f) =>
+        f.lagRecords === undefined ? undefined : Number(f.lagRecords),
+      );
+      follower('tributary_replica_last_caught_up_seconds', 'Seconds since a follower of a bucket this server leads last caught up with the leader\'s log end.', (f) => f.sinceCaughtUpMs / 1000);
+      const total = (name: string, help: string, value: (t: FollowerSeries['totals'][number]) => number): void =>
+        seriesGauge(registers, name, help, ['follower'] as const, () => followers().totals, (t) => ({ follower: String(t.follower) }), value);
+      total('tributary_follower_lag_records', 'Records a follower is behind, summed over every bucket this server leads (every bucket, also past the cap of bucket series).', (t) => Number(t.lagRecords));
+      total('tributary_follower_last_caught_up_seconds', 'Seconds since a follower last caught up, the longest over every bucket this server leads.', (t) => t.sinceCaughtUpMs / 1000);
+    }
     scalar('tributary_data_disk_write_locked', '1 while writes are refused because the data disk is full (DISK_WRITE_LOCKED), else 0.', () => (current().dataDisk.writeLocked ? 1 : 0));
     scalar('tributary_data_disk_used_ratio', 'Share of the data disk in use, 0 to 1, as of its last check.', () => current().dataDisk.usedRatio);
     const bucket = (name: string, help: string, value: (b: BucketMetrics) => number | undefined): void =>
       seriesGauge(registers, name, help, BUCKET_LABELS, () => current().buckets, bucketLabels, value);
     const lake = (name: string, help: string, value: (t: LakeTableMetrics) => number | undefined): void =>
       seriesGauge(registers, name, help, TABLE_LABELS, () => current().lakeTables, tableLabels, value);
-    bucket('tributary_log_start_offset', 'First offset of the bucket\'s local log.', (b) => Number(b.logStartOffset));
-    bucket('tributary_log_end_offset', 'Offset the next record appended to the bucket gets.', (b) => Number(b.logEndOffset));
-    bucket('tributary_log_high_watermark', 'Offset below which the bucket\'s records are durable and visible to readers.', (b) => Number(b.highWatermark));
-    bucket('tributary_log_size_bytes', 'Bytes of the bucket\'s log segments on local disk.', (b) => b.logSizeBytes);
-    bucket('tributary_log_segments', 'Segment files of the bucket\'s log.', (b) => b.segments);
-    bucket('tributary_kv_rows', 'Rows of a primary-key bucket\'s current state.', (b) => b.kvRows);
-    lake('tributary_lake_tiering_lag_records', 'Records of a lake-enabled table not yet tiered into the lake.', (t) => Number(t.lagRecords));
-    lake('tributary_lake_tiering_lag_seconds', 'How long the oldest row not yet in the lake has waited (0 when the lake holds everything).', (t) => t.lagMs / 1000);
-    lake('tributary_lake_tiering_failures', 'Tiering rounds of the table that failed.', (t) => t.failures);
+    if (sources.buckets) {
+      bucket('tributary_log_start_offset', 'First offset of the bucket\'s local log.', (b) => Number(b.logStartOffset));
+      bucket('tributary_log_end_offset', 'Offset the next record appended to the bucket gets.', (b) => Number(b.logEndOffset));
+      bucket('tributary_log_high_watermark', 'Offset below which the bucket\'s records are durable and visible to readers.', (b) => Number(b.highWatermark));
+      bucket('tributary_log_size_bytes', 'Bytes of the bucket\'s log segments on local disk.', (b) => b.logSizeBytes);
+      bucket('tributary_log_segments', 'Segment files of the bucket\'s log.', (b) => b.segments);
+      bucket('tributary_kv_rows', 'Rows of a primary-key bucket\'s current state.', (b) => b.kvRows);
+    }
+    if (sources.lakeTables) {
+      lake('tributary_lake_tiering_lag_records', 'Records of a lake-enabled table not yet tiered into the lake.', (t) => Number(t.lagRecords));
+      lake('tributary_lake_tiering_lag_seconds', 'How long the oldest row not yet in the lake has waited (0 when the lake holds everything).', (t) => t.lagMs / 1000);
+      lake('tributary_lake_tiering_failures', 'Tiering rounds of the table that failed.', (t) => t.failures);
+      lake('tributary_lake_snapshot_timestamp_seconds', 'Commit time of the table\'s latest lake snapshot, Unix seconds.', (t) => (t.lastSnapshotTime === undefined ? undefined : t.lastSnapshotTime / 1000));
+    }
     const window = (name: string, help: string, labelName: string | undefined, items: () => [string, DurationStats][], counted = true): void =>
       windowSummary(registers, name, help, labelName, items, counted);
     window('tributary_event_loop_delay_seconds', 'How late the event loop ran callbacks (1 ms resolution), by quantile over the time since the previous scrape.', undefined, () => [['', current().activity.runtime.loopDelay]], false);
     window('tributary_gc_pause_seconds', 'Garbage-collection pauses by kind (minor, major, incremental, weakcb): quantiles since the previous scrape, count and sum since the start.', 'kind', () => GC_KINDS.map((k) => [k, current().activity.runtime.gc[k]]));
     window('tributary_log_flush_seconds', 'fdatasync of a log on the append path (acknowledgements and readers wait for it): quantiles since the previous scrape, count and sum since the start.', undefined, () => [['', current().activity.flushes]]);
     window('tributary_background_task_seconds', 'Runs of the periodic tasks (checkpoint, retention, kv snapshots, tiering and auto-partition timers, data-disk check, sweepers): quantiles since the previous scrape, count and sum since the start.', 'task', () => [...current().activity.tasks]);
-    lake('tributary_lake_snapshot_timestamp_seconds', 'Commit time of the table\'s latest lake snapshot, Unix seconds.', (t) => (t.lastSnapshotTime === undefined ? undefined : t.lastSnapshotTime / 1000));
   }
 
   /** Counts a finished request; `error` is the error name it was answered with, if any. */
@@ -148,17 +191,51 @@ export class NodeMetrics {
   async text(): Promise<string> {
     const scrape = this.read();
     this.scrape = scrape;
+    this.followers = followerSeries(scrape.replicas.followers, this.maxFollowerSeries);
     try {
       return await this.registry.metrics();
     } finally {
-      if (this.scrape === scrape) this.scrape = undefined;
+      if (this.scrape === scrape) {
+        this.scrape = undefined;
+        this.followers = undefined;
+      }
     }
   }
 
   private read(): Scrape {
     const { sources } = this;
-    return { buckets: sources.buckets(), cluster: sources.cluster(), lakeTables: sources.lakeTables(), tables: sources.tables(), rpc: sources.rpc(), dataDisk: sources.dataDisk(), activity: sources.activity() };
+    return {
+      buckets: sources.buckets?.() ?? [],
+      replicas: sources.replicas?.() ?? { led: 0, underReplicated: 0, followers: [] },
+      cluster: sources.cluster?.() ?? { tabletServers: 0, offlineBuckets: 0, underReplicatedBuckets: 0, isrShrinks: 0, isrExpands: 0, bucketsMoving: 0 },
+      lakeTables: sources.lakeTables?.() ?? [],
+      tables: sources.tables?.() ?? { tables: 0, partitions: 0 },
+      rpc: sources.rpc(),
+      dataDisk: sources.dataDisk(),
+      activity: sources.activity(),
+    };
   }
+}
+
+/**
+ * The bucket series of the followers' lag, at most `max`: the most lagging first (in records, then
+ * in time since caught up), so that a cap hides the followers that keep up; and each follower's
+ * total over every bucket, which the cap does not cut.
+ */
+export function followerSeries(followers: readonly FollowerMetrics[], max: number): FollowerSeries {
+  const totals = new Map<number, FollowerSeries['totals'][number]>();
+  for (const f of followers) {
+    const t = totals.get(f.follower) ?? { follower: f.follower, lagRecords: 0n, sinceCaughtUpMs: 0 };
+    t.lagRecords += f.lagRecords ?? 0n;
+    t.sinceCaughtUpMs = Math.max(t.sinceCaughtUpMs, f.sinceCaughtUpMs);
+    totals.set(f.follower, t);
+  }
+  const byLag = (a: FollowerMetrics, b: FollowerMetrics): number => {
+    const [la, lb] = [a.lagRecords ?? -1n, b.lagRecords ?? -1n];
+    return la === lb ? b.sinceCaughtUpMs - a.sinceCaughtUpMs : la < lb ? 1 : -1;
+  };
+  const buckets = followers.length <= max ? [...followers] : [...followers].sort(byLag).slice(0, max);
+  return { buckets, totals: [...totals.values()].sort((a, b) => a.follower - b.follower) };
 }
 
 /**
@@ -215,5 +292,6 @@ function windowSummary(registers: Registry[], name: string, help: string, labelN
   const sum = counted ? new Counter({ name: `${name}_sum`, help: `${help} (sum)`, labelNames, registers }) : undefined;
 }
 
-const bucketLabels = (b: BucketMetrics) => ({ database: b.database, table: b.table, partition: b.partition, bucket: String(b.bucket) });
+const followerLabels = (f: FollowerMetrics) => ({ ...bucketLabels(f), follower: String(f.follower) });
+const bucketLabels = (b: Pick<BucketMetrics, 'database' | 'table' | 'partition' | 'bucket'>) => ({ database: b.database, table: b.table, partition: b.partition, bucket: String(b.bucket) });
 const tableLabels = (t: LakeTableMetrics) => ({ database: t.database, table: t.table });

@@ -10,7 +10,7 @@ import { TributaryError } from '../common/errors.js';
 import { sqlLimits } from '../query/sql-limits.js';
 import { ApiKeys } from '../rpc/api-keys.js';
 import { tablePathOf } from '../rpc/request-fields.js';
-import type { RpcServer, RpcServerStats } from '../rpc/server.js';
+import type { RpcServer } from '../rpc/server.js';
 import { Coordinator } from './coordinator/coordinator.js';
 import type { ServerActivity } from '../common/activity.js';
 import type { DataDirLock } from './data-dir-lock.js';
@@ -21,9 +21,9 @@ import { registerCoordinatorService } from './coordinator/coordinator-service.js
 import { HttpServer } from './http/http-server.js';
 import { createLogger, type Logger } from '../common/logger.js';
 import { LocalMetadataStore } from './metadata/local-metadata-store.js';
-import { type ClusterMetrics, NodeMetrics } from './metrics.js';
+import { type ClusterMetrics, type MetricSources, NodeMetrics } from './metrics.js';
 import { releaseDataDir, rpcServerOf, type ServerBase, startOnDataDir } from './startup.js';
-import { type BucketMetrics, TabletServer } from './tablet/tablet-server.js';
+import { TabletServer } from './tablet/tablet-server.js';
 import { registerTabletService } from './tablet/tablet-service.js';
 import { kafkaListenerOf, parseListeners, type RunningKafkaListener, startKafkaListener } from '../kafka/index.js';
 
@@ -85,7 +85,10 @@ export class TributaryServer {
     await coordinator.start(tablets);
 
     const tiering: TieringServiceDeps = { coordinator, warehouse, lakeFormat: lake.format, highWatermarks: (id) => tablets.highWatermarks(id) };
-    const metrics = nodeMetrics(tiering, () => tablets.bucketMetrics(), () => ONE_NODE, () => rpc.stats(), disk, activity);
+    const metrics = new NodeMetrics(
+      { ...processMetricSources(() => rpc, disk, activity), ...coordinatorMetricSources(tiering, () => ONE_NODE), ...tabletMetricSources(tablets) },
+      options.int('metrics.replica-lag.max-bucket-series'),
+    );
     const rpc = rpcServerOf(options, listen, log, () => metrics);
     let self = { nodeId: 0, host: listen.host, port: listen.port };
     registerCoordinatorService(rpc, coordinator, () => self);
@@ -116,8 +119,7 @@ export class TributaryServer {
     }
 
     const httpServer = await HttpServer.start({
-      host: listen.host,
-      port: options.int('http.port'),
+      listen: { host: listen.host, port: options.int('http.port') },
       rpc: rpcAddress,
       tables: coordinator,
       lake,
@@ -163,11 +165,20 @@ export class TributaryServer {
   }
 }
 
-/** A node's metrics, read from the coordinator, the buckets it hosts (none on a cluster's coordinator) and the RPC listener when scraped. */
-export function nodeMetrics(tiering: TieringServiceDeps, buckets: () => BucketMetrics[], cluster: () => ClusterMetrics, rpcStats: () => RpcServerStats, disk: DataDisk, activity: ServerActivity): NodeMetrics {
+/** What every server's metrics read: its RPC listener (once made), its data disk, its periodic tasks and runtime. */
+export function processMetricSources(rpc: () => RpcServer, disk: DataDisk, activity: ServerActivity): Pick<MetricSources, 'rpc' | 'dataDisk' | 'activity'> {
+  return { rpc: () => rpc().stats(), dataDisk: () => disk.state, activity: () => activity.take() };
+}
+
+/** What a tablet server's metrics read: its buckets, those it leads and their followers. */
+export function tabletMetricSources(tablets: TabletServer): Pick<MetricSources, 'buckets' | 'replicas'> {
+  return { buckets: () => tablets.bucketMetrics(), replicas: () => tablets.replicaMetrics() };
+}
+
+/** What the coordinator's metrics read: its tables, the cluster's health and lake tiering. */
+export function coordinatorMetricSources(tiering: TieringServiceDeps, cluster: () => ClusterMetrics): Pick<MetricSources, 'tables' | 'lakeTables' | 'cluster'> {
   const { coordinator } = tiering;
-  return new NodeMetrics({
-    buckets,
+  return {
     cluster,
     tables: () => {
       const all = coordinator.allTables();
@@ -188,8 +199,5 @@ export function nodeMetrics(tiering: TieringServiceDeps, buckets: () => BucketMe
             ...(status.snapshot ? { lastSnapshotTime: status.snapshot.commitTimestamp } : {}),
           };
         }),
-    rpc: rpcStats,
-    dataDisk: () => disk.state,
-    activity: () => activity.take(),
-  });
+  };
 }

@@ -124,8 +124,7 @@ export class ServerProcess extends OwnedChildProcess {
     const command = options.command ?? 'start';
     const dataDir = options.dataDir ?? tempDir('data');
     const cli = options.cli === undefined ? ['--import', 'tsx', CLI] : [options.cli];
-    const args = [...cli, command, '--data-dir', dataDir, '--port', String(options.port ?? 0)];
-    if (command !== 'tablet-server') args.push('--http-port', '0');
+    const args = [...cli, command, '--data-dir', dataDir, '--port', String(options.port ?? 0), '--http-port', '0'];
     for (const [k, v] of Object.entries(options.settings ?? {})) args.push('--set', `${k}=${v}`);
     args.push(...(options.args ?? []));
     const { child, match, stderr } = await spawnUntilReady(command === 'start' ? 'server' : command, args, options.logLevel ?? 'warn', /ready bootstrap=(\S+)(?: http=(\S+))?(?: kafka=(\S+))?/);

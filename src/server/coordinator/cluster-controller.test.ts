@@ -44,6 +44,8 @@ class StandInTabletServer {
   readonly told: Told[] = [];
   readonly stopped: { coordinatorEpoch: number; tableId: number; partitionId?: number; bucket: number; delete: boolean }[] = [];
   readonly metadata: UpdateMetadataRequest[] = [];
+  /** The NotifyLeaderAndIsr requests marked as the full set: coordinator epoch and the `<table id>/<bucket>` they name. */
+  readonly fullSets: { coordinatorEpoch: number; buckets: string[] }[] = [];
   /** NotifyLakeTableOffset: `<coordinator epoch>:<table id>:<partition id or ->:<bucket>=<end offset>`, in arrival order. */
   readonly lakeOffsets: string[] = [];
   private registration?: TabletServerRegistration;
@@ -58,6 +60,7 @@ class StandInTabletServer {
   static async start(root: string, id: number, rack?: string): Promise<StandInTabletServer> {
     const rpc = rpcServer();
     rpc.register(ApiKeys.NotifyLeaderAndIsr, async (req) => {
+      if (req.fullSet) server.fullSets.push({ coordinatorEpoch: req.coordinatorEpoch, buckets: req.tables.flatMap((t) => t.buckets.map((b) => `${t.tableId}/${b.bucketId}`)).sort() });
       for (const t of req.tables) {
         for (const bucket of t.buckets) {
           server.told.push({
@@ -286,6 +289,29 @@ test('a server that leaves hands its leaderships to ISR members at epoch + 1 and
   const back = (await bucketsOf(coordinator, 'solo'))[offline.bucketId];
   assert.deepEqual(state(back), { leader: gone.id, leaderEpoch: 2, replicas: [gone.id], isr: [gone.id] });
   assert.equal(gone.latest(soloId, offline.bucketId)!.bucket.leader, gone.id);
+});
+
+test('a coordinator taking over sends every live server the full set of its replicas, also an empty one, and so does a server that joins', async () => {
+  const root = zooKeeper.newRoot('cluster');
+  const stands = await servers(root, 3);
+  const first = candidate(root, 100);
+  const active = await first.started;
+  const tableId = await active.coordinator.createTable({ database: 'tributary', table: 'one' }, logTable(1), false);
+  const [holder] = (await bucketsOf(active, 'one'))[0].replicaId;
+  const standby = candidate(root, 101);
+  await standby.session;
+  await (await first.session).close();
+  const second = await standby.started;
+  const fullSetsOf = (s: StandInTabletServer) => s.fullSets.filter((f) => f.coordinatorEpoch === second.epoch).map((f) => f.buckets);
+  await until('every server gets its full set from the new coordinator', () => stands.every((s) => fullSetsOf(s).length > 0));
+  for (const s of stands) assert.deepEqual(fullSetsOf(s), [s.id === holder ? [`${tableId}/0`] : []], `server ${s.id}`);
+
+  const away = stands.find((s) => s.id !== holder)!;
+  await away.leave();
+  await until('the others learn it left', () => stands.filter((s) => s !== away).every((s) => s.knownServers()?.length === 2));
+  await away.join();
+  await until('it gets a full set again', () => fullSetsOf(away).length === 2);
+  assert.deepEqual(fullSetsOf(away), [[], []], 'it holds nothing: its full set is empty');
 });
 
 test('lake end offsets reach every replica of the buckets the lake holds, and a server that comes back learns them again', async () => {

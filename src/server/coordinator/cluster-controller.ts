@@ -28,7 +28,9 @@
  * table's JSON so it can create a replica it does not have; StopReplica (delete) on drops;
  * NotifyLakeTableOffset after each lake snapshot and after each NotifyLeaderAndIsr
  * (lake-offset-notices.ts). A new coordinator sends all of it again, with its own epoch, before
- * anything else.
+ * anything else. A joining server, and every live server when a coordinator takes over, gets its
+ * NotifyLeaderAndIsr marked as the full set of its replicas (also when it has none): it deletes
+ * the local replicas it does not name, of tables and partitions dropped while it was away.
  *
  * Leadership (leader-election.ts): a dead leader hands over to the next live ISR member; a dead
  * follower leaves the ISR; a bucket with no live ISR member is offline until one comes back (looked
@@ -212,7 +214,8 @@ export class ClusterController implements BucketLifecycle, BucketPlacement, Clus
       const orphans = this.allGroups().filter((g) => !this.describe(g));
       const stops = orphans.length > 0 ? await this.removeGroups(orphans) : [];
       await this.reelect(this.allBuckets());
-      void Promise.all([...stops, ...this.updateMetadata(), ...this.notify(this.toReplicas(this.allBuckets()))]);
+      const everyServer = this.settings.servers.list().map((s) => s.id);
+      void Promise.all([...stops, ...this.updateMetadata(), ...this.notify(this.withFullSets(this.toReplicas(this.allBuckets()), everyServer), new Set(everyServer))]);
       void Promise.all(await this.advanceRebalance());
     });
     const every = options.durationMs('coordinator.offline-leader.retry-delay');
@@ -427,11 +430,10 @@ export class ClusterController implements BucketLifecycle, BucketPlacement, Clus
   private async serverJoined(server: TabletServerNode): Promise<void> {
     this.stopping.delete(server.id);
     const changed = await this.reelect(this.allBuckets());
-    const targets = this.toReplicas(changed);
     // It learns all of its replicas (those that changed among them), as they are now: as follower or as leader.
-    targets.set(server.id, this.allBuckets().filter((ref) => this.assignment(ref.group)![ref.bucket].includes(server.id)));
+    const targets = this.withFullSets(this.toReplicas(changed), [server.id]);
     this.settings.log.info({ server: server.id, host: server.host, port: server.port, leadersChanged: changed.length }, 'tablet server joined');
-    void Promise.all([...this.updateMetadata(), ...this.notify(targets)]);
+    void Promise.all([...this.updateMetadata(), ...this.notify(targets, new Set([server.id]))]);
     void Promise.all(await this.advanceRebalance());
   }
 
@@ -566,17 +568,28 @@ export class ClusterController implements BucketLifecycle, BucketPlacement, Clus
     return targets;
   }
 
-  /** One NotifyLeaderAndIsr per live server, with the current state of its buckets grouped by table and partition. */
-  private notify(targets: Map<number, BucketRef[]>): Promise<unknown>[] {
+  /** `targets` with each of `ids` given every bucket assigned to it, none included. */
+  private withFullSets(targets: Map<number, BucketRef[]>, ids: readonly number[]): Map<number, BucketRef[]> {
+    for (const id of ids) targets.set(id, this.allBuckets().filter((ref) => this.assignment(ref.group)![ref.bucket].includes(id)));
+    return targets;
+  }
+
+  /**
+   * One NotifyLeaderAndIsr per live server, with the current state of its buckets grouped by table
+   * and partition; to the servers of `fullSets` marked as the full set, also when it is empty (the
+   * server deletes the replicas it does not name).
+   */
+  private notify(targets: Map<number, BucketRef[]>, fullSets: ReadonlySet<number> = new Set()): Promise<unknown>[] {
     const deliveries: Promise<unknown>[] = [];
     for (const [id, refs] of targets) {
       if (!this.settings.servers.isLive(id)) continue;
       const byGroup = new Map<string, BucketRef[]>();
       for (const ref of refs) append(byGroup, groupKey(ref.group), ref);
       const tables = [...byGroup.values()].flatMap((group) => this.leaderAndIsrOfGroup(group) ?? []);
-      if (tables.length === 0) continue;
+      const fullSet = fullSets.has(id);
+      if (tables.length === 0 && !fullSet) continue;
       deliveries.push(
-        this.channels.send(id, ApiKeys.NotifyLeaderAndIsr, { tables }).then((response) => {
+        this.channels.send(id, ApiKeys.NotifyLeaderAndIsr, { tables, fullSet }).then((response) => {
           const failed = response?.buckets.filter((b) => b.errorCode !== undefined && b.errorCode !== 0) ?? [];
           if (failed.length === 0) return;
           const some = failed.slice(0, 10).map((b) => ({ table: b.tableId, partition: b.partitionId, bucket: b.bucketId, error: b.errorMessage }));

@@ -57,3 +57,13 @@ test('ending the leadership aborts its signal', () => {
   leader.end();
   assert.equal(leader.deposed.aborted, true);
 });
+
+test('each follower\'s lag behind the leader\'s log end and time since caught up; none known before its first fetch', () => {
+  const state = new LeaderState(1, 0n, [1, 2, 3], 1000);
+  state.followerFetched(2, 10n, 10n, 2000);
+  state.followerFetched(2, 10n, 40n, 5000);
+  assert.deepEqual(state.followerLags(40n, 6000), [
+    { follower: 2, lagRecords: 30n, sinceCaughtUpMs: 4000 },
+    { follower: 3, sinceCaughtUpMs: 5000 },
+  ]);
+});

@@ -84,6 +84,18 @@ export class LeaderState {
     return hw;
   }
 
+  /**
+   * Each follower as the leader's metrics show it: how many records it is behind `leaderEnd` (none
+   * known before its first fetch of this epoch) and how long since it was last caught up.
+   */
+  followerLags(leaderEnd: bigint, nowMs: number): { follower: number; lagRecords?: bigint; sinceCaughtUpMs: number }[] {
+    return [...this.followers].map(([follower, f]) => ({
+      follower,
+      ...(f.logEndOffset >= 0n ? { lagRecords: leaderEnd > f.logEndOffset ? leaderEnd - f.logEndOffset : 0n } : {}),
+      sinceCaughtUpMs: Math.max(0, nowMs - f.lastCaughtUpMs),
+    }));
+  }
+
   /** The ISR members (the leader aside) that have not been caught up for more than `maxLagMs`. */
   laggingFollowers(isr: readonly number[], nowMs: number, maxLagMs: number): number[] {
     return isr.filter((id) => {

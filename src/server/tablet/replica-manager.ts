@@ -19,6 +19,9 @@
  * - A new leader answers at once the fetches its followers have waiting here for other buckets, and
  *   keeps their next ones short until they name the new bucket (see announceLeadership): the first
  *   acks=all write it takes then waits for no follower's long poll.
+ * - A NotifyLeaderAndIsr marked as the full set (a server joining, a coordinator taking over) names
+ *   every replica this server should hold: the others, hosted or left on disk, are of tables or
+ *   partitions dropped while no StopReplica could reach it, and are deleted.
  * - Primary-key buckets hold their KvTablet while leader, or while the follower the coordinator
  *   names as the bucket's standby (standby_replicas). A leader that becomes follower closes it and
  *   drops its local state, which may hold changes of a tail the truncation removes; a standby's
@@ -75,6 +78,8 @@ export interface ReplicaHost {
   /** Opens (or creates) the replica's log, replicated, as a follower of no leader at epoch -1. */
   openReplica(table: TableInfo, partition: PartitionInfo | undefined, bucket: number): Promise<Replica>;
   closeReplica(replica: Replica, deleteData: boolean): Promise<void>;
+  /** Deletes the local data of replicas not hosted (left from an earlier run) whose bucket `keep` refuses. */
+  deleteStrayReplicas(keep: (bucket: TableBucket) => boolean): Promise<void>;
   /** Applies a changed table (options, schema) to the replica. */
   alterReplica(replica: Replica, table: TableInfo): void;
   /** What the lake now holds of the table's hosted buckets: log retention keeps everything above it. */
@@ -176,8 +181,27 @@ export class ReplicaManager {
           }
         }
       }
+      if (req.fullSet) {
+        const named = req.tables.flatMap((t) => t.buckets.map((b) => bucketKey(bucketOf(t.tableId, t.partitionId, b.bucketId))));
+        await this.dropReplicasOutside(new Set(named));
+      }
       return { buckets };
     });
+  }
+
+  /**
+   * The coordinator named every replica this server should hold (it joined, or a coordinator took
+   * over): the others belong to tables or partitions dropped, while this server was away, with no
+   * StopReplica reaching it. They stop, and their data is deleted, hosted or only left on disk.
+   */
+  private async dropReplicasOutside(named: ReadonlySet<string>): Promise<void> {
+    for (const replica of [...this.host.hostedReplicas()]) {
+      if (named.has(bucketKey(replica.bucket))) continue;
+      await this.resign(replica);
+      await this.host.closeReplica(replica, true);
+      this.log.info({ bucket: bucketKey(replica.bucket) }, 'replica deleted: the coordinator no longer assigns it here');
+    }
+    await this.host.deleteStrayReplicas((bucket) => named.has(bucketKey(bucket)));
   }
 
   async stopReplica(req: pb.StopReplicaRequest): Promise<MessageInitShape<typeof pb.StopReplicaResponseSchema>> {

@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isDeepStrictEqual } from 'node:util';
@@ -424,5 +426,40 @@ describe('a lake-enabled bucket', () => {
       assert.ok(logStartOffset > 0n && logStartOffset <= lakeEnd, `server ${id}: log start ${logStartOffset} is at most the lake end ${lakeEnd}`);
       assert.equal(await expire(id), 0, `server ${id} keeps every segment the lake does not hold`);
     }
+  });
+});
+
+describe('the full set of replicas from the coordinator', () => {
+  let cluster: ReplicaCluster;
+  after(() => cluster?.close());
+
+  test('deletes the replicas it does not name, hosted or left on disk, and nothing else under the data dir', async () => {
+    cluster = new ReplicaCluster(table);
+    const { dataDir } = await cluster.start(1);
+    await cluster.elect(0, 1, [1]);
+    const conn = await cluster.connection(1);
+    assert.equal((await produce(conn, logBatch('kept'), -1)).errorCode, undefined);
+    const logDir = path.join(dataDir, 'log', table.path.database);
+    const dropped = [path.join(logDir, 'gone-9', 'log-0'), path.join(logDir, 'gone-9', 'kv-0'), path.join(logDir, 'parted-11', 'day1-p12', 'log-1'), path.join(logDir, `${table.path.table}-${table.tableId}`, 'log-5')];
+    for (const dir of dropped) {
+      fs.mkdirSync(dir, { recursive: true });
+      fs.writeFileSync(path.join(dir, '00000000000000000000.log'), 'x');
+    }
+    const unrelated = [path.join(logDir, 'notes'), path.join(logDir, 'parted-11', 'readme')];
+    for (const dir of unrelated) fs.mkdirSync(dir, { recursive: true });
+    const hostedDir = cluster.server(1).tablets.hosted({ tableId: table.tableId, bucket: 0 })!.log.dir;
+
+    assert.deepEqual((await cluster.fullSet(1, [0])).map((b) => [b.bucketId, b.errorCode]), [[0, undefined]]);
+    for (const dir of dropped) assert.equal(fs.existsSync(dir), false, `${dir} is deleted`);
+    assert.equal(fs.existsSync(path.join(logDir, 'gone-9')), false, 'the emptied table directory goes too');
+    assert.equal(fs.existsSync(path.join(logDir, 'parted-11', 'day1-p12')), false, 'and the emptied partition directory');
+    for (const dir of unrelated) assert.ok(fs.existsSync(dir), `${dir} is not a replica: it stays`);
+    assert.ok(fs.existsSync(hostedDir), 'the named replica keeps its data');
+    assert.equal((await clientFetch(conn, 0n)).errorCode, undefined, 'and still leads');
+
+    await cluster.fullSet(1, []);
+    assert.equal(cluster.server(1).tablets.hosted({ tableId: table.tableId, bucket: 0 }), undefined, 'an empty full set: the hosted replica stops');
+    assert.equal(fs.existsSync(hostedDir), false, 'and its data is deleted');
+    for (const dir of unrelated) assert.ok(fs.existsSync(dir));
   });
 });

@@ -84,6 +84,27 @@ export interface BucketMetrics {
   underReplicated: boolean;
 }
 
+/** A follower of a bucket this server leads, as the node's metrics read it. */
+export interface FollowerMetrics {
+  database: string;
+  table: string;
+  partition: string;
+  bucket: number;
+  follower: number;
+  /** Records between its log end and the leader's; undefined before its first fetch of this leader epoch. */
+  lagRecords?: bigint;
+  /** Time since it last caught up with the leader's log end. */
+  sinceCaughtUpMs: number;
+}
+
+/** The buckets this server leads, for the node's metrics. */
+export interface ReplicaMetrics {
+  led: number;
+  /** Led, with fewer in-sync replicas than replicas. */
+  underReplicated: number;
+  followers: FollowerMetrics[];
+}
+
 const ACKS = new Set([0, 1, -1]);
 /** Stored bytes a projected fetch of a bucket may pass through to fill its byte budget, as a multiple of that budget. */
 const MAX_PROJECTED_STORED = 16;
@@ -266,6 +287,7 @@ export class TabletServer implements BucketLifecycle {
           await fs.promises.rm(this.kvDir(replica.table, replica.partition, replica.bucket.bucket), { recursive: true, force: true });
         }
       },
+      deleteStrayReplicas: (keep) => this.deleteStrayReplicas(keep),
       alterReplica: (replica, table) => this.alterReplica(replica, table),
       lakeOffsetsChanged: (table, offsets) => this.lakeOffsetsChanged(table, offsets),
       openKv: (replica, role) => this.openKv(replica, role),
@@ -277,6 +299,45 @@ export class TabletServer implements BucketLifecycle {
         if (!keepState) await fs.promises.rm(this.kvDir(replica.table, replica.partition, replica.bucket.bucket), { recursive: true, force: true });
       },
     };
+  }
+
+  /**
+   * Deletes the bucket directories (`log-<b>`, `kv-<b>`) under `<data.dir>/log` of replicas not
+   * hosted whose bucket `keep` refuses, then the table and partition directories left empty. Only
+   * directories named as the layout names them are looked at: anything else stays.
+   */
+  private async deleteStrayReplicas(keep: (bucket: TableBucket) => boolean): Promise<void> {
+    const entries = async (dir: string): Promise<fs.Dirent[]> => (await fs.promises.readdir(dir, { withFileTypes: true }).catch(() => [])).filter((e) => e.isDirectory());
+    const sweep = async (dir: string, tableId: number, partitionId: number | undefined): Promise<void> => {
+      for (const e of await entries(dir)) {
+        const m = /^(?:log|kv)-(\d+)$/.exec(e.name);
+        if (!m) continue;
+        const bucket: TableBucket = { tableId, bucket: Number(m[1]), ...(partitionId !== undefined ? { partitionId } : {}) };
+        if (this.replicas.has(bucketKey(bucket)) || keep(bucket)) continue;
+        const where = path.join(dir, e.name);
+        await fs.promises.rm(where, { recursive: true, force: true });
+        this.log.info({ dir: where, bucket: bucketKey(bucket) }, 'deleted the data of a replica the coordinator no longer assigns here');
+      }
+    };
+    const removeIfEmpty = async (dir: string): Promise<void> => {
+      if ((await fs.promises.readdir(dir).catch(() => [null])).length === 0) await fs.promises.rmdir(dir).catch(() => undefined);
+    };
+    const root = path.join(this.dataDir, 'log');
+    for (const db of await entries(root)) {
+      for (const t of await entries(path.join(root, db.name))) {
+        const table = /-(\d+)$/.exec(t.name);
+        if (!table) continue;
+        const tableDir = path.join(root, db.name, t.name);
+        await sweep(tableDir, Number(table[1]), undefined);
+        for (const p of await entries(tableDir)) {
+          const partition = /-p(\d+)$/.exec(p.name);
+          if (!partition) continue;
+          await sweep(path.join(tableDir, p.name), Number(table[1]), Number(partition[1]));
+          await removeIfEmpty(path.join(tableDir, p.name));
+        }
+        await removeIfEmpty(tableDir);
+      }
+    }
   }
 
   async dropBuckets(table: TableInfo, partition?: PartitionInfo): Promise<void> {
@@ -326,6 +387,19 @@ export class TabletServer implements BucketLifecycle {
       inSyncReplicas: r.isr.length,
       underReplicated: r.role === 'leader' && r.isr.length < r.replicas.length,
     }));
+  }
+
+  /** The buckets this server leads and, in a cluster, their followers' lag behind the leader's log end. */
+  replicaMetrics(nowMs = Date.now()): ReplicaMetrics {
+    const out: ReplicaMetrics = { led: 0, underReplicated: 0, followers: [] };
+    for (const r of this.replicas.values()) {
+      if (r.role !== 'leader') continue;
+      out.led++;
+      if (r.isr.length < r.replicas.length) out.underReplicated++;
+      const where = { database: r.table.path.database, table: r.table.path.table, partition: r.partition?.partitionName ?? '', bucket: r.bucket.bucket };
+      for (const lag of r.leader?.followerLags(r.log.logEndOffset, nowMs) ?? []) out.followers.push({ ...where, ...lag });
+    }
+    return out;
   }
 
   /** The buckets this server leads: a controlled shutdown waits until the coordinator has moved them all. */
