@@ -362,3 +362,8 @@ export function lakeWarehouse(options: Options): string {
   if (warehouse !== undefined && /^s3a?:\/\//.test(warehouse)) return warehouse.replace(/\/+$/, '');
   return path.resolve(warehouse?.replace(/^file:\/\/(?=\/)/, '') ?? path.join(options.string('data.dir')!, 'lake'));
 }
+
+/** The lake file cache of a node with these server options: datalake.cache.dir, else `<data.dir>/lake-cache`. */
+export function lakeCacheDir(options: Options): string {
+  return path.resolve(options.string('datalake.cache.dir') ?? path.join(options.string('data.dir')!, 'lake-cache'));
+}
