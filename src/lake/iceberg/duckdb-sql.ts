@@ -32,7 +32,8 @@
  * (spec: NULL equals NULL). Without delete files the SELECT reads the data files alone; without
  * data files it is an empty table of the schema's columns.
  *
- * Paths are passed as the manifests hold them (`file:` URIs become paths), as quoted literals.
+ * Paths are passed as the manifests hold them (`file:` URIs become paths), or as the caller's
+ * local copies of remote files (`pathOf`), as quoted literals.
  * DuckDB expands `*`, `?` and `[` in a path as a glob, so such paths are refused.
  */
 import { TributaryError } from '../../common/errors.js';
