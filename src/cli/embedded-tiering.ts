@@ -9,8 +9,10 @@
  */
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import type { Worker } from 'node:worker_threads';
+import { Options } from '../common/config.js';
 import { createLogger } from '../common/logger.js';
 import { startModuleWorker } from '../common/module-worker.js';
+import { configureObjectStorage } from '../storage/stores.js';
 import { TieringWorker } from '../tiering/tiering-worker.js';
 
 interface ThreadMessage {
@@ -25,9 +27,12 @@ export class EmbeddedTiering {
     this.exited = new Promise((resolve) => thread.once('exit', () => resolve()));
   }
 
-  /** Starts the thread on the node at `bootstrap` (host:port); resolves once its worker serves. */
-  static async start(bootstrap: string): Promise<EmbeddedTiering> {
-    const thread = startModuleWorker(new URL('./embedded-tiering', import.meta.url), { workerData: { bootstrap } });
+  /**
+   * Starts the thread on the node at `bootstrap` (host:port), with the node's server `settings`
+   * for its object storage (s3.*; its lake file cache in `cacheDir`); resolves once its worker serves.
+   */
+  static async start(bootstrap: string, settings: Record<string, string>, cacheDir: string): Promise<EmbeddedTiering> {
+    const thread = startModuleWorker(new URL('./embedded-tiering', import.meta.url), { workerData: { bootstrap, settings, cacheDir } });
     const tiering = new EmbeddedTiering(thread);
     await new Promise<void>((resolve, reject) => {
       thread.once('message', (m: ThreadMessage) => (m.ready ? resolve() : reject(new Error(`embedded tiering worker did not start: ${m.error}`))));
@@ -47,7 +52,9 @@ export class EmbeddedTiering {
 if (!isMainThread && (workerData as { bootstrap?: string } | null)?.bootstrap !== undefined) {
   const port = parentPort!;
   const log = createLogger().child({ role: 'tiering' });
-  TieringWorker.start((workerData as { bootstrap: string }).bootstrap, { log }).then(
+  const data = workerData as { bootstrap: string; settings: Record<string, string>; cacheDir: string };
+  configureObjectStorage(new Options('server', data.settings), data.cacheDir);
+  TieringWorker.start(data.bootstrap, { log }).then(
     (worker) => {
       port.on('message', (m) => {
         // process.exit in a worker thread ends the thread only.

@@ -4,7 +4,8 @@
  * own (embedded-tiering.ts), unless `--no-tiering`. Prints exactly one line to stdout once it
  * serves: `ready …`.
  */
-import { optionDefault } from '../common/config.js';
+import path from 'node:path';
+import { lakeCacheDir, optionDefault, Options } from '../common/config.js';
 import { parseListener, TributaryServer } from '../server/server.js';
 import { parseListeners } from '../kafka/index.js';
 import { createLogger } from '../common/logger.js';
@@ -45,12 +46,13 @@ export function serverSettings(flags: StartFlags): Record<string, string> {
 
 export async function start(flags: StartFlags): Promise<void> {
   const log = createLogger();
-  const server = await TributaryServer.start(serverSettings(flags), log);
+  const settings = serverSettings(flags);
+  const server = await TributaryServer.start(settings, log);
   const { rpcAddress: rpc, httpAddress: http } = server;
   // The embedded tiering worker is a client of this node like any other worker.
   let worker: EmbeddedTiering | undefined;
   try {
-    worker = flags.tiering === false ? undefined : await EmbeddedTiering.start(`${rpc.host}:${rpc.port}`);
+    worker = flags.tiering === false ? undefined : await EmbeddedTiering.start(`${rpc.host}:${rpc.port}`, settings, path.join(lakeCacheDir(new Options('server', settings)), 'tiering'));
   } catch (err) {
     await server.stop();
     throw err;

@@ -24,6 +24,8 @@ export interface OptionDef {
   max?: number;
   /** Table options that ALTER TABLE SET/RESET may change after creation. */
   alterable?: boolean;
+  /** A credential: never logged, shown or put in an error message. */
+  secret?: boolean;
 }
 
 const d = (def: OptionDef): OptionDef => def;
@@ -89,7 +91,19 @@ export const OPTIONS: readonly OptionDef[] = [
   d({ key: 'kv.snapshot.num-retained', scope: 'server', type: 'int', default: '2', min: 1, description: 'Registered KV snapshots the coordinator keeps per bucket; it forgets older ones and deletes their files.' }),
   d({ key: 'remote.data.dir', scope: 'server', type: 'string', description: 'Directory for KV snapshots; unset means the directory remote under data.dir. In a cluster every server, the coordinators included, must see the same directory at this path.' }),
   d({ key: 'datalake.format', scope: 'server', type: 'enum', enumValues: ['iceberg'], flussOnlyValues: ['PAIMON', 'HUDI', 'LANCE'], default: 'iceberg', description: 'Format of the lake that lake-enabled tables are tiered into; tiering workers and clients learn it from the server.' }),
-  d({ key: 'datalake.iceberg.warehouse', scope: 'server', type: 'string', description: 'Directory of the Iceberg filesystem catalog (<warehouse>/<db>/<table>/metadata, data); unset means the directory lake under data.dir. Tiering workers must see it at the same path.' }),
+  d({ key: 'datalake.iceberg.warehouse', scope: 'server', type: 'string', description: 'Where the Iceberg filesystem catalog keeps its tables (<warehouse>/<db>/<table>/metadata, data): a directory (/path or file:///path), which tiering workers must see at the same path, or s3://bucket/prefix (see the s3.* options); unset means the directory lake under data.dir.' }),
+  d({ key: 'datalake.cache.dir', scope: 'server', type: 'string', description: 'Local directory of the cache of lake files read from object storage (an s3:// warehouse), which DuckDB reads; unset means lake-cache under data.dir (the SQL shell: under the system temp directory).' }),
+  d({ key: 'datalake.cache.max-size', scope: 'server', type: 'memory', default: '2gb', description: 'Bytes the lake file cache keeps; past it the least recently used files not read by a running query are deleted.' }),
+  d({ key: 'datalake.iceberg.rest.vend-credentials', scope: 'server', type: 'bool', default: 'false', description: 'Hand s3.access-key and s3.secret-key to Iceberg REST catalog clients in the load-table config, so outside engines can read an s3:// warehouse with the server\'s credentials. Off: clients bring their own.' }),
+  d({ key: 's3.endpoint', scope: 'server', type: 'string', description: 'Endpoint of the S3 API (for MinIO and other S3-compatible stores), e.g. http://127.0.0.1:9000; unset means AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL, else AWS S3.' }),
+  d({ key: 's3.region', scope: 'server', type: 'string', description: 'Region of the S3 buckets; unset means AWS_REGION or AWS_DEFAULT_REGION, else us-east-1.' }),
+  d({ key: 's3.access-key', scope: 'server', type: 'string', secret: true, description: 'Access key id for S3; unset means AWS_ACCESS_KEY_ID, else the AWS SDK\'s default credential chain. Never logged or shown.' }),
+  d({ key: 's3.secret-key', scope: 'server', type: 'string', secret: true, description: 'Secret access key for S3; unset means AWS_SECRET_ACCESS_KEY (with AWS_SESSION_TOKEN). Never logged or shown.' }),
+  d({ key: 's3.path-style-access', scope: 'server', type: 'bool', description: 'Address buckets as endpoint/bucket/key instead of bucket.endpoint/key (MinIO and most S3-compatible stores need it); unset means AWS_S3_FORCE_PATH_STYLE, else true when an endpoint is set.' }),
+  d({ key: 's3.max-connections', scope: 'server', type: 'int', default: '32', min: 1, description: 'S3 requests in flight at once per process.' }),
+  d({ key: 's3.max-attempts', scope: 'server', type: 'int', default: '5', min: 1, description: 'Tries of one S3 request, with exponential back-off and jitter between them (the AWS SDK\'s standard retries).' }),
+  d({ key: 's3.multipart.part-size', scope: 'server', type: 'memory', default: '8mb', description: 'Part size of multipart uploads to S3 (at least 5mb, S3\'s least); smaller objects go up in one request.' }),
+  d({ key: 's3.commit.claim-timeout', scope: 'server', type: 'duration', default: '1min', min: 1, description: 'A commit claim on S3 (the compare-and-set of a lake table\'s next metadata version) older than this is taken for one whose writer died and removed.' }),
   d({ key: 'datalake.tiering.timeout', scope: 'server', type: 'duration', min: 1, default: '2min', description: 'A table whose tiering worker sends no heartbeat for this long goes back to the queue and the worker\'s tiering epoch is fenced.' }),
   d({ key: 'sql.query.timeout', scope: 'server', type: 'duration', default: '5min', description: 'Longest one SQL statement of the REST API (POST /api/v1/sql) or the SQL shell may run, loading its tables included, before it stops with QUERY_TIMEOUT; a request may ask for less. 0 means no limit.' }),
   d({ key: 'sql.result.max-rows', scope: 'server', type: 'int', default: '1000000', min: 1, description: 'Most rows a result held in memory may have: the answer of POST /api/v1/sql, the rows an INSERT, UPDATE or DELETE reads; past it RESULT_TOO_LARGE. The shell prints query rows as they come, without this limit.' }),
@@ -204,45 +218,45 @@ export function parseMemory(text: string): number | undefined {
   return factor === undefined ? undefined : Math.round(Number(m[1]) * factor);
 }
 
-function invalidOption(key: string, value: string, why: string): TributaryError {
-  return new TributaryError('INVALID_CONFIG_EXCEPTION', `invalid value '${value}' for option '${key}': ${why}`);
+function invalidOption(def: OptionDef, value: string, why: string): TributaryError {
+  return new TributaryError('INVALID_CONFIG_EXCEPTION', `invalid value ${def.secret ? '(hidden)' : `'${value}'`} for option '${def.key}': ${why}`);
 }
 
 /** Checks one value against its declaration; throws INVALID_CONFIG_EXCEPTION with the reason. */
 export function validateOptionValue(def: OptionDef, value: string): void {
   switch (def.type) {
     case 'int': {
-      if (!/^-?\d+$/.test(value.trim())) throw invalidOption(def.key, value, 'expected an integer');
+      if (!/^-?\d+$/.test(value.trim())) throw invalidOption(def, value, 'expected an integer');
       const n = Number(value);
-      if (def.min !== undefined && n < def.min) throw invalidOption(def.key, value, `must be at least ${def.min}`);
-      if (def.max !== undefined && n > def.max) throw invalidOption(def.key, value, `must be at most ${def.max}`);
+      if (def.min !== undefined && n < def.min) throw invalidOption(def, value, `must be at least ${def.min}`);
+      if (def.max !== undefined && n > def.max) throw invalidOption(def, value, `must be at most ${def.max}`);
       return;
     }
     case 'double': {
-      if (!/^-?\d+(\.\d+)?$/.test(value.trim())) throw invalidOption(def.key, value, 'expected a decimal number');
+      if (!/^-?\d+(\.\d+)?$/.test(value.trim())) throw invalidOption(def, value, 'expected a decimal number');
       const n = Number(value);
-      if (def.min !== undefined && n < def.min) throw invalidOption(def.key, value, `must be at least ${def.min}`);
-      if (def.max !== undefined && n > def.max) throw invalidOption(def.key, value, `must be at most ${def.max}`);
+      if (def.min !== undefined && n < def.min) throw invalidOption(def, value, `must be at least ${def.min}`);
+      if (def.max !== undefined && n > def.max) throw invalidOption(def, value, `must be at most ${def.max}`);
       return;
     }
     case 'bool':
-      if (!/^(true|false)$/i.test(value.trim())) throw invalidOption(def.key, value, 'expected true or false');
+      if (!/^(true|false)$/i.test(value.trim())) throw invalidOption(def, value, 'expected true or false');
       return;
     case 'duration': {
       const ms = parseDuration(value);
-      if (ms === undefined) throw invalidOption(def.key, value, "expected a duration such as '500ms', '30s', '3min', '7d'");
-      if (def.min !== undefined && ms < def.min) throw invalidOption(def.key, value, `must be at least ${def.min}ms`);
+      if (ms === undefined) throw invalidOption(def, value, "expected a duration such as '500ms', '30s', '3min', '7d'");
+      if (def.min !== undefined && ms < def.min) throw invalidOption(def, value, `must be at least ${def.min}ms`);
       return;
     }
     case 'memory':
-      if (parseMemory(value) === undefined) throw invalidOption(def.key, value, "expected a size such as '4kb', '2mb', '1gb'");
+      if (parseMemory(value) === undefined) throw invalidOption(def, value, "expected a size such as '4kb', '2mb', '1gb'");
       return;
     case 'enum':
       if (def.flussOnlyValues?.includes(value.trim().toUpperCase())) {
-        throw invalidOption(def.key, value, `a Fluss value not supported by Tributary, which takes ${def.enumValues!.join(', ')}`);
+        throw invalidOption(def, value, `a Fluss value not supported by Tributary, which takes ${def.enumValues!.join(', ')}`);
       }
       if (!def.enumValues!.includes(value.trim().toUpperCase()) && !def.enumValues!.includes(value.trim())) {
-        throw invalidOption(def.key, value, `expected one of ${def.enumValues!.join(', ')}`);
+        throw invalidOption(def, value, `expected one of ${def.enumValues!.join(', ')}`);
       }
       return;
     case 'string':
@@ -355,5 +369,12 @@ export function tableOption(props: Record<string, string>, key: string): string 
 
 /** The Iceberg warehouse of a node with these server options: datalake.iceberg.warehouse, else `<data.dir>/lake`. */
 export function lakeWarehouse(options: Options): string {
-  return path.resolve(options.string('datalake.iceberg.warehouse') ?? path.join(options.string('data.dir')!, 'lake'));
+  const warehouse = options.string('datalake.iceberg.warehouse');
+  if (warehouse !== undefined && /^s3a?:\/\//.test(warehouse)) return warehouse.replace(/\/+$/, '');
+  return path.resolve(warehouse?.replace(/^file:\/\/(?=\/)/, '') ?? path.join(options.string('data.dir')!, 'lake'));
+}
+
+/** The lake file cache of a node with these server options: datalake.cache.dir, else `<data.dir>/lake-cache`. */
+export function lakeCacheDir(options: Options): string {
+  return path.resolve(options.string('datalake.cache.dir') ?? path.join(options.string('data.dir')!, 'lake-cache'));
 }

@@ -150,6 +150,8 @@ export interface LakeReadPlan {
    * with the columns named in `columns` (compared case-insensitively; all by default).
    */
   rowsSql(splits: readonly LakeSplit[], columns?: Iterable<string>): string;
+  /** Lets go of the local copies of remote files the plan holds for its SQL (see the format's cache), which runs no more after. */
+  release(): void;
 }
 
 /** A run of a bucket's lake rows: consecutive offsets from `baseOffset`, all committed at `timestamp` (ms), the shape of a log batch. */

@@ -111,7 +111,7 @@ describe('lake file pruning', () => {
   for (const [where, expected] of cases) {
     it(`keeps the files that may hold a row of WHERE ${where}`, async () => {
       const filters = columnFiltersOf((await duck.syntaxTree(`SELECT * FROM t WHERE ${where}`)).json, columns);
-      const plan = readPlanOf(metadata, schema, undefined, tasks);
+      const plan = await readPlanOf(metadata, schema, undefined, tasks);
       const kept = (await pruneLakeSplits(duck, plan.columns, plan.splits, filters)).map((t) => Number(/f(\d)/.exec(t.path)![1]));
       assert.deepEqual(kept, expected);
       // Whatever is kept, no file with a passing row is dropped.

@@ -8,7 +8,8 @@
  *                current one (LakeStorage.loadTable with the one known).
  *   lake plans   the read of a snapshot planned from one version of a lake table, by that version
  *                (LakeTable.version, which a purged and re-created namesake does not share) and the
- *                snapshot: a snapshot's files never change.
+ *                snapshot: a snapshot's files never change. A plan kept holds its remote files in
+ *                the lake file cache; one pushed out is released.
  *   tails        the log rows that union reads loaded into DuckDB (union-reader.ts), each in its
  *                own tables, by what the read asked for (table, columns, partitions). A tail says
  *                which table version and lake snapshot it was read for and where each bucket's
@@ -69,7 +70,8 @@ export class ReadCache {
       plan = table.planRead(snapshotId, options);
       plan.catch(() => this.lakePlans.delete(key)); // a failed plan is planned again next time
     }
-    keep(this.lakePlans, key, plan, LAKE_PLANS_KEPT);
+    // A plan pushed out lets its files in the lake file cache go (a plan kept holds them).
+    for (const dropped of keep(this.lakePlans, key, plan, LAKE_PLANS_KEPT)) dropped.then((p) => p.release(), () => {});
     return plan;
   }
 

@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { ServerActivity } from '../common/activity.js';
-import type { Options } from '../common/config.js';
+import { lakeCacheDir, type Options } from '../common/config.js';
 import { makeDirectory } from '../common/files.js';
 import type { Logger } from '../common/logger.js';
 import { initArrowCompression } from '../record/compression.js';
@@ -15,6 +15,7 @@ import { RpcServer } from '../rpc/server.js';
 import { DataDirLock } from './data-dir-lock.js';
 import type { NodeMetrics } from './metrics.js';
 import { DataDisk } from './tablet/data-disk.js';
+import { configureObjectStorage } from '../storage/stores.js';
 
 /** Closing steps of the parts opened so far, in opening order. */
 export type Undo = (() => Promise<unknown>)[];
@@ -38,6 +39,7 @@ export async function startOnDataDir<T>(options: Options, log: Logger, open: (ba
     const lock = await DataDirLock.acquire(dataDir);
     undo.push(() => lock.abandon());
     await initArrowCompression();
+    configureObjectStorage(options, lakeCacheDir(options));
     const activity = new ServerActivity(log.child({ role: 'activity' }));
     undo.push(async () => activity.close());
     const disk = await DataDisk.start(dataDir, options, log.child({ role: 'data-disk' }), activity);

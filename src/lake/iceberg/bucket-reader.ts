@@ -25,7 +25,6 @@
  *
  * Memory holds one group's files at a time.
  */
-import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import * as arrow from 'apache-arrow';
 import { TributaryError } from '../../common/errors.js';
@@ -37,7 +36,7 @@ import { nullColumn } from '../../record/batch-evolution.js';
 import type { LakeBucketRows, LakeRowRun, LakeSnapshotReader } from '../lake-format.js';
 import type { LoadedTable } from './catalog.js';
 import { type DataFile, FileContent, ManifestContent, type PartitionValue } from './data-file.js';
-import { isLive, localPath, planScan, readManifest, readManifestList, type ScanTask } from './scan.js';
+import { isLive, planScan, readManifest, readManifestList, readMetadataFile, type ScanTask } from './scan.js';
 import { fromSingleValue } from './single-value.js';
 import { currentSchema, partitionSpecById, snapshotById, type TableMetadata } from './table-metadata.js';
 import type { IcebergField } from './types.js';
@@ -191,12 +190,7 @@ type ParquetWasm = typeof import('parquet-wasm');
 let parquetWasm: ParquetWasm | undefined;
 
 async function readParquetFile(location: string): Promise<arrow.RecordBatch[]> {
-  let bytes: Uint8Array;
-  try {
-    bytes = await fs.promises.readFile(localPath(location));
-  } catch (err) {
-    throw new TributaryError('STORAGE_EXCEPTION', `cannot read lake file ${location}: ${(err as Error).message}`, { cause: err });
-  }
+  const bytes = await readMetadataFile(location);
   parquetWasm ??= createRequire(import.meta.url)('parquet-wasm') as ParquetWasm;
   try {
     return arrow.tableFromIPC(parquetWasm.readParquet(bytes, { batchSize: READ_BATCH_ROWS }).intoIPCStream()).batches;

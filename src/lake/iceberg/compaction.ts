@@ -29,13 +29,15 @@ import path from 'node:path';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import * as arrow from 'apache-arrow';
 import { type ErrorName, TributaryError } from '../../common/errors.js';
+import { joinLocation } from '../../storage/object-store.js';
+import { localCopies, objectStoreFor, publishStaged, writePathFor } from '../../storage/stores.js';
 import { type LakeSqlEngine, type LakeSqlSession, TABLE_ID_PROPERTY } from '../lake-format.js';
 import { latestTieredSnapshot, SUMMARY_BUCKET_OFFSETS, SUMMARY_TABLE_ID, SUMMARY_TIERING_EPOCH } from '../tiered-offsets.js';
 import type { FileSystemCatalog } from './catalog.js';
 import { type DataFile, FileContent, ManifestContent, type PartitionValue } from './data-file.js';
 import { scanTasksSql } from './duckdb-sql.js';
 import { computeMetrics } from './metrics.js';
-import { isLive, localPath, partitionKey, planScan, readManifest, readManifestList, type ScanTask } from './scan.js';
+import { isLive, partitionKey, planScan, readManifest, readManifestList, type ScanTask } from './scan.js';
 import { commitRewrite } from './snapshot-producer.js';
 import { ancestorsOf, currentSchema, currentSnapshot, type PartitionSpec, partitionSpecById, snapshotById, type TableMetadata } from './table-metadata.js';
 import { parseTransform } from './transforms.js';
@@ -232,18 +234,20 @@ class PartitionWriter {
 
   async write(files: PartitionFiles): Promise<{ added?: DataFile }> {
     if (files.tasks.length === 0) return {};
-    const dir = path.join(localPath(this.metadata.location), 'data', ...this.partitionPath(files.partition));
-    const file = path.join(dir, `${crypto.randomUUID()}.parquet`);
+    const location = joinLocation(this.metadata.location, 'data', ...this.partitionPath(files.partition), `${crypto.randomUUID()}.parquet`);
+    // In place on a local warehouse; staged in the remote file cache and uploaded on object storage.
+    const file = await writePathFor(location);
     let created: string | undefined;
     try {
-      created = await fs.promises.mkdir(dir, { recursive: true });
+      created = await fs.promises.mkdir(path.dirname(file), { recursive: true });
     } catch (err) {
-      throw new TributaryError('STORAGE_EXCEPTION', `cannot create ${dir}: ${(err as Error).message}`, { cause: err });
+      throw new TributaryError('STORAGE_EXCEPTION', `cannot create ${path.dirname(file)}: ${(err as Error).message}`, { cause: err });
     }
-    const rows = scanTasksSql(this.metadata, files.tasks, { schema: this.schema });
+    const sources = await localCopies(files.tasks.flatMap((t) => [t.file.filePath, ...t.deletes.map((d) => d.filePath)]));
     let bytes: Uint8Array;
     let batches: arrow.RecordBatch[];
     try {
+      const rows = scanTasksSql(this.metadata, files.tasks, { schema: this.schema, pathOf: (l) => sources.path(l) ?? l });
       const copied = await this.duck.run(
         `COPY (SELECT * FROM (${rows}) AS r${this.orderBy}) TO ${literal(file)} (FORMAT parquet, COMPRESSION zstd, FIELD_IDS {${this.fieldIds}})`,
       );
@@ -255,15 +259,18 @@ class PartitionWriter {
       const rowGroups = Number((await this.duck.run(`SELECT num_row_groups FROM parquet_file_metadata(${literal(file)})`)).rows[0][0]);
       bytes = await fs.promises.readFile(file);
       batches = await readBack(bytes, rowGroups);
+      await publishStaged(location, file);
     } catch (err) {
       await fs.promises.rm(file, { force: true }).catch(() => {});
       throw err;
+    } finally {
+      sources.release();
     }
     const metrics = computeMetrics(batches, this.schema);
     return {
       added: {
         content: FileContent.DATA,
-        filePath: file,
+        filePath: location,
         fileFormat: 'PARQUET',
         partition: files.partition,
         recordCount: metrics.recordCount,
@@ -322,5 +329,5 @@ async function syncWritten(file: string, firstCreated: string | undefined): Prom
 }
 
 async function deleteQuietly(partitions: readonly CompactedPartition[]): Promise<void> {
-  await Promise.all(partitions.map((p) => p.added && fs.promises.rm(p.added.filePath, { force: true }).catch(() => {})));
+  await Promise.all(partitions.map((p) => p.added && objectStoreFor(p.added.filePath).delete(p.added.filePath).catch(() => {})));
 }

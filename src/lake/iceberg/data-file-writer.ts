@@ -16,7 +16,8 @@
  * `file` numbers the files of one worker. The IPC stream's memory moves to the worker and back
  * (no copies), for the next chunk's stream. A file is complete (its footer written, its size
  * known) once `finish` resolves, and durable at its path once `sync` resolves; until then it is
- * `<path>.tmp`, which a failure or `abort` removes. A failed request fails the file: every later
+ * `<path>.tmp`, which a failure or `abort` removes. On object storage the worker writes a staging
+ * file of the remote file cache, and `durable` resolves once it is uploaded (storage/stores.ts). A failed request fails the file: every later
  * one on it but `abort` gets the same error.
  * Workers start on demand, up to the pool size, and do not keep the process alive while idle.
  *
@@ -26,6 +27,7 @@ import type { Worker } from 'node:worker_threads';
 import type * as arrow from 'apache-arrow';
 import { type ErrorName, TributaryError } from '../../common/errors.js';
 import { startModuleWorker } from '../../common/module-worker.js';
+import { publishStaged, writePathFor } from '../../storage/stores.js';
 import type { DataFile } from './data-file.js';
 import { computeMetrics, MergedMetrics } from './metrics.js';
 import { ipcStreamOf } from './parquet.js';
@@ -139,10 +141,18 @@ export class DataFileWriterPool {
       thread.openFiles--;
       thread.updateRef();
     };
+    // A local warehouse's file is written in place; a remote one is staged locally, then uploaded.
+    const target = writePathFor(filePath);
+    const opened = thread ? target.then((at) => request('open', { path: at })) : Promise.resolve();
+    // A failure to open surfaces at the next request.
+    opened.catch(() => {});
     const complete = async (): Promise<CompletedDataFile> => {
+      await opened.catch(() => {});
       const finished = request('finish');
       // Sent at once: the worker syncs the file right after its footer.
-      const durable = request('sync').then(() => {}).finally(end);
+      const durable = request('sync')
+        .then(async () => publishStaged(filePath, await target))
+        .finally(end);
       durable.catch(() => {});
       const { written } = await finished;
       const merged = metrics.result();
@@ -151,13 +161,10 @@ export class DataFileWriterPool {
       }
       return { file: { filePath, fileFormat: 'PARQUET', fileSizeInBytes: written!.bytes, ...merged }, durable };
     };
-    if (thread) {
-      thread.openFiles++;
-      // A failure to open surfaces at the next request.
-      request('open', { path: filePath }).catch(() => {});
-    }
+    if (thread) thread.openFiles++;
     return {
       append: async (batches) => {
+        await opened.catch(() => {});
         if (failure) throw failure;
         const ipc = ipcStreamOf(batches, this.spareMemory.pop());
         const appended = request('append', { ipc }, [ipc.buffer as ArrayBuffer]);
@@ -174,6 +181,7 @@ export class DataFileWriterPool {
       },
       abort: async () => {
         if (ended) return;
+        await opened.catch(() => {});
         try {
           if (thread && !thread.gone && !this.closed) await this.request(thread, { op: 'abort', file }, []);
         } finally {

@@ -32,7 +32,8 @@
  * (spec: NULL equals NULL). Without delete files the SELECT reads the data files alone; without
  * data files it is an empty table of the schema's columns.
  *
- * Paths are passed as the manifests hold them (`file:` URIs become paths), as quoted literals.
+ * Paths are passed as the manifests hold them (`file:` URIs become paths), or as the caller's
+ * local copies of remote files (`pathOf`), as quoted literals.
  * DuckDB expands `*`, `?` and `[` in a path as a glob, so such paths are refused.
  */
 import { TributaryError } from '../../common/errors.js';
@@ -90,13 +91,17 @@ export function duckTypeOfIceberg(type: IcebergPrimitive): string {
  * The SQL whose result is the rows of some scan tasks of one planned scan (e.g. one partition's),
  * their delete files applied, in `schema` (the current one by default).
  */
-export function scanTasksSql(metadata: TableMetadata, tasks: readonly ScanTask[], options: { schema?: IcebergSchema; columns?: Iterable<string> } = {}): string {
+/**
+ * `pathOf` gives the local path DuckDB opens for a file's location: by default the location
+ * itself (a local warehouse), else the file cache's copy (storage/stores.ts localCopies).
+ */
+export function scanTasksSql(metadata: TableMetadata, tasks: readonly ScanTask[], options: { schema?: IcebergSchema; columns?: Iterable<string>; pathOf?: (location: string) => string } = {}): string {
   const schema = options.schema ?? currentSchema(metadata);
   const fields = chosenFields(schema, options.columns);
   if (tasks.length === 0) {
     return `SELECT ${fields.map((f) => `CAST(NULL AS ${duckTypeOfIceberg(f.type)}) AS ${identifier(f.name)}`).join(', ')} LIMIT 0`;
   }
-  return new ScanSql(metadata, schema, fields, tasks).sql();
+  return new ScanSql(metadata, schema, fields, tasks, options.pathOf ?? localPath).sql();
 }
 
 /** The SQL whose result is one row per snapshot of a lake table (LAKE_SNAPSHOT_COLUMNS), oldest first. */
@@ -201,6 +206,7 @@ class ScanSql {
     private readonly schema: IcebergSchema,
     private readonly fields: IcebergField[],
     private readonly tasks: readonly ScanTask[],
+    private readonly pathOf: (location: string) => string,
   ) {
     this.namesAreIds = namesAreIds(metadata);
     // Older files first: their delete lists are the longer ones, which newer files of the same
@@ -228,7 +234,7 @@ class ScanSql {
     if (this.files.length === 0) return `${select} FROM ${this.readParquet(dataFiles, dataFields, [])} AS d`;
 
     const ctes = [
-      `files(file, path, location) AS (VALUES ${this.files.map((f, i) => `(${i}, ${literal(localPath(f.filePath))}, ${literal(f.filePath)})`).join(', ')})`,
+      `files(file, path, location) AS (VALUES ${this.files.map((f, i) => `(${i}, ${literal(this.pathOf(f.filePath))}, ${literal(f.filePath)})`).join(', ')})`,
       'applies AS (SELECT d.path AS data_path, d.location AS data_location, x.path AS delete_path ' +
         'FROM (SELECT data_file, unnest(range(first_delete, last_delete + 1)) AS delete_file ' +
         `FROM (VALUES ${this.ranges.map((r) => `(${r.join(', ')})`).join(', ')}) AS r(data_file, first_delete, last_delete)) AS r ` +
@@ -282,10 +288,10 @@ class ScanSql {
   private readParquet(files: readonly DataFile[], fields: readonly IcebergField[], extra: readonly FileColumn[]): string {
     const held = files.every((f) => f.valueCounts && f.valueCounts.size > 0) ? new Set(files.flatMap((f) => [...f.valueCounts!.keys()])) : undefined;
     const locations = files.map((f) => f.filePath);
-    if (!held || !this.namesAreIds) return readParquetById(locations, fields, extra);
+    if (!held || !this.namesAreIds) return readParquetById(parquetPaths(locations, this.pathOf), fields, extra);
     const columns = fields.map((f) => `CAST(${held.has(f.id) ? identifier(f.name) : 'NULL'} AS ${duckTypeOfIceberg(f.type)}) AS ${inner(f.id)}`);
     const options = extra.map((c) => `, ${c} = true`).join('');
-    return `(SELECT ${[...columns, ...extra].join(', ')} FROM read_parquet([${parquetPaths(locations).join(', ')}], union_by_name = true, hive_partitioning = false${options}))`;
+    return `(SELECT ${[...columns, ...extra].join(', ')} FROM read_parquet([${parquetPaths(locations, this.pathOf).join(', ')}], union_by_name = true, hive_partitioning = false${options}))`;
   }
 
   /** A field by id: from the read schema, else (a delete key column dropped since) the newest schema that has it. */
@@ -300,18 +306,18 @@ class ScanSql {
 type FileColumn = 'filename' | 'file_row_number';
 
 /** Paths as DuckDB literals; a path DuckDB would expand as a glob is refused. */
-function parquetPaths(locations: readonly string[]): string[] {
+function parquetPaths(locations: readonly string[], pathOf: (location: string) => string): string[] {
   return locations.map((location) => {
-    const path = localPath(location);
+    const path = pathOf(location);
     if (/[*?[]/.test(path)) throw new TributaryError('STORAGE_EXCEPTION', `cannot read lake file ${path}: DuckDB would take its * ? or [ as a glob`);
     return literal(path);
   });
 }
 
 /** read_parquet of the files, columns resolved by field id (see the header). */
-function readParquetById(locations: readonly string[], fields: readonly IcebergField[], extra: readonly FileColumn[]): string {
+function readParquetById(paths: readonly string[], fields: readonly IcebergField[], extra: readonly FileColumn[]): string {
   const schema = fields.map((f) => `${f.id}: {name: '${inner(f.id)}', type: ${literal(duckTypeOfIceberg(f.type))}, default_value: NULL}`).join(', ');
-  return `read_parquet([${parquetPaths(locations).join(', ')}], schema = map{${schema}}, hive_partitioning = false${extra.map((c) => `, ${c} = true`).join('')})`;
+  return `read_parquet([${paths.join(', ')}], schema = map{${schema}}, hive_partitioning = false${extra.map((c) => `, ${c} = true`).join('')})`;
 }
 
 /** True when every schema gives each top-level field id one name and each name (in any case) one id, and no field is nested. */

@@ -3,7 +3,6 @@
  * (catalog.ts), its tables as Tributary sees them, tiering writes (tiering-writer.ts) and commits
  * (snapshot-producer.ts), maintenance (maintenance.ts) and the Iceberg REST catalog's documents.
  */
-import fs from 'node:fs';
 import type * as arrow from 'apache-arrow';
 import { TributaryError } from '../../common/errors.js';
 import { type TableInfo, type TablePath, tablePathString } from '../../common/schema.js';
@@ -27,6 +26,7 @@ import {
   TABLE_ID_PROPERTY,
   type TieringFence,
 } from '../lake-format.js';
+import { fileIoProperties } from '../../storage/stores.js';
 import { latestTieredSnapshot, type TieredSnapshot } from '../tiered-offsets.js';
 import type { FileSystemCatalog, LoadedTable } from './catalog.js';
 import { FileContent } from './data-file.js';
@@ -37,7 +37,7 @@ import { IcebergLakeCatalog } from './iceberg-catalog.js';
 import { expireSnapshots, removeOrphanFiles } from './maintenance.js';
 import { lakeFilesSql, lakeSnapshotsSql, schemaOf, snapshotAsOf } from './duckdb-sql.js';
 import { readPlanOf } from './read-plan.js';
-import { planScan } from './scan.js';
+import { planScan, readMetadataFile } from './scan.js';
 import { commitRowDelta } from './snapshot-producer.js';
 import { ancestorsOf, currentSchema, type TableMetadata } from './table-metadata.js';
 import { lakeColumnsOf } from './table-shape.js';
@@ -78,7 +78,7 @@ class IcebergLakeTable implements LakeTable {
     const { metadata } = this.loaded;
     const plan = await planScan(this.loaded, snapshotId === undefined ? {} : { snapshotId });
     const schema = options.currentSchema ? currentSchema(metadata) : schemaOf(metadata, snapshotId);
-    return readPlanOf(metadata, schema, plan.snapshotId ?? undefined, plan.dataFiles);
+    return await readPlanOf(metadata, schema, plan.snapshotId ?? undefined, plan.dataFiles);
   }
 
   snapshotReader(snapshotId: bigint, info: TableInfo, schema: () => arrow.Schema): Promise<LakeSnapshotReader> {
@@ -186,13 +186,8 @@ class IcebergLakeStorage extends IcebergLakeCatalog implements LakeStorage {
       // A version file is never rewritten, and a re-created table gets a new uuid.
       version: `${metadata.tableUuid}/${metadataLocation}`,
       document: async () => {
-        let text: string;
-        try {
-          text = await fs.promises.readFile(metadataLocation, 'utf8');
-        } catch (err) {
-          throw new TributaryError('STORAGE_EXCEPTION', `cannot read ${metadataLocation}: ${(err as Error).message}`, { cause: err });
-        }
-        return `{"metadata-location":${JSON.stringify(metadataLocation)},"metadata":${text.trim()},"config":{}}`;
+        const text = Buffer.from(await readMetadataFile(metadataLocation)).toString('utf8');
+        return `{"metadata-location":${JSON.stringify(metadataLocation)},"metadata":${text.trim()},"config":${JSON.stringify(fileIoProperties(metadataLocation))}}`;
       },
     };
   }

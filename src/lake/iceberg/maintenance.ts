@@ -13,8 +13,9 @@
  * those in its metadata log, metadata versions newer than the one loaded, the version hint, and the
  * manifest lists, manifests and files (live or not) of the current metadata's snapshots.
  */
-import fs from 'node:fs';
 import path from 'node:path';
+import { isS3Location } from '../../storage/object-store.js';
+import { objectStoreFor } from '../../storage/stores.js';
 import { TributaryError } from '../../common/errors.js';
 import { backOffBeforeRetry, type FileSystemCatalog } from './catalog.js';
 import type { ManifestFile } from './data-file.js';
@@ -134,44 +135,18 @@ async function ifPresent<T>(read: Promise<T>): Promise<T | undefined> {
   }
 }
 
-/** Deletes the files; returns those it deleted, sorted. */
+/** Deletes the files; returns those it deleted (those that were there), sorted. */
 async function deleteFiles(files: readonly string[]): Promise<string[]> {
-  const deleted: string[] = [];
-  await Promise.all(
-    files.map(async (file) => {
-      try {
-        await fs.promises.unlink(file);
-        deleted.push(file);
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') {
-          throw new TributaryError('STORAGE_EXCEPTION', `cannot delete ${file}: ${(err as Error).message}`, { cause: err });
-        }
-      }
-    }),
-  );
-  return deleted.sort();
+  const present = (await Promise.all(files.map(async (f) => ((await objectStoreFor(f).head(f)) ? f : undefined)))).filter((f) => f !== undefined);
+  if (present.length > 0) await objectStoreFor(present[0]).deleteMany(present);
+  return present.sort();
 }
 
 async function filesUnder(dir: string): Promise<{ path: string; mtimeMs: number }[]> {
-  const out: { path: string; mtimeMs: number }[] = [];
-  let entries: fs.Dirent[];
-  try {
-    entries = await fs.promises.readdir(dir, { withFileTypes: true });
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return out;
-    throw new TributaryError('STORAGE_EXCEPTION', `cannot list ${dir}: ${(err as Error).message}`, { cause: err });
-  }
-  for (const e of entries) {
-    const file = path.join(dir, e.name);
-    if (e.isDirectory()) out.push(...(await filesUnder(file)));
-    else if (e.isFile()) {
-      const stat = await fs.promises.stat(file).catch(() => undefined); // deleted meanwhile: no orphan
-      if (stat) out.push({ path: file, mtimeMs: stat.mtimeMs });
-    }
-  }
-  return out;
+  return (await objectStoreFor(dir).list(dir)).map((o) => ({ path: o.location, mtimeMs: o.lastModifiedMs }));
 }
 
+/** A location as listings give it: a local one as an absolute path, a remote one as it is. */
 function normalize(location: string): string {
-  return path.resolve(localPath(location));
+  return isS3Location(location) ? location : path.resolve(localPath(location));
 }

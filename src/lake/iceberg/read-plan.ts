@@ -10,6 +10,7 @@
  * bounds are unknown unless the file counts no NaN (bounds leave NaN out).
  */
 import { TributaryError } from '../../common/errors.js';
+import { localCopies } from '../../storage/stores.js';
 import type { LakeColumnSpan, LakeReadPlan, LakeSplit, LakeValue } from '../lake-format.js';
 import { scanTasksSql } from './duckdb-sql.js';
 import type { ScanTask } from './scan.js';
@@ -61,8 +62,14 @@ function bound(field: IcebergField, bytes: Uint8Array | undefined): LakeValue | 
   }
 }
 
-/** The read of `tasks` (planned on `metadata`) in `schema`. */
-export function readPlanOf(metadata: TableMetadata, schema: IcebergSchema, snapshotId: bigint | undefined, tasks: readonly ScanTask[]): LakeReadPlan {
+/**
+ * The read of `tasks` (planned on `metadata`) in `schema`. Its files are opened where they are on
+ * a local warehouse; those on object storage are fetched whole into the remote file cache first
+ * and stay pinned there until the plan is released.
+ */
+export async function readPlanOf(metadata: TableMetadata, schema: IcebergSchema, snapshotId: bigint | undefined, tasks: readonly ScanTask[]): Promise<LakeReadPlan> {
+  const files = await localCopies(tasks.flatMap((t) => [t.file.filePath, ...t.deletes.map((d) => d.filePath)]));
+  const pathOf = (location: string): string => files.path(location) ?? location;
   const fields = new Map(schema.fields.map((f) => [f.id, f]));
   // Partition position of each identity-partitioned field id, when every file has the one spec.
   const identity = new Map<number, number>();
@@ -76,7 +83,8 @@ export function readPlanOf(metadata: TableMetadata, schema: IcebergSchema, snaps
     ...(snapshotId !== undefined ? { snapshotId } : {}),
     columns: lakeColumnsOf(schema),
     splits,
-    rowsSql: (chosen, columns) => scanTasksSql(metadata, chosen.map(taskOf), { schema, ...(columns ? { columns } : {}) }),
+    rowsSql: (chosen, columns) => scanTasksSql(metadata, chosen.map(taskOf), { schema, pathOf, ...(columns ? { columns } : {}) }),
+    release: files.release,
   };
 }
 

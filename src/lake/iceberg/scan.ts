@@ -13,8 +13,9 @@
  *   - position deletes: data sequence number of the data file <= that of the delete file, unless
  *     the delete file's `file_path` bounds exclude the data file's path.
  */
-import fs from 'node:fs';
 import { TributaryError } from '../../common/errors.js';
+import { filePathOf } from '../../storage/object-store.js';
+import { objectStoreFor } from '../../storage/stores.js';
 import {
   type DataFile,
   FileContent,
@@ -122,18 +123,21 @@ export function partitionKey(specId: number, values: readonly PartitionValue[]):
   return key;
 }
 
-/** Reads a metadata file (manifest or manifest list) by its location. */
+/** Reads a lake file (manifest, manifest list, metadata or a data file) whole, by its location, from its store. */
 export async function readMetadataFile(location: string): Promise<Uint8Array> {
-  try {
-    return await fs.promises.readFile(localPath(location));
-  } catch (err) {
-    throw new TributaryError('STORAGE_EXCEPTION', `cannot read ${location}: ${(err as Error).message}`, { cause: err });
-  }
+  const bytes = await objectStoreFor(location).get(location);
+  if (!bytes) throw new TributaryError('STORAGE_EXCEPTION', `cannot read ${location}: there is no such file`, { cause: missingFile() });
+  return bytes;
 }
 
-/** The filesystem path of a location, which other writers may give as a `file:` URI. */
+/** The cause of a read of a file that is not there, as the filesystem names it. */
+function missingFile(): Error {
+  return Object.assign(new Error('no such file'), { code: 'ENOENT' });
+}
+
+/** The filesystem path of a local location, which other writers may give as a `file:` URI; other locations as they are. */
 export function localPath(location: string): string {
-  return location.startsWith('file:') ? decodeURIComponent(location.replace(/^file:(\/\/(?=\/))?/, '')) : location;
+  return filePathOf(location);
 }
 
 /** Delete files by partition, each list in ascending data sequence number. */

@@ -34,10 +34,10 @@
  * up to it) do not apply again.
  */
 import crypto from 'node:crypto';
-import fs from 'node:fs';
-import path from 'node:path';
 import { TributaryError } from '../../common/errors.js';
-import { backOffBeforeRetry, type FileSystemCatalog, type LoadedTable, writeNewFile } from './catalog.js';
+import { joinLocation } from '../../storage/object-store.js';
+import { objectStoreFor } from '../../storage/stores.js';
+import { backOffBeforeRetry, type FileSystemCatalog, type LoadedTable } from './catalog.js';
 import {
   type DataFile,
   FileContent,
@@ -248,9 +248,9 @@ class SnapshotProducer {
     unmerged.push(...carried);
     const manifests = await this.mergeManifests(metadata, schema, unmerged, mergePolicy, snapshotId, sequenceNumber, attemptFiles);
     const listed = new Set(manifests.map((m) => m.manifestPath));
-    const manifestList = path.join(metadata.location, 'metadata', `snap-${snapshotId}-${attempt}-${this.commitId}.avro`);
+    const manifestList = joinLocation(metadata.location, 'metadata', `snap-${snapshotId}-${attempt}-${this.commitId}.avro`);
     const listBytes = await encodeManifestList({ snapshotId, parentSnapshotId: parent?.snapshotId ?? null, sequenceNumber, manifests });
-    await writeNewFile(manifestList, listBytes);
+    await objectStoreFor(manifestList).put(manifestList, listBytes);
     attemptFiles.push(manifestList);
 
     const addedSpecId = this.addedManifests[0]?.partitionSpecId ?? metadata.defaultSpecId;
@@ -332,8 +332,8 @@ class SnapshotProducer {
     entries: ManifestEntry[],
   ): Promise<WrittenManifest> {
     const bytes = await encodeManifest({ schema, specId: spec['spec-id'], partitionSpec: spec, partitionType, content, entries });
-    const file = path.join(metadata.location, 'metadata', `${this.commitId}-m${this.manifestCount++}.avro`);
-    await writeNewFile(file, bytes);
+    const file = joinLocation(metadata.location, 'metadata', `${this.commitId}-m${this.manifestCount++}.avro`);
+    await objectStoreFor(file).put(file, bytes);
     const written: WrittenManifest = {
       manifestPath: file,
       manifestLength: bytes.length,
@@ -531,5 +531,5 @@ function expectContent(files: readonly DataFile[], data: boolean | undefined, ro
 
 /** Deletes files an attempt wrote and no committed version references. */
 async function deleteQuietly(files: readonly string[]): Promise<void> {
-  await Promise.all(files.map((f) => fs.promises.rm(f, { force: true }).catch(() => {})));
+  await Promise.all(files.map((f) => objectStoreFor(f).delete(f).catch(() => {})));
 }

@@ -14,8 +14,8 @@
  * the partition keys' values through the spec's transforms, then the bucket (bucket[N] of the key
  * or identity(__bucket)), which is Tributary's bucket by construction (table-shape.ts).
  */
+import { joinLocation } from '../../storage/object-store.js';
 import crypto from 'node:crypto';
-import path from 'node:path';
 import type * as arrow from 'apache-arrow';
 import { TributaryError } from '../../common/errors.js';
 import { LAKE_SYSTEM_COLUMNS } from '../../common/lake.js';
@@ -122,7 +122,7 @@ export class IcebergRoundWriter implements LakeWriter {
   }
 
   filePath(partitionPath: readonly string[], content: FileContent): string {
-    return path.join(this.location, 'data', ...partitionPath, `${crypto.randomUUID()}${content === FileContent.DATA ? '' : '-deletes'}.parquet`);
+    return joinLocation(this.location, 'data', ...partitionPath, `${crypto.randomUUID()}${content === FileContent.DATA ? '' : '-deletes'}.parquet`);
   }
 }
 

@@ -1,0 +1,145 @@
+/**
+ * A bounded local cache of immutable remote files (lake data and delete files on S3), for readers
+ * that need a local path: DuckDB cannot read S3 here. A file is fetched whole, once, into
+ * `<dir>/<sha256 of its location>` and kept; past `maxBytes` the least recently used files are
+ * deleted, never one that is pinned (a planned read holds its files until it is released, so a
+ * running query's files stay). Pinned files may hold the cache above its size for that long.
+ * Files a writer uploads can be adopted from their staging file, so a fresh file is read locally.
+ *
+ * The files directly in the directory are the cache's own: those it does not know (a previous
+ * process's) are deleted when it opens. Subdirectories are left alone (another process's cache,
+ * such as the embedded tiering worker's, may live in one).
+ */
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { TributaryError } from '../common/errors.js';
+import type { ObjectStore } from './object-store.js';
+
+interface Entry {
+  file: string;
+  size: number;
+  pins: number;
+  /** Resolves once the file is in place; a fetch in flight is shared. */
+  ready: Promise<void>;
+}
+
+export class FileCache {
+  /** Entries by location, least recently used first (Map keeps insertion order). */
+  private readonly entries = new Map<string, Entry>();
+  private bytes = 0;
+  private cleared?: Promise<void>;
+
+  constructor(
+    readonly dir: string,
+    readonly maxBytes: number,
+  ) {}
+
+  /** Bytes the cache holds now. */
+  get size(): number {
+    return this.bytes;
+  }
+
+  /** A new path in the cache's directory for a file a writer stages before upload. */
+  async stagingPath(): Promise<string> {
+    await this.open();
+    return path.join(this.dir, `staging-${crypto.randomUUID()}.tmp`);
+  }
+
+  /** Takes `staged`, just uploaded as `location`, as the cached copy of `location`. */
+  async adopt(location: string, staged: string): Promise<void> {
+    const file = this.pathOf(location);
+    const size = (await fs.promises.stat(staged)).size;
+    await fs.promises.rename(staged, file);
+    this.forget(location);
+    this.add(location, { file, size, pins: 0, ready: Promise.resolve() });
+  }
+
+  /** The local copy of each location (fetched from `store` when missing), pinned until `release`d. */
+  async pin(store: ObjectStore, locations: readonly string[]): Promise<PinnedFiles> {
+    await this.open();
+    const pinned: Entry[] = [];
+    const paths = new Map<string, string>();
+    const release = (): void => {
+      for (const e of pinned.splice(0)) e.pins--;
+      this.evict();
+    };
+    try {
+      for (const location of new Set(locations)) {
+        let entry = this.entries.get(location);
+        if (entry) {
+          this.entries.delete(location);
+          this.entries.set(location, entry);
+        } else {
+          const file = this.pathOf(location);
+          const created: Entry = { file, size: 0, pins: 0, ready: Promise.resolve() };
+          created.ready = (async () => {
+            if (!(await store.getToFile(location, file))) throw new TributaryError('STORAGE_EXCEPTION', `cannot read ${location}: there is no such object`);
+            created.size = (await fs.promises.stat(file)).size;
+            this.bytes += created.size;
+          })();
+          created.ready.catch(() => this.entries.get(location) === created && this.entries.delete(location));
+          entry = created;
+          this.entries.set(location, entry);
+        }
+        entry.pins++;
+        pinned.push(entry);
+        paths.set(location, entry.file);
+      }
+      await Promise.all(pinned.map((e) => e.ready));
+    } catch (err) {
+      release();
+      throw err;
+    }
+    this.evict();
+    return { path: (location) => paths.get(location), release };
+  }
+
+  /** Where `location`'s copy is (or would be) kept. */
+  pathOf(location: string): string {
+    return path.join(this.dir, crypto.createHash('sha256').update(location).digest('hex'));
+  }
+
+  private add(location: string, entry: Entry): void {
+    this.entries.set(location, entry);
+    this.bytes += entry.size;
+    this.evict();
+  }
+
+  private forget(location: string): void {
+    const old = this.entries.get(location);
+    if (!old) return;
+    this.entries.delete(location);
+    this.bytes -= old.size;
+  }
+
+  /** Deletes least recently used unpinned files while the cache is over its size. */
+  private evict(): void {
+    for (const [location, e] of this.entries) {
+      if (this.bytes <= this.maxBytes) return;
+      if (e.pins > 0 || e.size === 0) continue;
+      this.entries.delete(location);
+      this.bytes -= e.size;
+      fs.rmSync(e.file, { force: true });
+    }
+  }
+
+  private open(): Promise<void> {
+    return (this.cleared ??= (async () => {
+      try {
+        await fs.promises.mkdir(this.dir, { recursive: true });
+        for (const e of await fs.promises.readdir(this.dir, { withFileTypes: true })) if (!e.isDirectory()) await fs.promises.rm(path.join(this.dir, e.name), { force: true });
+      } catch (err) {
+        throw new TributaryError('STORAGE_EXCEPTION', `cannot use the lake file cache ${this.dir}: ${(err as Error).message}`, { cause: err });
+      }
+    })());
+  }
+}
+
+/** Files held in a cache for one reader. */
+export interface PinnedFiles {
+  /** The local path of a pinned location. */
+  path(location: string): string | undefined;
+  /** Lets the cache evict them again. */
+  release(): void;
+}

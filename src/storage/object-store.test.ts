@@ -1,0 +1,174 @@
+/**
+ * What every ObjectStore promises (object-store.ts), as one suite run against both stores: a
+ * temp directory, and S3 on a real S3-protocol server (s3rver) on loopback.
+ */
+import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { TributaryError } from '../common/errors.js';
+import { Options } from '../common/config.js';
+import { startS3Server, type S3TestServer } from './fixtures/s3-server.js';
+import { LocalObjectStore } from './local-store.js';
+import { joinLocation, type ObjectStore } from './object-store.js';
+import { describeS3Settings, s3SettingsOf } from './s3-settings.js';
+import { S3ObjectStore } from './s3-store.js';
+
+interface Backend {
+  name: string;
+  start(): Promise<{ store: ObjectStore; root: () => string; stop(): Promise<void> }>;
+}
+
+const backends: Backend[] = [
+  {
+    name: 'local directory',
+    start: async () => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tributary-store-'));
+      let n = 0;
+      return { store: new LocalObjectStore(), root: () => path.join(dir, `t${n++}`), stop: async () => fs.rmSync(dir, { recursive: true, force: true }) };
+    },
+  },
+  {
+    name: 'S3 (s3rver)',
+    start: async () => {
+      const server = await startS3Server();
+      let n = 0;
+      return { store: new S3ObjectStore(server.settings), root: () => server.location(`t${n++}`), stop: () => server.stop() };
+    },
+  },
+];
+
+async function* chunks(bytes: Uint8Array, size: number): AsyncIterable<Uint8Array> {
+  for (let i = 0; i < bytes.length; i += size) yield bytes.subarray(i, i + size);
+}
+
+for (const backend of backends) {
+  describe(`ObjectStore on a ${backend.name}`, () => {
+    let store: ObjectStore;
+    let root: () => string;
+    let stop: () => Promise<void>;
+    before(async () => ({ store, root, stop } = await backend.start()));
+    after(() => stop());
+
+    test('put then get gives the bytes back, whole or a byte range; head gives the size; a missing object is undefined', async () => {
+      const at = joinLocation(root(), 'a', 'b.bin');
+      const bytes = crypto.randomBytes(1000);
+      await store.put(at, bytes);
+      assert.deepEqual(Buffer.from((await store.get(at))!), bytes);
+      assert.deepEqual(Buffer.from((await store.get(at, { offset: 990 }))!), bytes.subarray(990));
+      assert.deepEqual(Buffer.from((await store.get(at, { offset: 100, length: 50 }))!), bytes.subarray(100, 150));
+      assert.equal((await store.head(at))?.size, 1000);
+      assert.equal(await store.get(joinLocation(root(), 'missing')), undefined);
+      assert.equal(await store.head(joinLocation(root(), 'missing')), undefined);
+      await store.put(at, 'replaced');
+      assert.equal(Buffer.from((await store.get(at))!).toString(), 'replaced');
+    });
+
+    test('a stream larger than a part goes up whole (multipart on S3), and downloads to a file', async () => {
+      const at = joinLocation(root(), 'big.bin');
+      const bytes = crypto.randomBytes(11 << 20);
+      await store.putStream(at, chunks(bytes, 1 << 20));
+      assert.equal((await store.head(at))?.size, bytes.length);
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tributary-download-'));
+      try {
+        const file = path.join(dir, 'copy');
+        assert.equal(await store.getToFile(at, file), true);
+        assert.ok(crypto.createHash('sha256').update(fs.readFileSync(file)).digest().equals(crypto.createHash('sha256').update(bytes).digest()));
+        assert.equal(await store.getToFile(joinLocation(root(), 'missing'), path.join(dir, 'none')), false);
+        assert.deepEqual(fs.readdirSync(dir), ['copy']);
+        fs.writeFileSync(path.join(dir, 'up'), 'from a file');
+        await store.putFile(joinLocation(root(), 'up'), path.join(dir, 'up'));
+      } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    });
+
+    test('list gives every object under a prefix at any depth, listDirectories the children; deletes of one, many and a directory', async () => {
+      const base = root();
+      const names = ['x/1', 'x/2', 'x/y/3', 'z/4', 'top'];
+      for (const n of names) await store.put(joinLocation(base, n), n);
+      await store.put(`${base}-sibling/5`, 'not under base');
+      assert.deepEqual((await store.list(base)).map((o) => o.location.slice(base.length + 1)), ['top', 'x/1', 'x/2', 'x/y/3', 'z/4']);
+      assert.deepEqual((await store.list(joinLocation(base, 'x'))).map((o) => o.size), [3, 3, 5]);
+      assert.deepEqual(await store.listDirectories(base), ['x', 'z']);
+      assert.deepEqual(await store.list(joinLocation(base, 'nothing')), []);
+      await store.delete(joinLocation(base, 'top'));
+      await store.delete(joinLocation(base, 'top'));
+      await store.deleteMany([joinLocation(base, 'x/1'), joinLocation(base, 'never')]);
+      assert.deepEqual((await store.list(base)).map((o) => o.location.slice(base.length + 1)), ['x/2', 'x/y/3', 'z/4']);
+      await store.deleteDirectory(joinLocation(base, 'x'));
+      assert.deepEqual((await store.list(base)).map((o) => o.location.slice(base.length + 1)), ['z/4']);
+      assert.equal((await store.list(`${base}-sibling`)).length, 1);
+    });
+
+    test('publish creates only where nothing is, and replaces only over the etag it was given', async () => {
+      const dir = root();
+      const at = joinLocation(dir, 'pointer');
+      const first = await store.publish(at, 'v1', { absent: true });
+      assert.ok(first);
+      assert.equal(await store.publish(at, 'v1 again', { absent: true }), undefined);
+      const second = await store.publish(at, 'v2', { etag: first.etag });
+      assert.ok(second);
+      assert.notEqual(second.etag, first.etag);
+      assert.equal(await store.publish(at, 'v3 on a stale etag', { etag: first.etag }), undefined);
+      assert.equal(Buffer.from((await store.get(at))!).toString(), 'v2');
+      assert.deepEqual((await store.list(dir)).map((o) => o.location), [at], 'no claim, lock or temp object is left behind');
+    });
+
+    test('of writers racing to publish over the same etag, exactly one wins', async () => {
+      const dir = root();
+      const at = joinLocation(dir, 'race');
+      const base = (await store.publish(at, 'base', { absent: true }))!;
+      const results = await Promise.all(Array.from({ length: 6 }, (_, i) => store.publish(at, `writer ${i}`, { etag: base.etag })));
+      const winners = results.flatMap((r, i) => (r ? [i] : []));
+      assert.equal(winners.length, 1);
+      assert.equal(Buffer.from((await store.get(at))!).toString(), `writer ${winners[0]}`);
+      const creates = await Promise.all(Array.from({ length: 6 }, (_, i) => store.publish(joinLocation(dir, 'new'), `creator ${i}`, { absent: true })));
+      assert.equal(creates.filter((r) => r !== undefined).length, 1);
+    });
+  });
+}
+
+describe('S3 settings and secrets', () => {
+  let server: S3TestServer;
+  before(async () => (server = await startS3Server()));
+  after(() => server.stop());
+
+  test('options win over the AWS environment, which fills what they leave out', () => {
+    const env = { AWS_ENDPOINT_URL: 'http://127.0.0.1:1', AWS_REGION: 'eu-west-1', AWS_ACCESS_KEY_ID: 'envkey', AWS_SECRET_ACCESS_KEY: 'envsecret' };
+    const fromEnv = s3SettingsOf(undefined, env);
+    assert.deepEqual([fromEnv.endpoint, fromEnv.region, fromEnv.accessKeyId, fromEnv.secretAccessKey, fromEnv.pathStyle], ['http://127.0.0.1:1', 'eu-west-1', 'envkey', 'envsecret', true]);
+    const options = new Options('server', { 's3.region': 'ap-south-1', 's3.access-key': 'optkey', 's3.secret-key': 'optsecret', 's3.path-style-access': 'false' });
+    const both = s3SettingsOf(options, env);
+    assert.deepEqual([both.endpoint, both.region, both.accessKeyId, both.secretAccessKey, both.pathStyle], ['http://127.0.0.1:1', 'ap-south-1', 'optkey', 'optsecret', false]);
+    assert.throws(() => s3SettingsOf(new Options('server', { 's3.multipart.part-size': '1mb' }), {}), (e: unknown) => e instanceof TributaryError && e.errorName === 'INVALID_CONFIG_EXCEPTION');
+  });
+
+  test('refused credentials never show in errors or in the settings described', async () => {
+    const secret = 'wrong-secret-7f3a9c';
+    const accessKeyId = 'AKIAWRONGKEY42';
+    // s3rver does not check SigV4 signatures, only the key id, which it echoes in its error.
+    const store = new S3ObjectStore({ ...server.settings, accessKeyId, secretAccessKey: secret, maxAttempts: 1 });
+    const err = await store.put(server.location('denied'), 'x').then(
+      () => assert.fail('s3rver takes only its own key pair'),
+      (e: unknown) => e,
+    );
+    assert.ok(err instanceof TributaryError && err.errorName === 'STORAGE_EXCEPTION', String(err));
+    const shown = `${err.message} ${JSON.stringify(err)} ${String(err.stack)} ${String(err.cause ?? '')}`;
+    assert.match(err.message, /InvalidAccessKeyId/);
+    assert.ok(!shown.includes(secret), shown);
+    assert.ok(!shown.includes(accessKeyId), shown);
+    const described = JSON.stringify(describeS3Settings({ ...server.settings, accessKeyId, secretAccessKey: secret }));
+    assert.ok(!described.includes(secret) && !described.includes(accessKeyId), described);
+    const invalid = (() => {
+      try {
+        new Options('server', { 's3.secret-key': secret, 's3.max-attempts': 'many' });
+      } catch (e) {
+        return e as Error;
+      }
+    })();
+    assert.ok(invalid && !invalid.message.includes(secret));
+  });
+});

@@ -1,0 +1,108 @@
+/**
+ * The store of a location: S3 for `s3://` and `s3a://`, else the local store. A process sets its
+ * S3 settings and its file cache once (`configureObjectStorage`, from its options: the servers,
+ * `tributary tiering`, `tributary lake`); a process that does not (a client, the SQL shell) reads
+ * the settings from the AWS environment variables (s3-settings.ts) and caches files in a
+ * directory of its own under the system temp directory. Locations are what Iceberg metadata
+ * holds, so every reader finds the store of a file from the file's own name, as Hadoop's
+ * FileSystem.get does.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Options } from '../common/config.js';
+import { FileCache, type PinnedFiles } from './file-cache.js';
+import { LocalObjectStore } from './local-store.js';
+import { isS3Location, type ObjectStore } from './object-store.js';
+import { type S3Settings, s3SettingsOf } from './s3-settings.js';
+import { S3ObjectStore } from './s3-store.js';
+
+/** The cache's size when no option sets it (datalake.cache.max-size's default). */
+const DEFAULT_CACHE_BYTES = 2 * 1024 ** 3;
+
+const local = new LocalObjectStore();
+let settings: S3Settings | undefined;
+let s3: S3ObjectStore | undefined;
+let cache: FileCache | undefined;
+let vendCredentials = false;
+
+/**
+ * Uses the `s3.*` options (else the environment) for this process's S3 locations from now on,
+ * and `cacheDir` for its cache of remote files (sized by datalake.cache.max-size).
+ */
+export function configureObjectStorage(options: Options | undefined, cacheDir: string): void {
+  settings = s3SettingsOf(options);
+  s3 = undefined;
+  vendCredentials = options?.bool('datalake.iceberg.rest.vend-credentials') ?? false;
+  cache = new FileCache(path.resolve(cacheDir), options ? options.bytes('datalake.cache.max-size') : DEFAULT_CACHE_BYTES);
+}
+
+/** The S3 settings in force in this process. */
+export function objectStorageSettings(): S3Settings {
+  return (settings ??= s3SettingsOf(undefined));
+}
+
+/** The store holding `location`. */
+export function objectStoreFor(location: string): ObjectStore {
+  if (!isS3Location(location)) return local;
+  return (s3 ??= new S3ObjectStore(objectStorageSettings()));
+}
+
+/** This process's cache of remote files. */
+export function remoteFileCache(): FileCache {
+  return (cache ??= new FileCache(path.join(os.tmpdir(), `tributary-lake-cache-${process.pid}`), DEFAULT_CACHE_BYTES));
+}
+
+/**
+ * Local paths of the files at `locations` until `release`: a local store's files where they are,
+ * remote ones fetched into the cache and pinned there.
+ */
+export async function localCopies(locations: Iterable<string>): Promise<PinnedFiles> {
+  const remote: string[] = [];
+  const paths = new Map<string, string>();
+  for (const l of locations) {
+    const at = objectStoreFor(l).localPath(l);
+    if (at === undefined) remote.push(l);
+    else paths.set(l, at);
+  }
+  if (remote.length === 0) return { path: (l) => paths.get(l), release: () => {} };
+  const pinned = await remoteFileCache().pin(objectStoreFor(remote[0]), remote);
+  return { path: (l) => paths.get(l) ?? pinned.path(l), release: pinned.release };
+}
+
+/**
+ * Where a writer writes the file of `location` before it is durable: in place for a local store,
+ * else a staging file of the cache, which `publishStaged` uploads.
+ */
+export async function writePathFor(location: string): Promise<string> {
+  return objectStoreFor(location).localPath(location) ?? (await remoteFileCache().stagingPath());
+}
+
+/** Uploads a file written at `writePathFor(location)` when it was staged, keeping it as the cached copy. */
+export async function publishStaged(location: string, written: string): Promise<void> {
+  const store = objectStoreFor(location);
+  if (store.localPath(location) !== undefined) return;
+  try {
+    await store.putFile(location, written);
+    await remoteFileCache().adopt(location, written);
+  } catch (err) {
+    await fs.promises.rm(written, { force: true }).catch(() => {});
+    throw err;
+  }
+}
+
+/**
+ * The FileIO properties an Iceberg client needs to read the files under `location` itself (the
+ * REST catalog's load-table `config`): none for a directory; for S3 the endpoint, path-style
+ * addressing and region, and the credentials only when datalake.iceberg.rest.vend-credentials is on.
+ */
+export function fileIoProperties(location: string): Record<string, string> {
+  if (!isS3Location(location)) return {};
+  const s = objectStorageSettings();
+  return {
+    ...(s.endpoint ? { 's3.endpoint': s.endpoint } : {}),
+    's3.path-style-access': String(s.pathStyle),
+    'client.region': s.region,
+    ...(vendCredentials && s.accessKeyId && s.secretAccessKey ? { 's3.access-key-id': s.accessKeyId, 's3.secret-access-key': s.secretAccessKey } : {}),
+  };
+}
