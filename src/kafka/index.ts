@@ -70,6 +70,16 @@ export async function startKafkaListener(
     nodeId,
     brokers: () => brokers(self),
     clusterId: 'tributary',
+    groups: {
+      minSessionTimeoutMs: options.durationMs('kafka.group.min-session-timeout'),
+      maxSessionTimeoutMs: options.durationMs('kafka.group.max-session-timeout'),
+      initialRebalanceDelayMs: options.durationMs('kafka.group.initial-rebalance-delay'),
+      maxGroups: options.int('kafka.group.max-groups'),
+      maxMembers: options.int('kafka.group.max-members'),
+      maxMetadataBytes: options.bytes('kafka.group.max-metadata-size'),
+      maxOffsetMetadataBytes: options.bytes('kafka.group.offset-metadata.max-bytes'),
+      offsetsBuckets: options.int('kafka.group.offsets-buckets'),
+    },
   });
   await broker.start();
   const listener = new KafkaListener(broker, {
