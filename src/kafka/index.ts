@@ -13,7 +13,10 @@ import { KafkaBroker } from './broker.js';
 import { KafkaListener } from './listener.js';
 import { initKafkaCompression } from './records/compression.js';
 
+import { groupLag, type GroupLag } from './groups/group-coordinator.js';
+
 export type { KafkaBrokerNode, TributaryBackend } from './backend.js';
+export type { GroupLag } from './groups/group-coordinator.js';
 
 export interface Listener {
   name: string;
@@ -43,6 +46,8 @@ export function kafkaListenerOf(options: Options): Listener | undefined {
 
 export interface RunningKafkaListener {
   address: { host: string; port: number };
+  /** The consumer groups this server coordinates and their lag, given each topic's log ends by partition. */
+  consumerGroups(logEnds: (topic: string) => ReadonlyMap<number, bigint> | undefined): GroupLag[];
   close(): Promise<void>;
 }
 
@@ -92,5 +97,12 @@ export async function startKafkaListener(
   const address = await listener.listen();
   self = address;
   log.info({ kafka: address }, 'kafka listener started');
-  return { address, close: () => listener.close() };
+  return {
+    address,
+    consumerGroups: (logEnds) => groupLag(broker.groups.summaries(), logEnds),
+    close: async () => {
+      await listener.close();
+      broker.groups.close();
+    },
+  };
 }

@@ -166,7 +166,7 @@ export class CoordinatorServer extends EventEmitter<{ deposed: [Error] }> {
     const highWatermarks = new LeaderHighWatermarks(conn, coordinator.coordinator, () => coordinator.coordinator.allTables().map(({ table }) => table).filter(isLakeEnabled), log);
     const tiering: TieringServiceDeps = { coordinator: coordinator.coordinator, warehouse, lakeFormat: lake.format, highWatermarks: (id) => highWatermarks.of(id) };
     registerTieringService(registrar, tiering);
-    const metrics = nodeMetrics(tiering, () => [], () => coordinator.controller.health(), () => rpc.stats(), this.disk, this.activity);
+    const metrics = nodeMetrics(tiering, () => [], () => coordinator.controller.health(), () => rpc.stats(), this.disk, this.activity, () => []);
     const http = await HttpServer.start({
       host: rpcAddress.host,
       port: options.int('http.port'),

@@ -36,8 +36,17 @@ export interface ClusterMetrics {
   bucketsMoving: number;
 }
 
+/** A Kafka consumer group this server coordinates, with its lag per topic. */
+export interface ConsumerGroupMetrics {
+  group: string;
+  members: number;
+  topics: { topic: string; lag: bigint }[];
+}
+
 export interface MetricSources {
   buckets(): BucketMetrics[];
+  /** Servers without a Kafka listener have none. */
+  consumerGroups(): ConsumerGroupMetrics[];
   cluster(): ClusterMetrics;
   lakeTables(): LakeTableMetrics[];
   tables(): { tables: number; partitions: number };
@@ -125,6 +134,17 @@ export class NodeMetrics {
     window('tributary_gc_pause_seconds', 'Garbage-collection pauses by kind (minor, major, incremental, weakcb): quantiles since the previous scrape, count and sum since the start.', 'kind', () => GC_KINDS.map((k) => [k, current().activity.runtime.gc[k]]));
     window('tributary_log_flush_seconds', 'fdatasync of a log on the append path (acknowledgements and readers wait for it): quantiles since the previous scrape, count and sum since the start.', undefined, () => [['', current().activity.flushes]]);
     window('tributary_background_task_seconds', 'Runs of the periodic tasks (checkpoint, retention, kv snapshots, tiering and auto-partition timers, data-disk check, sweepers): quantiles since the previous scrape, count and sum since the start.', 'task', () => [...current().activity.tasks]);
+    scalar('tributary_kafka_consumer_groups', 'Kafka consumer groups this server coordinates (with members or committed offsets).', () => current().consumerGroups.length);
+    seriesGauge(registers, 'tributary_kafka_consumer_group_members', 'Members of a Kafka consumer group.', ['group'], () => current().consumerGroups, (g) => ({ group: g.group }), (g) => g.members);
+    seriesGauge(
+      registers,
+      'tributary_kafka_consumer_group_lag',
+      'Records of a topic a Kafka consumer group has not committed: per partition with a committed offset, log end (high watermark) minus it, summed.',
+      ['group', 'topic'],
+      () => current().consumerGroups.flatMap((g) => g.topics.map((t) => ({ group: g.group, ...t }))),
+      (t) => ({ group: t.group, topic: t.topic }),
+      (t) => Number(t.lag),
+    );
     lake('tributary_lake_snapshot_timestamp_seconds', 'Commit time of the table\'s latest lake snapshot, Unix seconds.', (t) => (t.lastSnapshotTime === undefined ? undefined : t.lastSnapshotTime / 1000));
   }
 
@@ -157,7 +177,7 @@ export class NodeMetrics {
 
   private read(): Scrape {
     const { sources } = this;
-    return { buckets: sources.buckets(), cluster: sources.cluster(), lakeTables: sources.lakeTables(), tables: sources.tables(), rpc: sources.rpc(), dataDisk: sources.dataDisk(), activity: sources.activity() };
+    return { buckets: sources.buckets(), consumerGroups: sources.consumerGroups(), cluster: sources.cluster(), lakeTables: sources.lakeTables(), tables: sources.tables(), rpc: sources.rpc(), dataDisk: sources.dataDisk(), activity: sources.activity() };
   }
 }
 

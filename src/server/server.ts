@@ -25,7 +25,7 @@ import { type ClusterMetrics, NodeMetrics } from './metrics.js';
 import { releaseDataDir, rpcServerOf, type ServerBase, startOnDataDir } from './startup.js';
 import { type BucketMetrics, TabletServer } from './tablet/tablet-server.js';
 import { registerTabletService } from './tablet/tablet-service.js';
-import { kafkaListenerOf, parseListeners, type RunningKafkaListener, startKafkaListener } from '../kafka/index.js';
+import { type GroupLag, kafkaListenerOf, parseListeners, type RunningKafkaListener, startKafkaListener } from '../kafka/index.js';
 
 /** The one-process node: its own single tablet server, leading every bucket as its only replica. */
 const ONE_NODE: ClusterMetrics = { tabletServers: 1, offlineBuckets: 0, underReplicatedBuckets: 0, isrShrinks: 0, isrExpands: 0, bucketsMoving: 0 };
@@ -85,7 +85,19 @@ export class TributaryServer {
     await coordinator.start(tablets);
 
     const tiering: TieringServiceDeps = { coordinator, warehouse, lakeFormat: lake.format, highWatermarks: (id) => tablets.highWatermarks(id) };
-    const metrics = nodeMetrics(tiering, () => tablets.bucketMetrics(), () => ONE_NODE, () => rpc.stats(), disk, activity);
+    let kafka: RunningKafkaListener | undefined;
+    const kafkaDatabase = options.string('kafka.database')!;
+    /** The high watermark of each bucket of a topic's table, or undefined when the topic is gone. */
+    const topicEnds = (topic: string): Map<number, bigint> | undefined => {
+      try {
+        const { tableId } = coordinator.getTableInfo({ database: kafkaDatabase, table: topic });
+        return new Map(tablets.highWatermarks(tableId).map((b) => [b.bucket, b.highWatermark]));
+      } catch {
+        return undefined;
+      }
+    };
+    const consumerGroups = (): GroupLag[] => kafka?.consumerGroups(topicEnds) ?? [];
+    const metrics = nodeMetrics(tiering, () => tablets.bucketMetrics(), () => ONE_NODE, () => rpc.stats(), disk, activity, consumerGroups);
     const rpc = rpcServerOf(options, listen, log, () => metrics);
     let self = { nodeId: 0, host: listen.host, port: listen.port };
     registerCoordinatorService(rpc, coordinator, () => self);
@@ -102,6 +114,7 @@ export class TributaryServer {
         latestSnapshots: kv.snapshotsOf(table, partition?.partitionId),
       };
     });
+    rpc.register(ApiKeys.ListConsumerGroups, async () => ({ groups: consumerGroups().map((g) => ({ groupId: g.group, state: g.state, members: g.members, protocolType: g.protocolType, protocol: g.protocol, topics: g.topics })) }));
     rpc.register(ApiKeys.TriggerKvSnapshot, async (req) => {
       const table = coordinator.getTableInfo(tablePathOf(ApiKeys.TriggerKvSnapshot, req.tablePath));
       if (!table.schema.primaryKey) throw new TributaryError('NON_PRIMARY_KEY_TABLE_EXCEPTION', `table '${table.path.database}.${table.path.table}' has no primary key`);
@@ -119,7 +132,6 @@ export class TributaryServer {
     const rpcAddress = await rpc.listen();
     self = { nodeId: 0, host: rpcAddress.host, port: rpcAddress.port };
     const kafkaListen = kafkaListenerOf(options);
-    let kafka: RunningKafkaListener | undefined;
     if (kafkaListen) {
       // One node leads every bucket: it is the only broker, node 0 as in GetMetadata.
       kafka = await startKafkaListener(options, kafkaListen, { call: (api, req) => rpc.invoke(api, req) }, 0, (at) => [{ nodeId: 0, host: at.host, port: at.port, rack: null }], log.child({ role: 'kafka' }));
@@ -175,10 +187,19 @@ export class TributaryServer {
 }
 
 /** A node's metrics, read from the coordinator, the buckets it hosts (none on a cluster's coordinator) and the RPC listener when scraped. */
-export function nodeMetrics(tiering: TieringServiceDeps, buckets: () => BucketMetrics[], cluster: () => ClusterMetrics, rpcStats: () => RpcServerStats, disk: DataDisk, activity: ServerActivity): NodeMetrics {
+export function nodeMetrics(
+  tiering: TieringServiceDeps,
+  buckets: () => BucketMetrics[],
+  cluster: () => ClusterMetrics,
+  rpcStats: () => RpcServerStats,
+  disk: DataDisk,
+  activity: ServerActivity,
+  consumerGroups: () => GroupLag[],
+): NodeMetrics {
   const { coordinator } = tiering;
   return new NodeMetrics({
     buckets,
+    consumerGroups,
     cluster,
     tables: () => {
       const all = coordinator.allTables();

@@ -63,6 +63,17 @@ export interface GroupSummary {
   offsets: Map<string, Map<number, bigint>>;
 }
 
+/** A group with its lag per topic it committed offsets of. */
+export interface GroupLag {
+  group: string;
+  state: GroupState;
+  members: number;
+  protocolType: string;
+  protocol: string;
+  /** Per topic: partitions with a committed offset, and the sum of their log end minus committed (those whose log end is known). */
+  topics: { topic: string; partitions: number; lag: bigint }[];
+}
+
 interface Entry {
   group: ConsumerGroup;
   offsets: Map<string, Map<number, CommittedOffset>>;
@@ -337,6 +348,25 @@ export class GroupCoordinator {
         offsets: new Map([...e.offsets].map(([topic, byPartition]) => [topic, new Map([...byPartition].map(([p, c]) => [p, c.offset]))])),
       }));
   }
+}
+
+/**
+ * The groups and their lag, given the log end (high watermark) of each partition of a topic
+ * (undefined for a topic that is gone).
+ */
+export function groupLag(groups: GroupSummary[], logEnds: (topic: string) => ReadonlyMap<number, bigint> | undefined): GroupLag[] {
+  return groups.map(({ offsets, ...g }) => ({
+    ...g,
+    topics: [...offsets].map(([topic, byPartition]) => {
+      const ends = logEnds(topic);
+      let lag = 0n;
+      for (const [p, committed] of byPartition) {
+        const end = ends?.get(p);
+        if (end !== undefined && end > committed) lag += end - committed;
+      }
+      return { topic, partitions: byPartition.size, lag };
+    }),
+  }));
 }
 
 function offsetsOf(entry: Entry, topic: string): Map<number, CommittedOffset> {
