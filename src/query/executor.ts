@@ -6,7 +6,8 @@
  * `$changelog`, the lake's `$lake`, `$lake$snapshots` and `$lake$files`); `SELECT count(*) FROM t`
  * alone is answered from the table stats where they count what a read would. SET and RESET keep
  * the session's scan options (scan-options.ts), which queries and the query part of INSERT use.
- * SHOW LAKE STATUS shows the tiering status the coordinator reports, SHOW TABLET SERVERS the
+ * SHOW LAKE STATUS shows the tiering status the coordinator reports, SHOW CONSUMER GROUPS the Kafka
+ * consumer groups and their lag, SHOW TABLET SERVERS the
  * cluster's tablet servers and their tags, CALL sys.<procedure> runs cluster administration
  * (procedures.ts: server tags, rebalance) (and `t$buckets`, TableLoader, where each bucket of a table lives). Streaming queries (EMIT
  * CHANGES) return their first result and the results over the changes to come (stream-query.ts).
