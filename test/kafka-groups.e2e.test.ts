@@ -206,5 +206,9 @@ describe('Kafka consumer groups', () => {
     await admin.disconnect();
     const rows = await sql(server.bootstrap, 'SHOW CONSUMER GROUPS');
     assert.equal(rows.find((r) => r.group === 'kcat-group')?.lag, 0);
+    const metrics = await (await fetch(`http://${server.http}/metrics`)).text();
+    assert.match(metrics, /^tributary_kafka_consumer_groups 2$/m);
+    assert.match(metrics, /^tributary_kafka_consumer_group_lag\{group="kcat-group",topic="orders"\} 0$/m);
+    assert.match(metrics, new RegExp(`^tributary_kafka_consumer_group_lag\\{group="${GROUP}",topic="orders"\\} \\d+$`, 'm'));
   });
 });
