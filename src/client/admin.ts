@@ -73,6 +73,18 @@ export interface LakeTieringStatus {
 
 export type { RebalanceGoal, RebalanceStatus, ServerTag };
 
+/** A Kafka consumer group (listConsumerGroups), with its lag per topic it committed offsets of. */
+export interface ConsumerGroupInfo {
+  groupId: string;
+  state: string;
+  members: number;
+  protocolType: string;
+  /** The chosen assignor, empty while there is none. */
+  protocol: string;
+  /** Per topic: partitions with a committed offset and their summed lag (log end minus committed). */
+  topics: { topic: string; partitions: number; lag: bigint }[];
+}
+
 /** A tablet server (listTabletServers); host, port and rack are null for one that is not registered now. */
 export interface TabletServerInfo {
   nodeId: number;
@@ -300,6 +312,16 @@ export class Admin {
    * assigned to but that are not registered now (not alive, address unknown), each with how many
    * bucket replicas of every table it holds and how many it leads.
    */
+  /** The Kafka consumer groups every tablet server's Kafka listener coordinates, by group id. */
+  async listConsumerGroups(): Promise<ConsumerGroupInfo[]> {
+    await this.conn.metadata.refreshNodes();
+    const answers = await Promise.all(this.conn.metadata.tabletServers.map(async (n) => (await this.conn.tabletServer(n.nodeId)).request(ApiKeys.ListConsumerGroups, {})));
+    return answers
+      .flatMap((r) => r.groups)
+      .map((g) => ({ groupId: g.groupId, state: g.state, members: g.members, protocolType: g.protocolType, protocol: g.protocol, topics: g.topics.map((t) => ({ topic: t.topic, partitions: t.partitions, lag: t.lag })) }))
+      .sort((a, b) => (a.groupId < b.groupId ? -1 : a.groupId > b.groupId ? 1 : 0));
+  }
+
   async listTabletServers(): Promise<TabletServerInfo[]> {
     await this.conn.metadata.refreshNodes();
     const servers = new Map<number, TabletServerInfo>();

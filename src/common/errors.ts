@@ -103,6 +103,12 @@ export const ErrorCodes = {
   LAKE_TABLE_IN_USE: 146,
   /** An HTTP request body of a content type the endpoint does not take. */
   UNSUPPORTED_MEDIA_TYPE: 150,
+  /** A Kafka consumer group beyond `kafka.group.max-groups` on one server. */
+  GROUP_MAX_NUM_EXCEPTION: 160,
+  /** A member joining a Kafka consumer group that has `kafka.group.max-members` members. */
+  GROUP_MAX_SIZE_REACHED: 161,
+  /** A consumer group member's protocol metadata, or an assignment, above `kafka.group.max-metadata-size`. */
+  GROUP_METADATA_TOO_LARGE: 162,
 } as const;
 
 export type ErrorName = keyof typeof ErrorCodes;

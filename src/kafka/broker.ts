@@ -27,6 +27,7 @@ import type { ProducePartitionResponse, ProduceRequest, ProduceResponse } from '
 import { decodeBatch, encodeBatch, splitBatches } from './records/record-batch.js';
 import { CompressionError } from './records/compression.js';
 import { KafkaDecodeError } from './protocol/primitives.js';
+import { GroupCoordinator, type GroupCoordinatorOptions } from './groups/group-coordinator.js';
 import { RAW_TOPIC_COLUMNS, topicMapping, type TopicMapping } from './topic-mapping.js';
 
 export interface KafkaBrokerOptions {
@@ -44,6 +45,8 @@ export interface KafkaBrokerOptions {
   /** The Kafka listeners of the servers that lead buckets, by server id. */
   brokers: () => KafkaBrokerNode[];
   clusterId: string;
+  /** The consumer groups' limits and timers (groups/group-coordinator.ts). */
+  groups: Omit<GroupCoordinatorOptions, 'database' | 'nodeId' | 'brokers' | 'partitionsOf'>;
 }
 
 interface Topic {
@@ -66,15 +69,21 @@ function failure(err: unknown): { errorCode: number; errorMessage: string } {
 
 export class KafkaBroker {
   private readonly arrowSchemas = new Map<string, { schema: Schema; arrow: arrow.Schema }>();
+  /** FindCoordinator, the group APIs and the committed offsets. */
+  readonly groups: GroupCoordinator;
 
   constructor(
     private readonly backend: TributaryBackend,
     private readonly options: KafkaBrokerOptions,
-  ) {}
+  ) {
+    const { database, nodeId, brokers } = options;
+    this.groups = new GroupCoordinator(backend, { ...options.groups, database, nodeId, brokers, partitionsOf: async (name) => (await this.topic(name)).buckets.length });
+  }
 
-  /** Makes sure `kafka.database` exists. */
+  /** Makes sure `kafka.database` exists, then starts the group coordinator. */
   async start(): Promise<void> {
     await this.backend.call(ApiKeys.CreateDatabase, { databaseName: this.options.database, databaseJson: '{}', ignoreIfExists: true });
+    await this.groups.start();
   }
 
   apiVersions(): ApiVersionsResponse {

@@ -13,7 +13,10 @@ import { KafkaBroker } from './broker.js';
 import { KafkaListener } from './listener.js';
 import { initKafkaCompression } from './records/compression.js';
 
+import { groupLag, type GroupLag } from './groups/group-coordinator.js';
+
 export type { KafkaBrokerNode, TributaryBackend } from './backend.js';
+export type { GroupLag } from './groups/group-coordinator.js';
 
 export interface Listener {
   name: string;
@@ -43,6 +46,8 @@ export function kafkaListenerOf(options: Options): Listener | undefined {
 
 export interface RunningKafkaListener {
   address: { host: string; port: number };
+  /** The consumer groups this server coordinates and their lag, given each topic's log ends by partition. */
+  consumerGroups(logEnds: (topic: string) => ReadonlyMap<number, bigint> | undefined): GroupLag[];
   close(): Promise<void>;
 }
 
@@ -70,6 +75,16 @@ export async function startKafkaListener(
     nodeId,
     brokers: () => brokers(self),
     clusterId: 'tributary',
+    groups: {
+      minSessionTimeoutMs: options.durationMs('kafka.group.min-session-timeout'),
+      maxSessionTimeoutMs: options.durationMs('kafka.group.max-session-timeout'),
+      initialRebalanceDelayMs: options.durationMs('kafka.group.initial-rebalance-delay'),
+      maxGroups: options.int('kafka.group.max-groups'),
+      maxMembers: options.int('kafka.group.max-members'),
+      maxMetadataBytes: options.bytes('kafka.group.max-metadata-size'),
+      maxOffsetMetadataBytes: options.bytes('kafka.group.offset-metadata.max-bytes'),
+      offsetsBuckets: options.int('kafka.group.offsets-buckets'),
+    },
   });
   await broker.start();
   const listener = new KafkaListener(broker, {
@@ -82,5 +97,12 @@ export async function startKafkaListener(
   const address = await listener.listen();
   self = address;
   log.info({ kafka: address }, 'kafka listener started');
-  return { address, close: () => listener.close() };
+  return {
+    address,
+    consumerGroups: (logEnds) => groupLag(broker.groups.summaries(), logEnds),
+    close: async () => {
+      await listener.close();
+      broker.groups.close();
+    },
+  };
 }

@@ -28,7 +28,28 @@ import { listenError } from '../common/errors.js';
 import { FrameDecoder } from '../rpc/frame.js';
 import type { RpcLogger } from '../rpc/server.js';
 import type { KafkaApi } from './protocol/api.js';
-import { ApiVersions, CreatePartitions, CreateTopics, DeleteTopics, DescribeConfigs, Fetch, InitProducerId, KAFKA_APIS, ListOffsets, Metadata, Produce } from './protocol/apis/index.js';
+import {
+  ApiVersions,
+  CreatePartitions,
+  CreateTopics,
+  DeleteTopics,
+  DescribeConfigs,
+  DescribeGroups,
+  Fetch,
+  FindCoordinator,
+  Heartbeat,
+  InitProducerId,
+  JoinGroup,
+  KAFKA_APIS,
+  LeaveGroup,
+  ListGroups,
+  ListOffsets,
+  Metadata,
+  OffsetCommit,
+  OffsetFetch,
+  Produce,
+  SyncGroup,
+} from './protocol/apis/index.js';
 import { KafkaErrors } from './protocol/error-codes.js';
 import { readRequestHeaderRest, readRequestHeaderStart, responseHeaderVersion, writeResponseHeader } from './protocol/headers.js';
 import { KafkaDecodeError, Reader, Writer } from './protocol/primitives.js';
@@ -47,7 +68,14 @@ export interface KafkaListenerOptions {
 const HEADER_START = 8;
 const APIS = new Map<number, KafkaApi>(KAFKA_APIS.map((a) => [a.key, a]));
 
-type Handler = (broker: KafkaBroker, request: never) => unknown;
+/** Who sent a request, and at which version. */
+interface RequestContext {
+  clientId: string | null;
+  clientHost: string;
+  version: number;
+}
+
+type Handler = (broker: KafkaBroker, request: never, context: RequestContext) => unknown;
 const HANDLERS = new Map<number, Handler>([
   [Produce.key, (b, r) => b.produce(r)],
   [Fetch.key, (b, r) => b.fetch(r)],
@@ -59,6 +87,15 @@ const HANDLERS = new Map<number, Handler>([
   [InitProducerId.key, (b, r) => b.initProducerId(r)],
   [DescribeConfigs.key, (b, r) => b.describeConfigs(r)],
   [CreatePartitions.key, (b, r) => b.createPartitions(r)],
+  [FindCoordinator.key, (b, r) => b.groups.findCoordinator(r)],
+  [JoinGroup.key, (b, r, c) => b.groups.joinGroup(r, c)],
+  [SyncGroup.key, (b, r) => b.groups.syncGroup(r)],
+  [Heartbeat.key, (b, r) => b.groups.heartbeat(r)],
+  [LeaveGroup.key, (b, r, c) => b.groups.leaveGroup(r, c.version)],
+  [OffsetCommit.key, (b, r) => b.groups.offsetCommit(r)],
+  [OffsetFetch.key, (b, r) => b.groups.offsetFetch(r)],
+  [ListGroups.key, (b, r) => b.groups.listGroups(r)],
+  [DescribeGroups.key, (b, r) => b.groups.describeGroups(r)],
 ]);
 
 class KafkaConnection {
@@ -139,7 +176,7 @@ export class KafkaListener {
           conn.socket.end();
           return;
         }
-        const answer = await this.handle(frame);
+        const answer = await this.handle(frame, conn.socket.remoteAddress ?? '');
         if (answer) this.write(conn, answer);
       }
     } finally {
@@ -156,7 +193,7 @@ export class KafkaListener {
   }
 
   /** One request frame to its answer (size included), or undefined for none. Never throws. */
-  private async handle(frame: Buffer): Promise<Buffer[] | undefined> {
+  private async handle(frame: Buffer, clientHost: string): Promise<Buffer[] | undefined> {
     const r = new Reader(frame);
     const { apiKey, apiVersion, correlationId } = readRequestHeaderStart(r);
     const api = APIS.get(apiKey);
@@ -167,8 +204,9 @@ export class KafkaListener {
     }
     const headerVersion = responseHeaderVersion(api, apiVersion);
     let request: unknown;
+    let clientId: string | null;
     try {
-      readRequestHeaderRest(r, api, apiVersion);
+      clientId = readRequestHeaderRest(r, api, apiVersion);
       request = decodeMessage(api.request, apiVersion, r);
     } catch (err) {
       if (!(err instanceof KafkaDecodeError)) throw err;
@@ -176,7 +214,7 @@ export class KafkaListener {
       return errorAnswer(correlationId, headerVersion, KafkaErrors.CORRUPT_MESSAGE);
     }
     try {
-      const response = await (HANDLERS.get(apiKey)! as (b: KafkaBroker, r: unknown) => unknown)(this.broker, request);
+      const response = await (HANDLERS.get(apiKey)! as (b: KafkaBroker, r: unknown, c: RequestContext) => unknown)(this.broker, request, { clientId, clientHost, version: apiVersion });
       if (api === Produce && (request as { acks: number }).acks === 0) return undefined;
       return this.answer(api, apiVersion, correlationId, response as object);
     } catch (err) {

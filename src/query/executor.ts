@@ -6,7 +6,8 @@
  * `$changelog`, the lake's `$lake`, `$lake$snapshots` and `$lake$files`); `SELECT count(*) FROM t`
  * alone is answered from the table stats where they count what a read would. SET and RESET keep
  * the session's scan options (scan-options.ts), which queries and the query part of INSERT use.
- * SHOW LAKE STATUS shows the tiering status the coordinator reports, SHOW TABLET SERVERS the
+ * SHOW LAKE STATUS shows the tiering status the coordinator reports, SHOW CONSUMER GROUPS the Kafka
+ * consumer groups and their lag, SHOW TABLET SERVERS the
  * cluster's tablet servers and their tags, CALL sys.<procedure> runs cluster administration
  * (procedures.ts: server tags, rebalance) (and `t$buckets`, TableLoader, where each bucket of a table lives). Streaming queries (EMIT
  * CHANGES) return their first result and the results over the changes to come (stream-query.ts).
@@ -28,7 +29,7 @@ import { validatePartialUpdate, primaryKeyTableOptions } from '../common/pk-tabl
 import { type Column, DEFAULT_DATABASE, type TableInfo, type TablePath, tablePathString } from '../common/schema.js';
 import { formatDataType } from '../common/types.js';
 import { atRow, notA, type Row, RowReader, shownValue } from '../common/values.js';
-import type { LakeTable, LakeTieringStatus, TabletServerInfo } from '../client/admin.js';
+import type { ConsumerGroupInfo, LakeTable, LakeTieringStatus, TabletServerInfo } from '../client/admin.js';
 import type { Connection } from '../client/connection.js';
 import type { Table } from '../client/table.js';
 import { countStarOf } from './duckdb/query-shapes.js';
@@ -183,6 +184,8 @@ export class SqlExecutor {
         return { result: lakeTables((await admin.listLakeTables()).tables) };
       case 'showTabletServers':
         return { result: tabletServers(await admin.listTabletServers()) };
+      case 'showConsumerGroups':
+        return { result: consumerGroups(await admin.listConsumerGroups()) };
       case 'call':
         return callProcedure(admin, s.procedure, s.args);
       case 'showTables':
@@ -455,6 +458,26 @@ function tabletServers(servers: readonly TabletServerInfo[]): QueryResult {
       { name: 'replica_count', type: 'INTEGER' },
     ],
     rows: servers.map((s) => [s.nodeId, s.host, s.port, s.rack, s.alive, s.tag, s.leaderCount, s.replicaCount]),
+  };
+}
+
+/** SHOW CONSUMER GROUPS: one row per Kafka consumer group and topic it committed offsets of (topic null for a group with none). */
+function consumerGroups(groups: readonly ConsumerGroupInfo[]): QueryResult {
+  return {
+    columns: [
+      { name: 'group', type: 'VARCHAR' },
+      { name: 'state', type: 'VARCHAR' },
+      { name: 'members', type: 'INTEGER' },
+      { name: 'protocol_type', type: 'VARCHAR' },
+      { name: 'protocol', type: 'VARCHAR' },
+      { name: 'topic', type: 'VARCHAR' },
+      { name: 'partitions', type: 'INTEGER' },
+      { name: 'lag', type: 'BIGINT' },
+    ],
+    rows: groups.flatMap((g): unknown[][] => {
+      const head: unknown[] = [g.groupId, g.state, g.members, g.protocolType, g.protocol];
+      return g.topics.length === 0 ? [[...head, null, null, null]] : g.topics.map((t) => [...head, t.topic, t.partitions, t.lag]);
+    }),
   };
 }
 

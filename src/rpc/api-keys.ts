@@ -82,6 +82,8 @@ export const ApiKeys = {
   ListLakeTables: api(2003, 'ListLakeTables', pb.ListLakeTablesRequestSchema, pb.ListLakeTablesResponseSchema),
   /** Tributary's own: delete a lake table no live table owns. */
   DropLakeTable: api(2004, 'DropLakeTable', pb.DropLakeTableRequestSchema, pb.DropLakeTableResponseSchema),
+  /** Tributary's own: the Kafka consumer groups the server's Kafka listener coordinates, with their lag. */
+  ListConsumerGroups: api(2008, 'ListConsumerGroups', pb.ListConsumerGroupsRequestSchema, pb.ListConsumerGroupsResponseSchema),
   /** Tributary's own: take KV snapshots of a table now. */
   TriggerKvSnapshot: api(2001, 'TriggerKvSnapshot', pb.TriggerKvSnapshotRequestSchema, pb.TriggerKvSnapshotResponseSchema),
 } as const;

@@ -38,6 +38,13 @@ export interface ClusterMetrics {
   bucketsMoving: number;
 }
 
+/** A Kafka consumer group this server coordinates, with its lag per topic. */
+export interface ConsumerGroupMetrics {
+  group: string;
+  members: number;
+  topics: { topic: string; lag: bigint }[];
+}
+
 export interface MetricSources {
   /** Tablet servers: the hosted buckets. */
   buckets?(): BucketMetrics[];
@@ -49,6 +56,8 @@ export interface MetricSources {
   lakeTables?(): LakeTableMetrics[];
   /** The coordinator: tables and partitions. */
   tables?(): { tables: number; partitions: number };
+  /** Servers with a Kafka listener: the consumer groups they coordinate. */
+  consumerGroups?(): ConsumerGroupMetrics[];
   rpc(): { connections: number; heldBytes: number };
   dataDisk(): DataDiskState;
   /** Read once per scrape: each scrape starts a new window. */
@@ -169,6 +178,19 @@ export class NodeMetrics {
     window('tributary_gc_pause_seconds', 'Garbage-collection pauses by kind (minor, major, incremental, weakcb): quantiles since the previous scrape, count and sum since the start.', 'kind', () => GC_KINDS.map((k) => [k, current().activity.runtime.gc[k]]));
     window('tributary_log_flush_seconds', 'fdatasync of a log on the append path (acknowledgements and readers wait for it): quantiles since the previous scrape, count and sum since the start.', undefined, () => [['', current().activity.flushes]]);
     window('tributary_background_task_seconds', 'Runs of the periodic tasks (checkpoint, retention, kv snapshots, tiering and auto-partition timers, data-disk check, sweepers): quantiles since the previous scrape, count and sum since the start.', 'task', () => [...current().activity.tasks]);
+    if (sources.consumerGroups) {
+      scalar('tributary_kafka_consumer_groups', 'Kafka consumer groups this server coordinates (with members or committed offsets).', () => current().consumerGroups.length);
+      seriesGauge(registers, 'tributary_kafka_consumer_group_members', 'Members of a Kafka consumer group.', ['group'], () => current().consumerGroups, (g) => ({ group: g.group }), (g) => g.members);
+      seriesGauge(
+        registers,
+        'tributary_kafka_consumer_group_lag',
+        'Records of a topic a Kafka consumer group has not committed: per partition with a committed offset, log end (high watermark) minus it, summed.',
+        ['group', 'topic'],
+        () => current().consumerGroups.flatMap((g) => g.topics.map((t) => ({ group: g.group, ...t }))),
+        (t) => ({ group: t.group, topic: t.topic }),
+        (t) => Number(t.lag),
+      );
+    }
   }
 
   /** Counts a finished request; `error` is the error name it was answered with, if any. */
@@ -210,6 +232,7 @@ export class NodeMetrics {
       cluster: sources.cluster?.() ?? { tabletServers: 0, offlineBuckets: 0, underReplicatedBuckets: 0, isrShrinks: 0, isrExpands: 0, bucketsMoving: 0 },
       lakeTables: sources.lakeTables?.() ?? [],
       tables: sources.tables?.() ?? { tables: 0, partitions: 0 },
+      consumerGroups: sources.consumerGroups?.() ?? [],
       rpc: sources.rpc(),
       dataDisk: sources.dataDisk(),
       activity: sources.activity(),

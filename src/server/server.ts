@@ -25,7 +25,7 @@ import { type ClusterMetrics, type MetricSources, NodeMetrics } from './metrics.
 import { releaseDataDir, rpcServerOf, type ServerBase, startOnDataDir } from './startup.js';
 import { TabletServer } from './tablet/tablet-server.js';
 import { registerTabletService } from './tablet/tablet-service.js';
-import { kafkaListenerOf, parseListeners, type RunningKafkaListener, startKafkaListener } from '../kafka/index.js';
+import { type GroupLag, kafkaListenerOf, parseListeners, type RunningKafkaListener, startKafkaListener } from '../kafka/index.js';
 
 /** The one-process node: its own single tablet server, leading every bucket as its only replica. */
 const ONE_NODE: ClusterMetrics = { tabletServers: 1, offlineBuckets: 0, underReplicatedBuckets: 0, isrShrinks: 0, isrExpands: 0, bucketsMoving: 0 };
@@ -85,8 +85,20 @@ export class TributaryServer {
     await coordinator.start(tablets);
 
     const tiering: TieringServiceDeps = { coordinator, warehouse, lakeFormat: lake.format, highWatermarks: (id) => tablets.highWatermarks(id) };
+    let kafka: RunningKafkaListener | undefined;
+    const kafkaDatabase = options.string('kafka.database')!;
+    /** The high watermark of each bucket of a topic's table, or undefined when the topic is gone. */
+    const topicEnds = (topic: string): Map<number, bigint> | undefined => {
+      try {
+        const { tableId } = coordinator.getTableInfo({ database: kafkaDatabase, table: topic });
+        return new Map(tablets.highWatermarks(tableId).map((b) => [b.bucket, b.highWatermark]));
+      } catch {
+        return undefined;
+      }
+    };
+    const consumerGroups = (): GroupLag[] => kafka?.consumerGroups(topicEnds) ?? [];
     const metrics = new NodeMetrics(
-      { ...processMetricSources(() => rpc, disk, activity), ...coordinatorMetricSources(tiering, () => ONE_NODE), ...tabletMetricSources(tablets) },
+      { ...processMetricSources(() => rpc, disk, activity), ...coordinatorMetricSources(tiering, () => ONE_NODE), ...tabletMetricSources(tablets), consumerGroups },
       options.int('metrics.replica-lag.max-bucket-series'),
     );
     const rpc = rpcServerOf(options, listen, log, () => metrics);
@@ -94,6 +106,7 @@ export class TributaryServer {
     registerCoordinatorService(rpc, coordinator, () => self);
     registerTieringService(rpc, tiering);
     registerTabletService(rpc, tablets);
+    rpc.register(ApiKeys.ListConsumerGroups, async () => ({ groups: consumerGroups().map((g) => ({ groupId: g.group, state: g.state, members: g.members, protocolType: g.protocolType, protocol: g.protocol, topics: g.topics })) }));
     rpc.register(ApiKeys.TriggerKvSnapshot, async (req) => {
       const table = coordinator.getTableInfo(tablePathOf(ApiKeys.TriggerKvSnapshot, req.tablePath));
       if (!table.schema.primaryKey) throw new TributaryError('NON_PRIMARY_KEY_TABLE_EXCEPTION', `table '${table.path.database}.${table.path.table}' has no primary key`);
@@ -111,7 +124,6 @@ export class TributaryServer {
     const rpcAddress = await rpc.listen();
     self = { nodeId: 0, host: rpcAddress.host, port: rpcAddress.port };
     const kafkaListen = kafkaListenerOf(options);
-    let kafka: RunningKafkaListener | undefined;
     if (kafkaListen) {
       // One node leads every bucket: it is the only broker, node 0 as in GetMetadata.
       kafka = await startKafkaListener(options, kafkaListen, { call: (api, req) => rpc.invoke(api, req) }, 0, (at) => [{ nodeId: 0, host: at.host, port: at.port, rack: null }], log.child({ role: 'kafka' }));

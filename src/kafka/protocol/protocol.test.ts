@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ApiVersions, Fetch, Metadata, Produce } from './apis/index.js';
+import { ApiVersions, Fetch, JoinGroup, Metadata, OffsetFetch, Produce } from './apis/index.js';
 import type { FetchResponse } from './apis/fetch.js';
 import { readRequestHeaderRest, readRequestHeaderStart, responseHeaderVersion, writeRequestHeader, writeResponseHeader } from './headers.js';
 import { KafkaDecodeError, Reader, Writer } from './primitives.js';
@@ -128,4 +128,23 @@ test('truncated and fuzzed bodies fail as KafkaDecodeError, never RangeError', (
     assert.throws(() => decodeMessage(Produce.request, 9, new Reader(good.subarray(0, cut))), KafkaDecodeError, `cut at ${cut}`);
   }
   assert.throws(() => decodeMessage(Metadata.request, 1, new Reader(hex('7fffffff'))), KafkaDecodeError);
+});
+
+test('JoinGroup request v5: a new member (empty id), no instance id, one protocol with opaque metadata', () => {
+  const bytes = hex('0001 67  00000bb8 0000ea60  0000  ffff  0008 636f6e73756d6572  00000001 0005 72616e6765 00000002 0001');
+  const req = decodeMessage(JoinGroup.request, 5, new Reader(bytes));
+  assert.deepEqual(req, { groupId: 'g', sessionTimeoutMs: 3000, rebalanceTimeoutMs: 60000, memberId: '', groupInstanceId: null, protocolType: 'consumer', protocols: [{ name: 'range', metadata: hex('0001') }] });
+  assert.deepEqual(encodeMessage(JoinGroup.request, 5, req).finish(), bytes);
+  // v0 has no rebalance timeout: it decodes to -1, the session timeout stands in.
+  const v0 = decodeMessage<{ rebalanceTimeoutMs: number }>(JoinGroup.request, 0, new Reader(hex('0001 67 00000bb8 0000 0008 636f6e73756d6572 00000000')));
+  assert.equal(v0.rebalanceTimeoutMs, -1);
+});
+
+test('OffsetFetch response v6 (flexible): compact arrays and strings, a null metadata, the top-level error code', () => {
+  const value = { throttleTimeMs: 0, topics: [{ name: 't', partitions: [{ partitionIndex: 0, committedOffset: 5n, committedLeaderEpoch: -1, metadata: null, errorCode: 0 }] }], errorCode: 0 };
+  const bytes = hex('00000000 02 0274 02 00000000 0000000000000005 ffffffff 00 0000 00 00 0000 00');
+  assert.deepEqual(encodeMessage(OffsetFetch.response, 6, value).finish(), bytes);
+  assert.deepEqual(decodeMessage(OffsetFetch.response, 6, new Reader(bytes)), value);
+  // v1 has neither the leader epoch nor the top-level error code.
+  assert.deepEqual(encodeMessage(OffsetFetch.response, 1, value).finish(), hex('00000001 0001 74 00000001 00000000 0000000000000005 ffff 0000'));
 });

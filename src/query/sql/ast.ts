@@ -40,6 +40,7 @@ export type Statement =
   | { kind: 'showLakeTables' }
   /** The tablet servers of the cluster, with the buckets each leads and holds. */
   | { kind: 'showTabletServers' }
+  | { kind: 'showConsumerGroups' }
   /** CALL [catalog.]sys.procedure(args): cluster administration as Fluss's procedures; an argument named (`name => value`) or by position. */
   | { kind: 'call'; procedure: string; args: { name?: string; value: string }[] }
   /** Deletes a lake table that no live table owns (left by a plain DROP TABLE). */

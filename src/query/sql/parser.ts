@@ -19,6 +19,7 @@
  *   show        = SHOW DATABASES | SHOW TABLES [(FROM | IN) name] | SHOW CREATE TABLE table
  *               | SHOW PARTITIONS table [PARTITION partition] | SHOW LAKE STATUS table | SHOW LAKE TABLES
  *               | SHOW TABLET SERVERS
+ *               | SHOW CONSUMER GROUPS
  *   use         = USE name
  *   set         = SET [text '=' text] | RESET [text]      session options; bare SET lists them
  *   describe    = (DESCRIBE | DESC) table
@@ -346,13 +347,16 @@ class Parser {
       case 'TABLET':
         this.word('SERVERS');
         return { kind: 'showTabletServers' };
+      case 'CONSUMER':
+        this.word('GROUPS');
+        return { kind: 'showConsumerGroups' };
       case 'LAKE':
         if (this.acceptWord('TABLES')) return { kind: 'showLakeTables' };
         this.word('STATUS');
         return { kind: 'showLakeStatus', table: this.tableName() };
       default:
         if (what.kind === 'word') throw this.unsupported(what, `SHOW ${what.upper} is not supported`);
-        throw this.expected(what, 'DATABASES, TABLES, PARTITIONS, CREATE TABLE, LAKE STATUS, LAKE TABLES or TABLET SERVERS');
+        throw this.expected(what, 'DATABASES, TABLES, PARTITIONS, CREATE TABLE, LAKE STATUS, LAKE TABLES, TABLET SERVERS or CONSUMER GROUPS');
     }
   }
 

@@ -10,7 +10,56 @@ import { InitProducerId } from './init-producer-id.js';
 import { ListOffsets } from './list-offsets.js';
 import { Metadata } from './metadata.js';
 import { Produce } from './produce.js';
+import { FindCoordinator } from './find-coordinator.js';
+import { JoinGroup } from './join-group.js';
+import { SyncGroup } from './sync-group.js';
+import { Heartbeat } from './heartbeat.js';
+import { LeaveGroup } from './leave-group.js';
+import { OffsetCommit } from './offset-commit.js';
+import { OffsetFetch } from './offset-fetch.js';
+import { ListGroups } from './list-groups.js';
+import { DescribeGroups } from './describe-groups.js';
 
-export { ApiVersions, CreatePartitions, CreateTopics, DeleteTopics, DescribeConfigs, Fetch, InitProducerId, ListOffsets, Metadata, Produce };
+export {
+  ApiVersions,
+  CreatePartitions,
+  CreateTopics,
+  DeleteTopics,
+  DescribeConfigs,
+  DescribeGroups,
+  Fetch,
+  FindCoordinator,
+  Heartbeat,
+  InitProducerId,
+  JoinGroup,
+  LeaveGroup,
+  ListGroups,
+  ListOffsets,
+  Metadata,
+  OffsetCommit,
+  OffsetFetch,
+  Produce,
+  SyncGroup,
+};
 
-export const KAFKA_APIS: readonly KafkaApi[] = [Produce, Fetch, ListOffsets, Metadata, ApiVersions, CreateTopics, DeleteTopics, InitProducerId, DescribeConfigs, CreatePartitions] as KafkaApi[];
+export const KAFKA_APIS: readonly KafkaApi[] = [
+  Produce,
+  Fetch,
+  ListOffsets,
+  Metadata,
+  OffsetCommit,
+  OffsetFetch,
+  FindCoordinator,
+  JoinGroup,
+  Heartbeat,
+  LeaveGroup,
+  SyncGroup,
+  DescribeGroups,
+  ListGroups,
+  ApiVersions,
+  CreateTopics,
+  DeleteTopics,
+  InitProducerId,
+  DescribeConfigs,
+  CreatePartitions,
+] as KafkaApi[];
