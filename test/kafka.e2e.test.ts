@@ -9,7 +9,7 @@ import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { Kafka, logLevel } from 'kafkajs';
-import { ApiVersions, Metadata, Produce } from '../src/kafka/protocol/apis/index.js';
+import { ApiVersions, Fetch, Metadata, Produce } from '../src/kafka/protocol/apis/index.js';
 import type { KafkaApi } from '../src/kafka/protocol/api.js';
 import { readResponseHeader, responseHeaderVersion, writeRequestHeader } from '../src/kafka/protocol/headers.js';
 import { Reader, Writer } from '../src/kafka/protocol/primitives.js';
@@ -207,5 +207,33 @@ describe('Kafka listener', () => {
     }
     bystander.close();
     assert.deepEqual(await sql(server.bootstrap, 'SELECT count(*) AS n FROM kafka.fuzz'), [{ n: 0 }]);
+  });
+
+  it('errors come in the API\'s own response shape: a body that does not decode, an oversized frame', async () => {
+    const c = await RawKafka.connect(server.kafka);
+    // Produce v9 whose topic array claims more than the frame holds.
+    const w = new Writer();
+    w.int32(0);
+    writeRequestHeader(w, Produce, { apiKey: Produce.key, apiVersion: 9, correlationId: 41, clientId: 'test' });
+    w.raw(Buffer.from('00 ffff 00000001 05'.replace(/ /g, ''), 'hex'));
+    const bad = w.finish();
+    bad.writeInt32BE(bad.length - 4, 0);
+    c.sendRaw(bad);
+    const r = new Reader(await c.next());
+    assert.equal(readResponseHeader(r, 1), 41);
+    assert.deepEqual(decodeMessage(Produce.response, 9, r), { responses: [], throttleTimeMs: 0 });
+    assert.equal(r.remaining, 0);
+    // A Fetch v11 frame past rpc.max-frame-size: the Fetch response with its top-level code, then the end.
+    const big = Buffer.alloc(12);
+    big.writeInt32BE(0x7fffff00, 0);
+    big.writeInt16BE(Fetch.key, 4);
+    big.writeInt16BE(11, 6);
+    big.writeInt32BE(42, 8);
+    c.sendRaw(big);
+    const f = new Reader(await c.next());
+    assert.equal(readResponseHeader(f, 0), 42);
+    const fetch = decodeMessage<{ errorCode: number; responses: unknown[] }>(Fetch.response, 11, f);
+    assert.deepEqual([fetch.errorCode, fetch.responses, f.remaining], [10, [], 0]);
+    c.close();
   });
 });
