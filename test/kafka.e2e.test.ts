@@ -17,6 +17,7 @@ import { decodeMessage, encodeMessage } from '../src/kafka/protocol/schema.js';
 import type { ProduceResponse } from '../src/kafka/protocol/apis/produce.js';
 import { Codec, initKafkaCompression } from '../src/kafka/records/compression.js';
 import { encodeBatch } from '../src/kafka/records/record-batch.js';
+import { kcat } from './support/kcat.js';
 import { random } from './support/random.js';
 import { CLI, ServerProcess } from './support/server-process.js';
 
@@ -79,13 +80,6 @@ class RawKafka {
 async function sql(bootstrap: string, statement: string): Promise<Record<string, unknown>[]> {
   const { stdout } = await run(process.execPath, ['--import', 'tsx', CLI, 'sql', '--bootstrap', bootstrap, '--format', 'json', '-e', statement]);
   return stdout.trim().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
-}
-
-async function kcat(args: string[], input?: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = execFile('kcat', args, { timeout: 30_000 }, (err, stdout, stderr) => (err ? reject(new Error(`kcat ${args.join(' ')}: ${stderr}`)) : resolve(stdout)));
-    child.stdin!.end(input ?? '');
-  });
 }
 
 describe('Kafka listener', () => {

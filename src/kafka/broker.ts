@@ -72,11 +72,6 @@ export class KafkaBroker {
     private readonly options: KafkaBrokerOptions,
   ) {}
 
-  /** Makes sure `kafka.database` exists. */
-  async start(): Promise<void> {
-    await this.backend.call(ApiKeys.CreateDatabase, { databaseName: this.options.database, databaseJson: '{}', ignoreIfExists: true });
-  }
-
   apiVersions(): ApiVersionsResponse {
     return { errorCode: 0, apiKeys: KAFKA_APIS.map((a) => ({ apiKey: a.key, minVersion: a.minVersion, maxVersion: a.maxVersion })), throttleTimeMs: 0 };
   }
@@ -109,7 +104,26 @@ export class KafkaBroker {
     return { table, mapping: topicMapping(table), buckets: meta.bucketMetadata };
   }
 
+  /**
+   * Creates the topic's table, and `kafka.database` if it is missing: the listener creates it when it
+   * starts, but a tablet server's listener may start while no coordinator is active.
+   */
   private async createRawTopic(name: string, partitions: number, replicationFactor: number): Promise<void> {
+    try {
+      await this.createRawTable(name, partitions, replicationFactor);
+    } catch (err) {
+      if (!(err instanceof TributaryError) || err.errorName !== 'DATABASE_NOT_EXIST') throw err;
+      await this.ensureDatabase();
+      await this.createRawTable(name, partitions, replicationFactor);
+    }
+  }
+
+  /** Creates `kafka.database` unless it exists. */
+  async ensureDatabase(): Promise<void> {
+    await this.backend.call(ApiKeys.CreateDatabase, { databaseName: this.options.database, databaseJson: '{}', ignoreIfExists: true });
+  }
+
+  private async createRawTable(name: string, partitions: number, replicationFactor: number): Promise<void> {
     await this.backend.call(ApiKeys.CreateTable, {
       tablePath: this.path(name),
       tableJson: JSON.stringify({
@@ -140,7 +154,14 @@ export class KafkaBroker {
   async metadata(req: MetadataRequest): Promise<MetadataResponse> {
     let names: string[];
     if (req.topics === null || req.topics.length === 0) {
-      names = (await this.backend.call(ApiKeys.ListTables, { databaseName: this.options.database })).tableNames;
+      names = await this.backend.call(ApiKeys.ListTables, { databaseName: this.options.database }).then(
+        (r) => r.tableNames,
+        (err: unknown) => {
+          // No topic was created yet.
+          if (err instanceof TributaryError && err.errorName === 'DATABASE_NOT_EXIST') return [];
+          throw err;
+        },
+      );
     } else names = req.topics.map((t) => t.name);
     const listing = req.topics === null || req.topics.length === 0;
     const create = this.options.autoCreateTopics && req.allowAutoTopicCreation && !listing;

@@ -71,7 +71,6 @@ export async function startKafkaListener(
     brokers: () => brokers(self),
     clusterId: 'tributary',
   });
-  await broker.start();
   const listener = new KafkaListener(broker, {
     host: listen.host,
     port: listen.port,
@@ -79,6 +78,8 @@ export async function startKafkaListener(
     idleTimeoutMs: options.durationMs('netty.connection.max-idle-time'),
     logger: log,
   });
+  // Tolerated: on a tablet server no coordinator may be active yet; the first topic creates it then.
+  await broker.ensureDatabase().catch((err: unknown) => log.info({ err }, `kafka.database is created with the first topic`));
   const address = await listener.listen();
   self = address;
   log.info({ kafka: address }, 'kafka listener started');

@@ -181,6 +181,7 @@ export class KafkaListener {
     } catch (err) {
       const { errorCode, errorMessage } = kafkaFailure(err);
       if (errorCode === KafkaErrors.UNKNOWN_SERVER_ERROR) this.options.logger.error({ err, api: api.name }, 'kafka request failed');
+      else this.options.logger.warn({ err, api: api.name, errorCode }, 'kafka request failed');
       return unanswered ? undefined : this.answer(api, apiVersion, correlationId, errorResponse(api, apiVersion, request, errorCode, errorMessage));
     }
   }

@@ -146,7 +146,13 @@ function addStops(stops: Map<number, StopReplicaForBucket[]>, ref: BucketRef, re
   }
 }
 
-const serverNode = (s: TabletServerNode): ServerNode => ({ nodeId: s.id, host: s.host, port: s.port, ...(s.rack !== undefined ? { rack: s.rack } : {}) });
+const serverNode = (s: TabletServerNode): ServerNode => ({
+  nodeId: s.id,
+  host: s.host,
+  port: s.port,
+  ...(s.rack !== undefined ? { rack: s.rack } : {}),
+  ...(s.kafka !== undefined ? { kafkaListener: s.kafka } : {}),
+});
 
 export interface ClusterControllerSettings {
   store: MetadataStore;
