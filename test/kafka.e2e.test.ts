@@ -9,7 +9,8 @@ import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { Kafka, logLevel } from 'kafkajs';
-import { ApiVersions, Fetch, Metadata, Produce } from '../src/kafka/protocol/apis/index.js';
+import { ApiVersions, Fetch, ListOffsets, Metadata, Produce } from '../src/kafka/protocol/apis/index.js';
+import type { ListOffsetsResponse } from '../src/kafka/protocol/apis/list-offsets.js';
 import type { KafkaApi } from '../src/kafka/protocol/api.js';
 import { readResponseHeader, responseHeaderVersion, writeRequestHeader } from '../src/kafka/protocol/headers.js';
 import { Reader, Writer } from '../src/kafka/protocol/primitives.js';
@@ -201,6 +202,25 @@ describe('Kafka listener', () => {
     }
     bystander.close();
     assert.deepEqual(await sql(server.bootstrap, 'SELECT count(*) AS n FROM kafka.fuzz'), [{ n: 0 }]);
+  });
+
+  it('ListOffsets: -3 (max timestamp) is refused with UNSUPPORTED_VERSION, -1 and -2 answered', async () => {
+    const c = await RawKafka.connect(server.kafka);
+    await kcat(['-b', server.kafka, '-P', '-t', 'offsets', '-p', '0'], 'a\nb\n');
+    const resp = await c.request<ListOffsetsResponse>(ListOffsets, 7, {
+      replicaId: -1,
+      isolationLevel: 0,
+      topics: [{ name: 'offsets', partitions: [-3n, -1n, -2n].map((timestamp) => ({ partitionIndex: 0, currentLeaderEpoch: -1, timestamp })) }],
+    });
+    assert.deepEqual(
+      resp.topics[0].partitions.map((p) => [p.errorCode, p.offset]),
+      [
+        [35, -1n],
+        [0, 2n],
+        [0, 0n],
+      ],
+    );
+    c.close();
   });
 
   it('errors come in the API\'s own response shape: a body that does not decode, an oversized frame', async () => {

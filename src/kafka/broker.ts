@@ -369,8 +369,10 @@ export class KafkaBroker {
         const partitions = await Promise.all(
           t.partitions.map(async (p) => {
             const ts = p.timestamp;
-            const offsetType = ts === EARLIEST_TIMESTAMP ? OFFSET_EARLIEST : ts < 0n ? OFFSET_LATEST : OFFSET_TIMESTAMP;
             const head = { partitionIndex: p.partitionIndex, timestamp: -1n, leaderEpoch: topic.buckets.find((b) => b.bucketId === p.partitionIndex)?.leaderEpoch ?? -1 };
+            // -3 (max timestamp) and the newer special timestamps need record timestamps indexed, which logs do not.
+            if (ts < 0n && ts !== EARLIEST_TIMESTAMP && ts !== LATEST_TIMESTAMP) return { ...head, errorCode: KafkaErrors.UNSUPPORTED_VERSION, offset: -1n };
+            const offsetType = ts === EARLIEST_TIMESTAMP ? OFFSET_EARLIEST : ts === LATEST_TIMESTAMP ? OFFSET_LATEST : OFFSET_TIMESTAMP;
             try {
               const resp = await this.backend.call(ApiKeys.ListOffsets, {
                 followerServerId: -1,
