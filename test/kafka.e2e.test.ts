@@ -9,7 +9,8 @@ import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { Kafka, logLevel } from 'kafkajs';
-import { ApiVersions, Metadata, Produce } from '../src/kafka/protocol/apis/index.js';
+import { ApiVersions, Fetch, ListOffsets, Metadata, Produce } from '../src/kafka/protocol/apis/index.js';
+import type { ListOffsetsResponse } from '../src/kafka/protocol/apis/list-offsets.js';
 import type { KafkaApi } from '../src/kafka/protocol/api.js';
 import { readResponseHeader, responseHeaderVersion, writeRequestHeader } from '../src/kafka/protocol/headers.js';
 import { Reader, Writer } from '../src/kafka/protocol/primitives.js';
@@ -17,6 +18,7 @@ import { decodeMessage, encodeMessage } from '../src/kafka/protocol/schema.js';
 import type { ProduceResponse } from '../src/kafka/protocol/apis/produce.js';
 import { Codec, initKafkaCompression } from '../src/kafka/records/compression.js';
 import { encodeBatch } from '../src/kafka/records/record-batch.js';
+import { kcat } from './support/kcat.js';
 import { random } from './support/random.js';
 import { CLI, ServerProcess } from './support/server-process.js';
 
@@ -79,13 +81,6 @@ class RawKafka {
 async function sql(bootstrap: string, statement: string): Promise<Record<string, unknown>[]> {
   const { stdout } = await run(process.execPath, ['--import', 'tsx', CLI, 'sql', '--bootstrap', bootstrap, '--format', 'json', '-e', statement]);
   return stdout.trim().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
-}
-
-async function kcat(args: string[], input?: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = execFile('kcat', args, { timeout: 30_000 }, (err, stdout, stderr) => (err ? reject(new Error(`kcat ${args.join(' ')}: ${stderr}`)) : resolve(stdout)));
-    child.stdin!.end(input ?? '');
-  });
 }
 
 describe('Kafka listener', () => {
@@ -207,5 +202,52 @@ describe('Kafka listener', () => {
     }
     bystander.close();
     assert.deepEqual(await sql(server.bootstrap, 'SELECT count(*) AS n FROM kafka.fuzz'), [{ n: 0 }]);
+  });
+
+  it('ListOffsets: -3 (max timestamp) is refused with UNSUPPORTED_VERSION, -1 and -2 answered', async () => {
+    const c = await RawKafka.connect(server.kafka);
+    await kcat(['-b', server.kafka, '-P', '-t', 'offsets', '-p', '0'], 'a\nb\n');
+    const resp = await c.request<ListOffsetsResponse>(ListOffsets, 7, {
+      replicaId: -1,
+      isolationLevel: 0,
+      topics: [{ name: 'offsets', partitions: [-3n, -1n, -2n].map((timestamp) => ({ partitionIndex: 0, currentLeaderEpoch: -1, timestamp })) }],
+    });
+    assert.deepEqual(
+      resp.topics[0].partitions.map((p) => [p.errorCode, p.offset]),
+      [
+        [35, -1n],
+        [0, 2n],
+        [0, 0n],
+      ],
+    );
+    c.close();
+  });
+
+  it('errors come in the API\'s own response shape: a body that does not decode, an oversized frame', async () => {
+    const c = await RawKafka.connect(server.kafka);
+    // Produce v9 whose topic array claims more than the frame holds.
+    const w = new Writer();
+    w.int32(0);
+    writeRequestHeader(w, Produce, { apiKey: Produce.key, apiVersion: 9, correlationId: 41, clientId: 'test' });
+    w.raw(Buffer.from('00 ffff 00000001 05'.replace(/ /g, ''), 'hex'));
+    const bad = w.finish();
+    bad.writeInt32BE(bad.length - 4, 0);
+    c.sendRaw(bad);
+    const r = new Reader(await c.next());
+    assert.equal(readResponseHeader(r, 1), 41);
+    assert.deepEqual(decodeMessage(Produce.response, 9, r), { responses: [], throttleTimeMs: 0 });
+    assert.equal(r.remaining, 0);
+    // A Fetch v11 frame past rpc.max-frame-size: the Fetch response with its top-level code, then the end.
+    const big = Buffer.alloc(12);
+    big.writeInt32BE(0x7fffff00, 0);
+    big.writeInt16BE(Fetch.key, 4);
+    big.writeInt16BE(11, 6);
+    big.writeInt32BE(42, 8);
+    c.sendRaw(big);
+    const f = new Reader(await c.next());
+    assert.equal(readResponseHeader(f, 0), 42);
+    const fetch = decodeMessage<{ errorCode: number; responses: unknown[] }>(Fetch.response, 11, f);
+    assert.deepEqual([fetch.errorCode, fetch.responses, f.remaining], [10, [], 0]);
+    c.close();
   });
 });

@@ -30,7 +30,8 @@ export async function tabletServer(flags: StartFlags): Promise<void> {
   const log = createLogger().child({ role: 'tablet-server' });
   const server = await ClusterTabletServer.start(serverSettings(flags), log);
   const { host, port } = server.rpcAddress;
-  process.stdout.write(`ready bootstrap=${host}:${port}${httpPart(server.httpAddress)} tablet-server=${server.id}\n`);
+  const kafka = server.kafkaAddress ? ` kafka=${server.kafkaAddress.host}:${server.kafkaAddress.port}` : '';
+  process.stdout.write(`ready bootstrap=${host}:${port}${httpPart(server.httpAddress)}${kafka} tablet-server=${server.id}\n`);
   onShutdown(log, () => server.stop());
 }
 

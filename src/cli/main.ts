@@ -44,9 +44,11 @@ serverCommand('coordinator-server', 'start a coordinator of a cluster on ZooKeep
   await coordinatorServer(opts);
 });
 
-serverCommand('tablet-server', 'start a tablet server of a cluster on ZooKeeper (zookeeper.address, tablet-server.id); it serves HTTP only with --http-port or http.port').action(async (opts) => {
-  await tabletServer(opts);
-});
+serverCommand('tablet-server', 'start a tablet server of a cluster on ZooKeeper (zookeeper.address, tablet-server.id); it serves HTTP only with --http-port or http.port')
+  .option('--kafka-port <port>', 'also serve the Kafka protocol on this port (kafka.enabled, a KAFKA listener in bind.listeners)')
+  .action(async (opts) => {
+    await tabletServer(opts);
+  });
 
 program
   .command('tiering')

@@ -121,7 +121,7 @@ export const OPTIONS: readonly OptionDef[] = [
   d({ key: 'tablet-server.rack', scope: 'server', type: 'string', description: 'Rack (or zone) of this tablet server: replicas of one bucket are spread over racks first.' }),
   d({ key: 'kafka.enabled', scope: 'server', type: 'bool', default: 'false', description: 'Serve the Kafka protocol on the listener of bind.listeners named by kafka.listener.names (tributary start --kafka-port adds one).' }),
   d({ key: 'kafka.listener.names', scope: 'server', type: 'string', default: 'KAFKA', description: 'Name of the listener in bind.listeners that speaks the Kafka protocol.' }),
-  d({ key: 'kafka.database', scope: 'server', type: 'string', default: 'kafka', description: 'Database whose log tables are the Kafka topics; created on start when missing.' }),
+  d({ key: 'kafka.database', scope: 'server', type: 'string', default: 'kafka', description: 'Database whose log tables are the Kafka topics; created on start when missing, or with the first topic when no coordinator is active at start.' }),
   d({ key: 'kafka.auto-create-topics', scope: 'server', type: 'bool', default: 'false', description: 'Metadata and Produce for an unknown topic create it as a raw topic table with num.partitions buckets.' }),
   d({ key: 'num.partitions', scope: 'server', type: 'int', default: '1', min: 1, max: 4096, description: 'Buckets of a topic created by auto-creation, or by CreateTopics with NumPartitions -1.' }),
   d({ key: 'kafka.fetch.max-bytes', scope: 'server', type: 'memory', default: '50mb', description: 'Most record bytes one Kafka Fetch response carries, whatever the consumer asks (its fetch.max.bytes is honoured below it).' }),

@@ -60,8 +60,8 @@ const OFFSET_EARLIEST = 0;
 const OFFSET_LATEST = 1;
 const OFFSET_TIMESTAMP = 2;
 
-/** A named error's Kafka code and message, for a partition or topic entry. */
-function failure(err: unknown): { errorCode: number; errorMessage: string } {
+/** A named error's Kafka code and message, for a partition or topic entry or a whole request. */
+export function kafkaFailure(err: unknown): { errorCode: number; errorMessage: string } {
   if (err instanceof KafkaDecodeError || err instanceof CompressionError) return { errorCode: KafkaErrors.CORRUPT_MESSAGE, errorMessage: err.message };
   if (err instanceof TributaryError) return { errorCode: KafkaErrors[kafkaErrorOf(err.errorName)], errorMessage: err.message };
   return { errorCode: KafkaErrors.UNKNOWN_SERVER_ERROR, errorMessage: err instanceof Error ? err.message : String(err) };
@@ -82,7 +82,7 @@ export class KafkaBroker {
 
   /** Makes sure `kafka.database` exists, then starts the group coordinator. */
   async start(): Promise<void> {
-    await this.backend.call(ApiKeys.CreateDatabase, { databaseName: this.options.database, databaseJson: '{}', ignoreIfExists: true });
+    await this.ensureDatabase();
     await this.groups.start();
   }
 
@@ -118,7 +118,26 @@ export class KafkaBroker {
     return { table, mapping: topicMapping(table), buckets: meta.bucketMetadata };
   }
 
+  /**
+   * Creates the topic's table, and `kafka.database` if it is missing: the listener creates it when it
+   * starts, but a tablet server's listener may start while no coordinator is active.
+   */
   private async createRawTopic(name: string, partitions: number, replicationFactor: number): Promise<void> {
+    try {
+      await this.createRawTable(name, partitions, replicationFactor);
+    } catch (err) {
+      if (!(err instanceof TributaryError) || err.errorName !== 'DATABASE_NOT_EXIST') throw err;
+      await this.ensureDatabase();
+      await this.createRawTable(name, partitions, replicationFactor);
+    }
+  }
+
+  /** Creates `kafka.database` unless it exists. */
+  async ensureDatabase(): Promise<void> {
+    await this.backend.call(ApiKeys.CreateDatabase, { databaseName: this.options.database, databaseJson: '{}', ignoreIfExists: true });
+  }
+
+  private async createRawTable(name: string, partitions: number, replicationFactor: number): Promise<void> {
     await this.backend.call(ApiKeys.CreateTable, {
       tablePath: this.path(name),
       tableJson: JSON.stringify({
@@ -149,7 +168,14 @@ export class KafkaBroker {
   async metadata(req: MetadataRequest): Promise<MetadataResponse> {
     let names: string[];
     if (req.topics === null || req.topics.length === 0) {
-      names = (await this.backend.call(ApiKeys.ListTables, { databaseName: this.options.database })).tableNames;
+      names = await this.backend.call(ApiKeys.ListTables, { databaseName: this.options.database }).then(
+        (r) => r.tableNames,
+        (err: unknown) => {
+          // No topic was created yet.
+          if (err instanceof TributaryError && err.errorName === 'DATABASE_NOT_EXIST') return [];
+          throw err;
+        },
+      );
     } else names = req.topics.map((t) => t.name);
     const listing = req.topics === null || req.topics.length === 0;
     const create = this.options.autoCreateTopics && req.allowAutoTopicCreation && !listing;
@@ -181,7 +207,7 @@ export class KafkaBroker {
         })),
       };
     } catch (err) {
-      return { errorCode: failure(err).errorCode, name, isInternal: false, partitions: [] };
+      return { errorCode: kafkaFailure(err).errorCode, name, isInternal: false, partitions: [] };
     }
   }
 
@@ -196,7 +222,7 @@ export class KafkaBroker {
           if (!req.validateOnly) await this.createRawTopic(t.name, t.numPartitions, t.replicationFactor);
           return { name: t.name, errorCode: 0, errorMessage: null };
         } catch (err) {
-          return { name: t.name, ...failure(err) };
+          return { name: t.name, ...kafkaFailure(err) };
         }
       }),
     );
@@ -211,7 +237,7 @@ export class KafkaBroker {
           await this.backend.call(ApiKeys.DropTable, { tablePath: this.path(name), ignoreIfNotExists: false, purge: false });
           return { name, errorCode: 0, errorMessage: null };
         } catch (err) {
-          return { name, ...failure(err) };
+          return { name, ...kafkaFailure(err) };
         }
       }),
     );
@@ -251,7 +277,7 @@ export class KafkaBroker {
             .map(([name, value, isDefault]) => ({ name, value, readOnly: true, isDefault, configSource: isDefault ? SOURCE_DEFAULT_CONFIG : SOURCE_TOPIC_CONFIG, isSensitive: false, synonyms: [] }));
           return { errorCode: 0, errorMessage: null, ...head, configs };
         } catch (err) {
-          return { ...failure(err), ...head, configs: [] };
+          return { ...kafkaFailure(err), ...head, configs: [] };
         }
       }),
     );
@@ -278,7 +304,7 @@ export class KafkaBroker {
           if (req.transactionalId !== null) throw new TributaryError('INVALID_ARGUMENT', 'transactions are not supported');
           topic = await this.topic(t.name, this.options.autoCreateTopics);
         } catch (err) {
-          const { errorCode, errorMessage } = failure(err);
+          const { errorCode, errorMessage } = kafkaFailure(err);
           return { name: t.name, partitions: t.partitions.map((p) => producePartition(p.partitionIndex, errorCode, errorMessage)) };
         }
         const prepared = t.partitions.map((p) => {
@@ -290,7 +316,7 @@ export class KafkaBroker {
         });
         const good = prepared.filter((p): p is { partition: number; records: Buffer } => 'records' in p);
         const answered = new Map<number, ProducePartitionResponse>();
-        for (const p of prepared) if ('error' in p) answered.set(p.partition, producePartition(p.partition, failure(p.error).errorCode, failure(p.error).errorMessage));
+        for (const p of prepared) if ('error' in p) answered.set(p.partition, producePartition(p.partition, kafkaFailure(p.error).errorCode, kafkaFailure(p.error).errorMessage));
         if (good.length > 0) {
           try {
             const resp = await this.backend.call(ApiKeys.ProduceLog, {
@@ -304,7 +330,7 @@ export class KafkaBroker {
               answered.set(b.bucketId, { ...producePartition(b.bucketId, code, b.errorMessage ?? null), baseOffset: b.errorCode === undefined ? b.baseOffset : -1n });
             }
           } catch (err) {
-            const { errorCode, errorMessage } = failure(err);
+            const { errorCode, errorMessage } = kafkaFailure(err);
             for (const p of good) answered.set(p.partition, producePartition(p.partition, errorCode, errorMessage));
           }
         }
@@ -352,13 +378,15 @@ export class KafkaBroker {
         try {
           topic = await this.topic(t.name);
         } catch (err) {
-          return { name: t.name, partitions: t.partitions.map((p) => ({ partitionIndex: p.partitionIndex, errorCode: failure(err).errorCode, timestamp: -1n, offset: -1n, leaderEpoch: -1 })) };
+          return { name: t.name, partitions: t.partitions.map((p) => ({ partitionIndex: p.partitionIndex, errorCode: kafkaFailure(err).errorCode, timestamp: -1n, offset: -1n, leaderEpoch: -1 })) };
         }
         const partitions = await Promise.all(
           t.partitions.map(async (p) => {
             const ts = p.timestamp;
-            const offsetType = ts === EARLIEST_TIMESTAMP ? OFFSET_EARLIEST : ts < 0n ? OFFSET_LATEST : OFFSET_TIMESTAMP;
             const head = { partitionIndex: p.partitionIndex, timestamp: -1n, leaderEpoch: topic.buckets.find((b) => b.bucketId === p.partitionIndex)?.leaderEpoch ?? -1 };
+            // -3 (max timestamp) and the newer special timestamps need record timestamps indexed, which logs do not.
+            if (ts < 0n && ts !== EARLIEST_TIMESTAMP && ts !== LATEST_TIMESTAMP) return { ...head, errorCode: KafkaErrors.UNSUPPORTED_VERSION, offset: -1n };
+            const offsetType = ts === EARLIEST_TIMESTAMP ? OFFSET_EARLIEST : ts === LATEST_TIMESTAMP ? OFFSET_LATEST : OFFSET_TIMESTAMP;
             try {
               const resp = await this.backend.call(ApiKeys.ListOffsets, {
                 followerServerId: -1,
@@ -371,7 +399,7 @@ export class KafkaBroker {
               if (b.errorCode !== undefined) return { ...head, errorCode: KafkaErrors[kafkaErrorOf(errorNameOf(b.errorCode))], offset: -1n };
               return { ...head, errorCode: 0, offset: b.offset, timestamp: offsetType === OFFSET_TIMESTAMP ? ts : -1n };
             } catch (err) {
-              return { ...head, errorCode: failure(err).errorCode, offset: -1n };
+              return { ...head, errorCode: kafkaFailure(err).errorCode, offset: -1n };
             }
           }),
         );
@@ -416,7 +444,7 @@ export class KafkaBroker {
     const responses = await Promise.all(
       resolved.map(async (r) => {
         if (!r.topic) {
-          return { topic: r.t.topic, partitions: r.t.partitions.map((p) => fetchPartition(p.partition, failure(r.error).errorCode)) };
+          return { topic: r.t.topic, partitions: r.t.partitions.map((p) => fetchPartition(p.partition, kafkaFailure(r.error).errorCode)) };
         }
         const topic = r.topic;
         const answers = byTable.get(`${next++}`)!;
@@ -429,7 +457,7 @@ export class KafkaBroker {
               const records = await this.toKafkaBatches(topic, Buffer.from(b.records.buffer, b.records.byteOffset, b.records.byteLength));
               return { ...fetchPartition(p.partition, 0), highWatermark: b.highWatermark, lastStableOffset: b.highWatermark, logStartOffset: b.logStartOffset, records };
             } catch (err) {
-              return fetchPartition(p.partition, failure(err).errorCode);
+              return fetchPartition(p.partition, kafkaFailure(err).errorCode);
             }
           }),
         );

@@ -86,7 +86,6 @@ export async function startKafkaListener(
       offsetsBuckets: options.int('kafka.group.offsets-buckets'),
     },
   });
-  await broker.start();
   const listener = new KafkaListener(broker, {
     host: listen.host,
     port: listen.port,
@@ -94,6 +93,8 @@ export async function startKafkaListener(
     idleTimeoutMs: options.durationMs('netty.connection.max-idle-time'),
     logger: log,
   });
+  // Tolerated on a tablet server, where no coordinator may be active yet: the first topic creates the database then.
+  await broker.start().catch((err: unknown) => log.info({ err }, 'kafka.database is created with the first topic; consumer groups are not served'));
   const address = await listener.listen();
   self = address;
   log.info({ kafka: address }, 'kafka listener started');

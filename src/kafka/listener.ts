@@ -18,9 +18,10 @@
  *   header or body that does not decode         CORRUPT_MESSAGE
  *   a handler failing unexpectedly              UNKNOWN_SERVER_ERROR, logged
  *   Produce with acks 0                         no answer, as Kafka's protocol says
- * An error answer is the response header followed by the int16 error code: every Kafka response
- * body that has a top-level error code starts with it, and a client that cannot read it fails that
- * request, not the server or its other connections.
+ * An error answer of an API and version served is that API's response (protocol/error-response.ts):
+ * the top-level error code where the version has one, else the code on every requested topic or
+ * partition. An unknown API key or version, or an oversized frame whose header did not arrive, has
+ * no known response shape: its answer is the response header v0 followed by the int16 error code.
  */
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
@@ -51,11 +52,11 @@ import {
   SyncGroup,
 } from './protocol/apis/index.js';
 import { KafkaErrors } from './protocol/error-codes.js';
+import { errorResponse } from './protocol/error-response.js';
 import { readRequestHeaderRest, readRequestHeaderStart, responseHeaderVersion, writeResponseHeader } from './protocol/headers.js';
 import { KafkaDecodeError, Reader, Writer } from './protocol/primitives.js';
 import { decodeMessage, encodeMessage } from './protocol/schema.js';
-import type { KafkaBroker } from './broker.js';
-import { CompressionError } from './records/compression.js';
+import { type KafkaBroker, kafkaFailure } from './broker.js';
 
 export interface KafkaListenerOptions {
   host: string;
@@ -98,8 +99,11 @@ const HANDLERS = new Map<number, Handler>([
   [DescribeGroups.key, (b, r) => b.groups.describeGroups(r)],
 ]);
 
+/** A request frame, or the frame error that ends the stream, answered after the frames before it. */
+type QueueItem = { kind: 'frame'; frame: Buffer } | { kind: 'frame-error'; header: Buffer | undefined; code: number };
+
 class KafkaConnection {
-  readonly queue: Buffer[] = [];
+  readonly queue: QueueItem[] = [];
   running = false;
   closing = false;
   constructor(
@@ -147,12 +151,10 @@ export class KafkaListener {
     });
     socket.on('data', (chunk: Buffer) => {
       if (conn.closing) return;
-      const error = conn.decoder.push(chunk, (frame) => conn.queue.push(frame));
+      const error = conn.decoder.push(chunk, (frame) => conn.queue.push({ kind: 'frame', frame }));
       if (error) {
-        // Answered after the frames before it, then the connection ends.
-        const id = error.kind === 'oversized' && error.header ? error.header.readInt32BE(4) : 0;
-        const code = error.kind === 'oversized' ? KafkaErrors.MESSAGE_TOO_LARGE : KafkaErrors.CORRUPT_MESSAGE;
-        conn.queue.push(errorFrameMarker(id, code));
+        const oversized = error.kind === 'oversized';
+        conn.queue.push({ kind: 'frame-error', header: oversized ? error.header : undefined, code: oversized ? KafkaErrors.MESSAGE_TOO_LARGE : KafkaErrors.CORRUPT_MESSAGE });
         conn.closing = true;
       }
       void this.drain(conn);
@@ -169,14 +171,13 @@ export class KafkaListener {
     conn.running = true;
     try {
       while (conn.queue.length > 0 && !conn.socket.destroyed) {
-        const frame = conn.queue.shift()!;
-        const marker = ERROR_MARKERS.get(frame);
-        if (marker) {
-          this.write(conn, errorAnswer(marker.correlationId, 0, marker.code));
+        const item = conn.queue.shift()!;
+        if (item.kind === 'frame-error') {
+          this.write(conn, this.frameErrorAnswer(item.header, item.code));
           conn.socket.end();
           return;
         }
-        const answer = await this.handle(frame, conn.socket.remoteAddress ?? '');
+        const answer = await this.handle(item.frame, conn.socket.remoteAddress ?? '');
         if (answer) this.write(conn, answer);
       }
     } finally {
@@ -196,13 +197,11 @@ export class KafkaListener {
   private async handle(frame: Buffer, clientHost: string): Promise<Buffer[] | undefined> {
     const r = new Reader(frame);
     const { apiKey, apiVersion, correlationId } = readRequestHeaderStart(r);
-    const api = APIS.get(apiKey);
-    if (!api) return errorAnswer(correlationId, 0, KafkaErrors.UNSUPPORTED_VERSION);
-    if (apiVersion < api.minVersion || apiVersion > api.maxVersion) {
-      if (api === ApiVersions) return this.answer(api, 0, correlationId, this.broker.unsupportedApiVersions());
-      return errorAnswer(correlationId, 0, KafkaErrors.UNSUPPORTED_VERSION);
+    const api = servedApi(apiKey, apiVersion);
+    if (!api) {
+      if (apiKey === ApiVersions.key) return this.answer(ApiVersions, 0, correlationId, this.broker.unsupportedApiVersions());
+      return bareErrorAnswer(correlationId, KafkaErrors.UNSUPPORTED_VERSION);
     }
-    const headerVersion = responseHeaderVersion(api, apiVersion);
     let request: unknown;
     let clientId: string | null;
     try {
@@ -211,17 +210,26 @@ export class KafkaListener {
     } catch (err) {
       if (!(err instanceof KafkaDecodeError)) throw err;
       this.options.logger.debug({ api: api.name, apiVersion, reason: err.message }, 'kafka request does not decode');
-      return errorAnswer(correlationId, headerVersion, KafkaErrors.CORRUPT_MESSAGE);
+      return this.answer(api, apiVersion, correlationId, errorResponse(api, apiVersion, undefined, KafkaErrors.CORRUPT_MESSAGE));
     }
+    const unanswered = api === Produce && (request as { acks: number }).acks === 0;
     try {
       const response = await (HANDLERS.get(apiKey)! as (b: KafkaBroker, r: unknown, c: RequestContext) => unknown)(this.broker, request, { clientId, clientHost, version: apiVersion });
-      if (api === Produce && (request as { acks: number }).acks === 0) return undefined;
-      return this.answer(api, apiVersion, correlationId, response as object);
+      return unanswered ? undefined : this.answer(api, apiVersion, correlationId, response as object);
     } catch (err) {
-      const code = err instanceof KafkaDecodeError || err instanceof CompressionError ? KafkaErrors.CORRUPT_MESSAGE : KafkaErrors.UNKNOWN_SERVER_ERROR;
-      if (code === KafkaErrors.UNKNOWN_SERVER_ERROR) this.options.logger.error({ err, api: api.name }, 'kafka request failed');
-      return errorAnswer(correlationId, headerVersion, code);
+      const { errorCode, errorMessage } = kafkaFailure(err);
+      if (errorCode === KafkaErrors.UNKNOWN_SERVER_ERROR) this.options.logger.error({ err, api: api.name }, 'kafka request failed');
+      else this.options.logger.warn({ err, api: api.name, errorCode }, 'kafka request failed');
+      return unanswered ? undefined : this.answer(api, apiVersion, correlationId, errorResponse(api, apiVersion, request, errorCode, errorMessage));
     }
+  }
+
+  /** The answer to an oversized or corrupt frame: in its API's shape when its header arrived and names one. */
+  private frameErrorAnswer(header: Buffer | undefined, code: number): Buffer[] {
+    if (!header) return bareErrorAnswer(0, code);
+    const { apiKey, apiVersion, correlationId } = readRequestHeaderStart(new Reader(header));
+    const api = servedApi(apiKey, apiVersion);
+    return api ? this.answer(api, apiVersion, correlationId, errorResponse(api, apiVersion, undefined, code)) : bareErrorAnswer(correlationId, code);
   }
 
   private answer(api: KafkaApi, version: number, correlationId: number, response: object): Buffer[] {
@@ -235,18 +243,16 @@ export class KafkaListener {
   }
 }
 
-/** A frame error stands in the queue as a marker, so it is answered after the frames before it. */
-const ERROR_MARKERS = new WeakMap<Buffer, { correlationId: number; code: number }>();
-function errorFrameMarker(correlationId: number, code: number): Buffer {
-  const marker = Buffer.alloc(0);
-  ERROR_MARKERS.set(marker, { correlationId, code });
-  return marker;
+function servedApi(apiKey: number, apiVersion: number): KafkaApi | undefined {
+  const api = APIS.get(apiKey);
+  return api && apiVersion >= api.minVersion && apiVersion <= api.maxVersion ? api : undefined;
 }
 
-function errorAnswer(correlationId: number, headerVersion: 0 | 1, code: number): Buffer[] {
+/** Response header v0 and the int16 code: for requests whose response shape is not known. */
+function bareErrorAnswer(correlationId: number, code: number): Buffer[] {
   const w = new Writer(16);
   w.int32(0);
-  writeResponseHeader(w, headerVersion, correlationId);
+  writeResponseHeader(w, 0, correlationId);
   w.int16(code);
   const out = w.finish();
   out.writeInt32BE(out.length - 4, 0);

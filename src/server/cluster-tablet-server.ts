@@ -9,6 +9,12 @@
  * With `http.port` set it serves HTTP too (node-endpoint.ts): /health, /ready (its RPC listener's
  * readiness) and /metrics (its buckets, the followers of those it leads and their lag, the process).
  *
+ * With `kafka.enabled` it also speaks the Kafka protocol on its KAFKA listener, advertised in its
+ * registration: Produce, Fetch and ListOffsets run on this server's own buckets (a partition it does
+ * not lead answers NOT_LEADER_OR_FOLLOWER, so a Kafka client refreshes its metadata), topic DDL and
+ * metadata go to the active coordinator, and Metadata names every tablet server with a Kafka
+ * listener as a broker.
+ *
  * SIGTERM is a controlled shutdown: the server asks the coordinator to move its leaderships to
  * other in-sync replicas (`tablet-server.controlled-shutdown.*`), keeps serving while they move,
  * and then stops, so that writers see a new leader instead of a gap.
@@ -19,6 +25,7 @@ import type { ServerActivity } from '../common/activity.js';
 import { TributaryError } from '../common/errors.js';
 import { createLogger, type Logger } from '../common/logger.js';
 import { schemaFromJson } from '../common/schema.js';
+import { kafkaListenerOf, parseListeners, type KafkaBrokerNode, type RunningKafkaListener, startKafkaListener, type TributaryBackend } from '../kafka/index.js';
 import { ApiKeys } from '../rpc/api-keys.js';
 import { RpcConnection } from '../rpc/connection.js';
 import * as pb from '../rpc/gen/tributary_pb.js';
@@ -35,6 +42,9 @@ import type { DataDisk } from './tablet/data-disk.js';
 import { registerTabletService } from './tablet/tablet-service.js';
 import { TabletServer } from './tablet/tablet-server.js';
 
+/** The APIs a Kafka request reaches on this server itself; every other one goes to the active coordinator. */
+const LOCAL_KAFKA_APIS = new Set<number>([ApiKeys.ProduceLog.key, ApiKeys.FetchLog.key, ApiKeys.ListOffsets.key]);
+
 export class ClusterTabletServer {
   private constructor(
     readonly id: number,
@@ -42,6 +52,7 @@ export class ClusterTabletServer {
     private readonly http: NodeEndpoint | undefined,
     private readonly options: Options,
     private readonly rpc: RpcServer,
+    private readonly kafka: RunningKafkaListener | undefined,
     private readonly tablets: TabletServer,
     private readonly registration: TabletServerRegistration,
     private readonly coordinator: CoordinatorLink,
@@ -56,7 +67,9 @@ export class ClusterTabletServer {
     const id = options.int('tablet-server.id');
     if (id === undefined) throw new TributaryError('INVALID_CONFIG_EXCEPTION', "option 'tablet-server.id' is required to start a tablet server: a unique integer, the same across restarts");
     const zooKeeper = zooKeeperSettings(options);
-    const listen = parseListener(options.string('bind.listeners')!);
+    const kafkaName = options.string('kafka.listener.names')!;
+    const listen = parseListener(options.string('bind.listeners')!, kafkaName);
+    const kafkaListen = kafkaListenerOf(options);
     return startOnDataDir(options, log, async ({ dataDir, lock, activity, disk, undo }) => {
       const requestTimeoutMs = options.durationMs('client.request-timeout');
       let registration: TabletServerRegistration | undefined;
@@ -108,13 +121,25 @@ export class ClusterTabletServer {
       undo.push(() => rpc.close());
       const bound = await rpc.listen();
       const advertised = options.string('advertised.listeners');
-      const rpcAddress = advertised ? parseListener(advertised) : bound;
+      const rpcAddress = advertised ? parseListener(advertised, kafkaName) : bound;
       const rack = options.string('tablet-server.rack');
-      registration = await TabletServerRegistration.register(zooKeeper, { id, ...rpcAddress, ...(rack ? { rack } : {}) }, log.child({ role: 'registration' }));
+      let kafka: RunningKafkaListener | undefined;
+      let kafkaAddress: { host: string; port: number } | undefined;
+      if (kafkaListen) {
+        const backend: TributaryBackend = { call: (api, req) => (LOCAL_KAFKA_APIS.has(api.key) ? rpc.invoke(api, req) : coordinator.request(api, req)) };
+        kafka = await startKafkaListener(options, kafkaListen, backend, id, (at) => kafkaBrokers(tablets, id, kafkaAddress ?? at, rack), log.child({ role: 'kafka' }));
+        undo.push(() => kafka!.close());
+        kafkaAddress = (advertised ? parseListeners(advertised).find((l) => l.name === kafkaName) : undefined) ?? kafka.address;
+      }
+      registration = await TabletServerRegistration.register(
+        zooKeeper,
+        { id, ...rpcAddress, ...(rack ? { rack } : {}), ...(kafkaAddress ? { kafka: { host: kafkaAddress.host, port: kafkaAddress.port } } : {}) },
+        log.child({ role: 'registration' }),
+      );
       registration.on('failed', (err) => log.error({ err }, 'could not register again in ZooKeeper: this server takes no new leaderships'));
       const http = metrics && (await NodeEndpoint.start(listen.host, options.int('http.port'), statusApp({ metrics, readiness: () => rpc.readiness() })));
-      log.info({ id, rpc: rpcAddress, http: http?.address, dataDir }, 'tablet server started');
-      return new ClusterTabletServer(id, rpcAddress, http, options, rpc, tablets, registration, coordinator, disk, activity, lock, log);
+      log.info({ id, rpc: rpcAddress, http: http?.address, ...(kafkaAddress ? { kafka: kafkaAddress } : {}), dataDir }, 'tablet server started');
+      return new ClusterTabletServer(id, rpcAddress, http, options, rpc, kafka, tablets, registration, coordinator, disk, activity, lock, log);
     });
   }
 
@@ -123,12 +148,18 @@ export class ClusterTabletServer {
     return this.http?.address;
   }
 
+  /** Where the Kafka listener listens, when kafka.enabled is on. */
+  get kafkaAddress(): { host: string; port: number } | undefined {
+    return this.kafka?.address;
+  }
+
   /** Controlled shutdown, then: stop serving, leave the cluster, close every replica. */
   async stop(): Promise<void> {
     this.log.info('tablet server stopping');
     await this.moveLeadershipsAway();
     await this.http?.close();
     this.tablets.stopServing();
+    await this.kafka?.close();
     await this.rpc.close();
     await this.registration.close();
     await this.coordinator.close();
@@ -160,4 +191,17 @@ export class ClusterTabletServer {
     const deadline = Date.now() + timeoutMs;
     while (this.tablets.leaderCount() > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
   }
+}
+
+/**
+ * The brokers of Metadata: every tablet server that advertises a Kafka listener, as the
+ * coordinator's UpdateMetadata last named them, and this server at its own address even before
+ * the first UpdateMetadata names it.
+ */
+function kafkaBrokers(tablets: TabletServer, id: number, self: { host: string; port: number }, rack: string | undefined): KafkaBrokerNode[] {
+  const others = tablets
+    .clusterNodes()
+    .tabletServers.filter((n) => n.nodeId !== id && n.kafka !== undefined)
+    .map((n) => ({ nodeId: n.nodeId, host: n.kafka!.host, port: n.kafka!.port, rack: n.rack ?? null }));
+  return [{ nodeId: id, host: self.host, port: self.port, rack: rack ?? null }, ...others].sort((a, b) => a.nodeId - b.nodeId);
 }

@@ -29,10 +29,8 @@ export class CoordinatorLink {
   /** The active coordinator as ZooKeeper last said, or undefined while none leads. */
   async coordinator(): Promise<ActiveCoordinator | undefined> {
     if (!this.known) {
-      const active = await readActiveCoordinator(this.session(), this.root, () => this.forget());
+      this.active = await readActiveCoordinator(this.session(), this.root, () => this.forget());
       this.known = true;
-      if (active?.id !== this.active?.id || active?.epoch !== this.active?.epoch) this.dropConnection();
-      this.active = active;
     }
     return this.active;
   }
@@ -80,9 +78,14 @@ export class CoordinatorLink {
     return RpcConnection.connect(active.host, active.port, { requestTimeoutMs: this.requestTimeoutMs, clientName: 'tributary-server' });
   }
 
-  /** The znode changed: read it again on the next request. */
+  /**
+   * The znode changed: the coordinator connected to is no longer the active one (or another term of
+   * it), so the connection goes and the next request reads the znode again. Dropped here, not when
+   * the znode is read: the read happens while the new connection opens, and would drop that one.
+   */
   private forget(): void {
     this.known = false;
+    this.dropConnection();
   }
 
   private dropConnection(): void {

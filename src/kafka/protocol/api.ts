@@ -4,6 +4,19 @@
  */
 import type { MessageSchema } from './schema.js';
 
+/**
+ * How a response's items mirror a request's, for an error answer (error-response.ts): the
+ * response array `response` has one item per item of the request array `request`, carrying the
+ * request item's `keys` (response key <- request key; '' for a request item that is the key itself,
+ * as DeleteTopics' topic names); `items` says the same one level down.
+ */
+export interface ErrorItems {
+  response: string;
+  request: string;
+  keys: Record<string, string>;
+  items?: ErrorItems;
+}
+
 export interface KafkaApi<Req = unknown, Resp = unknown> {
   key: number;
   name: string;
@@ -11,12 +24,22 @@ export interface KafkaApi<Req = unknown, Resp = unknown> {
   maxVersion: number;
   request: MessageSchema;
   response: MessageSchema;
+  /** Where an error answer repeats the requested items; none when every version has a top-level ErrorCode. */
+  errorItems?: ErrorItems;
   /** Phantom members carrying the value types of the request and response (never set). */
   readonly _types?: { request: Req; response: Resp };
 }
 
-export function kafkaApi<Req, Resp>(key: number, name: string, minVersion: number, maxVersion: number, request: MessageSchema, response: MessageSchema): KafkaApi<Req, Resp> {
-  return { key, name, minVersion, maxVersion, request, response };
+export function kafkaApi<Req, Resp>(
+  key: number,
+  name: string,
+  minVersion: number,
+  maxVersion: number,
+  request: MessageSchema,
+  response: MessageSchema,
+  errorItems?: ErrorItems,
+): KafkaApi<Req, Resp> {
+  return { key, name, minVersion, maxVersion, request, response, ...(errorItems ? { errorItems } : {}) };
 }
 
 export type RequestOf<A> = A extends KafkaApi<infer Req, unknown> ? Req : never;

@@ -102,7 +102,8 @@ function defaultOf(f: Field, version: number): unknown {
   }
 }
 
-function defaults(fields: Field[], version: number): Record<string, unknown> {
+/** Every field of `fields` at its default for `version`. */
+export function defaults(fields: Field[], version: number): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const f of fields) out[f.key] = defaultOf(f, version);
   return out;

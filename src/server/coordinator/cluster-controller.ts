@@ -163,7 +163,13 @@ function addStops(stops: Map<number, StopReplicaForBucket[]>, ref: BucketRef, re
 }
 const hasStandby = (table: TableInfo): boolean => table.schema.primaryKey !== undefined && tableOption(table.properties, 'table.kv.standby-replica.enabled')?.toLowerCase() === 'true';
 
-const serverNode = (s: TabletServerNode): ServerNode => ({ nodeId: s.id, host: s.host, port: s.port, ...(s.rack !== undefined ? { rack: s.rack } : {}) });
+const serverNode = (s: TabletServerNode): ServerNode => ({
+  nodeId: s.id,
+  host: s.host,
+  port: s.port,
+  ...(s.rack !== undefined ? { rack: s.rack } : {}),
+  ...(s.kafka !== undefined ? { kafkaListener: s.kafka } : {}),
+});
 
 export interface ClusterControllerSettings {
   store: MetadataStore;

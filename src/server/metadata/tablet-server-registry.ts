@@ -3,7 +3,8 @@
  * servers are live.
  *
  *   <root>/tabletservers/ids/<id>   ephemeral, created by the tablet server itself with its own session;
- *                                   JSON {version: 1, host, port, rack?, register_timestamp}
+ *                                   JSON {version: 1, host, port, rack?, kafka?: {host, port},
+ *                                   register_timestamp} (kafka: its advertised Kafka listener)
  *
  * A server is live exactly while its znode exists: it goes when the server's session closes or
  * expires. The znode's owner (the registering session's id) tells a server that restarted from the
@@ -30,6 +31,8 @@ export interface TabletServerAddress {
   host: string;
   port: number;
   rack?: string;
+  /** The advertised Kafka listener, when the server speaks the Kafka protocol. */
+  kafka?: { host: string; port: number };
 }
 
 /** A live tablet server as the coordinator sees it. */
@@ -44,6 +47,7 @@ interface Registration {
   host: string;
   port: number;
   rack?: string;
+  kafka?: { host: string; port: number };
   register_timestamp: number;
 }
 
@@ -101,6 +105,7 @@ export class TabletServerRegistration extends EventEmitter<{ registered: [ZooKee
       host: server.host,
       port: server.port,
       ...(server.rack !== undefined ? { rack: server.rack } : {}),
+      ...(server.kafka !== undefined ? { kafka: server.kafka } : {}),
       register_timestamp: Date.now(),
     };
     const znode = `${idsDir(root)}/${server.id}`;
@@ -230,7 +235,7 @@ export class LiveTabletServers extends EventEmitter<{ joined: [TabletServerNode]
         if (!node) continue;
         this.watched.add(id);
         const reg = JSON.parse(node.data.toString('utf8')) as Registration;
-        present.set(id, { id, host: reg.host, port: reg.port, ...(reg.rack !== undefined ? { rack: reg.rack } : {}), registerTimestamp: reg.register_timestamp, session: node.owner });
+        present.set(id, { id, host: reg.host, port: reg.port, ...(reg.rack !== undefined ? { rack: reg.rack } : {}), ...(reg.kafka !== undefined ? { kafka: reg.kafka } : {}), registerTimestamp: reg.register_timestamp, session: node.owner });
       }
       for (const [id, known] of this.servers) {
         const now = present.get(id);

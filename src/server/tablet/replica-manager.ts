@@ -56,6 +56,8 @@ export interface ServerNode {
   host: string;
   port: number;
   rack?: string;
+  /** Its advertised Kafka listener, when it speaks the Kafka protocol. */
+  kafka?: { host: string; port: number };
 }
 
 /** What a tablet server of a cluster is given: its id and its channels to the other servers. */
@@ -228,7 +230,13 @@ export class ReplicaManager {
 
   async updateMetadata(req: pb.UpdateMetadataRequest): Promise<MessageInitShape<typeof pb.UpdateMetadataResponseSchema>> {
     this.fence(req.coordinatorEpoch);
-    const node = (n: pb.PbServerNode): ServerNode => ({ nodeId: n.nodeId, host: n.host, port: n.port, ...(n.rack !== undefined ? { rack: n.rack } : {}) });
+    const node = (n: pb.PbServerNode): ServerNode => ({
+      nodeId: n.nodeId,
+      host: n.host,
+      port: n.port,
+      ...(n.rack !== undefined ? { rack: n.rack } : {}),
+      ...(n.kafkaListener ? { kafka: { host: n.kafkaListener.host, port: n.kafkaListener.port } } : {}),
+    });
     if (req.coordinatorServer) this.coordinatorNode = node(req.coordinatorServer);
     this.nodes.clear();
     for (const n of req.tabletServers) this.nodes.set(n.nodeId, node(n));

@@ -35,4 +35,5 @@ export const CreatePartitions = kafkaApi<CreatePartitionsRequest, CreatePartitio
     f('ThrottleTimeMs', 'int32', '0+'),
     f('Results', { array: [f('Name', 'string', '0+'), f('ErrorCode', 'int16', '0+'), f('ErrorMessage', 'string', '0+', { nullableVersions: '0+', default: null })] }, '0+'),
   ]),
+  { response: 'results', request: 'topics', keys: { name: 'name' } },
 );

@@ -59,4 +59,5 @@ export const CreateTopics = kafkaApi<CreateTopicsRequest, CreateTopicsResponse>(
     f('ThrottleTimeMs', 'int32', '2+'),
     f('Topics', { array: [f('Name', 'string', '0+'), f('ErrorCode', 'int16', '0+'), f('ErrorMessage', 'string', '1+', { nullableVersions: '0+', default: null })] }, '0+'),
   ]),
+  { response: 'topics', request: 'topics', keys: { name: 'name' } },
 );

@@ -28,4 +28,5 @@ export const DeleteTopics = kafkaApi<DeleteTopicsRequest, DeleteTopicsResponse>(
     f('ThrottleTimeMs', 'int32', '1+'),
     f('Responses', { array: [f('Name', 'string', '0+'), f('ErrorCode', 'int16', '0+'), f('ErrorMessage', 'string', '5+', { nullableVersions: '5+', default: null })] }, '0+'),
   ]),
+  { response: 'responses', request: 'topicNames', keys: { name: '' } },
 );

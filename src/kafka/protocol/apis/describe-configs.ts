@@ -80,4 +80,5 @@ export const DescribeConfigs = kafkaApi<DescribeConfigsRequest, DescribeConfigsR
       '0+',
     ),
   ]),
+  { response: 'results', request: 'resources', keys: { resourceType: 'resourceType', resourceName: 'resourceName' } },
 );

@@ -80,4 +80,5 @@ export const DescribeGroups = kafkaApi<DescribeGroupsRequest, DescribeGroupsResp
       '0+',
     ),
   ]),
+  { response: 'groups', request: 'groups', keys: { groupId: '' } },
 );

@@ -104,7 +104,7 @@ export const Fetch = kafkaApi<FetchRequest, FetchResponse>(
               array: [
                 f('PartitionIndex', 'int32', '0+'),
                 f('ErrorCode', 'int16', '0+'),
-                f('HighWatermark', 'int64', '0+'),
+                f('HighWatermark', 'int64', '0+', { default: -1n }),
                 f('LastStableOffset', 'int64', '4+', { default: -1n }),
                 f('LogStartOffset', 'int64', '5+', { default: -1n }),
                 f('DivergingEpoch', { struct: [f('Epoch', 'int32', '12+', { default: -1 }), f('EndOffset', 'int64', '12+', { default: -1n })] }, '12+', { taggedVersions: '12+', tag: 0 }),
@@ -122,4 +122,5 @@ export const Fetch = kafkaApi<FetchRequest, FetchResponse>(
       '0+',
     ),
   ]),
+  { response: 'responses', request: 'topics', keys: { topic: 'topic' }, items: { response: 'partitions', request: 'partitions', keys: { partitionIndex: 'partition' } } },
 );

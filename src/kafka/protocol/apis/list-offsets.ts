@@ -73,4 +73,5 @@ export const ListOffsets = kafkaApi<ListOffsetsRequest, ListOffsetsResponse>(
       '0+',
     ),
   ]),
+  { response: 'topics', request: 'topics', keys: { name: 'name' }, items: { response: 'partitions', request: 'partitions', keys: { partitionIndex: 'partitionIndex' } } },
 );

@@ -93,4 +93,5 @@ export const Metadata = kafkaApi<MetadataRequest, MetadataResponse>(
     ),
     f('ClusterAuthorizedOperations', 'int32', '8+', { default: UNKNOWN_OPERATIONS }),
   ]),
+  { response: 'topics', request: 'topics', keys: { name: 'name' } },
 );

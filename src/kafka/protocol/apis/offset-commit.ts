@@ -72,4 +72,5 @@ export const OffsetCommit = kafkaApi<OffsetCommitRequest, OffsetCommitResponse>(
     f('ThrottleTimeMs', 'int32', '3+'),
     f('Topics', { array: [f('Name', 'string', '0+'), f('Partitions', { array: [f('PartitionIndex', 'int32', '0+'), f('ErrorCode', 'int16', '0+')] }, '0+')] }, '0+'),
   ]),
+  { response: 'topics', request: 'topics', keys: { name: 'name' }, items: { response: 'partitions', request: 'partitions', keys: { partitionIndex: 'partitionIndex' } } },
 );

@@ -69,4 +69,5 @@ export const OffsetFetch = kafkaApi<OffsetFetchRequest, OffsetFetchResponse>(
     ),
     f('ErrorCode', 'int16', '2+'),
   ]),
+  { response: 'topics', request: 'topics', keys: { name: 'name' }, items: { response: 'partitions', request: 'partitionIndexes', keys: { partitionIndex: '' } } },
 );

@@ -61,7 +61,7 @@ export const Produce = kafkaApi<ProduceRequest, ProduceResponse>(
               array: [
                 f('PartitionIndex', 'int32', '0+'),
                 f('ErrorCode', 'int16', '0+'),
-                f('BaseOffset', 'int64', '0+'),
+                f('BaseOffset', 'int64', '0+', { default: -1n }),
                 f('LogAppendTimeMs', 'int64', '2+', { default: -1n }),
                 f('LogStartOffset', 'int64', '5+', { default: -1n }),
                 f('RecordErrors', { array: [f('BatchIndex', 'int32', '8+'), f('BatchIndexErrorMessage', 'string', '8+', { nullableVersions: '8+', default: null })] }, '8+'),
@@ -76,4 +76,5 @@ export const Produce = kafkaApi<ProduceRequest, ProduceResponse>(
     ),
     f('ThrottleTimeMs', 'int32', '1+'),
   ]),
+  { response: 'responses', request: 'topics', keys: { name: 'name' }, items: { response: 'partitions', request: 'partitions', keys: { partitionIndex: 'partitionIndex' } } },
 );

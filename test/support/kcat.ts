@@ -1,0 +1,9 @@
+/** Runs Debian's `kcat` (librdkafka), an independent Kafka client, with `input` on its stdin. */
+import { execFile } from 'node:child_process';
+
+export function kcat(args: string[], input?: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = execFile('kcat', args, { timeout: 30_000 }, (err, stdout, stderr) => (err ? reject(new Error(`kcat ${args.join(' ')}: ${stderr}`)) : resolve(stdout)));
+    child.stdin!.end(input ?? '');
+  });
+}
