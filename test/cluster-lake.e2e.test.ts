@@ -14,7 +14,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import type { Connection } from '../src/client/index.js';
 import type { TablePath } from '../src/common/schema.js';
-import { useCluster } from './support/cluster.js';
+import { useCluster, until } from './support/cluster.js';
 import type { ServerProcess } from './support/server-process.js';
 
 const cluster = useCluster({
@@ -22,16 +22,6 @@ const cluster = useCluster({
   settings: { 'default.replication.factor': '3', 'log.segment.file-size': '4kb', 'log.retention.check-interval': '200ms' },
   sql: 'shop',
 });
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 /** Appends rows with ids [from, from + count) in batches of 50, acknowledged by every in-sync replica. */
 async function write(conn: Connection, table: TablePath, from: number, count: number): Promise<void> {

@@ -24,7 +24,7 @@ import { ErrorCodes } from '../src/common/errors.js';
 import type { TablePath } from '../src/common/schema.js';
 import { ApiKeys } from '../src/rpc/api-keys.js';
 import { RpcConnection } from '../src/rpc/connection.js';
-import { useCluster } from './support/cluster.js';
+import { useCluster, until } from './support/cluster.js';
 
 const cluster = useCluster({
   zooKeeper: { coordinators: 2, tabletServers: 3 },
@@ -47,16 +47,6 @@ async function write(conn: Connection, path: TablePath, batch: { id: bigint; v: 
     await writer.flush();
   } finally {
     await writer.close().catch(() => undefined);
-  }
-}
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
   }
 }
 

@@ -12,7 +12,7 @@ import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { RebalanceProgress } from '../src/client/index.js';
 import type { TablePath } from '../src/common/schema.js';
-import { useCluster } from './support/cluster.js';
+import { useCluster, until } from './support/cluster.js';
 
 const cluster = useCluster(
   {
@@ -25,16 +25,6 @@ const cluster = useCluster(
 const path: TablePath = { database: 'ops', table: 'moving' };
 /** Rows the first test wrote and had acknowledged: the table holds these, and no others, after it. */
 let written = 0;
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await sleep(200);
-  }
-}
 
 async function query(sql: string): Promise<Record<string, unknown>[]> {
   const { result } = await cluster.sql.execute(sql);

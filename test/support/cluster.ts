@@ -294,3 +294,14 @@ export async function startCluster(t: TestContext, options: ClusterOptions = {})
   t.after(() => cluster.stop());
   return cluster;
 }
+
+/** Polls `probe` until it gives a value (errors count as none), or fails after `timeoutMs`. */
+export async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe().catch(() => undefined);
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
