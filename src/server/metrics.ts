@@ -141,6 +141,15 @@ export class NodeMetrics {
     if (sources.replicas) {
       scalar('tributary_server_led_buckets', 'Buckets this tablet server leads.', () => current().replicas.led);
       scalar('tributary_server_under_replicated_buckets', 'Buckets this tablet server leads with fewer replicas in the ISR than assigned.', () => current().replicas.underReplicated);
+      seriesGauge(
+        registers,
+        'tributary_kv_restores_total',
+        'KV states of primary-key buckets opened (as leader or standby) since the start, by source: snapshot (a registered KV snapshot restored), local (a standby\'s warm state), none (no snapshot: the changelog alone).',
+        ['source'] as const,
+        () => Object.entries(current().replicas.kvRestores),
+        ([source]) => ({ source }),
+        ([, n]) => n,
+      );
       const follower = (name: string, help: string, value: (f: FollowerMetrics) => number | undefined): void =>
         seriesGauge(registers, name, help, FOLLOWER_LABELS, () => followers().buckets, followerLabels, value);
       follower('tributary_replica_lag_records', 'Records a follower of a bucket this server leads is behind the leader\'s log end (absent before its first fetch of this leader epoch).', (f) =>
@@ -228,7 +237,7 @@ export class NodeMetrics {
     const { sources } = this;
     return {
       buckets: sources.buckets?.() ?? [],
-      replicas: sources.replicas?.() ?? { led: 0, underReplicated: 0, followers: [] },
+      replicas: sources.replicas?.() ?? { led: 0, underReplicated: 0, followers: [], kvRestores: { snapshot: 0, local: 0, none: 0 } },
       cluster: sources.cluster?.() ?? { tabletServers: 0, offlineBuckets: 0, underReplicatedBuckets: 0, isrShrinks: 0, isrExpands: 0, bucketsMoving: 0 },
       lakeTables: sources.lakeTables?.() ?? [],
       tables: sources.tables?.() ?? { tables: 0, partitions: 0 },

@@ -103,6 +103,8 @@ export interface ReplicaMetrics {
   /** Led, with fewer in-sync replicas than replicas. */
   underReplicated: number;
   followers: FollowerMetrics[];
+  /** KV states opened (leader or standby) since the start, by where they came from. */
+  kvRestores: Record<KvRecoverySource, number>;
 }
 
 const ACKS = new Set([0, 1, -1]);
@@ -391,7 +393,7 @@ export class TabletServer implements BucketLifecycle {
 
   /** The buckets this server leads and, in a cluster, their followers' lag behind the leader's log end. */
   replicaMetrics(nowMs = Date.now()): ReplicaMetrics {
-    const out: ReplicaMetrics = { led: 0, underReplicated: 0, followers: [] };
+    const out: ReplicaMetrics = { led: 0, underReplicated: 0, followers: [], kvRestores: { ...this.kvRestores } };
     for (const r of this.replicas.values()) {
       if (r.role !== 'leader') continue;
       out.led++;
