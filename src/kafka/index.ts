@@ -8,14 +8,14 @@
 import type { Options } from '../common/config.js';
 import { TributaryError } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
-import type { KafkaBrokerNode, TributaryBackend } from './backend.js';
+import type { KafkaBrokerNode, LakeHistory, TributaryBackend } from './backend.js';
 import { KafkaBroker } from './broker.js';
 import { KafkaListener } from './listener.js';
 import { initKafkaCompression } from './records/compression.js';
 
 import { groupLag, type GroupLag } from './groups/group-coordinator.js';
 
-export type { KafkaBrokerNode, TributaryBackend } from './backend.js';
+export type { KafkaBrokerNode, LakeCursor, LakeHistory, LakeRun, TributaryBackend } from './backend.js';
 export type { GroupLag } from './groups/group-coordinator.js';
 
 export interface Listener {
@@ -53,7 +53,8 @@ export interface RunningKafkaListener {
 
 /**
  * Starts the Kafka listener on `listen`; `nodeId` is this server's id, `brokers` the Kafka
- * listeners of the servers that lead buckets, given this one's bound address.
+ * listeners of the servers that lead buckets, given this one's bound address, `lake` the history
+ * of lake-enabled topics below their log start.
  */
 export async function startKafkaListener(
   options: Options,
@@ -61,15 +62,17 @@ export async function startKafkaListener(
   backend: TributaryBackend,
   nodeId: number,
   brokers: (self: { host: string; port: number }) => KafkaBrokerNode[],
+  lake: LakeHistory,
   log: Logger,
 ): Promise<RunningKafkaListener> {
   await initKafkaCompression();
   let self = { host: listen.host, port: listen.port };
-  const broker = new KafkaBroker(backend, {
+  const broker = new KafkaBroker(backend, lake, {
     database: options.string('kafka.database')!,
     autoCreateTopics: options.bool('kafka.auto-create-topics'),
     defaultPartitions: options.int('num.partitions'),
     fetchMaxBytes: options.bytes('kafka.fetch.max-bytes'),
+    lakeCursors: options.int('kafka.fetch.lake-cursors'),
     maxBatchBytes: options.bytes('rpc.max-frame-size'),
     maxWaitMs: options.durationMs('rpc.max-wait'),
     nodeId,

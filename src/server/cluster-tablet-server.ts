@@ -25,6 +25,7 @@ import type { ServerActivity } from '../common/activity.js';
 import { TributaryError } from '../common/errors.js';
 import { createLogger, type Logger } from '../common/logger.js';
 import { schemaFromJson } from '../common/schema.js';
+import { kafkaLakeHistory } from './kafka-lake-history.js';
 import { kafkaListenerOf, parseListeners, type KafkaBrokerNode, type RunningKafkaListener, startKafkaListener, type TributaryBackend } from '../kafka/index.js';
 import { ApiKeys } from '../rpc/api-keys.js';
 import { RpcConnection } from '../rpc/connection.js';
@@ -127,7 +128,7 @@ export class ClusterTabletServer {
       let kafkaAddress: { host: string; port: number } | undefined;
       if (kafkaListen) {
         const backend: TributaryBackend = { call: (api, req) => (LOCAL_KAFKA_APIS.has(api.key) ? rpc.invoke(api, req) : coordinator.request(api, req)) };
-        kafka = await startKafkaListener(options, kafkaListen, backend, id, (at) => kafkaBrokers(tablets, id, kafkaAddress ?? at, rack), log.child({ role: 'kafka' }));
+        kafka = await startKafkaListener(options, kafkaListen, backend, id, (at) => kafkaBrokers(tablets, id, kafkaAddress ?? at, rack), kafkaLakeHistory(backend), log.child({ role: 'kafka' }));
         undo.push(() => kafka!.close());
         kafkaAddress = (advertised ? parseListeners(advertised).find((l) => l.name === kafkaName) : undefined) ?? kafka.address;
       }
