@@ -48,6 +48,8 @@ export interface RunningKafkaListener {
   address: { host: string; port: number };
   /** The consumer groups this server coordinates and their lag, given each topic's log ends by partition. */
   consumerGroups(logEnds: (topic: string) => ReadonlyMap<number, bigint> | undefined): GroupLag[];
+  /** This server began or stopped leading a bucket of table `tableId` (the group coordinator follows its offsets buckets). */
+  leadershipChanged(tableId: number, bucket: number, leading: boolean): void;
   close(): Promise<void>;
 }
 
@@ -96,14 +98,16 @@ export async function startKafkaListener(
     idleTimeoutMs: options.durationMs('netty.connection.max-idle-time'),
     logger: log,
   });
-  // Tolerated on a tablet server, where no coordinator may be active yet: the first topic creates the database then.
-  await broker.start().catch((err: unknown) => log.info({ err }, 'kafka.database is created with the first topic; consumer groups are not served'));
+  // Tolerated on a tablet server, where no coordinator may be active yet: the first topic creates
+  // the database then, and the group coordinator opens its offsets table on its first request.
+  await broker.start().catch((err: unknown) => log.info({ err }, 'no coordinator answered yet: kafka.database and the offsets table are created when one does'));
   const address = await listener.listen();
   self = address;
   log.info({ kafka: address }, 'kafka listener started');
   return {
     address,
     consumerGroups: (logEnds) => groupLag(broker.groups.summaries(), logEnds),
+    leadershipChanged: (tableId, bucket, leading) => broker.groups.leadershipChanged(tableId, bucket, leading),
     close: async () => {
       await listener.close();
       broker.groups.close();

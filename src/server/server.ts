@@ -26,7 +26,7 @@ import { releaseDataDir, rpcServerOf, type ServerBase, startOnDataDir } from './
 import { TabletServer } from './tablet/tablet-server.js';
 import { registerTabletService } from './tablet/tablet-service.js';
 import { type GroupLag, kafkaListenerOf, parseListeners, type RunningKafkaListener, startKafkaListener, type TributaryBackend } from '../kafka/index.js';
-import { kafkaLakeHistory } from './kafka-lake-history.js';
+import { kafkaLakeHistory, registerListConsumerGroups } from './kafka-service.js';
 
 /** The one-process node: its own single tablet server, leading every bucket as its only replica. */
 const ONE_NODE: ClusterMetrics = { tabletServers: 1, offlineBuckets: 0, underReplicatedBuckets: 0, isrShrinks: 0, isrExpands: 0, bucketsMoving: 0 };
@@ -107,7 +107,7 @@ export class TributaryServer {
     registerCoordinatorService(rpc, coordinator, () => self);
     registerTieringService(rpc, tiering);
     registerTabletService(rpc, tablets);
-    rpc.register(ApiKeys.ListConsumerGroups, async () => ({ groups: consumerGroups().map((g) => ({ groupId: g.group, state: g.state, members: g.members, protocolType: g.protocolType, protocol: g.protocol, topics: g.topics })) }));
+    registerListConsumerGroups(rpc, consumerGroups);
     rpc.register(ApiKeys.TriggerKvSnapshot, async (req) => {
       const table = coordinator.getTableInfo(tablePathOf(ApiKeys.TriggerKvSnapshot, req.tablePath));
       if (!table.schema.primaryKey) throw new TributaryError('NON_PRIMARY_KEY_TABLE_EXCEPTION', `table '${table.path.database}.${table.path.table}' has no primary key`);
