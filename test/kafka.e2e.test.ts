@@ -10,6 +10,7 @@ import { promisify } from 'node:util';
 import { Kafka, logLevel } from 'kafkajs';
 import { ApiVersions, Fetch, ListOffsets, Metadata, Produce } from '../src/kafka/protocol/apis/index.js';
 import type { ListOffsetsResponse } from '../src/kafka/protocol/apis/list-offsets.js';
+import type { MetadataResponse } from '../src/kafka/protocol/apis/metadata.js';
 import { readResponseHeader, writeRequestHeader } from '../src/kafka/protocol/headers.js';
 import { Reader, Writer } from '../src/kafka/protocol/primitives.js';
 import { decodeMessage } from '../src/kafka/protocol/schema.js';
@@ -74,6 +75,21 @@ describe('Kafka listener', () => {
     const out = await kcat(['-b', server.kafka, '-C', '-t', 'idem', '-p', '1', '-o', 'beginning', '-e', '-q', '-f', '%o|%k|%s|%T\\n']);
     assert.equal(out.split('\n')[0], '0|k0|v0|1700000000000');
     assert.equal(out.trim().split('\n').length, 10);
+  });
+
+  it('Metadata: a null topic array names every topic, an empty one from v1 names none, and v0 has only the empty one for all', async () => {
+    const c = await RawKafka.connect(server.kafka);
+    try {
+      await c.request(Metadata, 4, { topics: [{ name: 'listed' }], allowAutoTopicCreation: true });
+      const names = async (version: number, topics: { name: string }[] | null) =>
+        (await c.request<MetadataResponse>(Metadata, version, { topics, allowAutoTopicCreation: false, includeClusterAuthorizedOperations: false, includeTopicAuthorizedOperations: false })).topics.map((t) => t.name);
+      assert.ok((await names(4, null)).includes('listed'));
+      assert.deepEqual(await names(4, []), []);
+      assert.deepEqual(await names(9, []), []);
+      assert.ok((await names(0, [])).includes('listed'));
+    } finally {
+      c.close();
+    }
   });
 
   it('a retried idempotent batch is acknowledged with its first offset and written once; a gap is refused', async () => {

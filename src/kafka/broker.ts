@@ -173,9 +173,10 @@ export class KafkaBroker {
 
   // ------------------------------------------------------------------ Metadata
 
-  async metadata(req: MetadataRequest): Promise<MetadataResponse> {
+  /** `version`: v0 has no null topic array, so its empty one means every topic; from v1 an empty one means none. */
+  async metadata(req: MetadataRequest, version: number): Promise<MetadataResponse> {
     let names: string[];
-    if (req.topics === null || req.topics.length === 0) {
+    if (req.topics === null || (version === 0 && req.topics.length === 0)) {
       names = await this.backend.call(ApiKeys.ListTables, { databaseName: this.options.database }).then(
         (r) => r.tableNames,
         (err: unknown) => {
