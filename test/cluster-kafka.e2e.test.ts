@@ -4,14 +4,23 @@
  * - Metadata on any server names the three tablet servers as brokers and each partition's leader;
  *   kcat produces to a topic of three partitions and reads every message back once;
  * - the leader of a partition killed with kill -9 while a kafkajs idempotent producer writes: the
- *   producer follows the new leader and every message is in the log once, in order.
+ *   producer follows the new leader and every message is in the log once, in order;
+ * - a kafkajs consumer group on an RF=3 topic whose coordinator (the leader of the group's bucket
+ *   of kafka.__consumer_offsets) is killed with kill -9: the group carries on at another server
+ *   from its committed offsets, nothing skipped, and SHOW CONSUMER GROUPS' ListConsumerGroups
+ *   answers it there.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Kafka, logLevel } from 'kafkajs';
 import { useCluster } from './support/cluster.js';
+import { FindCoordinator } from '../src/kafka/protocol/apis/index.js';
+import type { FindCoordinatorResponse } from '../src/kafka/protocol/apis/find-coordinator.js';
+import { ApiKeys } from '../src/rpc/api-keys.js';
+import { RpcConnection } from '../src/rpc/connection.js';
 import { kcat } from './support/kcat.js';
+import { RawKafka } from './support/raw-kafka.js';
 
 const cluster = useCluster({
   zooKeeper: { coordinators: 1, tabletServers: 3 },
@@ -20,6 +29,8 @@ const cluster = useCluster({
     'bind.listeners': 'TRIBUTARY://127.0.0.1:0,KAFKA://127.0.0.1:0',
     'default.replication.factor': '3',
     'log.replica.min-in-sync-replicas-number': '2',
+    'kafka.group.min-session-timeout': '1s',
+    'kafka.group.initial-rebalance-delay': '300ms',
   },
   client: false,
 });
@@ -114,4 +125,95 @@ test('the leader of a partition killed with kill -9 mid-produce: a kafkajs idemp
     brokers = (await metadataOf(cluster.tabletServer(survivors[0]).kafka, 'failover')).brokers;
   }
   assert.ok(brokers.includes(back), `brokers after the restart: ${brokers.join(', ')}`);
+});
+
+/** The node id FindCoordinator on `broker` names for a group. */
+async function coordinatorOf(broker: string, group: string): Promise<number> {
+  const c = await RawKafka.connect(broker);
+  try {
+    const r = await c.request<FindCoordinatorResponse>(FindCoordinator, 1, { key: group, keyType: 0 });
+    assert.equal(r.errorCode, 0, r.errorMessage ?? '');
+    return r.nodeId;
+  } finally {
+    c.close();
+  }
+}
+
+test('a consumer group whose coordinator is killed with kill -9 carries on at another server from its committed offsets', async () => {
+  await createTopic('grouped', 3);
+  const live = (): number[] => [0, 1, 2].filter((id) => cluster.tabletServer(id).running);
+  const produce = async (from: number, count: number): Promise<void> => {
+    const lines = Array.from({ length: count }, (_, i) => `m${from + i}`).join('\n') + '\n';
+    await kcat(['-b', kafkaOf(live()).join(','), '-P', '-t', 'grouped', '-X', 'acks=all'], lines);
+  };
+  await produce(0, 90);
+
+  const seen: string[] = [];
+  const consume = async (group: string) => {
+    const consumer = kafkajs(kafkaOf(live())).consumer({ groupId: group, sessionTimeout: 3000, heartbeatInterval: 300, rebalanceTimeout: 10_000, maxWaitTimeInMs: 200 });
+    await consumer.connect();
+    await consumer.subscribe({ topic: 'grouped', fromBeginning: true });
+    await consumer.run({ autoCommitThreshold: 1, eachMessage: async ({ message }) => void seen.push(String(message.value)) });
+    return consumer;
+  };
+  const until = async (what: string, done: () => boolean | Promise<boolean>): Promise<void> => {
+    for (let attempt = 0; !(await done()); attempt++) {
+      assert.ok(attempt < 600, what);
+      await sleep(100);
+    }
+  };
+  const admin = kafkajs(kafkaOf(live())).admin();
+  await admin.connect();
+  const committed = async (): Promise<number> => {
+    const [topic] = await admin.fetchOffsets({ groupId: 'survivors', topics: ['grouped'] });
+    return topic.partitions.reduce((n, p) => n + Math.max(0, Number(p.offset)), 0);
+  };
+
+  const first = await consume('survivors');
+  await until('the first 90 are read and committed', async () => seen.length >= 90 && (await committed()) === 90);
+  const coordinator = await coordinatorOf(cluster.tabletServer(live()[0]).kafka, 'survivors');
+  await cluster.tabletServer(coordinator).kill();
+  await admin.disconnect();
+  const others = live();
+  assert.ok(!others.includes(coordinator) && others.length === 2);
+
+  // The group goes on at the new leader of its offsets bucket: what is produced now is read and committed there.
+  await produce(90, 60);
+  const newCoordinator = await coordinatorOf(cluster.tabletServer(others[0]).kafka, 'survivors');
+  assert.ok(others.includes(newCoordinator), `the group moved from ${coordinator} to ${newCoordinator}`);
+  const admin2 = kafkajs(kafkaOf(others)).admin();
+  await admin2.connect();
+  const committedNow = async (): Promise<number> => {
+    const [topic] = await admin2.fetchOffsets({ groupId: 'survivors', topics: ['grouped'] });
+    return topic.partitions.reduce((n, p) => n + Math.max(0, Number(p.offset)), 0);
+  };
+  await until('the 60 produced after the kill are read and committed at the new coordinator', async () => new Set(seen).size === 150 && (await committedNow()) === 150);
+  // Read from committed offsets, not from the beginning again: the first 90 are not read a second time in full.
+  assert.ok(seen.length < 150 + 90, `${seen.length} messages delivered for 150`);
+  await first.disconnect();
+
+  // A new member of the group starts where the group's commits stand: only what came after.
+  const before = seen.length;
+  await produce(150, 30);
+  const second = await consume('survivors');
+  await until('the newest 30 are read by the new member', () => new Set(seen).size === 180);
+  await second.disconnect();
+  await admin2.disconnect();
+  const afresh = seen.slice(before);
+  assert.deepEqual([...new Set(afresh)].sort(), Array.from({ length: 30 }, (_, i) => `m${150 + i}`).sort(), 'the new member reads from the committed offsets: nothing skipped, nothing before them');
+  assert.deepEqual([...new Set(seen)].sort(), Array.from({ length: 180 }, (_, i) => `m${i}`).sort(), 'every message read');
+
+  // SHOW CONSUMER GROUPS asks every tablet server; the new coordinator answers the group, with no lag left.
+  const node = cluster.tabletServer(newCoordinator);
+  const [host, port] = node.bootstrap.split(':');
+  const rpc = await RpcConnection.connect(host, Number(port), { requestTimeoutMs: 10_000, clientName: 'test' });
+  try {
+    const { groups } = await rpc.request(ApiKeys.ListConsumerGroups, {});
+    const group = groups.find((g) => g.groupId === 'survivors');
+    assert.ok(group, `groups at server ${newCoordinator}: ${groups.map((g) => g.groupId).join(', ')}`);
+    assert.deepEqual(group.topics.map((t) => ({ topic: t.topic, partitions: t.partitions, lag: t.lag })), [{ topic: 'grouped', partitions: 3, lag: 0n }]);
+  } finally {
+    rpc.close();
+  }
+  await cluster.restart(cluster.tabletServer(coordinator));
 });

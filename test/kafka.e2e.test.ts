@@ -5,78 +5,24 @@
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { Kafka, logLevel } from 'kafkajs';
 import { ApiVersions, Fetch, ListOffsets, Metadata, Produce } from '../src/kafka/protocol/apis/index.js';
 import type { ListOffsetsResponse } from '../src/kafka/protocol/apis/list-offsets.js';
-import type { KafkaApi } from '../src/kafka/protocol/api.js';
-import { readResponseHeader, responseHeaderVersion, writeRequestHeader } from '../src/kafka/protocol/headers.js';
+import type { MetadataResponse } from '../src/kafka/protocol/apis/metadata.js';
+import { readResponseHeader, writeRequestHeader } from '../src/kafka/protocol/headers.js';
 import { Reader, Writer } from '../src/kafka/protocol/primitives.js';
-import { decodeMessage, encodeMessage } from '../src/kafka/protocol/schema.js';
+import { decodeMessage } from '../src/kafka/protocol/schema.js';
 import type { ProduceResponse } from '../src/kafka/protocol/apis/produce.js';
 import { Codec, initKafkaCompression } from '../src/kafka/records/compression.js';
 import { encodeBatch } from '../src/kafka/records/record-batch.js';
 import { kcat } from './support/kcat.js';
+import { RawKafka } from './support/raw-kafka.js';
 import { random } from './support/random.js';
 import { CLI, ServerProcess } from './support/server-process.js';
 
 const run = promisify(execFile);
-
-/** One Kafka connection sending requests one at a time and reading their answers. */
-class RawKafka {
-  private buffered = Buffer.alloc(0);
-  private waiting: ((frame: Buffer) => void) | undefined;
-  private correlationId = 0;
-  private constructor(readonly socket: net.Socket) {
-    socket.on('data', (chunk) => {
-      this.buffered = Buffer.concat([this.buffered, chunk]);
-      this.deliver();
-    });
-  }
-  static connect(address: string): Promise<RawKafka> {
-    const [host, port] = address.split(':');
-    return new Promise((resolve, reject) => {
-      const s = net.connect(Number(port), host, () => resolve(new RawKafka(s)));
-      s.once('error', reject);
-    });
-  }
-  private deliver(): void {
-    if (!this.waiting || this.buffered.length < 4) return;
-    const size = this.buffered.readInt32BE(0);
-    if (this.buffered.length < 4 + size) return;
-    const frame = this.buffered.subarray(4, 4 + size);
-    this.buffered = this.buffered.subarray(4 + size);
-    const w = this.waiting;
-    this.waiting = undefined;
-    w(frame);
-  }
-  next(): Promise<Buffer> {
-    return new Promise((resolve) => {
-      this.waiting = resolve;
-      this.deliver();
-    });
-  }
-  sendRaw(bytes: Buffer): void {
-    this.socket.write(bytes);
-  }
-  async request<T>(api: KafkaApi, version: number, body: object): Promise<T> {
-    const w = new Writer();
-    w.int32(0);
-    writeRequestHeader(w, api, { apiKey: api.key, apiVersion: version, correlationId: ++this.correlationId, clientId: 'test' });
-    encodeMessage(api.request, version, body, w);
-    const out = w.finish();
-    out.writeInt32BE(out.length - 4, 0);
-    this.socket.write(out);
-    const r = new Reader(await this.next());
-    assert.equal(readResponseHeader(r, responseHeaderVersion(api, version)), this.correlationId);
-    return decodeMessage<T>(api.response, version, r);
-  }
-  close(): void {
-    this.socket.destroy();
-  }
-}
 
 async function sql(bootstrap: string, statement: string): Promise<Record<string, unknown>[]> {
   const { stdout } = await run(process.execPath, ['--import', 'tsx', CLI, 'sql', '--bootstrap', bootstrap, '--format', 'json', '-e', statement]);
@@ -129,6 +75,21 @@ describe('Kafka listener', () => {
     const out = await kcat(['-b', server.kafka, '-C', '-t', 'idem', '-p', '1', '-o', 'beginning', '-e', '-q', '-f', '%o|%k|%s|%T\\n']);
     assert.equal(out.split('\n')[0], '0|k0|v0|1700000000000');
     assert.equal(out.trim().split('\n').length, 10);
+  });
+
+  it('Metadata: a null topic array names every topic, an empty one from v1 names none, and v0 has only the empty one for all', async () => {
+    const c = await RawKafka.connect(server.kafka);
+    try {
+      await c.request(Metadata, 4, { topics: [{ name: 'listed' }], allowAutoTopicCreation: true });
+      const names = async (version: number, topics: { name: string }[] | null) =>
+        (await c.request<MetadataResponse>(Metadata, version, { topics, allowAutoTopicCreation: false, includeClusterAuthorizedOperations: false, includeTopicAuthorizedOperations: false })).topics.map((t) => t.name);
+      assert.ok((await names(4, null)).includes('listed'));
+      assert.deepEqual(await names(4, []), []);
+      assert.deepEqual(await names(9, []), []);
+      assert.ok((await names(0, [])).includes('listed'));
+    } finally {
+      c.close();
+    }
   });
 
   it('a retried idempotent batch is acknowledged with its first offset and written once; a gap is refused', async () => {

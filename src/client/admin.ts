@@ -21,7 +21,7 @@ import { formatDataType } from '../common/types.js';
 import type { LakeSnapshot } from '../common/lake.js';
 import { type Api, ApiKeys, type RequestInit, type ResponseMessage } from '../rpc/api-keys.js';
 import { codeOf, nameOf, REBALANCE_GOALS, REBALANCE_STATUSES, type RebalanceGoal, type RebalanceStatus, SERVER_TAGS, type ServerTag } from '../rpc/cluster-admin.js';
-import { fromPbLakeOffset } from '../rpc/lake-offsets.js';
+import { fromPbLakeSnapshot } from '../rpc/lake-offsets.js';
 import type { ConnectionCore } from './connection-core.js';
 import { type BucketAddress, type LeaderSend, outcomeError, requestLeaders, roundToLeaders } from './leader-requests.js';
 import { hasError, throwIfError, toPartitionInfo } from './responses.js';
@@ -441,7 +441,7 @@ export class Admin {
   /** The lake snapshot registered for a lake-enabled table: Iceberg snapshot id and per-bucket offsets it holds. */
   async getLakeSnapshot(path: TablePath): Promise<LakeSnapshot> {
     const resp = await this.call(ApiKeys.GetLakeSnapshot, { tablePath: pbPath(path) });
-    return { tableId: Number(resp.tableId), snapshotId: resp.snapshotId, bucketOffsets: resp.bucketOffsets.map(fromPbLakeOffset), commitTimestamp: Number(resp.commitTimestamp) };
+    return fromPbLakeSnapshot(resp);
   }
 
   /** Where tiering of a lake-enabled table stands: its state, its lake snapshot and how far each bucket lags. */

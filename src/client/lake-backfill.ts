@@ -9,7 +9,9 @@
  * (LakeSnapshotReader, lake/lake-format.ts; Iceberg's: lake/iceberg/bucket-reader.ts), in the
  * lake and warehouse the server names, planning each snapshot once for the buckets of a scanner,
  * and gives them in the scanner's columns as runs of consecutive offsets with one commit
- * timestamp, the shape of log batches.
+ * timestamp, the shape of log batches. The registered snapshot and the lake's location come from
+ * the coordinator through `LakeSnapshots` (a client's Admin; the server side of the Kafka listener
+ * asks through the node's own APIs), so Kafka fetches below the log start read the same rows.
  *
  * Change types: a log table's rows are +A. A primary-key table's lake holds state, not history:
  * each key's last row, at the offset of its last change, comes as +I; earlier changes and deletes
@@ -20,11 +22,9 @@ import { CHANGE_TYPE_BYTE } from '../common/change-type.js';
 import { tableOption } from '../common/config.js';
 import { TributaryError } from '../common/errors.js';
 import { type LakeSnapshot, lakeBucketKey } from '../common/lake.js';
-import type { TableInfo } from '../common/schema.js';
+import type { TablePath, TableInfo } from '../common/schema.js';
 import { lakeFormat } from '../lake/formats/index.js';
 import type { LakeBucketRows, LakeSnapshotReader, LakeStorage } from '../lake/lake-format.js';
-import { Admin } from './admin.js';
-import type { ConnectionCore } from './connection-core.js';
 import type { ScanBatch } from './scan-batch.js';
 /** Attempts at a registered snapshot that lake maintenance expires meanwhile (a newer one is registered then). */
 const MAX_ATTEMPTS = 3;
@@ -43,13 +43,21 @@ export interface LakePart {
   next(): Promise<ScanBatch[] | undefined>;
 }
 
+/** What the backfill asks the coordinator: a client's Admin answers it. */
+export interface LakeSnapshots {
+  /** The lake snapshot registered for the table; LAKE_SNAPSHOT_NOT_EXIST when none is. */
+  getLakeSnapshot(path: TablePath): Promise<LakeSnapshot>;
+  /** The lake format and warehouse that hold the table's lake table. */
+  getLakeTieringStatus(path: TablePath): Promise<{ lakeFormat: string; warehouse: string }>;
+}
+
 /** Opens the lake parts of a LogScanner's buckets: the registered snapshot and its end offsets, from the coordinator. */
 export class LakeBackfill {
   private reader?: Promise<LakeReader>;
 
   /** `schema`: the Arrow schema rows are presented in now (the scanner's, projection applied; it grows when the scanner takes on a newer schema). */
   constructor(
-    private readonly conn: ConnectionCore,
+    private readonly snapshots: LakeSnapshots,
     private readonly table: TableInfo,
     private readonly schema: () => arrow.Schema,
   ) {}
@@ -67,7 +75,7 @@ export class LakeBackfill {
     for (let attempt = 1; ; attempt++) {
       let snapshot: LakeSnapshot;
       try {
-        snapshot = await new Admin(this.conn).getLakeSnapshot(this.table.path);
+        snapshot = await this.snapshots.getLakeSnapshot(this.table.path);
       } catch (err) {
         if (err instanceof TributaryError && err.errorName === 'LAKE_SNAPSHOT_NOT_EXIST') return undefined;
         throw err;
@@ -77,7 +85,7 @@ export class LakeBackfill {
       const end = snapshot.bucketOffsets.find((o) => lakeBucketKey(o) === wanted)?.endOffset;
       if (end === undefined || end <= from) return undefined;
       // Read only: a format holds nothing until one of its writers runs.
-      this.reader ??= new Admin(this.conn)
+      this.reader ??= this.snapshots
         .getLakeTieringStatus(this.table.path)
         .then((s) => new LakeReader(lakeFormat(s.lakeFormat).open(s.warehouse), this.table, this.schema));
       const bucket: LakeBucketRef = { bucket: ref.bucket, ...(ref.partition ? { partition: ref.partition.name } : {}) };

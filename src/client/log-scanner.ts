@@ -122,7 +122,7 @@ export class LogScanner implements AsyncIterable<ScanRecord> {
     this.readerSchemaId = table.schemaId;
     this.decodeSchema = toArrowSchema(table.schema, projection);
     this.layouts.set(table.schemaId, { decodeSchema: this.decodeSchema });
-    if (!options.logOnly && LakeBackfill.enabledFor(table)) this.lake = new LakeBackfill(conn, table, () => this.decodeSchema);
+    if (!options.logOnly && LakeBackfill.enabledFor(table)) this.lake = new LakeBackfill(new Admin(conn), table, () => this.decodeSchema);
   }
 
   /** The columns of the rows (and batches) the scanner hands out now: its projection of `schemaId`. */

@@ -4,14 +4,15 @@
  * `kafka.database` (topic-mapping.ts); partition errors travel inside responses as Kafka's codes.
  */
 import type * as arrow from 'apache-arrow';
-import { errorNameOf, TributaryError } from '../common/errors.js';
+import { ErrorCodes, errorNameOf, TributaryError } from '../common/errors.js';
 import { schemaFromJson, type Schema, type TableInfo, tableInfoFromJson } from '../common/schema.js';
 import { ApiKeys } from '../rpc/api-keys.js';
 import { toArrowSchema } from '../record/arrow-schema.js';
 import { ColumnBatchBuilder } from '../record/column-batch-builder.js';
 import { decodeArrowPayload, encodeArrowPayload } from '../record/arrow-payload.js';
 import { buildLogBatch, logBatchPayload, readLogBatchHeader, splitLogBatches } from '../record/log-batch.js';
-import type { KafkaBrokerNode, TributaryBackend } from './backend.js';
+import type { KafkaBrokerNode, LakeHistory, LakeRun, TributaryBackend } from './backend.js';
+import { LakeFetch } from './lake-fetch.js';
 import { KafkaErrors, kafkaErrorOf } from './protocol/error-codes.js';
 import { KAFKA_APIS } from './protocol/apis/index.js';
 import type { ApiVersionsResponse } from './protocol/apis/api-versions.js';
@@ -36,6 +37,8 @@ export interface KafkaBrokerOptions {
   defaultPartitions: number;
   /** Most record bytes of one Fetch response (`kafka.fetch.max-bytes`). */
   fetchMaxBytes: number;
+  /** Lake reads kept open between fetches below lake-enabled topics' log start (`kafka.fetch.lake-cursors`). */
+  lakeCursors: number;
   /** Most bytes one produced batch may decompress to (`rpc.max-frame-size`). */
   maxBatchBytes: number;
   /** Longest a Fetch may wait (`rpc.max-wait`). */
@@ -59,6 +62,7 @@ interface Topic {
 const OFFSET_EARLIEST = 0;
 const OFFSET_LATEST = 1;
 const OFFSET_TIMESTAMP = 2;
+const OFFSET_OUT_OF_RANGE = ErrorCodes.LOG_OFFSET_OUT_OF_RANGE_EXCEPTION;
 
 /** A named error's Kafka code and message, for a partition or topic entry or a whole request. */
 export function kafkaFailure(err: unknown): { errorCode: number; errorMessage: string } {
@@ -71,12 +75,16 @@ export class KafkaBroker {
   private readonly arrowSchemas = new Map<string, { schema: Schema; arrow: arrow.Schema }>();
   /** FindCoordinator, the group APIs and the committed offsets. */
   readonly groups: GroupCoordinator;
+  /** Fetches below the log start of lake-enabled topics. */
+  private readonly lake: LakeFetch;
 
   constructor(
     private readonly backend: TributaryBackend,
+    lake: LakeHistory,
     private readonly options: KafkaBrokerOptions,
   ) {
     const { database, nodeId, brokers } = options;
+    this.lake = new LakeFetch(lake, options.lakeCursors);
     this.groups = new GroupCoordinator(backend, { ...options.groups, database, nodeId, brokers, partitionsOf: async (name) => (await this.topic(name)).buckets.length });
   }
 
@@ -165,9 +173,10 @@ export class KafkaBroker {
 
   // ------------------------------------------------------------------ Metadata
 
-  async metadata(req: MetadataRequest): Promise<MetadataResponse> {
+  /** `version`: v0 has no null topic array, so its empty one means every topic; from v1 an empty one means none. */
+  async metadata(req: MetadataRequest, version: number): Promise<MetadataResponse> {
     let names: string[];
-    if (req.topics === null || req.topics.length === 0) {
+    if (req.topics === null || (version === 0 && req.topics.length === 0)) {
       names = await this.backend.call(ApiKeys.ListTables, { databaseName: this.options.database }).then(
         (r) => r.tableNames,
         (err: unknown) => {
@@ -397,6 +406,8 @@ export class KafkaBroker {
               });
               const b = resp.bucketsResp[0];
               if (b.errorCode !== undefined) return { ...head, errorCode: KafkaErrors[kafkaErrorOf(errorNameOf(b.errorCode))], offset: -1n };
+              // The earliest of a lake-enabled topic is the lake's, which holds what retention deleted from the log.
+              if (offsetType === OFFSET_EARLIEST && b.offset > 0n && LakeFetch.enabledFor(topic.table) && (await this.lake.holds(topic.table, p.partitionIndex, 0n))) return { ...head, errorCode: 0, offset: 0n };
               return { ...head, errorCode: 0, offset: b.offset, timestamp: offsetType === OFFSET_TIMESTAMP ? ts : -1n };
             } catch (err) {
               return { ...head, errorCode: kafkaFailure(err).errorCode, offset: -1n };
@@ -423,10 +434,11 @@ export class KafkaBroker {
     );
     const readable = resolved.filter((r): r is { t: FetchRequest['topics'][number]; topic: Topic; error: undefined } => r.topic !== undefined);
     const byTable = new Map<string, Map<number, { highWatermark: bigint; logStartOffset: bigint; errorCode?: number; records: Uint8Array }>>();
+    const maxBytes = Math.min(req.maxBytes > 0 ? req.maxBytes : this.options.fetchMaxBytes, this.options.fetchMaxBytes);
     if (readable.length > 0) {
       const resp = await this.backend.call(ApiKeys.FetchLog, {
         followerServerId: -1,
-        maxBytes: Math.min(req.maxBytes > 0 ? req.maxBytes : this.options.fetchMaxBytes, this.options.fetchMaxBytes),
+        maxBytes,
         minBytes: req.minBytes,
         maxWaitMs: Math.min(Math.max(0, req.maxWaitMs), this.options.maxWaitMs),
         tablesReq: readable.map(({ t, topic }) => ({
@@ -440,6 +452,10 @@ export class KafkaBroker {
         byTable.set(`${i}`, m);
       });
     }
+    // Lake reads, one at a time, take what the log reads left of the request's limit.
+    let sent = 0;
+    for (const m of byTable.values()) for (const b of m.values()) sent += b.records?.length ?? 0;
+    let lakeTurn: Promise<unknown> = Promise.resolve();
     let next = 0;
     const responses = await Promise.all(
       resolved.map(async (r) => {
@@ -452,6 +468,21 @@ export class KafkaBroker {
           r.t.partitions.map(async (p) => {
             const b = answers.get(p.partition);
             if (!b) return fetchPartition(p.partition, KafkaErrors.UNKNOWN_TOPIC_OR_PARTITION);
+            if (b.errorCode === OFFSET_OUT_OF_RANGE && LakeFetch.enabledFor(topic.table)) {
+              const turn = lakeTurn.then(async () => {
+                const limit = Math.min(p.partitionMaxBytes > 0 ? p.partitionMaxBytes : maxBytes, maxBytes - sent);
+                const answer = await this.fetchFromLake(topic, p.partition, p.fetchOffset, sent > 0 ? limit : Math.max(1, limit));
+                sent += answer?.records?.length ?? 0;
+                return answer;
+              });
+              lakeTurn = turn.catch(() => undefined);
+              try {
+                const answer = await turn;
+                if (answer) return answer;
+              } catch (err) {
+                return fetchPartition(p.partition, kafkaFailure(err).errorCode);
+              }
+            }
             if (b.errorCode !== undefined) return { ...fetchPartition(p.partition, KafkaErrors[kafkaErrorOf(errorNameOf(b.errorCode))]), highWatermark: b.highWatermark, logStartOffset: b.logStartOffset };
             try {
               const records = await this.toKafkaBatches(topic, Buffer.from(b.records.buffer, b.records.byteOffset, b.records.byteLength));
@@ -465,6 +496,35 @@ export class KafkaBroker {
       }),
     );
     return { throttleTimeMs: 0, errorCode: 0, sessionId: 0, responses };
+  }
+
+  /**
+   * A partition's fetch below its log start, from the lake (lake-fetch.ts): its rows from `offset`,
+   * or, when the lake has none there, the log from where the lake ends. Undefined when the lake
+   * does not hold `offset` either.
+   */
+  private async fetchFromLake(topic: Topic, bucket: number, offset: bigint, maxBytes: number): Promise<FetchPartitionResponse | undefined> {
+    const encode = (run: LakeRun): Buffer =>
+      encodeBatch({ baseOffset: run.baseOffset, partitionLeaderEpoch: -1, records: topic.mapping.records(run.batch, topic.table.schema, BigInt(run.timestamp)) });
+    const read = maxBytes > 0 ? await this.lake.read(topic.table, bucket, offset, maxBytes, encode) : { records: Buffer.alloc(0), endOffset: offset };
+    if (!read) return undefined;
+    const answer = (records: Buffer, highWatermark: bigint): FetchPartitionResponse => ({ ...fetchPartition(bucket, 0), highWatermark, lastStableOffset: highWatermark, logStartOffset: 0n, records });
+    const tableId = BigInt(topic.table.tableId);
+    if (read.records.length > 0 || maxBytes <= 0) {
+      const latest = (await this.backend.call(ApiKeys.ListOffsets, { followerServerId: -1, offsetType: OFFSET_LATEST, tableId, bucketId: [bucket] })).bucketsResp[0];
+      if (latest.errorCode !== undefined) return fetchPartition(bucket, KafkaErrors[kafkaErrorOf(errorNameOf(latest.errorCode))]);
+      return answer(read.records, latest.offset);
+    }
+    const resp = await this.backend.call(ApiKeys.FetchLog, {
+      followerServerId: -1,
+      maxBytes,
+      minBytes: 0,
+      maxWaitMs: 0,
+      tablesReq: [{ tableId, bucketsReq: [{ bucketId: bucket, fetchOffset: read.endOffset, maxFetchBytes: maxBytes }] }],
+    });
+    const b = resp.tablesResp[0].bucketsResp[0];
+    if (b.errorCode !== undefined) return { ...fetchPartition(bucket, KafkaErrors[kafkaErrorOf(errorNameOf(b.errorCode))]), highWatermark: b.highWatermark };
+    return answer(await this.toKafkaBatches(topic, Buffer.from(b.records.buffer, b.records.byteOffset, b.records.byteLength)), b.highWatermark);
   }
 
   /** Log batches as Kafka batches, each keeping its base offset (Kafka offset = log offset). */

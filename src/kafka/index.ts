@@ -8,14 +8,14 @@
 import type { Options } from '../common/config.js';
 import { TributaryError } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
-import type { KafkaBrokerNode, TributaryBackend } from './backend.js';
+import type { KafkaBrokerNode, LakeHistory, TributaryBackend } from './backend.js';
 import { KafkaBroker } from './broker.js';
 import { KafkaListener } from './listener.js';
 import { initKafkaCompression } from './records/compression.js';
 
 import { groupLag, type GroupLag } from './groups/group-coordinator.js';
 
-export type { KafkaBrokerNode, TributaryBackend } from './backend.js';
+export type { KafkaBrokerNode, LakeCursor, LakeHistory, LakeRun, TributaryBackend } from './backend.js';
 export type { GroupLag } from './groups/group-coordinator.js';
 
 export interface Listener {
@@ -48,12 +48,15 @@ export interface RunningKafkaListener {
   address: { host: string; port: number };
   /** The consumer groups this server coordinates and their lag, given each topic's log ends by partition. */
   consumerGroups(logEnds: (topic: string) => ReadonlyMap<number, bigint> | undefined): GroupLag[];
+  /** This server began or stopped leading a bucket of table `tableId` (the group coordinator follows its offsets buckets). */
+  leadershipChanged(tableId: number, bucket: number, leading: boolean): void;
   close(): Promise<void>;
 }
 
 /**
  * Starts the Kafka listener on `listen`; `nodeId` is this server's id, `brokers` the Kafka
- * listeners of the servers that lead buckets, given this one's bound address.
+ * listeners of the servers that lead buckets, given this one's bound address, `lake` the history
+ * of lake-enabled topics below their log start.
  */
 export async function startKafkaListener(
   options: Options,
@@ -61,15 +64,17 @@ export async function startKafkaListener(
   backend: TributaryBackend,
   nodeId: number,
   brokers: (self: { host: string; port: number }) => KafkaBrokerNode[],
+  lake: LakeHistory,
   log: Logger,
 ): Promise<RunningKafkaListener> {
   await initKafkaCompression();
   let self = { host: listen.host, port: listen.port };
-  const broker = new KafkaBroker(backend, {
+  const broker = new KafkaBroker(backend, lake, {
     database: options.string('kafka.database')!,
     autoCreateTopics: options.bool('kafka.auto-create-topics'),
     defaultPartitions: options.int('num.partitions'),
     fetchMaxBytes: options.bytes('kafka.fetch.max-bytes'),
+    lakeCursors: options.int('kafka.fetch.lake-cursors'),
     maxBatchBytes: options.bytes('rpc.max-frame-size'),
     maxWaitMs: options.durationMs('rpc.max-wait'),
     nodeId,
@@ -93,14 +98,16 @@ export async function startKafkaListener(
     idleTimeoutMs: options.durationMs('netty.connection.max-idle-time'),
     logger: log,
   });
-  // Tolerated on a tablet server, where no coordinator may be active yet: the first topic creates the database then.
-  await broker.start().catch((err: unknown) => log.info({ err }, 'kafka.database is created with the first topic; consumer groups are not served'));
+  // Tolerated on a tablet server, where no coordinator may be active yet: the first topic creates
+  // the database then, and the group coordinator opens its offsets table on its first request.
+  await broker.start().catch((err: unknown) => log.info({ err }, 'no coordinator answered yet: kafka.database and the offsets table are created when one does'));
   const address = await listener.listen();
   self = address;
   log.info({ kafka: address }, 'kafka listener started');
   return {
     address,
     consumerGroups: (logEnds) => groupLag(broker.groups.summaries(), logEnds),
+    leadershipChanged: (tableId, bucket, leading) => broker.groups.leadershipChanged(tableId, bucket, leading),
     close: async () => {
       await listener.close();
       broker.groups.close();

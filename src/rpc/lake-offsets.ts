@@ -1,7 +1,7 @@
-/** Lake bucket offsets to and from their protobuf form (PbLakeBucketOffset). */
+/** Lake bucket offsets to and from their protobuf form (PbLakeBucketOffset), and a registered lake snapshot from its answer. */
 import type { MessageInitShape } from '@bufbuild/protobuf';
-import type { LakeBucketOffset } from '../common/lake.js';
-import type { PbLakeBucketOffset, PbLakeBucketOffsetSchema } from './gen/tributary_pb.js';
+import type { LakeBucketOffset, LakeSnapshot } from '../common/lake.js';
+import type { GetLakeSnapshotResponse, PbLakeBucketOffset, PbLakeBucketOffsetSchema } from './gen/tributary_pb.js';
 
 export function toPbLakeOffset(o: LakeBucketOffset): MessageInitShape<typeof PbLakeBucketOffsetSchema> {
   return {
@@ -21,4 +21,8 @@ export function fromPbLakeOffset(o: PbLakeBucketOffset): LakeBucketOffset {
     endOffset: o.logEndOffset,
     ...(o.maxTimestamp !== undefined ? { maxTimestamp: Number(o.maxTimestamp) } : {}),
   };
+}
+
+export function fromPbLakeSnapshot(resp: GetLakeSnapshotResponse): LakeSnapshot {
+  return { tableId: Number(resp.tableId), snapshotId: resp.snapshotId, bucketOffsets: resp.bucketOffsets.map(fromPbLakeOffset), commitTimestamp: Number(resp.commitTimestamp) };
 }

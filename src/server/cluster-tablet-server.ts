@@ -25,7 +25,8 @@ import type { ServerActivity } from '../common/activity.js';
 import { TributaryError } from '../common/errors.js';
 import { createLogger, type Logger } from '../common/logger.js';
 import { schemaFromJson } from '../common/schema.js';
-import { kafkaListenerOf, parseListeners, type KafkaBrokerNode, type RunningKafkaListener, startKafkaListener, type TributaryBackend } from '../kafka/index.js';
+import { kafkaLakeHistory, registerListConsumerGroups } from './kafka-service.js';
+import { type GroupLag, kafkaListenerOf, parseListeners, type KafkaBrokerNode, type RunningKafkaListener, startKafkaListener, type TributaryBackend } from '../kafka/index.js';
 import { ApiKeys } from '../rpc/api-keys.js';
 import { RpcConnection } from '../rpc/connection.js';
 import * as pb from '../rpc/gen/tributary_pb.js';
@@ -43,7 +44,8 @@ import { registerTabletService } from './tablet/tablet-service.js';
 import { TabletServer } from './tablet/tablet-server.js';
 
 /** The APIs a Kafka request reaches on this server itself; every other one goes to the active coordinator. */
-const LOCAL_KAFKA_APIS = new Set<number>([ApiKeys.ProduceLog.key, ApiKeys.FetchLog.key, ApiKeys.ListOffsets.key]);
+/** The APIs the Kafka listener runs on this server: the data APIs, and the group coordinator's on the offsets buckets it leads. */
+const LOCAL_KAFKA_APIS = new Set<number>([ApiKeys.ProduceLog.key, ApiKeys.FetchLog.key, ApiKeys.ListOffsets.key, ApiKeys.PutKv.key, ApiKeys.ScanKv.key]);
 
 export class ClusterTabletServer {
   private constructor(
@@ -105,11 +107,16 @@ export class ClusterTabletServer {
       undo.push(() => tablets.stop());
       await tablets.start([]);
       // Metrics only where they are served: with an HTTP port.
+      let kafka: RunningKafkaListener | undefined;
+      const kafkaDatabase = options.string('kafka.database')!;
+      // A group's lag counts the partitions this server hosts a replica of (all of them where every server has one).
+      const consumerGroups = (): GroupLag[] => kafka?.consumerGroups((topic) => tablets.hostedHighWatermarks({ database: kafkaDatabase, table: topic })) ?? [];
       const metrics = options.has('http.port')
-        ? new NodeMetrics({ ...processMetricSources(() => rpc, disk, activity), ...tabletMetricSources(tablets) }, options.int('metrics.replica-lag.max-bucket-series'))
+        ? new NodeMetrics({ ...processMetricSources(() => rpc, disk, activity), ...tabletMetricSources(tablets), ...(kafkaListen ? { consumerGroups } : {}) }, options.int('metrics.replica-lag.max-bucket-series'))
         : undefined;
       const rpc = rpcServerOf(options, listen, log, () => metrics);
       registerTabletService(rpc, tablets);
+      registerListConsumerGroups(rpc, consumerGroups);
       // A client that bootstraps here learns where the coordinator and the other servers are.
       rpc.register(ApiKeys.GetMetadata, async (req) => {
         if (req.tablePath.length > 0 || req.partitionsId.length > 0) {
@@ -123,12 +130,13 @@ export class ClusterTabletServer {
       const advertised = options.string('advertised.listeners');
       const rpcAddress = advertised ? parseListener(advertised, kafkaName) : bound;
       const rack = options.string('tablet-server.rack');
-      let kafka: RunningKafkaListener | undefined;
       let kafkaAddress: { host: string; port: number } | undefined;
       if (kafkaListen) {
         const backend: TributaryBackend = { call: (api, req) => (LOCAL_KAFKA_APIS.has(api.key) ? rpc.invoke(api, req) : coordinator.request(api, req)) };
-        kafka = await startKafkaListener(options, kafkaListen, backend, id, (at) => kafkaBrokers(tablets, id, kafkaAddress ?? at, rack), log.child({ role: 'kafka' }));
+        kafka = await startKafkaListener(options, kafkaListen, backend, id, (at) => kafkaBrokers(tablets, id, kafkaAddress ?? at, rack), kafkaLakeHistory(backend), log.child({ role: 'kafka' }));
         undo.push(() => kafka!.close());
+        const unsubscribe = tablets.onLeadershipChange((bucket, leading) => kafka?.leadershipChanged(bucket.tableId, bucket.bucket, leading));
+        undo.push(async () => unsubscribe());
         kafkaAddress = (advertised ? parseListeners(advertised).find((l) => l.name === kafkaName) : undefined) ?? kafka.address;
       }
       registration = await TabletServerRegistration.register(

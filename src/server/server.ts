@@ -25,7 +25,8 @@ import { type ClusterMetrics, type MetricSources, NodeMetrics } from './metrics.
 import { releaseDataDir, rpcServerOf, type ServerBase, startOnDataDir } from './startup.js';
 import { TabletServer } from './tablet/tablet-server.js';
 import { registerTabletService } from './tablet/tablet-service.js';
-import { type GroupLag, kafkaListenerOf, parseListeners, type RunningKafkaListener, startKafkaListener } from '../kafka/index.js';
+import { type GroupLag, kafkaListenerOf, parseListeners, type RunningKafkaListener, startKafkaListener, type TributaryBackend } from '../kafka/index.js';
+import { kafkaLakeHistory, registerListConsumerGroups } from './kafka-service.js';
 
 /** The one-process node: its own single tablet server, leading every bucket as its only replica. */
 const ONE_NODE: ClusterMetrics = { tabletServers: 1, offlineBuckets: 0, underReplicatedBuckets: 0, isrShrinks: 0, isrExpands: 0, bucketsMoving: 0 };
@@ -106,7 +107,7 @@ export class TributaryServer {
     registerCoordinatorService(rpc, coordinator, () => self);
     registerTieringService(rpc, tiering);
     registerTabletService(rpc, tablets);
-    rpc.register(ApiKeys.ListConsumerGroups, async () => ({ groups: consumerGroups().map((g) => ({ groupId: g.group, state: g.state, members: g.members, protocolType: g.protocolType, protocol: g.protocol, topics: g.topics })) }));
+    registerListConsumerGroups(rpc, consumerGroups);
     rpc.register(ApiKeys.TriggerKvSnapshot, async (req) => {
       const table = coordinator.getTableInfo(tablePathOf(ApiKeys.TriggerKvSnapshot, req.tablePath));
       if (!table.schema.primaryKey) throw new TributaryError('NON_PRIMARY_KEY_TABLE_EXCEPTION', `table '${table.path.database}.${table.path.table}' has no primary key`);
@@ -126,7 +127,8 @@ export class TributaryServer {
     const kafkaListen = kafkaListenerOf(options);
     if (kafkaListen) {
       // One node leads every bucket: it is the only broker, node 0 as in GetMetadata.
-      kafka = await startKafkaListener(options, kafkaListen, { call: (api, req) => rpc.invoke(api, req) }, 0, (at) => [{ nodeId: 0, host: at.host, port: at.port, rack: null }], log.child({ role: 'kafka' }));
+      const backend: TributaryBackend = { call: (api, req) => rpc.invoke(api, req) };
+      kafka = await startKafkaListener(options, kafkaListen, backend, 0, (at) => [{ nodeId: 0, host: at.host, port: at.port, rack: null }], kafkaLakeHistory(backend), log.child({ role: 'kafka' }));
       undo.push(() => kafka!.close());
     }
 

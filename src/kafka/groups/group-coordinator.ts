@@ -6,7 +6,13 @@
  * its offsets (`coordinatorOf`), the one function FindCoordinator and every group request ask. On
  * one node that is the node; on a cluster it is the tablet server leading that bucket, and a
  * request that reaches another server gets NOT_COORDINATOR, so clients look the coordinator up
- * again. On start the coordinator reads the offsets of the buckets it leads.
+ * again. The coordinator reads the committed offsets of an offsets bucket when it first serves a
+ * group of it as that bucket's leader (a group request waits for the read), and drops the groups
+ * of a bucket it stops leading: on a cluster the tablet server says so when a leadership moves
+ * (`leadershipChanged`), and a request that finds the bucket led elsewhere drops them too. So after
+ * the leader of an offsets bucket is killed, its groups carry on at the new leader from their
+ * committed offsets. The offsets table is opened on first use, and again after a failure (a tablet
+ * server's listener may start while no coordinator is active).
  *
  * Limits (named errors, mapped onto Kafka's codes in error-codes.ts):
  *   kafka.group.max-groups              a new group beyond it: GROUP_MAX_NUM_EXCEPTION
@@ -100,6 +106,9 @@ export class GroupCoordinator {
   private readonly groups = new Map<string, Entry>();
   private readonly store: OffsetStore;
   private readonly timers: GroupTimers;
+  private opening?: Promise<void>;
+  /** Offsets buckets whose committed offsets are read (or being read) into `groups`, as their leader. */
+  private readonly loaded = new Map<number, Promise<void>>();
 
   constructor(
     private readonly backend: TributaryBackend,
@@ -109,19 +118,65 @@ export class GroupCoordinator {
     this.timers = options.timers ?? REAL_TIMERS;
   }
 
-  /** Opens the offsets table and reads the offsets of the buckets this server leads. */
-  async start(): Promise<void> {
-    await this.store.open();
-    const leading = (await this.offsetsBuckets()).filter((b) => b.leaderId === this.options.nodeId).map((b) => b.bucketId);
-    for (const [groupId, entries] of await this.store.load(leading)) {
-      const entry = this.newEntry(groupId);
-      for (const e of entries) offsetsOf(entry, e.topic).set(e.partition, e.committed);
-    }
+  /**
+   * Opens the offsets table (creating it when missing) and reads the offsets of the buckets this
+   * server leads, once; again after a failure.
+   */
+  start(): Promise<void> {
+    this.opening ??= (async () => {
+      await this.store.open();
+      const leading = (await this.offsetsBuckets()).filter((b) => b.leaderId === this.options.nodeId);
+      await Promise.all(leading.map((b) => this.loadBucket(b.bucketId)));
+    })().catch((err: unknown) => {
+      this.opening = undefined;
+      throw err;
+    });
+    return this.opening;
   }
 
   close(): void {
     for (const e of this.groups.values()) e.group.close();
     this.groups.clear();
+    this.loaded.clear();
+  }
+
+  /**
+   * This server began or stopped leading a bucket of table `tableId`: for an offsets bucket, its
+   * groups are dropped, and read again from the table when it leads the bucket now.
+   */
+  leadershipChanged(tableId: number, bucket: number, leading: boolean): void {
+    if (this.store.tableId !== tableId) return;
+    this.forgetBucket(bucket);
+    if (leading) void this.loadBucket(bucket).catch(() => undefined);
+  }
+
+  /** Drops the groups of an offsets bucket and what was read of it. */
+  private forgetBucket(bucket: number): void {
+    this.loaded.delete(bucket);
+    for (const [id, e] of this.groups) {
+      if (this.store.bucketOf(id) !== bucket) continue;
+      e.group.close();
+      this.groups.delete(id);
+    }
+  }
+
+  /** Reads the committed offsets of an offsets bucket this server leads into its groups, once. */
+  private loadBucket(bucket: number): Promise<void> {
+    let loading = this.loaded.get(bucket);
+    if (!loading) {
+      loading = this.store.load([bucket]).then((byGroup) => {
+        if (this.loaded.get(bucket) !== loading) return; // dropped meanwhile
+        for (const [groupId, entries] of byGroup) {
+          const entry = this.groups.get(groupId) ?? this.newEntry(groupId);
+          for (const e of entries) offsetsOf(entry, e.topic).set(e.partition, e.committed);
+        }
+      });
+      this.loaded.set(bucket, loading);
+      loading.catch(() => {
+        if (this.loaded.get(bucket) === loading) this.loaded.delete(bucket);
+      });
+    }
+    return loading;
   }
 
   // ------------------------------------------------------------------ placement
@@ -133,6 +188,7 @@ export class GroupCoordinator {
 
   /** The broker that coordinates a group: the leader of its offsets bucket. */
   async coordinatorOf(groupId: string): Promise<KafkaBrokerNode> {
+    await this.start();
     const bucket = this.store.bucketOf(groupId);
     const leader = (await this.offsetsBuckets()).find((b) => b.bucketId === bucket)?.leaderId ?? -1;
     const node = this.options.brokers().find((b) => b.nodeId === leader);
@@ -144,13 +200,15 @@ export class GroupCoordinator {
   private async placement(groupId: string): Promise<KafkaErrorName> {
     if (groupId === '') return 'INVALID_GROUP_ID';
     try {
-      if ((await this.coordinatorOf(groupId)).nodeId === this.options.nodeId) return 'NONE';
+      if ((await this.coordinatorOf(groupId)).nodeId === this.options.nodeId) {
+        await this.loadBucket(this.store.bucketOf(groupId));
+        return 'NONE';
+      }
     } catch {
       return 'COORDINATOR_NOT_AVAILABLE';
     }
-    // Moved away: forget what this server held of it; its new coordinator reads the offsets.
-    this.groups.get(groupId)?.group.close();
-    this.groups.delete(groupId);
+    // Moved away: forget what this server held of the bucket; its new coordinator reads the offsets.
+    this.forgetBucket(this.store.bucketOf(groupId));
     return 'NOT_COORDINATOR';
   }
 

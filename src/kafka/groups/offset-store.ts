@@ -62,9 +62,10 @@ export class OffsetStore {
     private readonly bucketCount: number,
   ) {}
 
-  /** Creates the table when it is missing and reads its layout. */
+  /** Creates the table (and its database) when it is missing and reads its layout. */
   async open(): Promise<void> {
     const tablePath = { databaseName: this.database, tableName: OFFSETS_TABLE };
+    await this.backend.call(ApiKeys.CreateDatabase, { databaseName: this.database, databaseJson: '{}', ignoreIfExists: true });
     await this.backend.call(ApiKeys.CreateTable, {
       tablePath,
       tableJson: JSON.stringify({ columns: COLUMNS, primaryKey: ['group', 'topic', 'partition'], bucketKeys: ['group'], bucketCount: this.bucketCount, comment: 'committed offsets of Kafka consumer groups' }),
@@ -77,8 +78,9 @@ export class OffsetStore {
     this.buckets = new BucketAssigner(this.table);
   }
 
-  get tableId(): number {
-    return this.table.tableId;
+  /** The table's id once it is open. */
+  get tableId(): number | undefined {
+    return (this.table as TableInfo | undefined)?.tableId;
   }
 
   /** The bucket that holds a group's offsets. */

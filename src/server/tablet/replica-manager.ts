@@ -105,6 +105,8 @@ export class ReplicaManager {
   private readonly fetchers = new Map<number, ReplicaFetcher>();
   /** Leadership changes, one coordinator request at a time. */
   private changes: Promise<unknown> = Promise.resolve();
+  /** Told when this server begins or stops leading a bucket (the Kafka listener's group coordinator). */
+  private readonly leadershipListeners = new Set<(bucket: TableBucket, leading: boolean) => void>();
   private readonly settings: FetcherSettings;
   private readonly maxLagMs: number;
   private readonly minInSync: number;
@@ -427,6 +429,13 @@ export class ReplicaManager {
     this.advanceHighWatermark(replica);
     this.announceLeadership(replica);
     this.log.info({ bucket: bucketKey(replica.bucket), leaderEpoch: b.leaderEpoch, isr: b.isr, logEndOffset: String(replica.log.logEndOffset) }, 'replica became leader');
+    for (const listener of this.leadershipListeners) listener(replica.bucket, true);
+  }
+
+  /** Calls `listener` whenever this server begins or stops leading a bucket; returns the unsubscribe. */
+  onLeadershipChange(listener: (bucket: TableBucket, leading: boolean) => void): () => void {
+    this.leadershipListeners.add(listener);
+    return () => this.leadershipListeners.delete(listener);
   }
 
   /**
@@ -471,6 +480,7 @@ export class ReplicaManager {
 
   /** Ends whatever the replica does now: serving as leader (its KV state closes) or fetching; a standby that stays one keeps its state. */
   private async resign(replica: Replica, staysStandby = false): Promise<void> {
+    if (replica.role === 'leader') for (const listener of this.leadershipListeners) listener(replica.bucket, false);
     replica.role = 'follower';
     replica.leader?.end();
     replica.leader = undefined;

@@ -16,7 +16,7 @@ import type { MessageInitShape } from '@bufbuild/protobuf';
 import type * as arrow from 'apache-arrow';
 import { type Options, parseDuration, tableOption } from '../../common/config.js';
 import { TributaryError } from '../../common/errors.js';
-import { type PartitionInfo, projectionIn, type Schema, type TableInfo } from '../../common/schema.js';
+import { type PartitionInfo, projectionIn, type Schema, type TableInfo, type TablePath } from '../../common/schema.js';
 import { toArrowSchema } from '../../record/arrow-schema.js';
 import { logBatchPayload, readLogBatchHeader, splitLogBatches } from '../../record/log-batch.js';
 import { cutLogBatch } from '../../record/batch-projection.js';
@@ -436,6 +436,21 @@ export class TabletServer implements BucketLifecycle {
   }
 
   /** The servers of the cluster as the coordinator last named them, for GetMetadata answered here. */
+  /** Calls `listener` whenever this server begins or stops leading a bucket of a cluster; returns the unsubscribe. */
+  onLeadershipChange(listener: (bucket: TableBucket, leading: boolean) => void): () => void {
+    return this.inCluster().onLeadershipChange(listener);
+  }
+
+  /** The high watermark of each bucket of a table without partitions that this server hosts, leader or follower (a follower's as its leader last sent it). */
+  hostedHighWatermarks(path: TablePath): Map<number, bigint> | undefined {
+    let out: Map<number, bigint> | undefined;
+    for (const r of this.replicas.values()) {
+      if (r.partition || r.table.path.database !== path.database || r.table.path.table !== path.table) continue;
+      (out ??= new Map()).set(r.bucket.bucket, r.log.highWatermark);
+    }
+    return out;
+  }
+
   clusterNodes(): { coordinator?: ServerNode; tabletServers: ServerNode[] } {
     return this.inCluster().cluster;
   }
