@@ -60,7 +60,7 @@ import type { KvSnapshotHandle } from '../../common/kv-snapshot.js';
 import type { KvSnapshotCommit, SnapshotBucket } from '../coordinator/kv-snapshot-registry.js';
 import type { RemoteLogCommit } from '../coordinator/remote-log-registry.js';
 import type { RemoteLogHandle } from '../../common/remote-log.js';
-import { RemoteLogManager } from './remote-log-manager.js';
+import { RemoteLogManager, type RemoteLogUsage } from './remote-log-manager.js';
 import { localSegmentDeletable } from './retention.js';
 import { type LogConfig, LogTablet } from './log/log-tablet.js';
 import type { BatchCutter } from './log/log-segment.js';
@@ -82,6 +82,8 @@ export interface BucketMetrics {
   segments: number;
   /** Rows of a primary-key bucket's state. */
   kvRows?: number;
+  /** With a remote log: its segments and bytes, and (led buckets) the closed segments and bytes still to upload. */
+  remote?: RemoteLogUsage;
   /** This server leads the bucket (always on one node). */
   leader: boolean;
   replicas: number;
@@ -429,6 +431,7 @@ export class TabletServer implements BucketLifecycle {
       logSizeBytes: r.log.sizeInBytes,
       segments: r.log.segmentCount,
       ...(r.kv && !r.kv.standby ? { kvRows: r.kv.rowCount } : {}),
+      ...(this.remoteLog ? { remote: this.remoteLog.usage(r) } : {}),
       leader: r.role === 'leader',
       replicas: r.replicas.length,
       inSyncReplicas: r.isr.length,
