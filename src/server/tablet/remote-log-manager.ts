@@ -22,6 +22,7 @@
  */
 import crypto from 'node:crypto';
 import type { Options } from '../../common/config.js';
+import { TributaryError } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import type { RemoteLogHandle } from '../../common/remote-log.js';
 import type { PartitionInfo, TableInfo } from '../../common/schema.js';
@@ -133,8 +134,14 @@ export class RemoteLogManager {
    * a local one (with `cutter`: cut, as readCut does).
    */
   async read(r: Replica, offset: bigint, maxBytes: number, maxStoredBytes: number, cutter?: BatchCutter): Promise<Buffer | CutBatches> {
-    const segment = await this.remoteSegment(r, offset);
-    return this.cache.read(this.store, this.bucketDir(r), segment, (s): Promise<Buffer | CutBatches> => (cutter ? s.readCut(offset, maxBytes, maxStoredBytes, s.size, cutter) : s.read(offset, maxBytes, s.size)));
+    try {
+      const segment = await this.remoteSegment(r, offset);
+      return await this.cache.read(this.store, this.bucketDir(r), segment, (s): Promise<Buffer | CutBatches> => (cutter ? s.readCut(offset, maxBytes, maxStoredBytes, s.size, cutter) : s.read(offset, maxBytes, s.size)));
+    } catch (err) {
+      // A projection refused stays what it is; anything else is the remote log failing to be read.
+      if (err instanceof TributaryError && err.errorName !== 'LOG_STORAGE_EXCEPTION' && err.errorName !== 'STORAGE_EXCEPTION') throw err;
+      throw new TributaryError('LOG_STORAGE_EXCEPTION', `cannot read offset ${offset} of bucket ${bucketKey(r.bucket)} from the remote log: ${(err as Error).message}`, { cause: err });
+    }
   }
 
   /** The first remote offset whose batch has a commit timestamp >= `timestamp`; undefined when the remote log has none (look locally). */
