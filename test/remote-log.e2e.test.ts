@@ -129,3 +129,42 @@ test('kill -9 while writing, uploading and deleting: nothing lost, nothing read 
   assert.equal(new Set(offsets).size, offsets.length, 'no offset is read twice');
   await checkManifests(s3);
 });
+
+/** A counter of the server's /metrics. */
+async function metric(http: string, name: string): Promise<number> {
+  const text = await (await fetch(`http://${http.replace(/^https?:\/\//, '')}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+  return line ? Number(line.split(' ')[1]) : NaN;
+}
+
+test('with the S3 server stopped, appends go on, uploads back off, and resume once it is back', async (t) => {
+  const s3 = await startS3Server();
+  t.after(() => s3.stop());
+  const cluster = await startCluster(t, { settings: remoteSettings(s3), args: ['--no-tiering'] });
+  await cluster.conn.getAdmin().createTable({ database: 'tributary', table: 'outage' }, { columns: [...COLUMNS], properties: { 'bucket.num': '1' } });
+  const table = await cluster.conn.getTable({ database: 'tributary', table: 'outage' });
+  const writer = await table.newAppend().createWriter();
+  const write = async (from: number, to: number): Promise<void> => {
+    for (let id = from; id < to; id++) {
+      await writer.append({ id: BigInt(id), payload: `payload-${id}-${'x'.repeat(40)}` });
+      if (id % 100 === 99) await writer.flush();
+    }
+    await writer.flush();
+  };
+  await write(0, 1000);
+  await until('the first segments are uploaded', () => localSegments(cluster.server.dataDir, 'outage').length === 2);
+
+  await s3.pause();
+  const failedBefore = await metric(cluster.server.http, 'tributary_remote_log_failed_rounds_total');
+  await write(1000, 2500);
+  assert.ok(localSegments(cluster.server.dataDir, 'outage').length > 2, 'segments not uploaded stay local');
+  await until('upload rounds fail and back off', async () => (await metric(cluster.server.http, 'tributary_remote_log_failed_rounds_total')) > failedBefore);
+  assert.ok(localSegments(cluster.server.dataDir, 'outage').length > 2, 'nothing is deleted locally while the store is down');
+
+  await s3.resume();
+  await until('uploads resume and local segments go', () => localSegments(cluster.server.dataDir, 'outage').length === 2);
+  await writer.close();
+  const records = await readFromEarliest(cluster.bootstrap, 'outage', 2500);
+  assert.deepEqual(records.map((r) => Number(r.row.id)), Array.from({ length: 2500 }, (_, i) => i), 'every id once, in order');
+  await checkManifests(s3);
+});
