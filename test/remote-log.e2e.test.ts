@@ -3,13 +3,15 @@
  * with 4 KiB segments uploads its closed segments, keeps the newest two locally, and a scanner from
  * earliest reads every record once, in order, across the remote/local boundary, with a projection;
  * kill -9 of the server while it writes, uploads and deletes loses nothing, reads nothing twice,
- * and leaves no manifest naming a missing object.
+ * and leaves no manifest naming a missing object; with the S3 server stopped appends go on and
+ * uploads resume after it; on a 3-server cluster followers delete below the remote end too, and a
+ * new leader serves the remote part and continues the uploads.
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
-import { Connection, type ScanRecord } from '../src/client/index.js';
+import { Connection, type ScanRecord, type TablePath } from '../src/client/index.js';
 import { startS3Server, type S3TestServer } from '../src/storage/fixtures/s3-server.js';
 import { S3ObjectStore } from '../src/storage/s3-store.js';
 import { decodeManifest, segmentObject } from '../src/server/tablet/remote/remote-log-manifest.js';
@@ -167,4 +169,48 @@ test('with the S3 server stopped, appends go on, uploads back off, and resume on
   const records = await readFromEarliest(cluster.bootstrap, 'outage', 2500);
   assert.deepEqual(records.map((r) => Number(r.row.id)), Array.from({ length: 2500 }, (_, i) => i), 'every id once, in order');
   await checkManifests(s3);
+});
+
+async function leaderOf(conn: Connection, path: TablePath, not = -1): Promise<number> {
+  let leader = -1;
+  await until(`a leader of ${path.table} other than ${not}`, async () => {
+    leader = (await conn.getAdmin().listBuckets(path)).find((b) => b.bucket === 0)?.leader ?? -1;
+    return leader >= 0 && leader !== not;
+  });
+  return leader;
+}
+
+test('on a 3-server cluster followers delete below the remote end too, and a new leader serves the remote part and goes on uploading', async (t) => {
+  const s3 = await startS3Server();
+  t.after(() => s3.stop());
+  const cluster = await startCluster(t, { zooKeeper: { tabletServers: 3 }, settings: { ...remoteSettings(s3), 'default.replication.factor': '3' } });
+  const path = { database: 'tributary', table: 'replicated' };
+  await cluster.conn.getAdmin().createTable(path, { columns: [...COLUMNS], properties: { 'bucket.num': '1' } });
+  const table = await cluster.conn.getTable(path);
+  const writer = await table.newAppend().createWriter();
+  const write = async (from: number, to: number): Promise<void> => {
+    for (let id = from; id < to; id++) {
+      await writer.append({ id: BigInt(id), payload: `payload-${id}-${'x'.repeat(40)}` });
+      if (id % 100 === 99) await writer.flush();
+    }
+    await writer.flush();
+  };
+  await write(0, 2000);
+  const first = await leaderOf(cluster.conn, path);
+  for (const id of [0, 1, 2]) {
+    await until(`tablet server ${id} keeps only two local segments`, () => localSegments(cluster.tabletServer(id).dataDir, 'replicated').length === 2);
+  }
+
+  await cluster.tabletServer(first).kill();
+  const second = await leaderOf(cluster.conn, path, first);
+  const records = await readFromEarliest(cluster.bootstrap, 'replicated', 2000, ['id']);
+  assert.deepEqual(records.map((r) => Number(r.row.id)), Array.from({ length: 2000 }, (_, i) => i), 'the new leader serves every id once, in order, from the remote log on');
+  assert.equal(records[0].offset, 0n);
+
+  const before = await checkManifests(s3);
+  await write(2000, 3500);
+  await writer.close();
+  await until('the new leader uploads from the committed remote end', async () => (await checkManifests(s3)) > before && localSegments(cluster.tabletServer(second).dataDir, 'replicated').length === 2);
+  const all = await readFromEarliest(cluster.bootstrap, 'replicated', 3500);
+  assert.deepEqual(all.map((r) => Number(r.row.id)), Array.from({ length: 3500 }, (_, i) => i));
 });
