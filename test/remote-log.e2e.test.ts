@@ -86,7 +86,7 @@ async function checkManifests(s3: S3TestServer): Promise<number> {
 test('closed segments go to S3, two stay local, and a projected scan from earliest reads the whole log once', async (t) => {
   const s3 = await startS3Server();
   t.after(() => s3.stop());
-  const cluster = await startCluster(t, { settings: remoteSettings(s3), args: ['--no-tiering'] });
+  const cluster = await startCluster(t, { settings: remoteSettings(s3), args: ['--no-tiering'], sql: 'tributary' });
   await cluster.conn.getAdmin().createTable({ database: 'tributary', table: 'events' }, { columns: [...COLUMNS], properties: { 'bucket.num': '1' } });
   const table = await cluster.conn.getTable({ database: 'tributary', table: 'events' });
   const writer = await table.newAppend().createWriter();
@@ -104,6 +104,9 @@ test('closed segments go to S3, two stay local, and a projected scan from earlie
   assert.deepEqual(records.map((r) => Number(r.row.id)), Array.from({ length: total }, (_, i) => i), 'every id once, in order');
   assert.deepEqual(Object.keys(records[0].row), ['id'], 'the projection holds on the remote part');
   assert.equal(records[0].offset, 0n, 'the scan starts at the remote log start');
+
+  const { result } = await cluster.sql.execute('SELECT count(*) AS n, count(DISTINCT id) AS ids, min(id) AS lo, max(id) AS hi FROM events');
+  assert.deepEqual(result!.rows[0].map(Number), [total, total, 0, total - 1], 'SQL reads the remote part too');
 });
 
 test('kill -9 while writing, uploading and deleting: nothing lost, nothing read twice, every manifest names existing objects', async (t) => {
