@@ -4,7 +4,8 @@
  * earliest reads every record once, in order, across the remote/local boundary, with a projection;
  * kill -9 of the server while it writes, uploads and deletes loses nothing, reads nothing twice,
  * and leaves no manifest naming a missing object; with the S3 server stopped appends go on and
- * uploads resume after it; on a 3-server cluster followers delete below the remote end too, and a
+ * uploads resume after it; a lake-enabled table keeps no remote copy of what the lake holds; on a
+ * 3-server cluster followers delete below the remote end too, and a
  * new leader serves the remote part and continues the uploads.
  */
 import assert from 'node:assert/strict';
@@ -16,6 +17,7 @@ import { startS3Server, type S3TestServer } from '../src/storage/fixtures/s3-ser
 import { S3ObjectStore } from '../src/storage/s3-store.js';
 import { decodeManifest, segmentObject } from '../src/server/tablet/remote/remote-log-manifest.js';
 import { startCluster } from './support/cluster.js';
+import { waitTiered } from './support/tiering-rounds.js';
 import { WriterChild } from './support/writer-child.js';
 
 const COLUMNS = [{ name: 'id', type: 'BIGINT', nullable: false }, { name: 'payload', type: 'STRING' }] as const;
@@ -63,8 +65,8 @@ async function readFromEarliest(bootstrap: string, table: string, expected: numb
   }
 }
 
-/** Every manifest under the remote dir, and whether each object it names exists. */
-async function checkManifests(s3: S3TestServer): Promise<number> {
+/** Every manifest under the remote dir, and whether each object it names exists; returns the segments they name. */
+async function checkManifests(s3: S3TestServer, check: (segment: { endOffset: bigint }) => void = () => {}): Promise<number> {
   const store = new S3ObjectStore(s3.settings);
   const objects = await store.list(s3.location('remote/log'));
   const names = new Set(objects.map((o) => o.location));
@@ -77,6 +79,7 @@ async function checkManifests(s3: S3TestServer): Promise<number> {
       for (const suffix of ['.log', '.index', '.timeindex', '.writer_snapshot', '.leader_epoch'] as const) {
         assert.ok(names.has(segmentObject(bucketDir, s, suffix)), `${m.location} names ${segmentObject(bucketDir, s, suffix)}, which exists`);
       }
+      check(s);
       segments++;
     }
   }
@@ -133,6 +136,33 @@ test('kill -9 while writing, uploading and deleting: nothing lost, nothing read 
   const offsets = records.map((r) => r.offset);
   assert.equal(new Set(offsets).size, offsets.length, 'no offset is read twice');
   await checkManifests(s3);
+});
+
+test('a lake-enabled table keeps no remote copy of what the lake holds: local segments go once the lake has them, and the union read is whole', async (t) => {
+  const s3 = await startS3Server();
+  t.after(() => s3.stop());
+  const cluster = await startCluster(t, { settings: remoteSettings(s3), sql: 'tributary' });
+  const path = { database: 'tributary', table: 'laked' };
+  await cluster.conn.getAdmin().createTable(path, { columns: [...COLUMNS], properties: { 'bucket.num': '1', 'table.datalake.enabled': 'true', 'table.datalake.freshness': '1s' } });
+  const writer = await (await cluster.conn.getTable(path)).newAppend().createWriter();
+  const total = 3000;
+  for (let id = 0; id < total; id++) {
+    await writer.append({ id: BigInt(id), payload: `payload-${id}-${'x'.repeat(40)}` });
+    if (id % 100 === 99) await writer.flush();
+  }
+  await writer.close();
+  await waitTiered(cluster.conn, path);
+  const lakeEnd = (await cluster.conn.getAdmin().getLakeTieringStatus(path)).buckets[0].lakeEndOffset;
+  assert.equal(lakeEnd, BigInt(total));
+
+  await until('only the newest two segments are local', () => localSegments(cluster.server.dataDir, 'laked').length === 2);
+  await until('the remote log holds nothing the lake holds', async () => {
+    let held = 0;
+    await checkManifests(s3, (s) => void (s.endOffset <= lakeEnd && held++));
+    return held === 0;
+  });
+  const { result } = await cluster.sql.execute('SELECT count(*) AS n, count(DISTINCT id) AS ids, min(id) AS lo, max(id) AS hi FROM laked');
+  assert.deepEqual(result!.rows[0].map(Number), [total, total, 0, total - 1], 'the union read holds every row once');
 });
 
 /** A counter of the server's /metrics. */

@@ -12,9 +12,10 @@
  *    (CommitRemoteLogManifest on a cluster, the node's coordinator on one node; fenced by both
  *    epochs); only then are the previous manifest and the dropped segments deleted, and local
  *    retention may delete local segments below the new remote end.
- * A crash anywhere leaves the committed manifest naming complete objects only; what a failed or
- * interrupted round uploaded stays unnamed. A bucket whose round fails (the store is down) backs
- * off, doubling its wait up to remote.log.upload.max-backoff; appends never wait for any of it.
+ * Rounds run one at a time. A crash anywhere leaves the committed manifest naming complete
+ * objects only; what a failed or interrupted round uploaded stays unnamed. A bucket whose round
+ * fails (the store is down) backs off, doubling its wait up to remote.log.upload.max-backoff;
+ * appends never wait for any of it.
  *
  * Reads below the local start are served here, on the server (not by client downloads as Fluss
  * does): the segment is downloaded once into a bounded cache and read with the same code as local
@@ -71,6 +72,7 @@ export class RemoteLogManager {
   private readonly maxUploadSegments: number;
   private readonly intervalMs: number;
   private readonly maxBackoffMs: number;
+  private running: Promise<void> | undefined;
   /** Requests to the remote store (uploads, manifest reads and writes, deletes), segments and bytes uploaded, failed rounds. */
   readonly counters = { requests: 0, uploadedSegments: 0, uploadedBytes: 0, failedRounds: 0 };
 
@@ -172,8 +174,17 @@ export class RemoteLogManager {
     return out;
   }
 
-  /** One round over the buckets this server leads. */
-  async runOnce(replicas: Iterable<Replica>, nowMs = Date.now()): Promise<void> {
+  /**
+   * One round over the buckets this server leads; while one runs, a call shares it. One round at a
+   * time: two would build manifests from the same committed one, and the later commit would name
+   * segments the earlier one deleted.
+   */
+  runOnce(replicas: Iterable<Replica>, nowMs = Date.now()): Promise<void> {
+    this.running ??= this.round(replicas, nowMs).finally(() => (this.running = undefined));
+    return this.running;
+  }
+
+  private async round(replicas: Iterable<Replica>, nowMs: number): Promise<void> {
     for (const r of replicas) {
       if (r.role !== 'leader') continue;
       const state = this.stateOf(r);
