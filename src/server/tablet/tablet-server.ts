@@ -8,6 +8,9 @@
  *   StopReplica, UpdateMetadata) make each replica leader or follower, its logs are replicated
  *   (replica-manager.ts) and clients are served by the leaders only (NOT_LEADER_OR_FOLLOWER elsewhere).
  *
+ * With remote.data.dir set, the leaders' closed segments also go to the remote log
+ * (remote-log-manager.ts), and fetches below a leader's local log start read it.
+ *
  * Bucket directories: `<data.dir>/log/<db>/<table>-<tableId>/[<partition>-p<partitionId>/]log-<bucket>`.
  */
 import fs from 'node:fs';
@@ -397,8 +400,11 @@ export class TabletServer implements BucketLifecycle {
     }
     await fs.promises.rm(this.tableDir(table, partition), { recursive: true, force: true });
     await fs.promises.rm(this.snapshotDir(table, partition), { recursive: true, force: true });
-    // One node: the only server, it removes the remote log too (in a cluster every replica is told; the remote log is shared).
-    if (!this.replication) await this.remoteLog?.deleteTable(table, partition);
+    // On one node the remote log goes too (a cluster leaves it: cluster.md, Not yet); a store that
+    // is down leaves it behind rather than fail a drop already committed.
+    if (!this.replication) {
+      await this.remoteLog?.deleteTable(table, partition).catch((err: unknown) => this.log.warn({ err, table: table.tableId }, 'could not delete the remote log of a dropped table'));
+    }
   }
 
   tableAltered(table: TableInfo): void {
