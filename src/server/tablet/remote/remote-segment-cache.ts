@@ -59,7 +59,7 @@ export class RemoteSegmentCache {
       return await reader(await entry.segment);
     } finally {
       entry.readers--;
-      void this.evict();
+      await this.evict();
     }
   }
 
