@@ -1,7 +1,7 @@
 /**
  * Lake tiering and the coordinator's services on a cluster on ZooKeeper, with real processes: two
  * coordinators, three tablet servers, replication factor 3, small log segments and a quick
- * retention check.
+ * retention check, without a remote log (remote-log.e2e.test.ts has the remote log of a cluster).
  * - retention of a lake-enabled table deletes, on every replica, the segments the lake holds and
  *   keeps the ones it does not; the union read stays complete;
  * - the coordinator's HTTP API lists the tablet servers and a table's buckets;
@@ -19,7 +19,7 @@ import type { ServerProcess } from './support/server-process.js';
 
 const cluster = useCluster({
   zooKeeper: { coordinators: 2, tabletServers: 3 },
-  settings: { 'default.replication.factor': '3', 'log.segment.file-size': '4kb', 'log.retention.check-interval': '200ms' },
+  settings: { 'default.replication.factor': '3', 'log.segment.file-size': '4kb', 'log.retention.check-interval': '200ms', 'remote.log.task-interval-duration': '0' },
   sql: 'shop',
 });
 

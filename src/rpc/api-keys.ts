@@ -67,6 +67,10 @@ export const ApiKeys = {
   NotifyLakeTableOffset: api(1031, 'NotifyLakeTableOffset', pb.NotifyLakeTableOffsetRequestSchema, pb.NotifyLakeTableOffsetResponseSchema),
   /** A bucket leader registers a complete KV snapshot with the active coordinator. */
   CommitKvSnapshot: api(1022, 'CommitKvSnapshot', pb.CommitKvSnapshotRequestSchema, pb.CommitKvSnapshotResponseSchema),
+  /** A bucket leader registers its remote log manifest (segments and manifest uploaded) with the active coordinator. */
+  CommitRemoteLogManifest: api(1027, 'CommitRemoteLogManifest', pb.CommitRemoteLogManifestRequestSchema, pb.CommitRemoteLogManifestResponseSchema),
+  /** The coordinator tells a bucket's replicas its committed remote log offsets. */
+  NotifyRemoteLogOffsets: api(1028, 'NotifyRemoteLogOffsets', pb.NotifyRemoteLogOffsetsRequestSchema, pb.NotifyRemoteLogOffsetsResponseSchema),
   ControlledShutdown: api(1043, 'ControlledShutdown', pb.ControlledShutdownRequestSchema, pb.ControlledShutdownResponseSchema),
   // Cluster administration: server tags and rebalance (served by the active coordinator of a cluster).
   AddServerTag: api(1047, 'AddServerTag', pb.AddServerTagRequestSchema, pb.AddServerTagResponseSchema),

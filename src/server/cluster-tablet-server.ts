@@ -94,6 +94,7 @@ export class ClusterTabletServer {
             connect: (node) => RpcConnection.connect(node.host, node.port, { requestTimeoutMs, clientName: `tributary-tablet-server-${id}` }),
             adjustIsr: (req) => coordinator.request(ApiKeys.AdjustIsr, req),
             commitKvSnapshot: (req) => coordinator.request(ApiKeys.CommitKvSnapshot, req),
+            commitRemoteLogManifest: (req) => coordinator.request(ApiKeys.CommitRemoteLogManifest, req),
             fetchSchema: async (table, schemaId) => {
               const resp = await coordinator.request(ApiKeys.GetTableSchema, { tablePath: { databaseName: table.database, tableName: table.table }, schemaId });
               return schemaFromJson(JSON.parse(resp.schemaJson));

@@ -56,6 +56,8 @@ export interface MetricSources {
   lakeTables?(): LakeTableMetrics[];
   /** The coordinator: tables and partitions. */
   tables?(): { tables: number; partitions: number };
+  /** Tablet servers with a remote log: its requests, uploads and reads. */
+  remoteLog?(): { requests: number; uploadedBytes: number; failedRounds: number; downloads: number; hits: number };
   /** Servers with a Kafka listener: the consumer groups they coordinate. */
   consumerGroups?(): ConsumerGroupMetrics[];
   rpc(): { connections: number; heldBytes: number };
@@ -174,6 +176,17 @@ export class NodeMetrics {
       bucket('tributary_log_size_bytes', 'Bytes of the bucket\'s log segments on local disk.', (b) => b.logSizeBytes);
       bucket('tributary_log_segments', 'Segment files of the bucket\'s log.', (b) => b.segments);
       bucket('tributary_kv_rows', 'Rows of a primary-key bucket\'s current state.', (b) => b.kvRows);
+      bucket('tributary_remote_log_size_bytes', 'Bytes of the bucket\'s segments in the remote log (remote.data.dir set).', (b) => b.remote?.remoteBytes);
+      bucket('tributary_remote_log_segments', 'Segments of the bucket in the remote log.', (b) => b.remote?.remoteSegments);
+      bucket('tributary_remote_log_upload_lag_segments', 'Closed segments of a bucket this server leads that wait for their upload to the remote log.', (b) => b.remote?.pendingSegments);
+      bucket('tributary_remote_log_upload_lag_bytes', 'Bytes of the closed segments that wait for their upload to the remote log.', (b) => b.remote?.pendingBytes);
+    }
+    if (sources.remoteLog) {
+      scalar('tributary_remote_log_requests_total', 'Requests of remote log uploads, manifest reads and writes and deletes to the remote store.', () => current().remoteLog.requests);
+      scalar('tributary_remote_log_uploaded_bytes_total', 'Bytes of log segments uploaded to the remote log.', () => current().remoteLog.uploadedBytes);
+      scalar('tributary_remote_log_failed_rounds_total', 'Remote log rounds of a bucket that failed (and backed off).', () => current().remoteLog.failedRounds);
+      scalar('tributary_remote_log_downloads_total', 'Remote segments downloaded to serve fetches below the local log start.', () => current().remoteLog.downloads);
+      scalar('tributary_remote_log_cache_hits_total', 'Fetches of remote segments served from the local cache of downloaded segments.', () => current().remoteLog.hits);
     }
     if (sources.lakeTables) {
       lake('tributary_lake_tiering_lag_records', 'Records of a lake-enabled table not yet tiered into the lake.', (t) => Number(t.lagRecords));
@@ -242,6 +255,7 @@ export class NodeMetrics {
       lakeTables: sources.lakeTables?.() ?? [],
       tables: sources.tables?.() ?? { tables: 0, partitions: 0 },
       consumerGroups: sources.consumerGroups?.() ?? [],
+      remoteLog: sources.remoteLog?.() ?? { requests: 0, uploadedBytes: 0, failedRounds: 0, downloads: 0, hits: 0 },
       rpc: sources.rpc(),
       dataDisk: sources.dataDisk(),
       activity: sources.activity(),

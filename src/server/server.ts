@@ -185,8 +185,13 @@ export function processMetricSources(rpc: () => RpcServer, disk: DataDisk, activ
 }
 
 /** What a tablet server's metrics read: its buckets, those it leads and their followers. */
-export function tabletMetricSources(tablets: TabletServer): Pick<MetricSources, 'buckets' | 'replicas'> {
-  return { buckets: () => tablets.bucketMetrics(), replicas: () => tablets.replicaMetrics() };
+export function tabletMetricSources(tablets: TabletServer): Pick<MetricSources, 'buckets' | 'replicas' | 'remoteLog'> {
+  const remote = tablets.remoteLog;
+  return {
+    buckets: () => tablets.bucketMetrics(),
+    replicas: () => tablets.replicaMetrics(),
+    ...(remote ? { remoteLog: () => ({ ...remote.counters, downloads: remote.remoteReads.downloads, hits: remote.remoteReads.hits }) } : {}),
+  };
 }
 
 /** What the coordinator's metrics read: its tables, the cluster's health and lake tiering. */

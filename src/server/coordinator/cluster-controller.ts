@@ -67,6 +67,7 @@ import type {
 } from '../../rpc/gen/tributary_pb.js';
 import { tableOption } from '../../common/config.js';
 import type { KvSnapshotHandle } from '../../common/kv-snapshot.js';
+import type { RemoteLogHandle } from '../../common/remote-log.js';
 import type { MetadataOp, MetadataStore } from '../metadata/metadata-store.js';
 import { type LiveTabletServers, registrationEpoch, type TabletServerNode } from '../metadata/tablet-server-registry.js';
 import type { ClusterView } from './coordinator-service.js';
@@ -181,6 +182,8 @@ export interface ClusterControllerSettings {
   tables: { getTableInfoById(tableId: number): TableInfo | undefined; partitionById(partitionId: number): PartitionEntry | undefined };
   /** The registered KV snapshots, whose newest a bucket's new leader is told. */
   kvSnapshots: { latest(bucket: SnapshotBucket): KvSnapshotHandle | undefined };
+  /** The committed remote logs, which a bucket's new leader continues from and its followers delete below. */
+  remoteLogs: { latest(bucket: SnapshotBucket): RemoteLogHandle | undefined };
   options: Options;
   log: Logger;
 }
@@ -399,6 +402,23 @@ export class ClusterController implements BucketLifecycle, BucketPlacement, Clus
       if (state.leader === NO_LEADER || leaderEpoch !== state.leaderEpoch) throw fencedLeader(bucket, leaderEpoch, state.leaderEpoch);
       return work();
     });
+  }
+
+  /** A bucket's leader committed its remote log: its other live replicas learn it (NotifyRemoteLogOffsets). */
+  remoteLogCommitted(bucket: SnapshotBucket, manifest: RemoteLogHandle): void {
+    const group: BucketGroup = { tableId: bucket.tableId, ...(bucket.partitionId !== undefined ? { partitionId: bucket.partitionId } : {}) };
+    const state = this.leaderAndIsr({ group, bucket: bucket.bucket });
+    for (const id of this.assignment(group)?.[bucket.bucket] ?? []) {
+      if (id === state?.leader || !this.settings.servers.isLive(id)) continue;
+      void this.channels
+        .send(id, ApiKeys.NotifyRemoteLogOffsets, {
+          tableId: BigInt(bucket.tableId),
+          ...(bucket.partitionId !== undefined ? { partitionId: BigInt(bucket.partitionId) } : {}),
+          bucketId: bucket.bucket,
+          manifest: { manifestPath: manifest.manifestPath, remoteLogStartOffset: manifest.remoteLogStartOffset, remoteLogEndOffset: manifest.remoteLogEndOffset },
+        })
+        .catch((err: unknown) => this.settings.log.warn({ err, server: id }, 'NotifyRemoteLogOffsets not delivered'));
+    }
   }
 
   // ------------------------------------------------------------------ ClusterView
@@ -630,12 +650,14 @@ export class ClusterController implements BucketLifecycle, BucketPlacement, Clus
       buckets: refs.map((ref) => {
         const state = this.leaderAndIsr(ref)!;
         const latest = this.settings.kvSnapshots.latest({ ...group, bucket: ref.bucket });
+        const remote = this.settings.remoteLogs.latest({ ...group, bucket: ref.bucket });
         return {
           bucketId: ref.bucket,
           replicas: this.assignment(group)![ref.bucket],
           ...this.stateFields(state),
           standbyReplicas: state.standbyReplicas,
           ...(latest ? { latestKvSnapshot: { snapshotId: BigInt(latest.snapshotId), logOffset: latest.logOffset, rowCount: BigInt(latest.rowCount), metadataPath: latest.metadataPath } } : {}),
+          ...(remote ? { remoteLogManifest: { manifestPath: remote.manifestPath, remoteLogStartOffset: remote.remoteLogStartOffset, remoteLogEndOffset: remote.remoteLogEndOffset } } : {}),
         };
       }),
     };

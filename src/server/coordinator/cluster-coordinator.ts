@@ -87,6 +87,7 @@ export class ClusterCoordinator extends EventEmitter<{ deposed: [Error] }> {
         self: { nodeId: self.id, host: self.host, port: self.port },
         tables: coordinator,
         kvSnapshots: coordinator.kvSnapshots,
+        remoteLogs: coordinator.remoteLogs,
         options,
         log: log.child({ role: 'cluster-controller' }),
       });
@@ -103,7 +104,7 @@ export class ClusterCoordinator extends EventEmitter<{ deposed: [Error] }> {
     }
   }
 
-  /** Registers what the active coordinator answers: the coordinator service (GetMetadata from the cluster), AdjustIsr, ControlledShutdown, CommitKvSnapshot, server tags and rebalance. */
+  /** Registers what the active coordinator answers: the coordinator service (GetMetadata from the cluster), AdjustIsr, ControlledShutdown, CommitKvSnapshot, CommitRemoteLogManifest, server tags and rebalance. */
   registerServices(rpc: ApiRegistrar): void {
     const { self } = this.settings;
     registerCoordinatorService(rpc, this.coordinator, () => ({ nodeId: self.id, host: self.host, port: self.port }), this.controller);
@@ -118,6 +119,19 @@ export class ClusterCoordinator extends EventEmitter<{ deposed: [Error] }> {
       await this.coordinator.commitKvSnapshot({
         bucket: { tableId: idOf(api, 'table_id', req.tableId), ...(partitionId !== undefined ? { partitionId } : {}), bucket: req.bucketId },
         snapshot: { snapshotId: Number(snapshot.snapshotId), logOffset: snapshot.logOffset, rowCount: Number(snapshot.rowCount), metadataPath: snapshot.metadataPath },
+        leaderEpoch: req.bucketLeaderEpoch,
+        coordinatorEpoch: req.coordinatorEpoch,
+      });
+      return {};
+    });
+    rpc.register(ApiKeys.CommitRemoteLogManifest, async (req) => {
+      const api = ApiKeys.CommitRemoteLogManifest;
+      const manifest = req.manifest;
+      if (!manifest) throw fieldError(api, 'manifest', 'is required');
+      const partitionId = optionalIdOf(api, 'partition_id', req.partitionId);
+      await this.coordinator.commitRemoteLogManifest({
+        bucket: { tableId: idOf(api, 'table_id', req.tableId), ...(partitionId !== undefined ? { partitionId } : {}), bucket: req.bucketId },
+        manifest: { manifestPath: manifest.manifestPath, remoteLogStartOffset: manifest.remoteLogStartOffset, remoteLogEndOffset: manifest.remoteLogEndOffset },
         leaderEpoch: req.bucketLeaderEpoch,
         coordinatorEpoch: req.coordinatorEpoch,
       });

@@ -42,7 +42,9 @@ import type { ServerActivity } from '../../common/activity.js';
 import type { LakeBucketOffset } from '../../common/lake.js';
 import type { LakeCatalog, LakeTableEntry } from '../../lake/lake-format.js';
 import { isLakeEnabled, LakeTieringManager } from './lake-tiering-manager.js';
-import { type BucketFence, type KvSnapshotCommit, KvSnapshotRegistry, ONE_NODE_FENCE } from './kv-snapshot-registry.js';
+import { type BucketFence, type KvSnapshotCommit, KvSnapshotRegistry, ONE_NODE_FENCE, type SnapshotBucket } from './kv-snapshot-registry.js';
+import { type RemoteLogCommit, RemoteLogRegistry } from './remote-log-registry.js';
+import type { RemoteLogHandle } from '../../common/remote-log.js';
 import { checkReplicationFactor, replicationFactorOf } from './replica-assignment.js';
 
 interface DatabaseRegistration {
@@ -79,6 +81,8 @@ export interface BucketLifecycle {
   tableAltered(table: TableInfo): void;
   /** What the lake now holds of the table's buckets: log retention keeps everything above it. */
   lakeOffsetsChanged(table: TableInfo, offsets: readonly LakeBucketOffset[]): void;
+  /** A bucket's leader committed its remote log: its other replicas may delete local segments below the remote end. */
+  remoteLogCommitted?(bucket: SnapshotBucket, manifest: RemoteLogHandle): void;
 }
 
 /**
@@ -152,7 +156,9 @@ export class Coordinator {
   readonly tiering: LakeTieringManager;
   /** The registered KV snapshots of primary-key buckets (CommitKvSnapshot, GetLatestKvSnapshots). */
   readonly kvSnapshots: KvSnapshotRegistry;
-  /** What KV snapshot commits are fenced by: the one-process node's, or a cluster's ClusterController. */
+  /** The committed remote logs of buckets (CommitRemoteLogManifest). */
+  readonly remoteLogs: RemoteLogRegistry;
+  /** What KV snapshot and remote log commits are fenced by: the one-process node's, or a cluster's ClusterController. */
   private kvSnapshotFence: BucketFence = ONE_NODE_FENCE;
 
   constructor(
@@ -176,6 +182,7 @@ export class Coordinator {
       options.durationMs('datalake.tiering.timeout'),
     );
     this.kvSnapshots = new KvSnapshotRegistry(store, options.int('kv.snapshot.num-retained'), log);
+    this.remoteLogs = new RemoteLogRegistry(store);
     for (const db of store.children('/databases')) {
       for (const t of store.children(`${dbPath(db)}/tables`)) {
         const path = { database: db, table: t };
@@ -327,7 +334,7 @@ export class Coordinator {
         throw new TributaryError('DATABASE_NOT_EMPTY', `database '${db}' holds ${tables.length} table(s); drop them first or use CASCADE`);
       }
       const infos = tables.map((t) => this.getTableInfo({ database: db, table: t }));
-      await this.store.commit([{ op: 'delete', path: dbPath(db), recursive: true }, ...infos.flatMap((info) => this.kvSnapshots.dropOps(info.tableId))]);
+      await this.store.commit([{ op: 'delete', path: dbPath(db), recursive: true }, ...infos.flatMap((info) => [...this.kvSnapshots.dropOps(info.tableId), ...this.remoteLogs.dropOps(info.tableId)])]);
       for (const info of infos) await this.forgetTable(info);
       this.log.info({ database: db, tables: tables.length }, 'database dropped');
     });
@@ -338,6 +345,12 @@ export class Coordinator {
   /** Registers a bucket leader's complete KV snapshot (CommitKvSnapshot, or the node's own tablet server), fenced by the epochs. */
   commitKvSnapshot(request: KvSnapshotCommit): Promise<void> {
     return this.kvSnapshots.commit(request, this.kvSnapshotFence);
+  }
+
+  /** Registers a bucket leader's uploaded remote log manifest (CommitRemoteLogManifest, or the node's own tablet server), fenced as KV snapshots are; then tells its replicas. */
+  async commitRemoteLogManifest(request: RemoteLogCommit): Promise<void> {
+    await this.remoteLogs.commit(request, this.kvSnapshotFence);
+    this.lifecycle?.remoteLogCommitted?.(request.bucket, request.manifest);
   }
 
   // ------------------------------------------------------------------ tables
@@ -395,7 +408,7 @@ export class Coordinator {
         this.getTableInfo(path); // throws the precise error: database or table missing
       }
       const info = this.getTableInfo(path);
-      await this.store.commit([{ op: 'delete', path: tablePath(path), recursive: true }, ...this.kvSnapshots.dropOps(info.tableId)]);
+      await this.store.commit([{ op: 'delete', path: tablePath(path), recursive: true }, ...this.kvSnapshots.dropOps(info.tableId), ...this.remoteLogs.dropOps(info.tableId)]);
       await this.forgetTable(info);
       // Only the table's own lake table: never a namesake's left by an earlier drop.
       const purged = purge && this.lakeCatalog !== undefined && (await this.lakeCatalog.describeTable(path))?.tableId === info.tableId;
@@ -628,7 +641,7 @@ export class Coordinator {
   }
 
   private async removePartition(info: TableInfo, partition: PartitionInfo): Promise<void> {
-    await this.store.commit([{ op: 'delete', path: `${tablePath(info.path)}/partitions/${partition.partitionName}` } satisfies MetadataOp, ...this.kvSnapshots.dropOps(info.tableId, partition.partitionId)]);
+    await this.store.commit([{ op: 'delete', path: `${tablePath(info.path)}/partitions/${partition.partitionName}` } satisfies MetadataOp, ...this.kvSnapshots.dropOps(info.tableId, partition.partitionId), ...this.remoteLogs.dropOps(info.tableId, partition.partitionId)]);
     this.partitionsById.delete(partition.partitionId);
     await this.lifecycle?.dropBuckets(info, partition);
     this.log.info({ table: tablePathString(info.path), partition: partition.partitionName }, 'partition dropped');

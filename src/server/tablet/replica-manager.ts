@@ -29,6 +29,9 @@
  *   across leader changes, and a standby made leader opens it and replays only the tail. Any
  *   other new leader, or a new standby, restores the registered snapshot the coordinator names
  *   (latest_kv_snapshot in NotifyLeaderAndIsr) and replays the changelog after it.
+ * - A leader's remote log manifests are committed (CommitRemoteLogManifest) the same way; the
+ *   committed one comes with NotifyLeaderAndIsr (a new leader continues from it) and after each
+ *   commit with NotifyRemoteLogOffsets (followers' retention deletes below its end too).
  * - The KV snapshots a leader takes are committed to the coordinator (CommitKvSnapshot) with the
  *   bucket's leader epoch and the newest coordinator epoch seen, which fence a deposed leader.
  */
@@ -49,6 +52,7 @@ import { LeaderState } from './leader-state.js';
 import { fetcherSettings, type FetcherSettings, ReplicaFetcher } from './replica-fetcher.js';
 import { bucketKey, type Replica, type TableBucket } from './replica.js';
 import type { KvSnapshotHandle } from '../../common/kv-snapshot.js';
+import type { RemoteLogHandle } from '../../common/remote-log.js';
 
 /** A server of the cluster, as UpdateMetadata names it. */
 export interface ServerNode {
@@ -71,6 +75,8 @@ export interface ClusterMembership {
   fetchSchema: SchemaFetcher;
   /** Registers a complete KV snapshot with the active coordinator; rejects with the named error it refused it with. */
   commitKvSnapshot(request: MessageInitShape<typeof pb.CommitKvSnapshotRequestSchema>): Promise<unknown>;
+  /** Registers an uploaded remote log manifest with the active coordinator; rejects with the named error it refused it with. */
+  commitRemoteLogManifest(request: MessageInitShape<typeof pb.CommitRemoteLogManifestRequestSchema>): Promise<unknown>;
 }
 
 /** What the manager uses of the tablet server that hosts the replicas. */
@@ -86,6 +92,8 @@ export interface ReplicaHost {
   alterReplica(replica: Replica, table: TableInfo): void;
   /** What the lake now holds of the table's hosted buckets: log retention keeps everything above it. */
   lakeOffsetsChanged(table: { tableId: number }, offsets: readonly LakeBucketOffset[]): void;
+  /** The bucket's committed remote log: local retention may delete below its end. */
+  remoteLogCommitted(bucket: TableBucket, manifest: RemoteLogHandle): void;
   /** Opens the replica's KvTablet as leader or as the bucket's standby. */
   openKv(replica: Replica, role: 'leader' | 'standby'): Promise<void>;
   /** Closes the KvTablet and drops its local state, unless `keepState`. */
@@ -255,6 +263,13 @@ export class ReplicaManager {
     });
   }
 
+  /** A bucket's leader committed its remote log (1028): a replica hosted here learns it (one not hosted yet, from NotifyLeaderAndIsr). */
+  async notifyRemoteLogOffsets(req: pb.NotifyRemoteLogOffsetsRequest): Promise<MessageInitShape<typeof pb.NotifyRemoteLogOffsetsResponseSchema>> {
+    this.fence(req.coordinatorEpoch);
+    if (req.manifest) this.host.remoteLogCommitted(bucketOf(req.tableId, req.partitionId, req.bucketId), remoteHandleOf(req.manifest));
+    return {};
+  }
+
   /** Where an epoch ends in a log this server leads, for a follower reconciling with it. */
   async offsetForLeaderEpoch(req: pb.OffsetForLeaderEpochRequest): Promise<MessageInitShape<typeof pb.OffsetForLeaderEpochResponseSchema>> {
     return {
@@ -273,6 +288,19 @@ export class ReplicaManager {
   }
 
   // ------------------------------------------------------------------ the leader's side
+
+  /** Commits the remote log manifest of a bucket this server leads, fenced by its leader epoch and the coordinator epoch. */
+  async commitRemoteLogManifest(replica: Replica, manifest: RemoteLogHandle): Promise<void> {
+    const { tableId, partitionId, bucket } = replica.bucket;
+    await this.membership.commitRemoteLogManifest({
+      tableId: BigInt(tableId),
+      ...(partitionId !== undefined ? { partitionId: BigInt(partitionId) } : {}),
+      bucketId: bucket,
+      manifest: { manifestPath: manifest.manifestPath, remoteLogStartOffset: manifest.remoteLogStartOffset, remoteLogEndOffset: manifest.remoteLogEndOffset },
+      bucketLeaderEpoch: replica.leaderEpoch,
+      coordinatorEpoch: this.coordinatorEpoch,
+    });
+  }
 
   /** Commits a KV snapshot of a bucket this server leads, fenced by its leader epoch and the coordinator epoch. */
   async commitKvSnapshot(replica: Replica, snapshot: KvSnapshotHandle): Promise<void> {
@@ -396,6 +424,8 @@ export class ReplicaManager {
     if (b.leaderEpoch < replica.leaderEpoch) throw fenced(replica, b.leaderEpoch);
     if (table.schemaId > replica.table.schemaId || table.modifiedTime > replica.table.modifiedTime) this.host.alterReplica(replica, table);
     replica.snapshots?.learn(b.latestKvSnapshot && handleOf(b.latestKvSnapshot));
+    // The committed remote log, which a new leader continues from and below whose end a follower's retention deletes.
+    if (b.remoteLogManifest) this.host.remoteLogCommitted(bucket, remoteHandleOf(b.remoteLogManifest));
     const standby = b.leader !== this.serverId && b.standbyReplicas.includes(this.serverId);
     if (b.leaderEpoch === replica.leaderEpoch) {
       // An older state than the one an AdjustIsr answer brought: nothing to take from it.
@@ -567,6 +597,10 @@ function fenced(replica: Replica, epoch: number): TributaryError {
 
 function handleOf(h: pb.PbKvSnapshotHandle): KvSnapshotHandle {
   return { snapshotId: Number(h.snapshotId), logOffset: h.logOffset, rowCount: Number(h.rowCount), metadataPath: h.metadataPath };
+}
+
+function remoteHandleOf(h: pb.PbRemoteLogManifestHandle): RemoteLogHandle {
+  return { manifestPath: h.manifestPath, remoteLogStartOffset: h.remoteLogStartOffset, remoteLogEndOffset: h.remoteLogEndOffset };
 }
 
 function bucketOf(tableId: bigint, partitionId: bigint | undefined, bucket: number): TableBucket {

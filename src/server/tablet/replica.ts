@@ -6,6 +6,7 @@
  * a follower copies the leader's log (ReplicaFetcher). Primary-key tables hold their KvTablet while
  * leader, or in standby mode while the follower the coordinator names the bucket's standby.
  */
+import type { RemoteLogHandle } from '../../common/remote-log.js';
 import type { PartitionInfo, TableInfo } from '../../common/schema.js';
 import type { KvSnapshotStore } from './kv/kv-snapshot-store.js';
 import type { KvTablet } from './kv/kv-tablet.js';
@@ -45,4 +46,6 @@ export interface Replica {
   leader?: LeaderState;
   /** First log offset the lake does not hold (lake-enabled tables); retention keeps everything from it. */
   lakeEndOffset?: bigint;
+  /** The bucket's committed remote log as this replica last learned it (remote.data.dir set): local segments below its end may go. */
+  remoteLog?: RemoteLogHandle;
 }

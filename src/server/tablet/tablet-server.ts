@@ -8,6 +8,9 @@
  *   StopReplica, UpdateMetadata) make each replica leader or follower, its logs are replicated
  *   (replica-manager.ts) and clients are served by the leaders only (NOT_LEADER_OR_FOLLOWER elsewhere).
  *
+ * With remote.data.dir set, the leaders' closed segments also go to the remote log
+ * (remote-log-manager.ts), and fetches below a leader's local log start read it.
+ *
  * Bucket directories: `<data.dir>/log/<db>/<table>-<tableId>/[<partition>-p<partitionId>/]log-<bucket>`.
  */
 import fs from 'node:fs';
@@ -31,6 +34,8 @@ import type {
   NotifyLakeTableOffsetRequest,
   NotifyLakeTableOffsetResponseSchema,
   NotifyLeaderAndIsrRequest,
+  NotifyRemoteLogOffsetsRequest,
+  NotifyRemoteLogOffsetsResponseSchema,
   NotifyLeaderAndIsrResponseSchema,
   OffsetForLeaderEpochRequest,
   OffsetForLeaderEpochResponseSchema,
@@ -56,6 +61,10 @@ import { type KvRecoverySource, KvTablet } from './kv/kv-tablet.js';
 import { KvSnapshotStore } from './kv/kv-snapshot-store.js';
 import type { KvSnapshotHandle } from '../../common/kv-snapshot.js';
 import type { KvSnapshotCommit, SnapshotBucket } from '../coordinator/kv-snapshot-registry.js';
+import type { RemoteLogCommit } from '../coordinator/remote-log-registry.js';
+import type { RemoteLogHandle } from '../../common/remote-log.js';
+import { RemoteLogManager, type RemoteLogUsage } from './remote-log-manager.js';
+import { localSegmentDeletable } from './retention.js';
 import { type LogConfig, LogTablet } from './log/log-tablet.js';
 import type { BatchCutter } from './log/log-segment.js';
 import { bucketKey, type Replica, type TableBucket } from './replica.js';
@@ -76,6 +85,8 @@ export interface BucketMetrics {
   segments: number;
   /** Rows of a primary-key bucket's state. */
   kvRows?: number;
+  /** With a remote log: its segments and bytes, and (led buckets) the closed segments and bytes still to upload. */
+  remote?: RemoteLogUsage;
   /** This server leads the bucket (always on one node). */
   leader: boolean;
   replicas: number;
@@ -122,6 +133,23 @@ const EMBEDDED_SERVER_ID = 0;
 export interface NodeCoordinator extends TableMetadataSource {
   readonly kvSnapshots: { latest(bucket: SnapshotBucket): KvSnapshotHandle | undefined };
   commitKvSnapshot(request: KvSnapshotCommit): Promise<void>;
+  readonly remoteLogs: { latest(bucket: SnapshotBucket): RemoteLogHandle | undefined };
+  commitRemoteLogManifest(request: RemoteLogCommit): Promise<void>;
+}
+
+/** One bucket's bytes and segments on local disk and in the remote log (SHOW TABLE STORAGE). */
+export interface BucketStorage {
+  partitionId?: number;
+  partition?: string;
+  bucket: number;
+  localBytes: number;
+  localSegments: number;
+  localLogStartOffset: bigint;
+  remoteBytes: number;
+  remoteSegments: number;
+  /** Undefined without a committed remote log. */
+  remoteLogStartOffset?: bigint;
+  remoteLogEndOffset?: bigint;
 }
 
 export class TabletServer implements BucketLifecycle {
@@ -140,6 +168,8 @@ export class TabletServer implements BucketLifecycle {
   readonly replication: ReplicaManager | undefined;
   /** The one-process node's coordinator, which registers its KV snapshots. */
   private readonly node: NodeCoordinator | undefined;
+  /** The remote log (remote.data.dir set): uploads of closed segments by the buckets led here, and reads below their local start. */
+  readonly remoteLog: RemoteLogManager | undefined;
   /** KV states opened (as leader or standby), by what they were recovered from: a promoted standby opens its local state. */
   readonly kvRestores: Record<KvRecoverySource, number> = { snapshot: 0, local: 0, none: 0 };
 
@@ -165,6 +195,11 @@ export class TabletServer implements BucketLifecycle {
       this.metadata = source;
       this.node = source;
     }
+    const remoteDataDir = options.string('remote.data.dir');
+    this.remoteLog =
+      remoteDataDir !== undefined && options.durationMs('remote.log.task-interval-duration') > 0
+        ? new RemoteLogManager(remoteDataDir, options, path.join(dataDir, 'remote-log-cache'), log.child({ role: 'remote-log' }), (replica, handle) => this.commitRemoteLog(replica, handle))
+        : undefined;
   }
 
   /** Opens (and recovers) the buckets of every existing table, then starts retention and checkpoints. */
@@ -177,6 +212,7 @@ export class TabletServer implements BucketLifecycle {
       this.timers.push(this.activity.every(task, this.options.durationMs(key), work));
     };
     every('log-retention', 'log.retention.check-interval', () => this.deleteExpiredSegments());
+    if (this.remoteLog) every('remote-log', 'remote.log.task-interval-duration', () => this.tierRemoteLogs());
     every('log-checkpoint', 'log.flush.offset.checkpoint-interval', () => this.checkpointAll());
     every('kv-snapshot', 'kv.snapshot.interval', () => this.snapshotAll());
     if (this.replication) {
@@ -201,6 +237,7 @@ export class TabletServer implements BucketLifecycle {
       await r.log.close();
     }
     this.replicas.clear();
+    await this.remoteLog?.close();
   }
 
   // ------------------------------------------------------------------ BucketLifecycle
@@ -239,6 +276,9 @@ export class TabletServer implements BucketLifecycle {
       ...place,
       bucketEpoch: 0,
     };
+    // On one node the committed remote log is at hand; in a cluster NotifyLeaderAndIsr brings it.
+    const remote = this.node?.remoteLogs.latest(bucket);
+    if (remote) replica.remoteLog = remote;
     this.replicas.set(bucketKey(bucket), replica);
     return replica;
   }
@@ -270,6 +310,13 @@ export class TabletServer implements BucketLifecycle {
     await this.node!.commitKvSnapshot({ bucket: { tableId, ...(partitionId !== undefined ? { partitionId } : {}), bucket }, snapshot, leaderEpoch: replica.leaderEpoch, coordinatorEpoch: 0 });
   }
 
+  /** Commits a led bucket's remote log manifest: to the node's own coordinator, or to the cluster's. */
+  private async commitRemoteLog(replica: Replica, manifest: RemoteLogHandle): Promise<void> {
+    if (this.replication) return this.replication.commitRemoteLogManifest(replica, manifest);
+    const { tableId, partitionId, bucket } = replica.bucket;
+    await this.node!.commitRemoteLogManifest({ bucket: { tableId, ...(partitionId !== undefined ? { partitionId } : {}), bucket }, manifest, leaderEpoch: replica.leaderEpoch, coordinatorEpoch: 0 });
+  }
+
   private kvDir(table: TableInfo, partition: PartitionInfo | undefined, bucket: number): string {
     return path.join(this.tableDir(table, partition), `kv-${bucket}`);
   }
@@ -282,6 +329,7 @@ export class TabletServer implements BucketLifecycle {
       openReplica: (table, partition, bucket) => this.openReplica(table, partition, bucket),
       closeReplica: async (replica, deleteData) => {
         this.replicas.delete(bucketKey(replica.bucket));
+        this.remoteLog?.forget(replica);
         await replica.kv?.close();
         await replica.log.close();
         if (deleteData) {
@@ -292,6 +340,7 @@ export class TabletServer implements BucketLifecycle {
       deleteStrayReplicas: (keep) => this.deleteStrayReplicas(keep),
       alterReplica: (replica, table) => this.alterReplica(replica, table),
       lakeOffsetsChanged: (table, offsets) => this.lakeOffsetsChanged(table, offsets),
+      remoteLogCommitted: (bucket, manifest) => this.remoteLogCommitted(bucket, manifest),
       openKv: (replica, role) => this.openKv(replica, role),
       closeKv: async (replica, keepState) => {
         const kv = replica.kv;
@@ -347,11 +396,17 @@ export class TabletServer implements BucketLifecycle {
       if (r.bucket.tableId !== table.tableId) continue;
       if (partition && r.bucket.partitionId !== partition.partitionId) continue;
       this.replicas.delete(key);
+      this.remoteLog?.forget(r);
       await r.kv?.close();
       await r.log.close();
     }
     await fs.promises.rm(this.tableDir(table, partition), { recursive: true, force: true });
     await fs.promises.rm(this.snapshotDir(table, partition), { recursive: true, force: true });
+    // On one node the remote log goes too (a cluster leaves it: cluster.md, Not yet); a store that
+    // is down leaves it behind rather than fail a drop already committed.
+    if (!this.replication) {
+      await this.remoteLog?.deleteTable(table, partition).catch((err: unknown) => this.log.warn({ err, table: table.tableId }, 'could not delete the remote log of a dropped table'));
+    }
   }
 
   tableAltered(table: TableInfo): void {
@@ -384,6 +439,7 @@ export class TabletServer implements BucketLifecycle {
       logSizeBytes: r.log.sizeInBytes,
       segments: r.log.segmentCount,
       ...(r.kv && !r.kv.standby ? { kvRows: r.kv.rowCount } : {}),
+      ...(this.remoteLog ? { remote: this.remoteLog.usage(r) } : {}),
       leader: r.role === 'leader',
       replicas: r.replicas.length,
       inSyncReplicas: r.isr.length,
@@ -429,6 +485,10 @@ export class TabletServer implements BucketLifecycle {
 
   notifyLakeTableOffset(req: NotifyLakeTableOffsetRequest): Promise<MessageInitShape<typeof NotifyLakeTableOffsetResponseSchema>> {
     return this.inCluster().notifyLakeTableOffset(req);
+  }
+
+  notifyRemoteLogOffsets(req: NotifyRemoteLogOffsetsRequest): Promise<MessageInitShape<typeof NotifyRemoteLogOffsetsResponseSchema>> {
+    return this.inCluster().notifyRemoteLogOffsets(req);
   }
 
   offsetForLeaderEpoch(req: OffsetForLeaderEpochRequest): Promise<MessageInitShape<typeof OffsetForLeaderEpochResponseSchema>> {
@@ -573,7 +633,7 @@ export class TabletServer implements BucketLifecycle {
         replica = follower ? this.followerFetch(req.followerServerId, tableId, partitionId, b) : this.replica(tableId, partitionId, b.bucketId);
         replicas.push({ replica, end: readEnd(replica, follower) });
         const hw = replica.log.highWatermark;
-        const logStartOffset = replica.log.logStartOffset;
+        const logStartOffset = follower ? replica.log.logStartOffset : this.earliestOffset(replica);
         const isolation = follower ? 'durable-end' : 'high-watermark';
         const records = limit > 0 ? await this.readBucket(replica, b.fetchOffset, limit, t.projectionPushdownEnabled ? t.projectedFields : undefined, isolation) : Buffer.alloc(0);
         return { ...head, highWatermark: hw, logStartOffset, records };
@@ -618,8 +678,13 @@ export class TabletServer implements BucketLifecycle {
    * projections are not starved by wide stored rows.
    */
   private async readBucket(replica: Replica, offset: bigint, maxBytes: number, projection: number[] | undefined, isolation: 'high-watermark' | 'durable-end'): Promise<Buffer> {
-    if (!projection) return (await replica.log.read(offset, maxBytes, isolation)).records;
-    const cutter = this.cutterOf(replica.table, projection);
+    const cutter = projection && this.cutterOf(replica.table, projection);
+    // Below the local start a client's fetch reads the remote log, one remote segment at a time, with the same cut.
+    if (isolation === 'high-watermark' && this.remoteLog?.holds(replica, offset)) {
+      const read = await this.remoteLog.read(replica, offset, maxBytes, MAX_PROJECTED_STORED * maxBytes, cutter);
+      return Buffer.isBuffer(read) ? read : Buffer.concat(read.batches);
+    }
+    if (!cutter) return (await replica.log.read(offset, maxBytes, isolation)).records;
     const parts: Buffer[] = [];
     let size = 0;
     let storedBudget = MAX_PROJECTED_STORED * maxBytes;
@@ -704,12 +769,13 @@ export class TabletServer implements BucketLifecycle {
         try {
           const log = this.replica(tableId, partitionId, bucketId).log;
           let offset: bigint;
-          if (req.offsetType === OFFSET_EARLIEST) offset = log.logStartOffset;
+          const replica = this.replica(tableId, partitionId, bucketId);
+          if (req.offsetType === OFFSET_EARLIEST) offset = this.earliestOffset(replica);
           else if (req.offsetType === OFFSET_LATEST) offset = log.highWatermark;
           else if (req.offsetType === OFFSET_LOG_END) offset = log.logEndOffset;
           else if (req.offsetType === OFFSET_TIMESTAMP) {
             if (req.startTimestamp === undefined) throw new TributaryError('INVALID_TIMESTAMP_EXCEPTION', 'offset type TIMESTAMP needs start_timestamp');
-            offset = await log.offsetForTimestamp(req.startTimestamp);
+            offset = (await this.remoteLog?.offsetForTimestamp(replica, Number(req.startTimestamp))) ?? (await log.offsetForTimestamp(req.startTimestamp));
           } else throw new TributaryError('INVALID_ARGUMENT', `unknown offset type ${req.offsetType}`);
           return { bucketId, offset };
         } catch (err) {
@@ -746,18 +812,49 @@ export class TabletServer implements BucketLifecycle {
 
   // ------------------------------------------------------------------ housekeeping
 
+  /** Deletes the local segments retention lets go (retention.ts: ttl, or held by the remote log; never what the lake or a KV snapshot still needs). */
   async deleteExpiredSegments(nowMs = Date.now()): Promise<number> {
     let deleted = 0;
-    for (const r of this.replicas.values()) {
-      // The changelog a KV snapshot still needs for recovery is kept, and so is what the lake does not hold yet.
-      const snapshotOffset = r.snapshots?.registered?.logOffset;
-      const lakeOffset = r.table.properties['table.datalake.enabled'] === 'true' ? (r.lakeEndOffset ?? -1n) : undefined;
-      const canDelete = (segmentEnd: bigint): boolean =>
-        (!r.snapshots || (snapshotOffset !== undefined && segmentEnd <= snapshotOffset)) && (lakeOffset === undefined || segmentEnd <= lakeOffset);
-      deleted += await r.log.deleteExpiredSegments(nowMs, canDelete);
-    }
-    if (deleted > 0) this.log.info({ segments: deleted }, 'expired log segments deleted');
+    for (const r of this.replicas.values()) deleted += await r.log.deleteOldestSegments(localSegmentDeletable(r, this.remoteLog !== undefined, nowMs));
+    if (deleted > 0) this.log.info({ segments: deleted }, 'log segments deleted');
     return deleted;
+  }
+
+  /** One remote log round: the buckets led here upload closed segments and commit their manifests, then local segments the remote log holds go. */
+  async tierRemoteLogs(nowMs = Date.now()): Promise<void> {
+    await this.remoteLog?.runOnce([...this.replicas.values()], nowMs);
+    await this.deleteExpiredSegments(nowMs);
+  }
+
+  /** The first offset a client can read of the bucket: in the remote log when it holds offsets below the local start. */
+  private earliestOffset(replica: Replica): bigint {
+    return this.remoteLog?.earliestOffset(replica) ?? replica.log.logStartOffset;
+  }
+
+  /** Bytes and segments of each hosted bucket of the table, local and remote (SHOW TABLE STORAGE). */
+  bucketStorage(tableId: number): BucketStorage[] {
+    const out: BucketStorage[] = [];
+    for (const r of this.replicas.values()) {
+      if (r.bucket.tableId !== tableId) continue;
+      const remote = this.remoteLog?.usage(r);
+      out.push({
+        ...(r.partition ? { partitionId: r.partition.partitionId, partition: r.partition.partitionName } : {}),
+        bucket: r.bucket.bucket,
+        localBytes: r.log.sizeInBytes,
+        localSegments: r.log.segmentCount,
+        localLogStartOffset: r.log.logStartOffset,
+        remoteBytes: remote?.remoteBytes ?? 0,
+        remoteSegments: remote?.remoteSegments ?? 0,
+        ...(r.remoteLog ? { remoteLogStartOffset: r.remoteLog.remoteLogStartOffset, remoteLogEndOffset: r.remoteLog.remoteLogEndOffset } : {}),
+      });
+    }
+    return out;
+  }
+
+  /** A bucket's leader committed its remote log (one node: this server itself; a cluster: NotifyRemoteLogOffsets). */
+  remoteLogCommitted(bucket: SnapshotBucket, manifest: RemoteLogHandle): void {
+    const r = this.replicas.get(bucketKey(bucket));
+    if (r && (!r.remoteLog || r.remoteLog.remoteLogEndOffset <= manifest.remoteLogEndOffset)) r.remoteLog = manifest;
   }
 
   /** Takes and registers a KV snapshot of every primary-key bucket this server leads (of one table when given). */

@@ -24,5 +24,6 @@ export function registerTabletService(rpc: RpcServer, tablets: TabletServer): vo
   rpc.register(ApiKeys.StopReplica, (req) => tablets.stopReplica(req));
   rpc.register(ApiKeys.UpdateMetadata, (req) => tablets.updateMetadata(req));
   rpc.register(ApiKeys.NotifyLakeTableOffset, (req) => tablets.notifyLakeTableOffset(req));
+  rpc.register(ApiKeys.NotifyRemoteLogOffsets, (req) => tablets.notifyRemoteLogOffsets(req));
   rpc.register(ApiKeys.OffsetForLeaderEpoch, (req) => tablets.offsetForLeaderEpoch(req));
 }

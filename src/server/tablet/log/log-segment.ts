@@ -38,6 +38,13 @@ export interface SegmentConfig {
   readonly recentBytes: number;
 }
 
+/** The paths of a segment's files. */
+export interface SegmentFiles {
+  log: string;
+  index: string;
+  timeindex: string;
+}
+
 /** Where a batch starts and how big it is. */
 export interface BatchLocation {
   position: number;
@@ -498,6 +505,11 @@ export class LogSegment {
     } catch (err) {
       throw storageError(`cannot delete segment ${this.fileName}`, err);
     }
+  }
+
+  /** The paths of the segment's three files. */
+  files(): SegmentFiles {
+    return { log: this.file('.log'), index: this.file('.index'), timeindex: this.file('.timeindex') };
   }
 
   private file(suffix: '.log' | '.index' | '.timeindex'): string {

@@ -45,7 +45,7 @@ import { isNoSpace } from '../../../common/files.js';
 import { isCrcValid, type LogBatchHeader, MAGIC, NO_WRITER_ID, readLogBatchHeader, stampLogBatch } from '../../../record/log-batch.js';
 import { readCheckpoint, writeCheckpoint } from './checkpoint-file.js';
 import { LeaderEpochCache } from './leader-epoch-cache.js';
-import { type BatchCutter, type CutBatches, LogSegment, syncDirectory } from './log-segment.js';
+import { type BatchCutter, type CutBatches, LogSegment, type SegmentFiles, syncDirectory } from './log-segment.js';
 import { storageError } from './storage-error.js';
 import { WriterStateManager } from './writer-state.js';
 
@@ -64,6 +64,16 @@ export interface LogConfig {
   ttlMs: number;
   /** server.writer-id.expiration-time: idle writers are forgotten after this long. */
   writerIdExpirationMs: number;
+}
+
+/** A sealed segment below the high watermark: its offsets [baseOffset, endOffset), bytes, newest commit timestamp and files. */
+export interface ClosedSegment {
+  baseOffset: bigint;
+  endOffset: bigint;
+  sizeBytes: number;
+  /** Largest commit timestamp of its batches (ms), -1 when empty. */
+  maxTimestamp: number;
+  files: SegmentFiles;
 }
 
 export interface AppendResult {
@@ -400,24 +410,53 @@ export class LogTablet {
    * `nowMs - ttl`, moving the log start offset. `canDelete(segmentEndOffset)` may hold a segment
    * back (e.g. until the lake holds its offsets). Returns how many segments were deleted.
    */
-  async deleteExpiredSegments(nowMs: number, canDelete?: (segmentEndOffset: bigint) => boolean): Promise<number> {
+  deleteExpiredSegments(nowMs: number, canDelete?: (segmentEndOffset: bigint) => boolean): Promise<number> {
+    return this.deleteOldestSegments((s) => this.config.ttlMs > 0 && s.maxTimestamp < nowMs - this.config.ttlMs && (!canDelete || canDelete(s.endOffset)));
+  }
+
+  /**
+   * Sealed segments wholly below the high watermark, oldest first: what may be copied elsewhere
+   * (the remote log) as it is, since they no longer change.
+   */
+  closedSegments(): ClosedSegment[] {
+    const out: ClosedSegment[] = [];
+    for (let i = 0; i + 1 < this.segments.length; i++) {
+      const s = this.segments[i];
+      const endOffset = this.segments[i + 1].baseOffset;
+      if (endOffset > this.hw.offset) break;
+      out.push({ baseOffset: s.baseOffset, endOffset, sizeBytes: s.size, maxTimestamp: s.maxTimestamp, files: s.files() });
+    }
+    return out;
+  }
+
+  /** The writer state (its snapshot file's bytes, as of the log end) and leader epochs now: what a copy of the log needs beside its segments. */
+  logState(): { writerSnapshot: Buffer; epochs: bigint[][] } {
+    return { writerSnapshot: this.writers.snapshot(this.logEnd.offset), epochs: this.epochs.snapshot() };
+  }
+
+  /**
+   * Deletes sealed segments from the start of the log, below the high watermark, while
+   * `canDelete(segment, segmentsLeft)` holds (segmentsLeft: segments the log keeps with it),
+   * moving the log start offset. Returns how many were deleted.
+   */
+  async deleteOldestSegments(canDelete: (segment: ClosedSegment, segmentsLeft: number) => boolean): Promise<number> {
     // The segments leave the log in the queue; their files are removed outside it, beside appends.
-    const expired = await this.enqueue(async () => {
+    const deleted = await this.enqueue(async () => {
       this.checkOpen();
       const out: LogSegment[] = [];
-      if (this.config.ttlMs <= 0) return out;
       while (this.segments.length > 1) {
         const oldest = this.segments[0];
-        const end = this.segments[1].baseOffset;
-        if (oldest.maxTimestamp >= nowMs - this.config.ttlMs || end > this.hw.offset) break;
-        if (canDelete && !canDelete(end)) break;
+        const endOffset = this.segments[1].baseOffset;
+        if (endOffset > this.hw.offset) break;
+        const closed = { baseOffset: oldest.baseOffset, endOffset, sizeBytes: oldest.size, maxTimestamp: oldest.maxTimestamp, files: oldest.files() };
+        if (!canDelete(closed, this.segments.length - 1)) break;
         out.push(this.segments.shift()!);
       }
       if (out.length > 0) this.epochs.truncateFromStart(this.logStartOffset);
       return out;
     });
-    for (const segment of expired) await segment.delete();
-    return expired.length;
+    for (const segment of deleted) await segment.delete();
+    return deleted.length;
   }
 
   /**
