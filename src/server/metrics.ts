@@ -12,7 +12,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import { type DurationStats, GC_KINDS } from '../common/runtime-monitor.js';
 import type { ServerActivity } from '../common/activity.js';
 import type { DataDiskState } from './tablet/data-disk.js';
-import type { BucketMetrics, FollowerMetrics, ReplicaMetrics } from './tablet/tablet-server.js';
+import type { BucketMetrics, FollowerMetrics, KvSnapshotMetrics, ReplicaMetrics } from './tablet/tablet-server.js';
 
 /** One lake-enabled table's tiering, as metrics see it. */
 export interface LakeTableMetrics {
@@ -50,6 +50,8 @@ export interface MetricSources {
   buckets?(): BucketMetrics[];
   /** Tablet servers: the buckets led and their followers. */
   replicas?(): ReplicaMetrics;
+  /** Tablet servers: KV states opened by where they came from, and what KV snapshots uploaded. */
+  kvSnapshots?(): KvSnapshotMetrics;
   /** The coordinator: the cluster's replicas as it sees them. */
   cluster?(): ClusterMetrics;
   /** The coordinator: tiering of the lake-enabled tables. */
@@ -152,6 +154,12 @@ export class NodeMetrics {
       total('tributary_follower_lag_records', 'Records a follower is behind, summed over every bucket this server leads (every bucket, also past the cap of bucket series).', (t) => Number(t.lagRecords));
       total('tributary_follower_last_caught_up_seconds', 'Seconds since a follower last caught up, the longest over every bucket this server leads.', (t) => t.sinceCaughtUpMs / 1000);
     }
+    if (sources.kvSnapshots) {
+      seriesGauge(registers, 'tributary_kv_restores_total', 'Primary-key bucket states opened, by what they were recovered from: a registered snapshot, the local state, or none (the changelog alone).', ['source'] as const, () => Object.entries(current().kvSnapshots.restores), ([source]) => ({ source }), ([, n]) => n);
+      scalar('tributary_kv_snapshot_bytes_total', 'Bytes of the lmdb copies of the KV snapshots taken here.', () => current().kvSnapshots.uploads.bytes);
+      scalar('tributary_kv_snapshot_uploaded_bytes_total', 'Bytes KV snapshots uploaded to remote.data.dir: the chunks no earlier snapshot of the bucket had stored.', () => current().kvSnapshots.uploads.uploadedBytes);
+      scalar('tributary_kv_snapshot_uploaded_chunks_total', 'Chunks KV snapshots uploaded to remote.data.dir.', () => current().kvSnapshots.uploads.uploadedChunks);
+    }
     scalar('tributary_data_disk_write_locked', '1 while writes are refused because the data disk is full (DISK_WRITE_LOCKED), else 0.', () => (current().dataDisk.writeLocked ? 1 : 0));
     scalar('tributary_data_disk_used_ratio', 'Share of the data disk in use, 0 to 1, as of its last check.', () => current().dataDisk.usedRatio);
     const bucket = (name: string, help: string, value: (b: BucketMetrics) => number | undefined): void =>
@@ -233,6 +241,7 @@ export class NodeMetrics {
       lakeTables: sources.lakeTables?.() ?? [],
       tables: sources.tables?.() ?? { tables: 0, partitions: 0 },
       consumerGroups: sources.consumerGroups?.() ?? [],
+      kvSnapshots: sources.kvSnapshots?.() ?? { restores: { snapshot: 0, local: 0, none: 0 }, uploads: { bytes: 0, uploadedBytes: 0, chunks: 0, uploadedChunks: 0 } },
       rpc: sources.rpc(),
       dataDisk: sources.dataDisk(),
       activity: sources.activity(),

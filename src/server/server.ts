@@ -183,8 +183,8 @@ export function processMetricSources(rpc: () => RpcServer, disk: DataDisk, activ
 }
 
 /** What a tablet server's metrics read: its buckets, those it leads and their followers. */
-export function tabletMetricSources(tablets: TabletServer): Pick<MetricSources, 'buckets' | 'replicas'> {
-  return { buckets: () => tablets.bucketMetrics(), replicas: () => tablets.replicaMetrics() };
+export function tabletMetricSources(tablets: TabletServer): Pick<MetricSources, 'buckets' | 'replicas' | 'kvSnapshots'> {
+  return { buckets: () => tablets.bucketMetrics(), replicas: () => tablets.replicaMetrics(), kvSnapshots: () => ({ restores: tablets.kvRestores, uploads: tablets.kvSnapshotUploads }) };
 }
 
 /** What the coordinator's metrics read: its tables, the cluster's health and lake tiering. */

@@ -53,16 +53,23 @@ import type { DataDisk } from './data-disk.js';
 import { asBuffer, bucketError } from './bucket-responses.js';
 import { KvService } from './kv-service.js';
 import { type KvRecoverySource, KvTablet } from './kv/kv-tablet.js';
-import { KvSnapshotStore } from './kv/kv-snapshot-store.js';
+import { KvSnapshotStore, type KvSnapshotUpload } from './kv/kv-snapshot-store.js';
 import type { KvSnapshotHandle } from '../../common/kv-snapshot.js';
 import type { KvSnapshotCommit, SnapshotBucket } from '../coordinator/kv-snapshot-registry.js';
 import { type LogConfig, LogTablet } from './log/log-tablet.js';
+import { isS3Location, joinLocation } from '../../storage/object-store.js';
 import type { BatchCutter } from './log/log-segment.js';
 import { bucketKey, type Replica, type TableBucket } from './replica.js';
 import type { TableMetadataSource } from './table-metadata.js';
 import { type ClusterMembership, notLeader, type ReplicaHost, ReplicaManager, type ServerNode } from './replica-manager.js';
 
 /** One hosted bucket, as the node's metrics (server/metrics.ts) read it. */
+/** KV states opened by where they came from, and what KV snapshots uploaded. */
+export interface KvSnapshotMetrics {
+  restores: Record<KvRecoverySource, number>;
+  uploads: KvSnapshotUpload;
+}
+
 export interface BucketMetrics {
   database: string;
   table: string;
@@ -140,6 +147,8 @@ export class TabletServer implements BucketLifecycle {
   private readonly node: NodeCoordinator | undefined;
   /** KV states opened (as leader or standby), by what they were recovered from: a promoted standby opens its local state. */
   readonly kvRestores: Record<KvRecoverySource, number> = { snapshot: 0, local: 0, none: 0 };
+  /** What the KV snapshots taken here uploaded to remote.data.dir, summed. */
+  readonly kvSnapshotUploads: KvSnapshotUpload = { bytes: 0, uploadedBytes: 0, chunks: 0, uploadedChunks: 0 };
 
   constructor(
     private readonly dataDir: string,
@@ -167,6 +176,8 @@ export class TabletServer implements BucketLifecycle {
 
   /** Opens (and recovers) the buckets of every existing table, then starts retention and checkpoints. */
   async start(tables: { table: TableInfo; partitions: PartitionInfo[] }[]): Promise<void> {
+    // Copies of snapshots a killed server was uploading.
+    await fs.promises.rm(this.snapshotStagingDir(), { recursive: true, force: true });
     for (const { table, partitions } of tables) {
       if (table.partitionKeys.length === 0) await this.createBuckets(table);
       for (const p of partitions) await this.createBuckets(table, p);
@@ -255,7 +266,9 @@ export class TabletServer implements BucketLifecycle {
   }
 
   private snapshotStore(table: TableInfo, partition: PartitionInfo | undefined, b: number, bucket: TableBucket): KvSnapshotStore {
-    const store = new KvSnapshotStore(path.join(this.snapshotDir(table, partition), String(b)));
+    const store = new KvSnapshotStore(joinLocation(this.snapshotDir(table, partition), String(b)), this.snapshotStagingDir(), this.options.bytes('kv.snapshot.chunk-size'), (u) => {
+      for (const k of ['bytes', 'uploadedBytes', 'chunks', 'uploadedChunks'] as const) this.kvSnapshotUploads[k] += u[k];
+    });
     // On one node the registered handles are at hand; in a cluster NotifyLeaderAndIsr brings them.
     store.learn(this.node?.kvSnapshots.latest(bucket));
     return store;
@@ -800,11 +813,16 @@ export class TabletServer implements BucketLifecycle {
     return s;
   }
 
-  /** Where KV snapshots of a table (or partition) go: `<remote.data.dir>/kv/<db>/<table>-<id>/[<partition>-p<id>/]`. */
+  /** Where KV snapshots of a table (or partition) go: `<remote.data.dir>/kv/<db>/<table>-<id>/[<partition>-p<id>/]`, a directory or an s3:// prefix. */
   private snapshotDir(table: TableInfo, partition?: PartitionInfo): string {
     const remote = this.options.string('remote.data.dir') ?? path.join(this.dataDir, 'remote');
-    const base = path.join(path.resolve(remote), 'kv', table.path.database, `${table.path.table}-${table.tableId}`);
-    return partition ? path.join(base, `${partition.partitionName}-p${partition.partitionId}`) : base;
+    const base = joinLocation(isS3Location(remote) ? remote : path.resolve(remote), 'kv', table.path.database, `${table.path.table}-${table.tableId}`);
+    return partition ? joinLocation(base, `${partition.partitionName}-p${partition.partitionId}`) : base;
+  }
+
+  /** Where the lmdb copy of a KV snapshot is made before its upload. */
+  private snapshotStagingDir(): string {
+    return path.join(this.dataDir, 'kv-snapshot-staging');
   }
 
   private tableDir(table: TableInfo, partition?: PartitionInfo): string {
