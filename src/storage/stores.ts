@@ -1,16 +1,18 @@
 /**
  * The store of a location: S3 for `s3://` and `s3a://`, else the local store. A process sets its
- * S3 settings and its file cache once (`configureObjectStorage`, from its options: the servers,
- * `tributary tiering`, `tributary lake`); a process that does not (a client, the SQL shell) reads
- * the settings from the AWS environment variables (s3-settings.ts) and caches files in a
- * directory of its own under the system temp directory. Locations are what Iceberg metadata
+ * S3 settings and its file cache once: a server from its options (`configureObjectStorage`), any
+ * other process from the object storage options among its settings (`configureObjectStorageFrom`:
+ * `tributary tiering`, `tributary lake` and the SQL shell from `--set` and `--config`, a client
+ * from its connection options). A process that sets none reads the settings from the AWS
+ * environment variables (s3-settings.ts) and caches files in a directory of its own under the
+ * system temp directory. Locations are what Iceberg metadata
  * holds, so every reader finds the store of a file from the file's own name, as Hadoop's
  * FileSystem.get does.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { Options } from '../common/config.js';
+import { Options } from '../common/config.js';
 import { FileCache, type PinnedFiles } from './file-cache.js';
 import { LocalObjectStore } from './local-store.js';
 import { isS3Location, type ObjectStore } from './object-store.js';
@@ -37,6 +39,21 @@ export function configureObjectStorage(options: Options | undefined, cacheDir: s
   cache = new FileCache(path.resolve(cacheDir), options ? options.bytes('datalake.cache.max-size') : DEFAULT_CACHE_BYTES);
 }
 
+/** The options of a process's object storage, which every process takes: `s3.*` and the lake file cache's. */
+export function isObjectStorageOption(key: string): boolean {
+  return key.startsWith('s3.') || key.startsWith('datalake.cache.');
+}
+
+/**
+ * Configures this process's object storage from the object storage options among `settings`
+ * (the others are left to the caller), its cache in datalake.cache.dir or else `defaultCacheDir`.
+ * Unknown or malformed options are INVALID_CONFIG_EXCEPTION, which never quotes a secret's value.
+ */
+export function configureObjectStorageFrom(settings: Record<string, string>, defaultCacheDir: string): void {
+  const options = new Options('server', Object.fromEntries(Object.entries(settings).filter(([k]) => isObjectStorageOption(k))));
+  configureObjectStorage(options, options.string('datalake.cache.dir') ?? defaultCacheDir);
+}
+
 /** The S3 settings in force in this process. */
 export function objectStorageSettings(): S3Settings {
   return (settings ??= s3SettingsOf(undefined));
@@ -48,9 +65,14 @@ export function objectStoreFor(location: string): ObjectStore {
   return (s3 ??= new S3ObjectStore(objectStorageSettings()));
 }
 
+/** The cache directory of a process that names none: its own, under the system temp directory. */
+export function processCacheDir(): string {
+  return path.join(os.tmpdir(), `tributary-lake-cache-${process.pid}`);
+}
+
 /** This process's cache of remote files. */
 export function remoteFileCache(): FileCache {
-  return (cache ??= new FileCache(path.join(os.tmpdir(), `tributary-lake-cache-${process.pid}`), DEFAULT_CACHE_BYTES));
+  return (cache ??= new FileCache(processCacheDir(), DEFAULT_CACHE_BYTES));
 }
 
 /**

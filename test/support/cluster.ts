@@ -215,9 +215,9 @@ export class TestCluster {
     return this.connection;
   }
 
-  /** A `tributary tiering` worker on the cluster, ended with it. */
-  async startTiering(options?: Parameters<typeof TieringProcess.start>[1]): Promise<TieringProcess> {
-    const worker = await TieringProcess.start(this.bootstrap, options);
+  /** A `tributary tiering` worker on the cluster (given the S3 server's options, with `objectStorage`), ended with it. */
+  async startTiering(options: Parameters<typeof TieringProcess.start>[1] = {}): Promise<TieringProcess> {
+    const worker = await TieringProcess.start(this.bootstrap, { ...options, settings: { ...this.s3Server?.options, ...options.settings } });
     this.workers.push(worker);
     return worker;
   }
@@ -283,7 +283,8 @@ export class TestCluster {
   }
 
   private connect(): Promise<Connection> {
-    return Connection.create({ ...(this.options.client || {}), 'bootstrap.servers': this.bootstrap });
+    // A client reading an S3 warehouse itself (union reads, backfill) reaches it with the same options.
+    return Connection.create({ ...(this.options.client || {}), ...this.s3Server?.options, 'bootstrap.servers': this.bootstrap });
   }
 }
 
