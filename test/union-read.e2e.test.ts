@@ -19,6 +19,7 @@ import { lakeFormat } from '../src/lake/formats/index.js';
 import type { DuckSession } from '../src/query/duckdb/session.js';
 import type { ExecutionResult } from '../src/query/executor.js';
 import { startCluster, type TestCluster, useCluster } from './support/cluster.js';
+import { onEachWarehouse } from './support/warehouses.js';
 import { tierOnce } from './support/tiering-rounds.js';
 
 const DB = 'union_read';
@@ -57,8 +58,8 @@ const rejectsWith = async (p: Promise<unknown>, name: string, message: RegExp): 
   });
 };
 
-describe('union read, lake rounds run by the test', () => {
-  const sql = new Sql(useCluster({ args: ['--no-tiering'], sql: DB }));
+onEachWarehouse('union read, lake rounds run by the test', (warehouse) => {
+  const sql = new Sql(useCluster({ args: ['--no-tiering'], sql: DB, ...warehouse.cluster }));
   const format = lakeFormat('iceberg', { writerThreads: 1 });
   const tier = (table: string) => tierOnce(sql.conn, { database: DB, table }, format);
   after(() => format.close());

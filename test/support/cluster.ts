@@ -32,6 +32,7 @@
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import path from 'node:path';
 import { after, before, type TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Connection } from '../../src/client/index.js';
@@ -165,6 +166,11 @@ export class TestCluster {
   get s3(): S3TestServer {
     assert.ok(this.s3Server, 'a cluster started with the `objectStorage` option');
     return this.s3Server;
+  }
+
+  /** The lake warehouse of the first server: on the S3 server with `objectStorage.warehouse`, else the data dir's `lake`. */
+  get warehouse(): string {
+    return this.options.objectStorage?.warehouse ? this.s3.location('warehouse') : path.join(this.server.dataDir, 'lake');
   }
 
   /** `bootstrap.servers` for a client of the cluster. */
