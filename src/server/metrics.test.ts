@@ -1,3 +1,4 @@
+import { storageStats } from '../storage/storage-stats.js';
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import pino from 'pino';
@@ -8,7 +9,7 @@ import type { FollowerMetrics } from './tablet/tablet-server.js';
 const activity = new ServerActivity(pino({ level: 'silent' }));
 after(() => activity.close());
 
-const processSources = { rpc: () => ({ connections: 0, heldBytes: 0 }), dataDisk: () => ({ writeLocked: false, usedRatio: 0.5 }), activity: () => activity.take() };
+const processSources = { rpc: () => ({ connections: 0, heldBytes: 0 }), dataDisk: () => ({ writeLocked: false, usedRatio: 0.5 }), activity: () => activity.take(), storage: storageStats };
 
 const follower = (bucket: number, id: number, lagRecords: bigint | undefined, sinceCaughtUpMs: number): FollowerMetrics => ({
   database: 'db',

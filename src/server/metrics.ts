@@ -11,6 +11,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { type DurationStats, GC_KINDS } from '../common/runtime-monitor.js';
 import type { ServerActivity } from '../common/activity.js';
+import type { StorageStats } from '../storage/storage-stats.js';
 import type { DataDiskState } from './tablet/data-disk.js';
 import type { BucketMetrics, FollowerMetrics, KvSnapshotMetrics, ReplicaMetrics } from './tablet/tablet-server.js';
 
@@ -61,6 +62,8 @@ export interface MetricSources {
   /** Servers with a Kafka listener: the consumer groups they coordinate. */
   consumerGroups?(): ConsumerGroupMetrics[];
   rpc(): { connections: number; heldBytes: number };
+  /** What the process asked of remote storage, and how its lake file cache served reads. */
+  storage(): Readonly<StorageStats>;
   dataDisk(): DataDiskState;
   /** Read once per scrape: each scrape starts a new window. */
   activity(): ReturnType<ServerActivity['take']>;
@@ -160,6 +163,12 @@ export class NodeMetrics {
       scalar('tributary_kv_snapshot_uploaded_bytes_total', 'Bytes KV snapshots uploaded to remote.data.dir: the chunks no earlier snapshot of the bucket had stored.', () => current().kvSnapshots.uploads.uploadedBytes);
       scalar('tributary_kv_snapshot_uploaded_chunks_total', 'Chunks KV snapshots uploaded to remote.data.dir.', () => current().kvSnapshots.uploads.uploadedChunks);
     }
+    seriesGauge(registers, 'tributary_remote_requests_total', 'S3 requests this process sent, by operation (each attempt, retries included).', ['operation'] as const, () => [...current().storage.requests], ([operation]) => ({ operation }), ([, n]) => n);
+    scalar('tributary_remote_request_failures_total', 'S3 request attempts that failed (a retried request counts each failed attempt).', () => current().storage.failedRequests);
+    seriesGauge(registers, 'tributary_remote_bytes_total', 'Bytes this process sent to (up) and received from (down) S3.', ['direction'] as const, () => [['up', current().storage.uploadedBytes], ['down', current().storage.downloadedBytes]] as [string, number][], ([direction]) => ({ direction }), ([, n]) => n);
+    scalar('tributary_lake_cache_hits_total', 'Reads of a remote lake file the lake file cache held already.', () => current().storage.cacheHits);
+    scalar('tributary_lake_cache_misses_total', 'Reads of a remote lake file the lake file cache had to download.', () => current().storage.cacheMisses);
+    scalar('tributary_lake_cache_fetched_bytes_total', 'Bytes the lake file cache downloaded.', () => current().storage.cacheFetchedBytes);
     scalar('tributary_data_disk_write_locked', '1 while writes are refused because the data disk is full (DISK_WRITE_LOCKED), else 0.', () => (current().dataDisk.writeLocked ? 1 : 0));
     scalar('tributary_data_disk_used_ratio', 'Share of the data disk in use, 0 to 1, as of its last check.', () => current().dataDisk.usedRatio);
     const bucket = (name: string, help: string, value: (b: BucketMetrics) => number | undefined): void =>
@@ -243,6 +252,7 @@ export class NodeMetrics {
       consumerGroups: sources.consumerGroups?.() ?? [],
       kvSnapshots: sources.kvSnapshots?.() ?? { restores: { snapshot: 0, local: 0, none: 0 }, uploads: { bytes: 0, uploadedBytes: 0, chunks: 0, uploadedChunks: 0 } },
       rpc: sources.rpc(),
+      storage: sources.storage(),
       dataDisk: sources.dataDisk(),
       activity: sources.activity(),
     };
