@@ -70,7 +70,7 @@ test('two writer processes committing to one lake table on S3 at once: every com
 });
 
 test('the S3 server stopped for a while: hot writes go on, tiering backs off and resumes, nothing is lost', async (t) => {
-  const cluster = await startCluster(t, { objectStorage: { warehouse: true }, client: { 'client.writer.batch-timeout': '2ms' } });
+  const cluster = await startCluster(t, { objectStorage: { warehouse: true }, client: { 'client.writer.batch-timeout': '2ms' }, sql: 'tributary' });
   const { conn } = cluster;
   const events: TablePath = { database: 'tributary', table: 'events' };
   await conn.getAdmin().createTable(events, {
@@ -106,4 +106,21 @@ test('the S3 server stopped for a while: hot writes go on, tiering backs off and
     Array.from({ length: 500 }, (_, i) => i),
     'every row once',
   );
+
+  // Where the table's bytes are: the log on the local disk, no remote log, the lake's files per bucket.
+  const storage = (await cluster.sql.execute('SHOW TABLE STORAGE events')).result!;
+  assert.deepEqual(storage.columns.map((c) => c.name), ['partition', 'bucket', 'local_bytes', 'local_segments', 'remote_bytes', 'remote_segments', 'lake_bytes', 'lake_files']);
+  const metrics = await (await fetch(`http://${cluster.server.http}/metrics`)).text();
+  const files = (await cluster.sql.execute('SELECT file_size_in_bytes, partition FROM events$lake$files')).result!.rows;
+  for (const [partition, bucket, localBytes, localSegments, remoteBytes, remoteSegments, lakeBytes, lakeFiles] of storage.rows) {
+    assert.equal(partition, null);
+    const sample = new RegExp(`^tributary_log_size_bytes\\{[^}]*table="events"[^}]*bucket="${String(bucket)}"[^}]*\\} (\\d+)`, 'm').exec(metrics);
+    assert.equal(localBytes, BigInt(sample![1]), 'the bytes the metrics show');
+    assert.ok((localSegments as bigint) >= 1n);
+    assert.deepEqual([remoteBytes, remoteSegments], [null, null]);
+    const mine = files.filter((f) => (JSON.parse(f[1] as string) as { __bucket: number }).__bucket === bucket);
+    assert.ok(mine.length > 0);
+    assert.deepEqual([lakeBytes, lakeFiles], [mine.reduce((n, f) => n + (f[0] as bigint), 0n), BigInt(mine.length)]);
+  }
+  assert.equal(storage.rows.length, 2);
 });

@@ -181,6 +181,8 @@ export class NodeMetrics {
       bucket('tributary_log_high_watermark', 'Offset below which the bucket\'s records are durable and visible to readers.', (b) => Number(b.highWatermark));
       bucket('tributary_log_size_bytes', 'Bytes of the bucket\'s log segments on local disk.', (b) => b.logSizeBytes);
       bucket('tributary_log_segments', 'Segment files of the bucket\'s log.', (b) => b.segments);
+      bucket('tributary_remote_log_size_bytes', 'Bytes of the bucket\'s log segments in remote storage (absent while it has no remote log).', (b) => b.remoteLog?.bytes);
+      bucket('tributary_remote_log_segments', 'Segments of the bucket\'s log in remote storage (absent while it has no remote log).', (b) => b.remoteLog?.segments);
       bucket('tributary_kv_rows', 'Rows of a primary-key bucket\'s current state.', (b) => b.kvRows);
     }
     if (sources.lakeTables) {

@@ -32,6 +32,7 @@ interface ScanSession {
 /** What the KV APIs use of the tablet server, which creates them: its replicas (those it leads), the data disk's write lock and, in a cluster, replication. */
 interface TabletReplicas {
   replica(tableId: number, partitionId: number | undefined, bucket: number): Replica;
+  bucketStorage(r: Replica): { localBytes: number; localSegments: number; remote?: { bytes: number; segments: number } };
   readonly disk: DataDisk;
   readonly replication: ReplicaManager | undefined;
 }
@@ -134,7 +135,7 @@ export class KvService {
     };
   }
 
-  /** Row counts: live keys for primary-key tables, records in the log (HW − start) for log tables. */
+  /** Row counts (live keys for primary-key tables, records in the log, HW − start, for log tables) and the bytes and segments of each bucket's log. */
   async getTableStats(req: pb.GetTableStatsRequest): Promise<MessageInitShape<typeof pb.GetTableStatsResponseSchema>> {
     const tableId = idOf(ApiKeys.GetTableStats, 'table_id', req.tableId);
     const partitionId = optionalIdOf(ApiKeys.GetTableStats, 'partition_id', req.partitionId);
@@ -143,7 +144,14 @@ export class KvService {
         try {
           const r = this.tablets.replica(tableId, partitionId, bucketId);
           const rowCount = r.kv ? BigInt(r.kv.rowCount) : r.log.highWatermark - r.log.logStartOffset;
-          return { bucketId, rowCount };
+          const storage = this.tablets.bucketStorage(r);
+          return {
+            bucketId,
+            rowCount,
+            logSizeBytes: BigInt(storage.localBytes),
+            logSegments: storage.localSegments,
+            ...(storage.remote ? { remoteLogSizeBytes: BigInt(storage.remote.bytes), remoteLogSegments: storage.remote.segments } : {}),
+          };
         } catch (err) {
           return { bucketId, rowCount: -1n, ...bucketError(err) };
         }

@@ -70,6 +70,13 @@ export interface KvSnapshotMetrics {
   uploads: KvSnapshotUpload;
 }
 
+/** What one bucket keeps, and where: its log segments on local disk, and in remote storage once it has a remote log. */
+export interface BucketStorage {
+  localBytes: number;
+  localSegments: number;
+  remote?: { bytes: number; segments: number };
+}
+
 export interface BucketMetrics {
   database: string;
   table: string;
@@ -81,6 +88,8 @@ export interface BucketMetrics {
   highWatermark: bigint;
   logSizeBytes: number;
   segments: number;
+  /** Bytes and segments of the bucket's remote log, when it has one. */
+  remoteLog?: { bytes: number; segments: number };
   /** Rows of a primary-key bucket's state. */
   kvRows?: number;
   /** This server leads the bucket (always on one node). */
@@ -392,14 +401,32 @@ export class TabletServer implements BucketLifecycle {
       logStartOffset: r.log.logStartOffset,
       logEndOffset: r.log.logEndOffset,
       highWatermark: r.log.highWatermark,
-      logSizeBytes: r.log.sizeInBytes,
-      segments: r.log.segmentCount,
+      ...this.bucketStorageMetrics(r),
       ...(r.kv && !r.kv.standby ? { kvRows: r.kv.rowCount } : {}),
       leader: r.role === 'leader',
       replicas: r.replicas.length,
       inSyncReplicas: r.isr.length,
       underReplicated: r.role === 'leader' && r.isr.length < r.replicas.length,
     }));
+  }
+
+  /** Where a hosted bucket's log is, and how much of it (SHOW TABLE STORAGE, metrics). */
+  bucketStorage(r: Replica): BucketStorage {
+    const remote = this.remoteLogStorage(r);
+    return { localBytes: r.log.sizeInBytes, localSegments: r.log.segmentCount, ...(remote ? { remote } : {}) };
+  }
+
+  /**
+   * The seam of the remote log: the bytes and segments of the bucket's log segments in
+   * remote.data.dir. Undefined until buckets have a remote log (the remote log manifest answers it then).
+   */
+  private remoteLogStorage(_r: Replica): { bytes: number; segments: number } | undefined {
+    return undefined;
+  }
+
+  private bucketStorageMetrics(r: Replica): Pick<BucketMetrics, 'logSizeBytes' | 'segments' | 'remoteLog'> {
+    const s = this.bucketStorage(r);
+    return { logSizeBytes: s.localBytes, segments: s.localSegments, ...(s.remote ? { remoteLog: s.remote } : {}) };
   }
 
   /** The buckets this server leads and, in a cluster, their followers' lag behind the leader's log end. */
