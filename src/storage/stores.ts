@@ -18,15 +18,22 @@ import { LocalObjectStore } from './local-store.js';
 import { isS3Location, type ObjectStore } from './object-store.js';
 import { type S3Settings, s3SettingsOf } from './s3-settings.js';
 import { S3ObjectStore } from './s3-store.js';
+import { countCacheRead } from './storage-stats.js';
 
 /** The cache's size when no option sets it (datalake.cache.max-size's default). */
 const DEFAULT_CACHE_BYTES = 2 * 1024 ** 3;
+/** datalake.cache.metadata-max-size's default. */
+const DEFAULT_METADATA_CACHE_BYTES = 64 << 20;
 
 const local = new LocalObjectStore();
 let settings: S3Settings | undefined;
 let s3: S3ObjectStore | undefined;
 let cache: FileCache | undefined;
 let vendCredentials = false;
+/** Immutable remote objects kept in memory, least recently used first (Map order). */
+const immutable = new Map<string, Uint8Array>();
+let immutableBytes = 0;
+let immutableMaxBytes = DEFAULT_METADATA_CACHE_BYTES;
 
 /**
  * Uses the `s3.*` options (else the environment) for this process's S3 locations from now on,
@@ -37,6 +44,40 @@ export function configureObjectStorage(options: Options | undefined, cacheDir: s
   s3 = undefined;
   vendCredentials = options?.bool('datalake.iceberg.rest.vend-credentials') ?? false;
   cache = new FileCache(path.resolve(cacheDir), options ? options.bytes('datalake.cache.max-size') : DEFAULT_CACHE_BYTES);
+  immutableMaxBytes = options ? options.bytes('datalake.cache.metadata-max-size') : DEFAULT_METADATA_CACHE_BYTES;
+  immutable.clear();
+  immutableBytes = 0;
+}
+
+/**
+ * The bytes of an object that never changes once written (a lake manifest or manifest list),
+ * undefined when there is none. A remote one is kept in memory (datalake.cache.metadata-max-size),
+ * so planning the same snapshot again costs no request; a local one is read each time (the page
+ * cache keeps it).
+ */
+export async function getImmutable(location: string): Promise<Uint8Array | undefined> {
+  const store = objectStoreFor(location);
+  if (store.localPath(location) !== undefined) return store.get(location);
+  const held = immutable.get(location);
+  if (held) {
+    immutable.delete(location);
+    immutable.set(location, held);
+    countCacheRead(true);
+    return held;
+  }
+  const bytes = await store.get(location);
+  if (!bytes) return undefined;
+  countCacheRead(false, bytes.length);
+  if (bytes.length <= immutableMaxBytes) {
+    immutable.set(location, bytes);
+    immutableBytes += bytes.length;
+    for (const [l, b] of immutable) {
+      if (immutableBytes <= immutableMaxBytes) break;
+      immutable.delete(l);
+      immutableBytes -= b.length;
+    }
+  }
+  return bytes;
 }
 
 /** The options of a process's object storage, which every process takes: `s3.*` and the lake file cache's. */
