@@ -4,6 +4,8 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
@@ -88,5 +90,32 @@ describe('progress of a statement', () => {
     assert.equal(writes.at(-1)!.rows, 5000);
     // Without a listener nothing is reported, and statements run as before.
     assert.match((await executor.execute('INSERT INTO dst SELECT * FROM src')).message!, /5000 row\(s\) inserted/);
+  });
+});
+
+describe('object storage options of the commands that are not servers', () => {
+  const SECRET = 'wJalrXUtnFEMI-never-shown';
+  const KEY_ID = 'AKIA-never-shown';
+  // Port 1 on loopback: nothing listens, so every S3 request fails at once.
+  const s3 = ['--set', 's3.endpoint=http://127.0.0.1:1', '--set', `s3.access-key=${KEY_ID}`, '--set', `s3.secret-key=${SECRET}`, '--set', 's3.max-attempts=1'];
+
+  it('tributary lake, tiering and sql take s3.* from --set and --config, and never print the credentials', async () => {
+    const lake = await runCli(['lake', 'expire-snapshots', '--warehouse', 's3://nowhere/warehouse', '--table', 'db.t', ...s3]);
+    assert.equal(lake.code, 1);
+    assert.match(lake.stderr, /STORAGE_EXCEPTION.*127\.0\.0\.1:1|127\.0\.0\.1:1.*STORAGE_EXCEPTION/s, 'the S3 settings were used');
+    const config = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'cli-s3-')), 'tributary.yaml');
+    fs.writeFileSync(config, `s3.endpoint: http://127.0.0.1:1\ns3.access-key: ${KEY_ID}\ns3.secret-key: ${SECRET}\ns3.max-attempts: 1\n`);
+    const fromFile = await runCli(['lake', 'compact', '--warehouse', 's3://nowhere/warehouse', '--table', 'db.t', '--config', config]);
+    assert.equal(fromFile.code, 1);
+    assert.match(fromFile.stderr, /127\.0\.0\.1:1/, 'the config file was read');
+    const typo = await runCli(['tiering', '--bootstrap', '127.0.0.1:1', '--set', `s3.secret-kee=${SECRET}`]);
+    assert.equal(typo.code, 1);
+    assert.match(typo.stderr, /INVALID_CONFIG_EXCEPTION.*s3\.secret-kee/);
+    const other = await runCli(['sql', '--bootstrap', '127.0.0.1:1', '-e', 'SELECT 1', '--set', 'table.log.ttl=1d', ...s3]);
+    assert.equal(other.code, 1);
+    assert.match(other.stderr, /tributary sql takes the s3\.\* and datalake\.cache\.\* options and the sql\.\* options, got 'table\.log\.ttl'/);
+    for (const run of [lake, fromFile, typo, other]) {
+      for (const secret of [SECRET, KEY_ID]) assert.ok(!run.stdout.includes(secret) && !run.stderr.includes(secret), `${secret} is not printed: ${run.stderr}`);
+    }
   });
 });

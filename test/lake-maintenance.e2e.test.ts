@@ -23,6 +23,9 @@ import { lakeArrowSchema } from '../src/lake/iceberg/lake-batch.js';
 import { SUMMARY_TABLE_ID } from '../src/lake/tiered-offsets.js';
 import { startCluster } from './support/cluster.js';
 import { readLakeTable } from './support/lake-content.js';
+import { WAREHOUSES } from './support/warehouses.js';
+import { joinLocation } from '../src/storage/object-store.js';
+import { objectStoreFor } from '../src/storage/stores.js';
 import { CLI, tempDir } from './support/server-process.js';
 
 const PK: TablePath = { database: 'tributary', table: 'balances' };
@@ -42,13 +45,14 @@ async function referencedFiles(metadata: TableMetadata): Promise<Set<string>> {
   return files;
 }
 
-function filesUnder(dir: string, suffix: string): string[] {
-  return fs.readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith(suffix)).map((f) => path.join(dir, f));
+/** The files under `dir` (a directory or s3://) whose names end in `suffix`, by the locations the lake's metadata gives them. */
+async function filesUnder(dir: string, suffix: string): Promise<string[]> {
+  return (await objectStoreFor(dir).list(dir)).map((o) => o.location).filter((f) => f.endsWith(suffix));
 }
 
-test('auto-compaction and auto-expiry over many small rounds: the lake equals the table, delete files stay bounded, old snapshots and their files go', async (t) => {
-  const cluster = await startCluster(t, { args: ['--no-tiering'] });
-  const { server, conn } = cluster;
+for (const { name, cluster: onWarehouse } of WAREHOUSES) test(`auto-compaction and auto-expiry over many small rounds: the lake equals the table, delete files stay bounded, old snapshots and their files go (${name} warehouse)`, async (t) => {
+  const cluster = await startCluster(t, { args: ['--no-tiering'], ...onWarehouse });
+  const { conn } = cluster;
   const worker = await cluster.startTiering();
   let workerStopped = false;
   try {
@@ -99,7 +103,7 @@ test('auto-compaction and auto-expiry over many small rounds: the lake equals th
     assert.equal(await worker.stop(), 0, worker.stderr);
     workerStopped = true;
 
-    const warehouse = path.join(server.dataDir, 'lake');
+    const { warehouse } = cluster;
     const lake = await readLakeTable(warehouse, PK.database, PK.table);
     const lakeState = new Map(lake.rows.map((r) => [r.k as number, { owner: r.owner as string, amount: r.amount as bigint }]));
     assert.equal(lakeState.size, lake.rows.length, 'each key once in the lake');
@@ -121,10 +125,12 @@ test('auto-compaction and auto-expiry over many small rounds: the lake equals th
     assert.ok(metadata.lastSequenceNumber >= 2n * BigInt(KEPT_SNAPSHOTS), `${metadata.lastSequenceNumber} commits`);
     assert.equal(metadata.snapshots.length, KEPT_SNAPSHOTS);
     const referenced = await referencedFiles(metadata);
-    const location = path.join(warehouse, PK.database, PK.table);
-    const onDisk = [...filesUnder(path.join(location, 'data'), '.parquet'), ...filesUnder(path.join(location, 'metadata'), '.avro')];
-    assert.deepEqual(onDisk.filter((f) => !referenced.has(f)), [], 'files of expired snapshots are deleted');
-    assert.deepEqual([...referenced].filter((f) => !fs.existsSync(f)), [], 'files of kept snapshots are kept');
+    const location = joinLocation(warehouse, PK.database, PK.table);
+    const stored = [...(await filesUnder(joinLocation(location, 'data'), '.parquet')), ...(await filesUnder(joinLocation(location, 'metadata'), '.avro'))];
+    assert.deepEqual(stored.filter((f) => !referenced.has(f)), [], 'files of expired snapshots are deleted');
+    const missing = [];
+    for (const f of referenced) if (!(await objectStoreFor(f).head(f))) missing.push(f);
+    assert.deepEqual(missing, [], 'files of kept snapshots are kept');
   } finally {
     if (!workerStopped) await worker.kill();
   }

@@ -19,6 +19,8 @@ import { lakeFormat } from '../src/lake/formats/index.js';
 import type { DuckSession } from '../src/query/duckdb/session.js';
 import type { ExecutionResult } from '../src/query/executor.js';
 import { startCluster, type TestCluster, useCluster } from './support/cluster.js';
+import { onEachWarehouse } from './support/warehouses.js';
+import { localCopies } from '../src/storage/stores.js';
 import { tierOnce } from './support/tiering-rounds.js';
 
 const DB = 'union_read';
@@ -57,8 +59,8 @@ const rejectsWith = async (p: Promise<unknown>, name: string, message: RegExp): 
   });
 };
 
-describe('union read, lake rounds run by the test', () => {
-  const sql = new Sql(useCluster({ args: ['--no-tiering'], sql: DB }));
+onEachWarehouse('union read, lake rounds run by the test', (warehouse) => {
+  const sql = new Sql(useCluster({ args: ['--no-tiering'], sql: DB, ...warehouse.cluster }));
   const format = lakeFormat('iceberg', { writerThreads: 1 });
   const tier = (table: string) => tierOnce(sql.conn, { database: DB, table }, format);
   after(() => format.close());
@@ -270,9 +272,14 @@ describe('union read, lake rounds run by the test', () => {
     ]);
     assert.deepEqual(await sql.rows(`SELECT count(*) FROM history$lake$files /*+ OPTIONS('scan.snapshot-id'='${first}') */`), [[2n]]);
     assert.deepEqual(await sql.rows(`SELECT count(*) FROM history$lake$files FOR SYSTEM_TIME AS OF TIMESTAMP '${between}'`), [[2n]]);
-    // The files are the ones DuckDB reads straight.
-    const paths = (await sql.rows('SELECT file_path FROM history$lake$files ORDER BY file_path')).map((r) => `'${r[0] as string}'`);
-    assert.deepEqual(await sql.rows(`SELECT count(*) FROM read_parquet([${paths.join(', ')}])`), [[3n]]);
+    // The files are the ones DuckDB reads (an S3 warehouse's through their local copies).
+    const filePaths = (await sql.rows('SELECT file_path FROM history$lake$files ORDER BY file_path')).map((r) => r[0] as string);
+    const copies = await localCopies(filePaths);
+    try {
+      assert.deepEqual(await sql.rows(`SELECT count(*) FROM read_parquet([${filePaths.map((f) => `'${copies.path(f)!}'`).join(', ')}])`), [[3n]]);
+    } finally {
+      copies.release();
+    }
   });
 });
 

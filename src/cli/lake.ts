@@ -1,7 +1,8 @@
 /**
  * `tributary lake`: maintenance of one lake table, run on the Iceberg warehouse directly (no
- * server needed). The warehouse is `--warehouse`, else the `lake` directory of `--data-dir` as a
- * node with that data directory and no datalake.iceberg.warehouse has it:
+ * server needed). The warehouse is `--warehouse` (a directory or s3://, reached with the s3.*
+ * options of `--set` and `--config`), else the `lake` directory of `--data-dir` as a node with that
+ * data directory and no datalake.iceberg.warehouse has it:
  *
  *   expire-snapshots  drops old snapshots (never the current one) and the files only they reached
  *   remove-orphans    deletes files under the table location that no metadata references
@@ -20,8 +21,9 @@ import { lakeFormat } from '../lake/formats/index.js';
 import type { LakeStorage } from '../lake/lake-format.js';
 import { DuckSession } from '../query/duckdb/session.js';
 import { ProgressLine } from './progress.js';
+import { commandSettings, parseSetting, type SettingFlags } from './settings.js';
 
-interface LakeFlags {
+interface LakeFlags extends SettingFlags {
   warehouse?: string;
   dataDir?: string;
   table: string;
@@ -37,11 +39,13 @@ export function lakeCommand(): Command {
   const lake = new Command('lake').description('maintain a lake table of an Iceberg warehouse: snapshot expiry, orphan-file removal, compaction');
   const target = (cmd: Command): Command =>
     cmd
-      .option('--warehouse <dir>', 'the Iceberg warehouse directory (datalake.iceberg.warehouse, default: <data-dir>/lake)')
+      .option('--warehouse <location>', 'the Iceberg warehouse: a directory or s3://bucket/prefix (datalake.iceberg.warehouse, default: <data-dir>/lake)')
       .option('--data-dir <dir>', `the data directory of the node whose lake it is, when --warehouse is not given (data.dir, default: ${optionDefault('data.dir')})`)
       .requiredOption('--table <db.table>', 'the lake table')
       .addOption(new Option('--format <format>', 'output format').choices(['text', 'json']).default('text'))
-      .option('--no-progress', 'no progress line for a long compaction (shown only when stderr is a terminal)');
+      .option('--no-progress', 'no progress line for a long compaction (shown only when stderr is a terminal)')
+      .option('--config <file>', "config file of 'key: value' lines: the s3.* and datalake.cache.* options")
+      .option('--set <key=value>', 'set an s3.* or datalake.cache.* option, e.g. s3.endpoint=http://127.0.0.1:9000 (repeatable)', parseSetting);
 
   target(lake.command('expire-snapshots').description('expire old snapshots and delete the files only they reached'))
     .option('--older-than <duration>', 'snapshots older than this may expire (default: the table property history.expire.max-snapshot-age-ms, else 5d)')
@@ -94,6 +98,7 @@ export function lakeCommand(): Command {
 function open(flags: LakeFlags): { lake: LakeStorage; path: TablePath } {
   const dot = flags.table.indexOf('.');
   if (dot <= 0 || dot === flags.table.length - 1) throw new TributaryError('INVALID_ARGUMENT', `--table must be <database>.<table>, got '${flags.table}'`);
+  commandSettings(flags, 'tributary lake');
   const options = new Options('server', { ...(flags.warehouse ? { 'datalake.iceberg.warehouse': flags.warehouse } : {}), ...(flags.dataDir ? { 'data.dir': flags.dataDir } : {}) });
   return { lake: lakeFormat(options.string('datalake.format')!).open(lakeWarehouse(options)), path: { database: flags.table.slice(0, dot), table: flags.table.slice(dot + 1) } };
 }

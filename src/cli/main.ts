@@ -56,6 +56,8 @@ program
   .option('--bootstrap <host:port>', 'server to connect to', '127.0.0.1:9123')
   .option('--threads <n>', 'worker threads converting Arrow to Parquet', '1')
   .option('--poll-interval <ms>', 'how often an idle worker asks for work', '1000')
+  .option('--config <file>', "config file of 'key: value' lines: the s3.* and datalake.cache.* options")
+  .option('--set <key=value>', 'set an s3.* or datalake.cache.* option, e.g. s3.endpoint=http://127.0.0.1:9000 (repeatable)', parseSetting)
   .action(async (opts) => {
     await tiering(opts);
   });
@@ -71,7 +73,8 @@ program
   .option('--stream', 'run queries as streaming queries (as if they ended in EMIT CHANGES): print the result, then changes until Ctrl-C')
   .option('--continue-on-error', 'run the rest of a script after a failed statement (the exit code is still 1)')
   .option('--no-progress', 'no progress line for long statements (shown only when stderr is a terminal)')
-  .option('--set <key=value>', 'set a sql.* option, e.g. sql.query.timeout=30s (repeatable)', parseSetting, {})
+  .option('--config <file>', "config file of 'key: value' lines: the sql.*, s3.* and datalake.cache.* options")
+  .option('--set <key=value>', 'set a sql.*, s3.* or datalake.cache.* option, e.g. sql.query.timeout=30s (repeatable)', parseSetting, {})
   .action(async (opts) => {
     process.exitCode = await sql(opts);
   });

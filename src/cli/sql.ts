@@ -33,8 +33,9 @@ import type { ProgressEvent } from '../query/progress.js';
 import { sqlLimits } from '../query/sql-limits.js';
 import { endsWithStatement, splitStatements } from '../query/sql/lexer.js';
 import { ProgressLine } from './progress.js';
+import { commandSettings, type SettingFlags } from './settings.js';
 
-export interface SqlFlags {
+export interface SqlFlags extends SettingFlags {
   execute?: string;
   file?: string;
   format: ResultFormat;
@@ -46,8 +47,6 @@ export interface SqlFlags {
   continueOnError?: boolean;
   /** commander's `--no-progress`: false turns the progress line off. */
   progress?: boolean;
-  /** `sql.*` options. */
-  set?: Record<string, string>;
 }
 
 /** A shell's statements: its DuckDB session, how long each may run, and how their progress shows. */
@@ -65,10 +64,8 @@ export async function sql(flags: SqlFlags): Promise<number> {
   if (!['table', 'json', 'csv'].includes(flags.format)) {
     throw new TributaryError('INVALID_ARGUMENT', `--format must be table, json or csv, got '${flags.format}'`);
   }
-  const settings = flags.set ?? {};
-  const other = Object.keys(settings).find((k) => !k.startsWith('sql.'));
-  if (other !== undefined) throw new TributaryError('INVALID_CONFIG_EXCEPTION', `--set takes the sql.* options, got '${other}'`);
-  const limits = sqlLimits(new Options('server', settings), path.join(os.tmpdir(), 'tributary-sql'));
+  const settings = commandSettings(flags, 'tributary sql', (k) => k.startsWith('sql.'), 'the sql.* options');
+  const limits = sqlLimits(new Options('server', Object.fromEntries(Object.entries(settings).filter(([k]) => k.startsWith('sql.')))), path.join(os.tmpdir(), 'tributary-sql'));
   const conn = await Connection.create({ 'bootstrap.servers': flags.bootstrap });
   const duck = await DuckSession.create(limits.session);
   const shell: Shell = {

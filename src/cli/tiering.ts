@@ -1,12 +1,14 @@
 /**
  * `tributary tiering`: a stateless lake tiering worker. Asks the coordinator at `--bootstrap` for
  * lake-enabled tables and tiers them into the lake until SIGTERM or SIGINT. Start as many as the
- * load needs; kill any of them at any moment.
+ * load needs; kill any of them at any moment. `--set` and `--config` give it the object storage
+ * options of an s3:// warehouse (settings.ts).
  */
 import { TieringWorker } from '../tiering/tiering-worker.js';
 import { createLogger, type Logger } from '../common/logger.js';
+import { commandSettings, type SettingFlags } from './settings.js';
 
-export interface TieringFlags {
+export interface TieringFlags extends SettingFlags {
   bootstrap: string;
   threads?: string;
   pollInterval?: string;
@@ -33,6 +35,7 @@ export function onShutdown(log: Logger, stop: () => Promise<void>): void {
 
 export async function tiering(flags: TieringFlags): Promise<void> {
   const log = createLogger().child({ role: 'tiering' });
+  commandSettings(flags, 'tributary tiering');
   const worker = await TieringWorker.start(flags.bootstrap, {
     log,
     ...(flags.threads ? { writerThreads: Number(flags.threads) } : {}),

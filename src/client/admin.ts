@@ -74,6 +74,19 @@ export interface LakeTieringStatus {
 export type { RebalanceGoal, RebalanceStatus, ServerTag };
 
 /** A Kafka consumer group (listConsumerGroups), with its lag per topic it committed offsets of. */
+/** What one bucket's log takes, and where (SHOW TABLE STORAGE). */
+export interface BucketStorageInfo {
+  /** The partition's name, for a partitioned table. */
+  partition?: string;
+  bucket: number;
+  /** Bytes and segments of the log on its leader's local disk. */
+  localBytes: bigint;
+  localSegments: number;
+  /** Bytes and segments of the log in remote storage; absent while the bucket has no remote log. */
+  remoteBytes?: bigint;
+  remoteSegments?: number;
+}
+
 export interface ConsumerGroupInfo {
   groupId: string;
   state: string;
@@ -283,6 +296,31 @@ export class Admin {
       throwIfError(answer, 'list offsets');
       out.set(buckets[i], answer.offset);
     });
+    return out;
+  }
+
+  /** Bytes and segments of each bucket's log, local and remote, of every partition, as each bucket's leader reports them. */
+  async getTableStorage(path: TablePath): Promise<BucketStorageInfo[]> {
+    const info = await this.conn.metadata.table(path);
+    const partitions = info.partitionKeys.length === 0 ? [undefined] : await this.listPartitionInfos(path);
+    const out: BucketStorageInfo[] = [];
+    for (const p of partitions) {
+      const all = Array.from({ length: info.bucketCount }, (_, bucket) => ({ ...(p ? { partitionId: p.partitionId } : {}), bucket }));
+      const answers = await requestLeaders(this.conn, info, all, async (rpc, group) => {
+        const resp = await rpc.request(ApiKeys.GetTableStats, { tableId: BigInt(info.tableId), ...(p ? { partitionId: BigInt(p.partitionId) } : {}), bucketId: group.map((b) => b.bucket) });
+        return inBucketOrder(group, resp.bucketsResp);
+      });
+      answers.forEach((b, i) => {
+        throwIfError(b, 'table storage');
+        out.push({
+          ...(p ? { partition: p.partitionName } : {}),
+          bucket: all[i].bucket,
+          localBytes: b.logSizeBytes ?? 0n,
+          localSegments: b.logSegments ?? 0,
+          ...(b.remoteLogSizeBytes !== undefined ? { remoteBytes: b.remoteLogSizeBytes, remoteSegments: b.remoteLogSegments ?? 0 } : {}),
+        });
+      });
+    }
     return out;
   }
 

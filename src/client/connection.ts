@@ -9,6 +9,7 @@
  *   const table = await conn.getTable({ database: 'tributary', table: 'orders' });
  */
 import { Options } from '../common/config.js';
+import { configureObjectStorageFrom, isObjectStorageOption, processCacheDir } from '../storage/stores.js';
 import { type ErrorName, TributaryError } from '../common/errors.js';
 import type { TablePath } from '../common/schema.js';
 import { initArrowCompression } from '../record/compression.js';
@@ -50,10 +51,17 @@ export class Connection implements ConnectionCore {
     this.metadata = new MetadataCache((task) => this.withCoordinator(task));
   }
 
-  /** Bootstraps from the first bootstrap server that answers. Options use the client keys of docs/configuration.md. */
+  /**
+   * Bootstraps from the first bootstrap server that answers. Options use the client keys of
+   * docs/configuration.md; the object storage options among them (`s3.*`, `datalake.cache.*`: how
+   * this process reads lake files on S3 for a backfill) set the process's object storage, for
+   * every connection of the process.
+   */
   static async create(options: Record<string, string> = {}): Promise<Connection> {
     await initArrowCompression();
-    const conn = new Connection(new Options('client', options));
+    const client = Object.fromEntries(Object.entries(options).filter(([k]) => !isObjectStorageOption(k)));
+    const conn = new Connection(new Options('client', client));
+    if (Object.keys(client).length < Object.keys(options).length) configureObjectStorageFrom(options, processCacheDir());
     try {
       await conn.coordinator();
     } catch (err) {

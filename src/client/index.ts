@@ -4,7 +4,7 @@
  * registry, lake/formats, through which the LogScanner reads a lake-enabled table's past).
  */
 export { Connection } from './connection.js';
-export { Admin, type OffsetSpec, type KvSnapshot, type LakeTieringStatus, type TabletServerInfo, type BucketInfo, type BucketStatus, type RebalanceProgress, type RebalanceGoal, type RebalanceStatus, type ServerTag } from './admin.js';
+export { Admin, type OffsetSpec, type KvSnapshot, type LakeTieringStatus, type BucketStorageInfo, type TabletServerInfo, type BucketInfo, type BucketStatus, type RebalanceProgress, type RebalanceGoal, type RebalanceStatus, type ServerTag } from './admin.js';
 export type { LakeSnapshot, LakeBucketOffset } from '../common/lake.js';
 export { Table, Scan, UpsertBuilder, LookupBuilder } from './table.js';
 export { AppendWriter } from './append-writer.js';

@@ -44,6 +44,7 @@ import { type ProgressListener, rowCounter, withProgress } from './progress.js';
 import { parseStatement } from './sql/parser.js';
 import { streamQuery } from './stream-query.js';
 import { quoteIdentifier as quote, type ReadPlan, TableLoader } from './table-loader.js';
+import { tableStorage } from './table-storage.js';
 
 export type { ReadPlan } from './table-loader.js';
 
@@ -217,6 +218,10 @@ export class SqlExecutor {
       }
       case 'showLakeStatus':
         return { result: lakeStatus(await admin.getLakeTieringStatus(this.path(s.table))) };
+      case 'showTableStorage': {
+        const info = await admin.getTableInfo(this.path(s.table));
+        return { result: await tableStorage(this.conn, this.duck, info, () => this.loader.lakeTable(info)) };
+      }
       case 'insert':
         return this.insert(await this.writable(s.table), s.columns, s.query, s.rows);
       case 'update':

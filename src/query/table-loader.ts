@@ -41,7 +41,7 @@ import type { Row } from '../common/values.js';
 import type { Connection } from '../client/connection.js';
 import type { Table } from '../client/table.js';
 import { lakeFormat } from '../lake/formats/index.js';
-import type { LakeStorage } from '../lake/lake-format.js';
+import type { LakeStorage, LakeTable } from '../lake/lake-format.js';
 import { toArrowSchema } from '../record/arrow-schema.js';
 import { columnFiltersOf, keyLookupOf } from './duckdb/query-shapes.js';
 import { referencesOf, type TableReference } from './duckdb/references.js';
@@ -227,6 +227,11 @@ export class TableLoader {
     // The current database is DuckDB's default schema, so unqualified names resolve as in Tributary.
     await this.duck.useSchema(database);
     return { ...(plan ? { plan } : {}), reads };
+  }
+
+  /** The current lake table of a lake-enabled table. */
+  async lakeTable(info: TableInfo): Promise<LakeTable> {
+    return this.cache.lakeTable(await this.lakeOf(info, 'lake table'), info.tableId, info.path);
   }
 
   /** The lake that a lake-enabled table is tiered into; `use` says what for. */

@@ -87,15 +87,14 @@ describe('KV snapshot handles and standbys of a primary-key bucket', () => {
     await putAll(first, 'r4'); // the tail after the last snapshot
     assert.deepEqual(registry.handles(bucket).map((h) => h.snapshotId), [2, 3]);
     const snapshotsDir = path.dirname(path.dirname(registry.latest(bucket)!.metadataPath));
-    assert.deepEqual(fs.readdirSync(snapshotsDir).sort(), ['snap-2', 'snap-3']);
+    assert.deepEqual(fs.readdirSync(snapshotsDir).sort(), ['shared', 'snap-2', 'snap-3']);
     // A coordinator that takes over reads the same handles from ZooKeeper.
     assert.deepEqual((await registryOn(root)).handles(bucket), registry.handles(bucket));
 
     // A complete-looking snapshot no handle names, newer than the registered ones: never restored.
     const unregistered = path.join(snapshotsDir, 'snap-9');
     fs.mkdirSync(unregistered);
-    fs.writeFileSync(path.join(unregistered, 'data.mdb'), 'not an lmdb file');
-    fs.writeFileSync(path.join(unregistered, '_METADATA'), JSON.stringify({ snapshot_id: 9, log_offset: '0', row_count: 0, created_time: 0 }));
+    fs.writeFileSync(path.join(unregistered, '_METADATA'), JSON.stringify({ snapshot_id: 9, log_offset: '0', row_count: 0, created_time: 0, size: 10, chunk_size: 10, chunks: ['0'.repeat(64)] }));
 
     // Server 2 leads (server 1 is not told: it still thinks it leads); server 3 becomes the standby.
     await cluster.elect(0, 2, [1, 2, 3], [1, 2, 3], [2, 3], [3]);
@@ -107,14 +106,17 @@ describe('KV snapshot handles and standbys of a primary-key bucket', () => {
     // The deposed leader's snapshot is refused and its files go.
     await assert.rejects(cluster.server(1).tablets.snapshotAll(table.tableId), { errorName: 'FENCED_LEADER_EPOCH_EXCEPTION' });
     assert.deepEqual(registry.handles(bucket).map((h) => h.snapshotId), [2, 3]);
-    assert.deepEqual(fs.readdirSync(snapshotsDir).sort(), ['snap-2', 'snap-3', 'snap-9']);
+    assert.deepEqual(fs.readdirSync(snapshotsDir).sort(), ['shared', 'snap-2', 'snap-3', 'snap-9']);
     await cluster.notify(0, [1]);
 
     // The next registered snapshot takes an id above every directory, and the unregistered one is removed with its commit.
     await putAll(second, 'r5');
     const [taken] = await cluster.server(2).tablets.snapshotAll(table.tableId);
     assert.equal(taken.snapshot.snapshotId, 10);
-    assert.deepEqual(fs.readdirSync(snapshotsDir).sort(), ['snap-10', 'snap-3']);
+    assert.deepEqual(fs.readdirSync(snapshotsDir).sort(), ['shared', 'snap-10', 'snap-3']);
+    // The chunks kept are exactly those the retained snapshots hold.
+    const held = new Set(['snap-3', 'snap-10'].flatMap((d) => (JSON.parse(fs.readFileSync(path.join(snapshotsDir, d, '_METADATA'), 'utf8')) as { chunks: string[] }).chunks));
+    assert.deepEqual(fs.readdirSync(path.join(snapshotsDir, 'shared')).sort(), [...held].sort());
     await putAll(second, 'r6');
 
     // The standby keeps up with the high watermark; its state serves no lookups.

@@ -1,3 +1,4 @@
+import { storageStats } from '../storage/storage-stats.js';
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import pino from 'pino';
@@ -8,7 +9,7 @@ import type { FollowerMetrics } from './tablet/tablet-server.js';
 const activity = new ServerActivity(pino({ level: 'silent' }));
 after(() => activity.close());
 
-const processSources = { rpc: () => ({ connections: 0, heldBytes: 0 }), dataDisk: () => ({ writeLocked: false, usedRatio: 0.5 }), activity: () => activity.take() };
+const processSources = { rpc: () => ({ connections: 0, heldBytes: 0 }), dataDisk: () => ({ writeLocked: false, usedRatio: 0.5 }), activity: () => activity.take(), storage: storageStats };
 
 const follower = (bucket: number, id: number, lagRecords: bigint | undefined, sinceCaughtUpMs: number): FollowerMetrics => ({
   database: 'db',
@@ -33,10 +34,9 @@ test('a server without the coordinator\'s sources exports none of its metrics, a
   assert.deepEqual(samples(text, 'tributary_data_disk_used_ratio'), [' 0.5']);
 });
 
-test('the followers\' lag: the most lagging bucket series up to the cap, totals per follower over every bucket, the led counts and the KV restores', async () => {
+test('the followers\' lag: the most lagging bucket series up to the cap, totals per follower over every bucket, and the led counts', async () => {
   const followers = [follower(0, 2, 0n, 0), follower(1, 2, 50n, 4000), follower(2, 3, 7n, 1500), follower(3, 3, undefined, 9000)];
-  const kvRestores = { snapshot: 2, local: 1, none: 0 };
-  const metrics = new NodeMetrics({ ...processSources, buckets: () => [], replicas: () => ({ led: 4, underReplicated: 1, followers, kvRestores }) }, 2);
+  const metrics = new NodeMetrics({ ...processSources, buckets: () => [], replicas: () => ({ led: 4, underReplicated: 1, followers }) }, 2);
   const text = await metrics.text();
   assert.deepEqual(samples(text, 'tributary_replica_lag_records'), ['{database="db",table="t",partition="",bucket="1",follower="2"} 50', '{database="db",table="t",partition="",bucket="2",follower="3"} 7']);
   assert.deepEqual(samples(text, 'tributary_replica_last_caught_up_seconds'), ['{database="db",table="t",partition="",bucket="1",follower="2"} 4', '{database="db",table="t",partition="",bucket="2",follower="3"} 1.5']);
@@ -44,9 +44,8 @@ test('the followers\' lag: the most lagging bucket series up to the cap, totals 
   assert.deepEqual(samples(text, 'tributary_follower_last_caught_up_seconds'), ['{follower="2"} 4', '{follower="3"} 9']);
   assert.deepEqual(samples(text, 'tributary_server_led_buckets'), [' 4']);
   assert.deepEqual(samples(text, 'tributary_server_under_replicated_buckets'), [' 1']);
-  assert.deepEqual(samples(text, 'tributary_kv_restores_total'), ['{source="snapshot"} 2', '{source="local"} 1', '{source="none"} 0']);
 
-  const uncapped = await new NodeMetrics({ ...processSources, replicas: () => ({ led: 4, underReplicated: 1, followers, kvRestores }) }).text();
+  const uncapped = await new NodeMetrics({ ...processSources, replicas: () => ({ led: 4, underReplicated: 1, followers }) }).text();
   assert.equal(samples(uncapped, 'tributary_replica_lag_records').length, 3, 'every follower whose log end is known');
   assert.equal(samples(uncapped, 'tributary_replica_last_caught_up_seconds').length, 4);
 });

@@ -11,8 +11,9 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { type DurationStats, GC_KINDS } from '../common/runtime-monitor.js';
 import type { ServerActivity } from '../common/activity.js';
+import type { StorageStats } from '../storage/storage-stats.js';
 import type { DataDiskState } from './tablet/data-disk.js';
-import type { BucketMetrics, FollowerMetrics, ReplicaMetrics } from './tablet/tablet-server.js';
+import type { BucketMetrics, FollowerMetrics, KvSnapshotMetrics, ReplicaMetrics } from './tablet/tablet-server.js';
 
 /** One lake-enabled table's tiering, as metrics see it. */
 export interface LakeTableMetrics {
@@ -50,6 +51,8 @@ export interface MetricSources {
   buckets?(): BucketMetrics[];
   /** Tablet servers: the buckets led and their followers. */
   replicas?(): ReplicaMetrics;
+  /** Tablet servers: KV states opened by where they came from, and what KV snapshots uploaded. */
+  kvSnapshots?(): KvSnapshotMetrics;
   /** The coordinator: the cluster's replicas as it sees them. */
   cluster?(): ClusterMetrics;
   /** The coordinator: tiering of the lake-enabled tables. */
@@ -61,6 +64,8 @@ export interface MetricSources {
   /** Servers with a Kafka listener: the consumer groups they coordinate. */
   consumerGroups?(): ConsumerGroupMetrics[];
   rpc(): { connections: number; heldBytes: number };
+  /** What the process asked of remote storage, and how its lake file cache served reads. */
+  storage(): Readonly<StorageStats>;
   dataDisk(): DataDiskState;
   /** Read once per scrape: each scrape starts a new window. */
   activity(): ReturnType<ServerActivity['take']>;
@@ -143,15 +148,6 @@ export class NodeMetrics {
     if (sources.replicas) {
       scalar('tributary_server_led_buckets', 'Buckets this tablet server leads.', () => current().replicas.led);
       scalar('tributary_server_under_replicated_buckets', 'Buckets this tablet server leads with fewer replicas in the ISR than assigned.', () => current().replicas.underReplicated);
-      seriesGauge(
-        registers,
-        'tributary_kv_restores_total',
-        'KV states of primary-key buckets opened (as leader or standby) since the start, by source: snapshot (a registered KV snapshot restored), local (a standby\'s warm state), none (no snapshot: the changelog alone).',
-        ['source'] as const,
-        () => Object.entries(current().replicas.kvRestores),
-        ([source]) => ({ source }),
-        ([, n]) => n,
-      );
       const follower = (name: string, help: string, value: (f: FollowerMetrics) => number | undefined): void =>
         seriesGauge(registers, name, help, FOLLOWER_LABELS, () => followers().buckets, followerLabels, value);
       follower('tributary_replica_lag_records', 'Records a follower of a bucket this server leads is behind the leader\'s log end (absent before its first fetch of this leader epoch).', (f) =>
@@ -163,6 +159,18 @@ export class NodeMetrics {
       total('tributary_follower_lag_records', 'Records a follower is behind, summed over every bucket this server leads (every bucket, also past the cap of bucket series).', (t) => Number(t.lagRecords));
       total('tributary_follower_last_caught_up_seconds', 'Seconds since a follower last caught up, the longest over every bucket this server leads.', (t) => t.sinceCaughtUpMs / 1000);
     }
+    if (sources.kvSnapshots) {
+      seriesGauge(registers, 'tributary_kv_restores_total', 'Primary-key bucket states opened, by what they were recovered from: a registered snapshot, the local state, or none (the changelog alone).', ['source'] as const, () => Object.entries(current().kvSnapshots.restores), ([source]) => ({ source }), ([, n]) => n);
+      scalar('tributary_kv_snapshot_bytes_total', 'Bytes of the lmdb copies of the KV snapshots taken here.', () => current().kvSnapshots.uploads.bytes);
+      scalar('tributary_kv_snapshot_uploaded_bytes_total', 'Bytes KV snapshots uploaded to remote.data.dir: the chunks no earlier snapshot of the bucket had stored.', () => current().kvSnapshots.uploads.uploadedBytes);
+      scalar('tributary_kv_snapshot_uploaded_chunks_total', 'Chunks KV snapshots uploaded to remote.data.dir.', () => current().kvSnapshots.uploads.uploadedChunks);
+    }
+    seriesGauge(registers, 'tributary_remote_requests_total', 'S3 requests this process sent, by operation (each attempt, retries included).', ['operation'] as const, () => [...current().storage.requests], ([operation]) => ({ operation }), ([, n]) => n);
+    scalar('tributary_remote_request_failures_total', 'S3 request attempts that failed (a retried request counts each failed attempt).', () => current().storage.failedRequests);
+    seriesGauge(registers, 'tributary_remote_bytes_total', 'Bytes this process sent to (up) and received from (down) S3.', ['direction'] as const, () => [['up', current().storage.uploadedBytes], ['down', current().storage.downloadedBytes]] as [string, number][], ([direction]) => ({ direction }), ([, n]) => n);
+    scalar('tributary_lake_cache_hits_total', 'Reads of a remote lake file the lake file cache held already.', () => current().storage.cacheHits);
+    scalar('tributary_lake_cache_misses_total', 'Reads of a remote lake file the lake file cache had to download.', () => current().storage.cacheMisses);
+    scalar('tributary_lake_cache_fetched_bytes_total', 'Bytes the lake file cache downloaded.', () => current().storage.cacheFetchedBytes);
     scalar('tributary_data_disk_write_locked', '1 while writes are refused because the data disk is full (DISK_WRITE_LOCKED), else 0.', () => (current().dataDisk.writeLocked ? 1 : 0));
     scalar('tributary_data_disk_used_ratio', 'Share of the data disk in use, 0 to 1, as of its last check.', () => current().dataDisk.usedRatio);
     const bucket = (name: string, help: string, value: (b: BucketMetrics) => number | undefined): void =>
@@ -250,13 +258,15 @@ export class NodeMetrics {
     const { sources } = this;
     return {
       buckets: sources.buckets?.() ?? [],
-      replicas: sources.replicas?.() ?? { led: 0, underReplicated: 0, followers: [], kvRestores: { snapshot: 0, local: 0, none: 0 } },
+      replicas: sources.replicas?.() ?? { led: 0, underReplicated: 0, followers: [] },
       cluster: sources.cluster?.() ?? { tabletServers: 0, offlineBuckets: 0, underReplicatedBuckets: 0, isrShrinks: 0, isrExpands: 0, bucketsMoving: 0 },
       lakeTables: sources.lakeTables?.() ?? [],
       tables: sources.tables?.() ?? { tables: 0, partitions: 0 },
       consumerGroups: sources.consumerGroups?.() ?? [],
       remoteLog: sources.remoteLog?.() ?? { requests: 0, uploadedBytes: 0, failedRounds: 0, downloads: 0, hits: 0 },
+      kvSnapshots: sources.kvSnapshots?.() ?? { restores: { snapshot: 0, local: 0, none: 0 }, uploads: { bytes: 0, uploadedBytes: 0, chunks: 0, uploadedChunks: 0 } },
       rpc: sources.rpc(),
+      storage: sources.storage(),
       dataDisk: sources.dataDisk(),
       activity: sources.activity(),
     };

@@ -4,6 +4,7 @@
  * every bucket before the listener opens, so a client never sees a half-recovered log.
  */
 import path from 'node:path';
+import { storageStats } from '../storage/storage-stats.js';
 import { lakeWarehouse, Options } from '../common/config.js';
 import { lakeFormat } from '../lake/formats/index.js';
 import { TributaryError } from '../common/errors.js';
@@ -180,16 +181,17 @@ export class TributaryServer {
 }
 
 /** What every server's metrics read: its RPC listener (once made), its data disk, its periodic tasks and runtime. */
-export function processMetricSources(rpc: () => RpcServer, disk: DataDisk, activity: ServerActivity): Pick<MetricSources, 'rpc' | 'dataDisk' | 'activity'> {
-  return { rpc: () => rpc().stats(), dataDisk: () => disk.state, activity: () => activity.take() };
+export function processMetricSources(rpc: () => RpcServer, disk: DataDisk, activity: ServerActivity): Pick<MetricSources, 'rpc' | 'dataDisk' | 'activity' | 'storage'> {
+  return { rpc: () => rpc().stats(), dataDisk: () => disk.state, activity: () => activity.take(), storage: storageStats };
 }
 
 /** What a tablet server's metrics read: its buckets, those it leads and their followers. */
-export function tabletMetricSources(tablets: TabletServer): Pick<MetricSources, 'buckets' | 'replicas' | 'remoteLog'> {
+export function tabletMetricSources(tablets: TabletServer): Pick<MetricSources, 'buckets' | 'replicas' | 'remoteLog' | 'kvSnapshots'> {
   const remote = tablets.remoteLog;
   return {
     buckets: () => tablets.bucketMetrics(),
     replicas: () => tablets.replicaMetrics(),
+    kvSnapshots: () => ({ restores: tablets.kvRestores, uploads: tablets.kvSnapshotUploads }),
     ...(remote ? { remoteLog: () => ({ ...remote.counters, downloads: remote.remoteReads.downloads, hits: remote.remoteReads.hits }) } : {}),
   };
 }

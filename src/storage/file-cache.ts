@@ -13,6 +13,7 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { countCacheRead } from './storage-stats.js';
 import { TributaryError } from '../common/errors.js';
 import type { ObjectStore } from './object-store.js';
 
@@ -68,6 +69,7 @@ export class FileCache {
       for (const location of new Set(locations)) {
         let entry = this.entries.get(location);
         if (entry) {
+          countCacheRead(true);
           this.entries.delete(location);
           this.entries.set(location, entry);
         } else {
@@ -77,6 +79,7 @@ export class FileCache {
             if (!(await store.getToFile(location, file))) throw new TributaryError('STORAGE_EXCEPTION', `cannot read ${location}: there is no such object`);
             created.size = (await fs.promises.stat(file)).size;
             this.bytes += created.size;
+            countCacheRead(false, created.size);
           })();
           created.ready.catch(() => this.entries.get(location) === created && this.entries.delete(location));
           entry = created;

@@ -14,6 +14,8 @@ import { startS3Server, type S3TestServer } from './fixtures/s3-server.js';
 import { LocalObjectStore } from './local-store.js';
 import { joinLocation, type ObjectStore } from './object-store.js';
 import { describeS3Settings, s3SettingsOf } from './s3-settings.js';
+import { storageStats } from './storage-stats.js';
+import { FileCache } from './file-cache.js';
 import { S3ObjectStore } from './s3-store.js';
 
 interface Backend {
@@ -170,5 +172,24 @@ describe('S3 settings and secrets', () => {
       }
     })();
     assert.ok(invalid && !invalid.message.includes(secret));
+  });
+
+  test('the process counts its S3 requests, the bytes each way, and the file cache its hits and misses', async () => {
+    const store = new S3ObjectStore(server.settings);
+    const before = { ...storageStats(), requests: new Map(storageStats().requests) };
+    const location = server.location('counted/object');
+    await store.put(location, Buffer.alloc(1000, 1));
+    assert.equal((await store.get(location))?.length, 1000);
+    assert.equal(await store.get(server.location('counted/missing')), undefined);
+    const now = storageStats();
+    const delta = (op: string): number => (now.requests.get(op) ?? 0) - (before.requests.get(op) ?? 0);
+    assert.deepEqual([delta('PutObject'), delta('GetObject')], [1, 2]);
+    assert.equal(now.failedRequests - before.failedRequests, 1, 'the missing object');
+    assert.equal(now.uploadedBytes - before.uploadedBytes, 1000);
+    assert.equal(now.downloadedBytes - before.downloadedBytes, 1000);
+    const cache = new FileCache(fs.mkdtempSync(path.join(os.tmpdir(), 'counted-cache-')), 1 << 20);
+    (await cache.pin(store, [location])).release();
+    (await cache.pin(store, [location])).release();
+    assert.deepEqual([storageStats().cacheMisses - before.cacheMisses, storageStats().cacheHits - before.cacheHits, storageStats().cacheFetchedBytes - before.cacheFetchedBytes], [1, 1, 1000]);
   });
 });

@@ -25,6 +25,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { countRequest, countTransfer } from './storage-stats.js';
 import {
   AbortMultipartUploadCommand,
   CompleteMultipartUploadCommand,
@@ -99,6 +100,25 @@ export class S3ObjectStore implements ObjectStore {
         : {}),
     });
     this.requests = new Semaphore(settings.maxConnections);
+    // Counted per HTTP attempt (below the SDK's retries), with the bytes each carried.
+    this.client.middlewareStack.add(
+      (next, context) => async (args) => {
+        const operation = String(context.commandName ?? 'request').replace(/Command$/, '');
+        const request = args.request as { headers?: Record<string, string> };
+        try {
+          const out = await next(args);
+          countRequest(operation, false);
+          countTransfer('up', Number(request.headers?.['content-length'] ?? 0));
+          const response = out.response as { headers?: Record<string, string> };
+          if (operation === 'GetObject') countTransfer('down', Number(response.headers?.['content-length'] ?? 0));
+          return out;
+        } catch (err) {
+          countRequest(operation, true);
+          throw err;
+        }
+      },
+      { step: 'finalizeRequest', name: 'tributaryStorageStats' },
+    );
   }
 
   localPath(): undefined {

@@ -1,30 +1,39 @@
 /**
  * The store of a location: S3 for `s3://` and `s3a://`, else the local store. A process sets its
- * S3 settings and its file cache once (`configureObjectStorage`, from its options: the servers,
- * `tributary tiering`, `tributary lake`); a process that does not (a client, the SQL shell) reads
- * the settings from the AWS environment variables (s3-settings.ts) and caches files in a
- * directory of its own under the system temp directory. Locations are what Iceberg metadata
+ * S3 settings and its file cache once: a server from its options (`configureObjectStorage`), any
+ * other process from the object storage options among its settings (`configureObjectStorageFrom`:
+ * `tributary tiering`, `tributary lake` and the SQL shell from `--set` and `--config`, a client
+ * from its connection options). A process that sets none reads the settings from the AWS
+ * environment variables (s3-settings.ts) and caches files in a directory of its own under the
+ * system temp directory. Locations are what Iceberg metadata
  * holds, so every reader finds the store of a file from the file's own name, as Hadoop's
  * FileSystem.get does.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { Options } from '../common/config.js';
+import { Options } from '../common/config.js';
 import { FileCache, type PinnedFiles } from './file-cache.js';
 import { LocalObjectStore } from './local-store.js';
 import { isS3Location, type ObjectStore } from './object-store.js';
 import { type S3Settings, s3SettingsOf } from './s3-settings.js';
 import { S3ObjectStore } from './s3-store.js';
+import { countCacheRead } from './storage-stats.js';
 
 /** The cache's size when no option sets it (datalake.cache.max-size's default). */
 const DEFAULT_CACHE_BYTES = 2 * 1024 ** 3;
+/** datalake.cache.metadata-max-size's default. */
+const DEFAULT_METADATA_CACHE_BYTES = 64 << 20;
 
 const local = new LocalObjectStore();
 let settings: S3Settings | undefined;
 let s3: S3ObjectStore | undefined;
 let cache: FileCache | undefined;
 let vendCredentials = false;
+/** Immutable remote objects kept in memory, least recently used first (Map order). */
+const immutable = new Map<string, Uint8Array>();
+let immutableBytes = 0;
+let immutableMaxBytes = DEFAULT_METADATA_CACHE_BYTES;
 
 /**
  * Uses the `s3.*` options (else the environment) for this process's S3 locations from now on,
@@ -35,6 +44,55 @@ export function configureObjectStorage(options: Options | undefined, cacheDir: s
   s3 = undefined;
   vendCredentials = options?.bool('datalake.iceberg.rest.vend-credentials') ?? false;
   cache = new FileCache(path.resolve(cacheDir), options ? options.bytes('datalake.cache.max-size') : DEFAULT_CACHE_BYTES);
+  immutableMaxBytes = options ? options.bytes('datalake.cache.metadata-max-size') : DEFAULT_METADATA_CACHE_BYTES;
+  immutable.clear();
+  immutableBytes = 0;
+}
+
+/**
+ * The bytes of an object that never changes once written (a lake manifest or manifest list),
+ * undefined when there is none. A remote one is kept in memory (datalake.cache.metadata-max-size),
+ * so planning the same snapshot again costs no request; a local one is read each time (the page
+ * cache keeps it).
+ */
+export async function getImmutable(location: string): Promise<Uint8Array | undefined> {
+  const store = objectStoreFor(location);
+  if (store.localPath(location) !== undefined) return store.get(location);
+  const held = immutable.get(location);
+  if (held) {
+    immutable.delete(location);
+    immutable.set(location, held);
+    countCacheRead(true);
+    return held;
+  }
+  const bytes = await store.get(location);
+  if (!bytes) return undefined;
+  countCacheRead(false, bytes.length);
+  if (bytes.length <= immutableMaxBytes) {
+    immutable.set(location, bytes);
+    immutableBytes += bytes.length;
+    for (const [l, b] of immutable) {
+      if (immutableBytes <= immutableMaxBytes) break;
+      immutable.delete(l);
+      immutableBytes -= b.length;
+    }
+  }
+  return bytes;
+}
+
+/** The options of a process's object storage, which every process takes: `s3.*` and the lake file cache's. */
+export function isObjectStorageOption(key: string): boolean {
+  return key.startsWith('s3.') || key.startsWith('datalake.cache.');
+}
+
+/**
+ * Configures this process's object storage from the object storage options among `settings`
+ * (the others are left to the caller), its cache in datalake.cache.dir or else `defaultCacheDir`.
+ * Unknown or malformed options are INVALID_CONFIG_EXCEPTION, which never quotes a secret's value.
+ */
+export function configureObjectStorageFrom(settings: Record<string, string>, defaultCacheDir: string): void {
+  const options = new Options('server', Object.fromEntries(Object.entries(settings).filter(([k]) => isObjectStorageOption(k))));
+  configureObjectStorage(options, options.string('datalake.cache.dir') ?? defaultCacheDir);
 }
 
 /** The S3 settings in force in this process. */
@@ -48,9 +106,14 @@ export function objectStoreFor(location: string): ObjectStore {
   return (s3 ??= new S3ObjectStore(objectStorageSettings()));
 }
 
+/** The cache directory of a process that names none: its own, under the system temp directory. */
+export function processCacheDir(): string {
+  return path.join(os.tmpdir(), `tributary-lake-cache-${process.pid}`);
+}
+
 /** This process's cache of remote files. */
 export function remoteFileCache(): FileCache {
-  return (cache ??= new FileCache(path.join(os.tmpdir(), `tributary-lake-cache-${process.pid}`), DEFAULT_CACHE_BYTES));
+  return (cache ??= new FileCache(processCacheDir(), DEFAULT_CACHE_BYTES));
 }
 
 /**

@@ -32,6 +32,7 @@
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import path from 'node:path';
 import { after, before, type TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Connection } from '../../src/client/index.js';
@@ -40,6 +41,7 @@ import { DuckSession } from '../../src/query/duckdb/session.js';
 import { SqlExecutor } from '../../src/query/executor.js';
 import { type OwnedProcess, type ServerCommand, ServerProcess, TieringProcess, tempDir } from './server-process.js';
 import { ZooKeeperServer } from './zookeeper.js';
+import { type S3TestServer, startS3Server } from '../../src/storage/fixtures/s3-server.js';
 
 export interface ClusterOptions {
   /** How many server processes; 1 by default. */
@@ -58,6 +60,8 @@ export interface ClusterOptions {
   sql?: string;
   /** A cluster on ZooKeeper instead of `servers` embedded nodes: how many coordinators (1 by default) and tablet servers. */
   zooKeeper?: { coordinators?: number; tabletServers: number };
+  /** A real S3 server (s3rver on loopback) for the cluster, holding remote.data.dir, the lake warehouse, or both. */
+  objectStorage?: { remoteData?: boolean; warehouse?: boolean };
 }
 
 /** One process of the cluster: what it runs, its tablet server id, and the process once started. */
@@ -78,6 +82,7 @@ export class TestCluster {
   private readonly roster: Member[] = [];
   private readonly workers: TieringProcess[] = [];
   private zk?: ZooKeeperServer;
+  private s3Server?: S3TestServer;
   /** Settings of every cluster process: where ZooKeeper is, the shared remote.data.dir. */
   private readonly clusterSettings: Record<string, string> = {};
   private readonly dirs: string[] = [];
@@ -106,12 +111,14 @@ export class TestCluster {
           'zookeeper.client.session-timeout': SESSION_TIMEOUT,
           'remote.data.dir': this.tempDir('remote'),
         });
+        await this.startObjectStorage();
         for (let i = 0; i < (zooKeeper.coordinators ?? 1); i++) this.roster.push({ command: 'coordinator-server', dataDir: dir() });
         for (let id = 0; id < zooKeeper.tabletServers; id++) this.roster.push({ command: 'tablet-server', id, dataDir: dir() });
         // The first coordinator is the active one: it starts alone, the rest together after it.
         await this.launchAll(this.roster.slice(0, 1));
         await this.launchAll(this.roster.slice(1));
       } else {
+        await this.startObjectStorage();
         for (let i = 0; i < (this.options.servers ?? 1); i++) this.roster.push({ command: 'start', dataDir: dir() });
         await this.launchAll(this.roster);
       }
@@ -153,6 +160,17 @@ export class TestCluster {
   get zooKeeper(): ZooKeeperServer {
     assert.ok(this.zk, 'a cluster started with the `zooKeeper` option');
     return this.zk;
+  }
+
+  /** The S3 server of a cluster started with `objectStorage`. */
+  get s3(): S3TestServer {
+    assert.ok(this.s3Server, 'a cluster started with the `objectStorage` option');
+    return this.s3Server;
+  }
+
+  /** The lake warehouse of the first server: on the S3 server with `objectStorage.warehouse`, else the data dir's `lake`. */
+  get warehouse(): string {
+    return this.options.objectStorage?.warehouse ? this.s3.location('warehouse') : path.join(this.server.dataDir, 'lake');
   }
 
   /** `bootstrap.servers` for a client of the cluster. */
@@ -203,9 +221,9 @@ export class TestCluster {
     return this.connection;
   }
 
-  /** A `tributary tiering` worker on the cluster, ended with it. */
-  async startTiering(options?: Parameters<typeof TieringProcess.start>[1]): Promise<TieringProcess> {
-    const worker = await TieringProcess.start(this.bootstrap, options);
+  /** A `tributary tiering` worker on the cluster (given the S3 server's options, with `objectStorage`), ended with it. */
+  async startTiering(options: Parameters<typeof TieringProcess.start>[1] = {}): Promise<TieringProcess> {
+    const worker = await TieringProcess.start(this.bootstrap, { ...options, settings: { ...this.s3Server?.options, ...options.settings } });
     this.workers.push(worker);
     return worker;
   }
@@ -232,8 +250,20 @@ export class TestCluster {
     const unclean = [...(await Promise.all(this.workers.splice(0).map(end))), ...(await ended('start')), ...(await ended('tablet-server')), ...(await ended('coordinator-server'))];
     await this.zk?.close();
     this.zk = undefined;
+    await this.s3Server?.stop();
+    this.s3Server = undefined;
     for (const dir of [...members.map((m) => m.dataDir), ...this.dirs.splice(0)]) fs.rmSync(dir, { recursive: true, force: true });
     assert.deepEqual(unclean.filter((e) => e !== undefined), [], 'a clean shutdown');
+  }
+
+  /** Starts the S3 server `objectStorage` asks for, and points the cluster's settings at it. */
+  private async startObjectStorage(): Promise<void> {
+    const wanted = this.options.objectStorage;
+    if (!wanted) return;
+    const s3 = (this.s3Server = await startS3Server());
+    Object.assign(this.clusterSettings, s3.options);
+    if (wanted.remoteData) this.clusterSettings['remote.data.dir'] = s3.location('remote');
+    if (wanted.warehouse) this.clusterSettings['datalake.iceberg.warehouse'] = s3.location('warehouse');
   }
 
   /** Starts the members side by side; settled one by one, so that one that started is ended even when another failed. */
@@ -259,7 +289,8 @@ export class TestCluster {
   }
 
   private connect(): Promise<Connection> {
-    return Connection.create({ ...(this.options.client || {}), 'bootstrap.servers': this.bootstrap });
+    // A client reading an S3 warehouse itself (union reads, backfill) reaches it with the same options.
+    return Connection.create({ ...(this.options.client || {}), ...this.s3Server?.options, 'bootstrap.servers': this.bootstrap });
   }
 }
 

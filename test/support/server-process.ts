@@ -146,10 +146,11 @@ export class TieringProcess extends OwnedChildProcess {
 
   static async start(
     bootstrap: string,
-    options: { logLevel?: string; threads?: number; pollIntervalMs?: number; nodeArgs?: string[] } = {},
+    options: { logLevel?: string; threads?: number; pollIntervalMs?: number; nodeArgs?: string[]; settings?: Record<string, string> } = {},
   ): Promise<TieringProcess> {
     const args = [...(options.nodeArgs ?? []), '--import', 'tsx', CLI, 'tiering', '--bootstrap', bootstrap, '--poll-interval', String(options.pollIntervalMs ?? 100)];
     if (options.threads !== undefined) args.push('--threads', String(options.threads));
+    for (const [k, v] of Object.entries(options.settings ?? {})) args.push('--set', `${k}=${v}`);
     const { child, stderr } = await spawnUntilReady('tiering worker', args, options.logLevel ?? 'warn', /ready tiering/);
     return new TieringProcess(child, stderr);
   }

@@ -16,6 +16,8 @@ import { Options } from '../../common/config.js';
 import { DuckSession } from '../../query/duckdb/session.js';
 import { startS3Server, type S3TestServer } from '../../storage/fixtures/s3-server.js';
 import { configureObjectStorage } from '../../storage/stores.js';
+import { storageStats } from '../../storage/storage-stats.js';
+import { readManifest, readManifestList } from './scan.js';
 import { TABLE_ID_PROPERTY } from '../lake-format.js';
 import { FileSystemCatalog } from './catalog.js';
 import { type DataFile, FileContent } from './data-file.js';
@@ -197,5 +199,18 @@ describe('an Iceberg lake on an s3:// warehouse', () => {
     const doc = JSON.parse(await (await lake.restCatalog!.loadTable({ database: DB, table: TABLE }))!.document());
     assert.match(doc['metadata-location'], /^s3:\/\//);
     assert.deepEqual(doc.config, { 's3.endpoint': server.endpoint, 's3.path-style-access': 'true', 'client.region': 'us-east-1' });
+  });
+
+  it('manifests and manifest lists read from S3 are kept in memory: planning again sends no GET for them', async () => {
+    const loaded = await catalog.loadTable(DB, TABLE);
+    const current = loaded.metadata.snapshots.find((x) => x.snapshotId === loaded.metadata.currentSnapshotId)!;
+    const gets = (): number => storageStats().requests.get('GetObject') ?? 0;
+    const first = await readManifestList(current.manifestList);
+    for (const m of first) await readManifest(m);
+    const before = gets();
+    assert.deepEqual(await readManifestList(current.manifestList), first);
+    for (const m of first) await readManifest(m);
+    assert.ok(first.length > 0);
+    assert.equal(gets() - before, 0, 'read again from memory');
   });
 });

@@ -15,7 +15,7 @@
  */
 import { TributaryError } from '../../common/errors.js';
 import { filePathOf } from '../../storage/object-store.js';
-import { objectStoreFor } from '../../storage/stores.js';
+import { getImmutable, objectStoreFor } from '../../storage/stores.js';
 import {
   type DataFile,
   FileContent,
@@ -84,12 +84,12 @@ export async function planScan(table: { metadata: TableMetadata }, options: { sn
 }
 
 export async function readManifestList(location: string): Promise<ManifestFile[]> {
-  return decodeManifestList(await readMetadataFile(location));
+  return decodeManifestList(await readImmutableMetadataFile(location));
 }
 
 /** All entries of a manifest (DELETED ones too), with inherited values taken from `manifest`. */
 export async function readManifest(manifest: ManifestFile): Promise<{ entries: ResolvedEntry[]; partitionType: PartitionFieldType[] }> {
-  const { entries, partitionType } = await decodeManifest(await readMetadataFile(manifest.manifestPath));
+  const { entries, partitionType } = await decodeManifest(await readImmutableMetadataFile(manifest.manifestPath));
   return {
     partitionType,
     entries: entries.map((e) => ({
@@ -126,6 +126,13 @@ export function partitionKey(specId: number, values: readonly PartitionValue[]):
 /** Reads a lake file (manifest, manifest list, metadata or a data file) whole, by its location, from its store. */
 export async function readMetadataFile(location: string): Promise<Uint8Array> {
   const bytes = await objectStoreFor(location).get(location);
+  if (!bytes) throw new TributaryError('STORAGE_EXCEPTION', `cannot read ${location}: there is no such file`, { cause: missingFile() });
+  return bytes;
+}
+
+/** A manifest or manifest list, which never changes once written: remote ones are kept in memory (stores.ts). */
+async function readImmutableMetadataFile(location: string): Promise<Uint8Array> {
+  const bytes = await getImmutable(location);
   if (!bytes) throw new TributaryError('STORAGE_EXCEPTION', `cannot read ${location}: there is no such file`, { cause: missingFile() });
   return bytes;
 }

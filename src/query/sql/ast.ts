@@ -36,6 +36,7 @@ export type Statement =
   | { kind: 'showPartitions'; table: TableName; partition?: PartitionSpec }
   /** Where tiering of a lake-enabled table into the lake stands, per bucket. */
   | { kind: 'showLakeStatus'; table: TableName }
+  | { kind: 'showTableStorage'; table: TableName }
   /** The lake tables of the warehouse, with whether a live table owns each. */
   | { kind: 'showLakeTables' }
   /** The tablet servers of the cluster, with the buckets each leads and holds. */

@@ -18,6 +18,7 @@
  *               | DROP TABLE [IF EXISTS] table [PURGE] | DROP LAKE TABLE [IF EXISTS] table
  *   show        = SHOW DATABASES | SHOW TABLES [(FROM | IN) name] | SHOW CREATE TABLE table
  *               | SHOW PARTITIONS table [PARTITION partition] | SHOW LAKE STATUS table | SHOW LAKE TABLES
+ *               | SHOW TABLE STORAGE table
  *               | SHOW TABLET SERVERS
  *               | SHOW CONSUMER GROUPS
  *   use         = USE name
@@ -344,6 +345,9 @@ class Parser {
         if (this.acceptWord('PARTITION')) return { kind: 'showPartitions', table, partition: this.partitionSpec() };
         return { kind: 'showPartitions', table };
       }
+      case 'TABLE':
+        this.word('STORAGE');
+        return { kind: 'showTableStorage', table: this.tableName() };
       case 'TABLET':
         this.word('SERVERS');
         return { kind: 'showTabletServers' };
@@ -356,7 +360,7 @@ class Parser {
         return { kind: 'showLakeStatus', table: this.tableName() };
       default:
         if (what.kind === 'word') throw this.unsupported(what, `SHOW ${what.upper} is not supported`);
-        throw this.expected(what, 'DATABASES, TABLES, PARTITIONS, CREATE TABLE, LAKE STATUS, LAKE TABLES, TABLET SERVERS or CONSUMER GROUPS');
+        throw this.expected(what, 'DATABASES, TABLES, PARTITIONS, CREATE TABLE, LAKE STATUS, LAKE TABLES, TABLE STORAGE, TABLET SERVERS or CONSUMER GROUPS');
     }
   }
 

@@ -12,16 +12,18 @@
  * A commit is fenced: a coordinator epoch other than this coordinator's is INVALID_COORDINATOR_EXCEPTION,
  * a leader epoch below the bucket's FENCED_LEADER_EPOCH_EXCEPTION (checked in the order of
  * leadership changes, so that a deposed leader's commit never lands after its successor's). It
- * keeps the newest `kv.snapshot.num-retained` handles and then deletes the files of those it
- * dropped, and of the bucket's snapshot directories no handle names: leftovers of snapshots never
- * committed (the committing leader takes one snapshot at a time, so none is still being written
- * by a current leader).
+ * keeps the newest `kv.snapshot.num-retained` handles and then deletes, through the storage layer
+ * (remote.data.dir may be s3://), the files of those it dropped, of the bucket's snapshots no
+ * handle names (leftovers of snapshots never committed) and the shared chunks no retained
+ * snapshot holds (kv-snapshot-store.ts). The committing leader takes one snapshot at a time, so
+ * none is still being uploaded by a current leader.
  */
-import fs from 'node:fs';
 import path from 'node:path';
 import { TributaryError } from '../../common/errors.js';
-import type { KvSnapshotHandle } from '../../common/kv-snapshot.js';
+import { type KvSnapshotHandle, parseKvSnapshotMetadata, sharedChunksLocation, snapshotBucketLocation } from '../../common/kv-snapshot.js';
 import type { Logger } from '../../common/logger.js';
+import { baseName, joinLocation } from '../../storage/object-store.js';
+import { objectStoreFor } from '../../storage/stores.js';
 import type { MetadataOp, MetadataStore } from '../metadata/metadata-store.js';
 
 export interface SnapshotBucket {
@@ -125,22 +127,37 @@ export class KvSnapshotRegistry {
     return [{ op: 'delete', path: partitionId === undefined ? tableDir(tableId) : `${tableDir(tableId)}/${partitionId}`, recursive: true }];
   }
 
-  /** Deletes the snapshot directories of the bucket that no retained handle names. */
+  /**
+   * Deletes, through the storage layer, the snapshots of the bucket that no retained handle names,
+   * and the shared chunks no retained snapshot holds.
+   */
   private async removeUnregistered(bucket: SnapshotBucket, committed: KvSnapshotHandle, dropped: KvSnapshotHandle[]): Promise<void> {
-    const kept = new Set(this.handles(bucket).map((h) => path.dirname(h.metadataPath)));
-    const snapshotsDir = path.dirname(path.dirname(committed.metadataPath));
-    const candidates = new Set(dropped.map((h) => path.dirname(h.metadataPath)));
+    const kept = this.handles(bucket);
+    const keptDirs = new Set(kept.map((h) => snapshotDirOf(h)));
+    const bucketLocation = snapshotBucketLocation(committed.metadataPath);
+    const store = objectStoreFor(bucketLocation);
+    const warn = (err: unknown, location: string, what: string): void => this.log.warn({ err, location }, `could not ${what}`);
     try {
-      for (const name of await fs.promises.readdir(snapshotsDir)) if (name.startsWith('snap-')) candidates.add(path.join(snapshotsDir, name));
+      const candidates = new Set(dropped.map((h) => snapshotDirOf(h)));
+      for (const name of await store.listDirectories(bucketLocation)) if (name.startsWith('snap-')) candidates.add(joinLocation(bucketLocation, name));
+      for (const dir of candidates) if (!keptDirs.has(dir)) await store.deleteDirectory(dir).catch((err: unknown) => warn(err, dir, 'remove an unregistered KV snapshot'));
+      const held = new Set<string>();
+      for (const h of kept) {
+        const bytes = await store.get(h.metadataPath);
+        // A retained snapshot whose metadata cannot be read: keep every chunk rather than guess.
+        if (!bytes) return;
+        for (const hash of parseKvSnapshotMetadata(bytes, h.metadataPath).chunks ?? []) held.add(hash);
+      }
+      const unheld = (await store.list(sharedChunksLocation(bucketLocation))).map((o) => o.location).filter((l) => !held.has(baseName(l)));
+      if (unheld.length > 0) await store.deleteMany(unheld);
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') this.log.warn({ err, dir: snapshotsDir }, 'could not list KV snapshots');
-    }
-    for (const dir of candidates) {
-      if (kept.has(dir)) continue;
-      await fs.promises.rm(dir, { recursive: true, force: true }).catch((err: unknown) => this.log.warn({ err, dir }, 'could not remove an unregistered KV snapshot'));
+      warn(err, bucketLocation, 'remove the KV snapshot files retention dropped');
     }
   }
 }
+
+/** The location of the snapshot a handle names: the directory of its `_METADATA`. */
+const snapshotDirOf = (h: KvSnapshotHandle): string => path.posix.dirname(h.metadataPath);
 
 function toStored(h: KvSnapshotHandle): StoredHandle {
   return { version: 1, snapshot_id: h.snapshotId, log_offset: h.logOffset.toString(), row_count: h.rowCount, metadata_path: h.metadataPath };

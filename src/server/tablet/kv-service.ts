@@ -32,6 +32,8 @@ interface ScanSession {
 /** What the KV APIs use of the tablet server, which creates them: its replicas (those it leads), the data disk's write lock and, in a cluster, replication. */
 interface TabletReplicas {
   replica(tableId: number, partitionId: number | undefined, bucket: number): Replica;
+  /** The remote log, when remote.data.dir is set: each bucket's usage of it. */
+  readonly remoteLog: { usage(r: Replica): { remoteBytes: number; remoteSegments: number } } | undefined;
   readonly disk: DataDisk;
   readonly replication: ReplicaManager | undefined;
 }
@@ -134,7 +136,7 @@ export class KvService {
     };
   }
 
-  /** Row counts: live keys for primary-key tables, records in the log (HW − start) for log tables. */
+  /** Row counts (live keys for primary-key tables, records in the log, HW − start, for log tables) and the bytes and segments of each bucket's log. */
   async getTableStats(req: pb.GetTableStatsRequest): Promise<MessageInitShape<typeof pb.GetTableStatsResponseSchema>> {
     const tableId = idOf(ApiKeys.GetTableStats, 'table_id', req.tableId);
     const partitionId = optionalIdOf(ApiKeys.GetTableStats, 'partition_id', req.partitionId);
@@ -143,7 +145,14 @@ export class KvService {
         try {
           const r = this.tablets.replica(tableId, partitionId, bucketId);
           const rowCount = r.kv ? BigInt(r.kv.rowCount) : r.log.highWatermark - r.log.logStartOffset;
-          return { bucketId, rowCount };
+          const remote = this.tablets.remoteLog?.usage(r);
+          return {
+            bucketId,
+            rowCount,
+            logSizeBytes: BigInt(r.log.sizeInBytes),
+            logSegments: r.log.segmentCount,
+            ...(remote ? { remoteLogSizeBytes: BigInt(remote.remoteBytes), remoteLogSegments: remote.remoteSegments } : {}),
+          };
         } catch (err) {
           return { bucketId, rowCount: -1n, ...bucketError(err) };
         }

@@ -58,7 +58,7 @@ import type { DataDisk } from './data-disk.js';
 import { asBuffer, bucketError } from './bucket-responses.js';
 import { KvService } from './kv-service.js';
 import { type KvRecoverySource, KvTablet } from './kv/kv-tablet.js';
-import { KvSnapshotStore } from './kv/kv-snapshot-store.js';
+import { KvSnapshotStore, type KvSnapshotUpload } from './kv/kv-snapshot-store.js';
 import type { KvSnapshotHandle } from '../../common/kv-snapshot.js';
 import type { KvSnapshotCommit, SnapshotBucket } from '../coordinator/kv-snapshot-registry.js';
 import type { RemoteLogCommit } from '../coordinator/remote-log-registry.js';
@@ -66,12 +66,19 @@ import type { RemoteLogHandle } from '../../common/remote-log.js';
 import { RemoteLogManager, type RemoteLogUsage } from './remote-log-manager.js';
 import { localSegmentDeletable } from './retention.js';
 import { type LogConfig, LogTablet } from './log/log-tablet.js';
+import { isS3Location, joinLocation } from '../../storage/object-store.js';
 import type { BatchCutter } from './log/log-segment.js';
 import { bucketKey, type Replica, type TableBucket } from './replica.js';
 import type { TableMetadataSource } from './table-metadata.js';
 import { type ClusterMembership, notLeader, type ReplicaHost, ReplicaManager, type ServerNode } from './replica-manager.js';
 
 /** One hosted bucket, as the node's metrics (server/metrics.ts) read it. */
+/** KV states opened by where they came from, and what KV snapshots uploaded. */
+export interface KvSnapshotMetrics {
+  restores: Record<KvRecoverySource, number>;
+  uploads: KvSnapshotUpload;
+}
+
 export interface BucketMetrics {
   database: string;
   table: string;
@@ -114,8 +121,6 @@ export interface ReplicaMetrics {
   /** Led, with fewer in-sync replicas than replicas. */
   underReplicated: number;
   followers: FollowerMetrics[];
-  /** KV states opened (leader or standby) since the start, by where they came from. */
-  kvRestores: Record<KvRecoverySource, number>;
 }
 
 const ACKS = new Set([0, 1, -1]);
@@ -172,6 +177,8 @@ export class TabletServer implements BucketLifecycle {
   readonly remoteLog: RemoteLogManager | undefined;
   /** KV states opened (as leader or standby), by what they were recovered from: a promoted standby opens its local state. */
   readonly kvRestores: Record<KvRecoverySource, number> = { snapshot: 0, local: 0, none: 0 };
+  /** What the KV snapshots taken here uploaded to remote.data.dir, summed. */
+  readonly kvSnapshotUploads: KvSnapshotUpload = { bytes: 0, uploadedBytes: 0, chunks: 0, uploadedChunks: 0 };
 
   constructor(
     private readonly dataDir: string,
@@ -204,6 +211,8 @@ export class TabletServer implements BucketLifecycle {
 
   /** Opens (and recovers) the buckets of every existing table, then starts retention and checkpoints. */
   async start(tables: { table: TableInfo; partitions: PartitionInfo[] }[]): Promise<void> {
+    // Copies of snapshots a killed server was uploading.
+    await fs.promises.rm(this.snapshotStagingDir(), { recursive: true, force: true });
     for (const { table, partitions } of tables) {
       if (table.partitionKeys.length === 0) await this.createBuckets(table);
       for (const p of partitions) await this.createBuckets(table, p);
@@ -297,7 +306,9 @@ export class TabletServer implements BucketLifecycle {
   }
 
   private snapshotStore(table: TableInfo, partition: PartitionInfo | undefined, b: number, bucket: TableBucket): KvSnapshotStore {
-    const store = new KvSnapshotStore(path.join(this.snapshotDir(table, partition), String(b)));
+    const store = new KvSnapshotStore(joinLocation(this.snapshotDir(table, partition), String(b)), this.snapshotStagingDir(), this.options.bytes('kv.snapshot.chunk-size'), (u) => {
+      for (const k of ['bytes', 'uploadedBytes', 'chunks', 'uploadedChunks'] as const) this.kvSnapshotUploads[k] += u[k];
+    });
     // On one node the registered handles are at hand; in a cluster NotifyLeaderAndIsr brings them.
     store.learn(this.node?.kvSnapshots.latest(bucket));
     return store;
@@ -449,7 +460,7 @@ export class TabletServer implements BucketLifecycle {
 
   /** The buckets this server leads and, in a cluster, their followers' lag behind the leader's log end. */
   replicaMetrics(nowMs = Date.now()): ReplicaMetrics {
-    const out: ReplicaMetrics = { led: 0, underReplicated: 0, followers: [], kvRestores: { ...this.kvRestores } };
+    const out: ReplicaMetrics = { led: 0, underReplicated: 0, followers: [] };
     for (const r of this.replicas.values()) {
       if (r.role !== 'leader') continue;
       out.led++;
@@ -914,11 +925,16 @@ export class TabletServer implements BucketLifecycle {
     return s;
   }
 
-  /** Where KV snapshots of a table (or partition) go: `<remote.data.dir>/kv/<db>/<table>-<id>/[<partition>-p<id>/]`. */
+  /** Where KV snapshots of a table (or partition) go: `<remote.data.dir>/kv/<db>/<table>-<id>/[<partition>-p<id>/]`, a directory or an s3:// prefix. */
   private snapshotDir(table: TableInfo, partition?: PartitionInfo): string {
     const remote = this.options.string('remote.data.dir') ?? path.join(this.dataDir, 'remote');
-    const base = path.join(path.resolve(remote), 'kv', table.path.database, `${table.path.table}-${table.tableId}`);
-    return partition ? path.join(base, `${partition.partitionName}-p${partition.partitionId}`) : base;
+    const base = joinLocation(isS3Location(remote) ? remote : path.resolve(remote), 'kv', table.path.database, `${table.path.table}-${table.tableId}`);
+    return partition ? joinLocation(base, `${partition.partitionName}-p${partition.partitionId}`) : base;
+  }
+
+  /** Where the lmdb copy of a KV snapshot is made before its upload. */
+  private snapshotStagingDir(): string {
+    return path.join(this.dataDir, 'kv-snapshot-staging');
   }
 
   private tableDir(table: TableInfo, partition?: PartitionInfo): string {

@@ -1,0 +1,126 @@
+/**
+ * What only an S3 warehouse has to prove, on a real S3-protocol server (s3rver on loopback): two
+ * writer processes committing to the same lake table at once never lose a commit (the create-only
+ * compare-and-set of the next metadata version, retried on the new one); and with the S3 server
+ * stopped for a while, writes to the hot log go on, tiering fails and backs off, and once S3 is
+ * back it resumes and the lake holds every row exactly once.
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import type { TablePath } from '../src/client/index.js';
+import { FileSystemCatalog } from '../src/lake/iceberg/catalog.js';
+import { newTableMetadata } from '../src/lake/iceberg/table-metadata.js';
+import type { IcebergSchema } from '../src/lake/iceberg/types.js';
+import { startS3Server } from '../src/storage/fixtures/s3-server.js';
+import { configureObjectStorageFrom } from '../src/storage/stores.js';
+import { startCluster } from './support/cluster.js';
+import type { LakeCommitJob } from './support/lake-commit-child.js';
+import { readLakeTable } from './support/lake-content.js';
+import { tempDir } from './support/server-process.js';
+import { waitTiered } from './support/tiering-rounds.js';
+
+const CHILD = path.join(path.dirname(fileURLToPath(import.meta.url)), 'support', 'lake-commit-child.ts');
+
+function runWriter(job: LakeCommitJob): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', CHILD, JSON.stringify(job)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  return new Promise((resolve) => child.once('close', (code) => resolve({ code, stdout, stderr })));
+}
+
+test('two writer processes committing to one lake table on S3 at once: every commit lands', async (t) => {
+  const s3 = await startS3Server();
+  t.after(() => s3.stop());
+  configureObjectStorageFrom(s3.options, tempDir('lake-cache'));
+  const warehouse = s3.location('warehouse');
+  const catalog = new FileSystemCatalog(warehouse);
+  const schema: IcebergSchema = {
+    type: 'struct',
+    'schema-id': 0,
+    fields: [
+      { id: 1, name: 'k', required: true, type: 'long' },
+      { id: 2, name: 'writer', required: true, type: 'string' },
+      { id: 3, name: '__bucket', required: true, type: 'int' },
+    ],
+  };
+  const spec = { 'spec-id': 0, fields: [{ 'source-id': 3, 'field-id': 1000, name: '__bucket', transform: 'identity' }] };
+  // Retries enough for every lost race of two writers committing back to back.
+  const properties = { 'commit.retry.num-retries': '100', 'commit.retry.min-wait-ms': '5', 'commit.retry.max-wait-ms': '200' };
+  await catalog.createTable('db', 'shared', newTableMetadata({ location: catalog.tableLocation('db', 'shared'), schema, spec, sortOrder: { 'order-id': 0, fields: [] }, properties }));
+
+  const COMMITS = 12;
+  const job = (writer: string, firstKey: number): LakeCommitJob => ({ warehouse, s3: s3.options, database: 'db', table: 'shared', schema, writer, commits: COMMITS, firstKey });
+  const results = await Promise.all([runWriter(job('a', 0)), runWriter(job('b', 1000))]);
+  for (const r of results) assert.equal(r.code, 0, r.stderr);
+
+  const lake = await readLakeTable(warehouse, 'db', 'shared');
+  assert.equal(lake.metadata.snapshots.length, 2 * COMMITS, 'one snapshot per commit');
+  const keys = (writer: string, first: number): [string, bigint][] => Array.from({ length: COMMITS }, (_, i) => [writer, BigInt(first + i)]);
+  assert.deepEqual(
+    lake.rows.map((r) => [r.writer as string, r.k as bigint]).sort((x, y) => (x[1] < y[1] ? -1 : 1)),
+    [...keys('a', 0), ...keys('b', 1000)],
+    'the rows of every commit of both writers',
+  );
+});
+
+test('the S3 server stopped for a while: hot writes go on, tiering backs off and resumes, nothing is lost', async (t) => {
+  const cluster = await startCluster(t, { objectStorage: { warehouse: true }, client: { 'client.writer.batch-timeout': '2ms' }, sql: 'tributary' });
+  const { conn } = cluster;
+  const events: TablePath = { database: 'tributary', table: 'events' };
+  await conn.getAdmin().createTable(events, {
+    columns: [{ name: 'id', type: 'BIGINT' }, { name: 'note', type: 'STRING' }],
+    properties: { 'bucket.num': '2', 'table.datalake.enabled': 'true', 'table.datalake.freshness': '300ms' },
+  });
+  const write = async (from: number, to: number): Promise<void> => {
+    const writer = await (await conn.getTable(events)).newAppend().createWriter();
+    for (let id = from; id < to; id++) await writer.append({ id: BigInt(id), note: `n${id}` });
+    await writer.close();
+  };
+  await write(0, 200);
+  await waitTiered(conn, events);
+
+  await cluster.s3.pause();
+  // Writes to the hot log do not wait for the lake.
+  await write(200, 400);
+  const failures = async (): Promise<number> => {
+    const text = await (await fetch(`http://${cluster.server.http}/metrics`)).text();
+    return Number(/^tributary_lake_tiering_failures\{[^}]*table="events"[^}]*\} (\d+)/m.exec(text)?.[1] ?? 0);
+  };
+  for (let i = 0; (await failures()) === 0; i++) {
+    assert.ok(i < 600, 'a tiering round fails while S3 is down');
+    await sleep(200);
+  }
+  await write(400, 500);
+  await cluster.s3.resume();
+
+  await waitTiered(conn, events, 120_000);
+  const lake = await readLakeTable(cluster.warehouse, events.database, events.table);
+  assert.deepEqual(
+    lake.rows.map((r) => Number(r.id)).sort((a, b) => a - b),
+    Array.from({ length: 500 }, (_, i) => i),
+    'every row once',
+  );
+
+  // Where the table's bytes are: the log on the local disk, no remote log, the lake's files per bucket.
+  const storage = (await cluster.sql.execute('SHOW TABLE STORAGE events')).result!;
+  assert.deepEqual(storage.columns.map((c) => c.name), ['partition', 'bucket', 'local_bytes', 'local_segments', 'remote_bytes', 'remote_segments', 'lake_bytes', 'lake_files']);
+  const metrics = await (await fetch(`http://${cluster.server.http}/metrics`)).text();
+  const files = (await cluster.sql.execute('SELECT file_size_in_bytes, partition FROM events$lake$files')).result!.rows;
+  for (const [partition, bucket, localBytes, localSegments, remoteBytes, remoteSegments, lakeBytes, lakeFiles] of storage.rows) {
+    assert.equal(partition, null);
+    const sample = new RegExp(`^tributary_log_size_bytes\\{[^}]*table="events"[^}]*bucket="${String(bucket)}"[^}]*\\} (\\d+)`, 'm').exec(metrics);
+    assert.equal(localBytes, BigInt(sample![1]), 'the bytes the metrics show');
+    assert.ok((localSegments as bigint) >= 1n);
+    assert.deepEqual([remoteBytes, remoteSegments], [null, null]);
+    const mine = files.filter((f) => (JSON.parse(f[1] as string) as { __bucket: number }).__bucket === bucket);
+    assert.ok(mine.length > 0);
+    assert.deepEqual([lakeBytes, lakeFiles], [mine.reduce((n, f) => n + (f[0] as bigint), 0n), BigInt(mine.length)]);
+  }
+  assert.equal(storage.rows.length, 2);
+});
