@@ -110,7 +110,7 @@ export async function startKafkaListener(
     leadershipChanged: (tableId, bucket, leading) => broker.groups.leadershipChanged(tableId, bucket, leading),
     close: async () => {
       await listener.close();
-      broker.groups.close();
+      await broker.groups.close();
     },
   };
 }

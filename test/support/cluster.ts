@@ -302,7 +302,8 @@ async function end(p: OwnedProcess): Promise<string | undefined> {
   timeout.abort();
   if (code === 'timeout') await p.kill();
   if (code === 0) return undefined;
-  return `${p.name} ${code === 'timeout' ? `did not stop within ${STOP_TIMEOUT_MS} ms` : `exited with ${code}`}: ${p.stderr.slice(-2000)}`;
+  const how = code === 'timeout' ? `did not stop within ${STOP_TIMEOUT_MS} ms` : code === null ? `ended by ${p.signalCode ?? "a signal"}` : `exited with ${code}`;
+  return `${p.name} ${how}: ${p.stderr.slice(-2000)}`;
 }
 
 /**

@@ -25,6 +25,8 @@ export interface OwnedProcess {
   readonly running: boolean;
   /** Its stderr so far. */
   readonly stderr: string;
+  /** The signal that ended it, if one did. */
+  readonly signalCode?: NodeJS.Signals | null;
   /** SIGTERM and wait: the graceful path. Resolves with the exit code. */
   stop(): Promise<number | null>;
   /** SIGKILL and wait: a crash. */
@@ -64,6 +66,10 @@ abstract class OwnedChildProcess implements OwnedProcess {
       if (child.exitCode !== null || child.signalCode !== null) resolve(child.exitCode);
       else child.once('exit', (code) => resolve(code));
     });
+  }
+
+  get signalCode(): NodeJS.Signals | null {
+    return this.child.signalCode;
   }
 
   get stderr(): string {

@@ -134,10 +134,13 @@ export class GroupCoordinator {
     return this.opening;
   }
 
-  close(): void {
+  /** Ends the groups, once the offsets being read are read: the tablets close after this, and a read must not outlive its KV. */
+  async close(): Promise<void> {
+    const loading = [...this.loaded.values()];
     for (const e of this.groups.values()) e.group.close();
     this.groups.clear();
     this.loaded.clear();
+    await Promise.allSettled(loading);
   }
 
   /**
