@@ -24,10 +24,8 @@
  * no known response shape: its answer is the response header v0 followed by the int16 error code.
  */
 import net from 'node:net';
-import type { AddressInfo } from 'node:net';
-import { listenError } from '../common/errors.js';
 import { FrameDecoder } from '../rpc/frame.js';
-import type { RpcLogger } from '../rpc/server.js';
+import { listenOn, type RpcLogger } from '../rpc/server.js';
 import type { KafkaApi } from './protocol/api.js';
 import {
   ApiVersions,
@@ -125,16 +123,7 @@ export class KafkaListener {
   }
 
   listen(): Promise<{ host: string; port: number }> {
-    const { host, port } = this.options;
-    return new Promise((resolve, reject) => {
-      const onError = (err: Error): void => reject(listenError('bind.listeners', host, port, err));
-      this.server.once('error', onError);
-      this.server.listen(port, host, () => {
-        this.server.off('error', onError);
-        const a = this.server.address() as AddressInfo;
-        resolve({ host: a.address, port: a.port });
-      });
-    });
+    return listenOn(this.server, this.options.host, this.options.port);
   }
 
   async close(): Promise<void> {

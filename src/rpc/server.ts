@@ -245,20 +245,12 @@ export class RpcServer implements ApiRegistrar {
     return create(api.response, response as ResponseInit<A>) as ResponseMessage<A>;
   }
 
-  listen(): Promise<{ host: string; port: number }> {
-    const { host, port } = this.options;
-    return new Promise((resolve, reject) => {
-      const onError = (err: Error): void => reject(listenError('bind.listeners', host, port, err));
-      this.server.once('error', onError);
-      this.server.listen(port, host, () => {
-        this.server.off('error', onError);
-        const { frameTimeoutMs, idleTimeoutMs } = this.options;
-        const interval = Math.max(1, Math.min(MAX_SWEEP_INTERVAL_MS, Math.floor(Math.min(frameTimeoutMs, idleTimeoutMs) / 4)));
-        this.sweepTimer = setInterval(() => this.sweep(), interval).unref();
-        const address = this.server.address() as AddressInfo;
-        resolve({ host: address.address, port: address.port });
-      });
-    });
+  async listen(): Promise<{ host: string; port: number }> {
+    const address = await listenOn(this.server, this.options.host, this.options.port);
+    const { frameTimeoutMs, idleTimeoutMs } = this.options;
+    const interval = Math.max(1, Math.min(MAX_SWEEP_INTERVAL_MS, Math.floor(Math.min(frameTimeoutMs, idleTimeoutMs) / 4)));
+    this.sweepTimer = setInterval(() => this.sweep(), interval).unref();
+    return address;
   }
 
   stats(): RpcServerStats {
@@ -604,4 +596,17 @@ async function untilDeadline(promise: Promise<void>, deadline: number): Promise<
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** Binds `server` to a listener of bind.listeners; a failure to bind is the named error of listenError. */
+export function listenOn(server: net.Server, host: string, port: number): Promise<{ host: string; port: number }> {
+  return new Promise((resolve, reject) => {
+    const onError = (err: Error): void => reject(listenError('bind.listeners', host, port, err));
+    server.once('error', onError);
+    server.listen(port, host, () => {
+      server.off('error', onError);
+      const address = server.address() as AddressInfo;
+      resolve({ host: address.address, port: address.port });
+    });
+  });
 }
