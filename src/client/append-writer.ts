@@ -59,9 +59,13 @@ export class AppendWriter extends BucketWriter<ColumnBatchBuilder> {
   }
 
   /** Appends one row (column name → value; see the value table in docs/client.md). */
-  async append(row: Row): Promise<void> {
-    this.checkUsable();
-    await this.appendInternal(this.reader.read(row, this.internal));
+  append(row: Row): Promise<void> {
+    try {
+      this.checkUsable();
+      return this.appendInternal(this.reader.read(row, this.internal));
+    } catch (err) {
+      return Promise.reject(err);
+    }
   }
 
   /**
@@ -119,13 +123,22 @@ export class AppendWriter extends BucketWriter<ColumnBatchBuilder> {
     }
   }
 
-  private async appendInternal(values: unknown[]): Promise<void> {
-    const partitionId = this.partitions ? await this.partitionIdOf(this.partitions.nameOf(values)) : undefined;
+  /** Adds `values` to its bucket's batch; waits only for a partition's id or for room (see `grown`). */
+  private appendInternal(values: unknown[]): Promise<void> {
+    if (this.partitions) return this.appendPartitioned(values);
+    return this.appendTo(undefined, values);
+  }
+
+  private async appendPartitioned(values: unknown[]): Promise<void> {
+    await this.appendTo(await this.partitionIdOf(this.partitions!.nameOf(values)), values);
+  }
+
+  private appendTo(partitionId: number | undefined, values: unknown[]): Promise<void> {
     const bucket = this.assigner ? this.assigner.bucketOf(values) : this.stickyBucket(partitionId);
     const batch = this.batchFor(partitionId, bucket);
     const before = batch.content.estimatedSizeInBytes;
     batch.content.appendInternalRow(values);
-    await this.grown(batch, before, this.roundRobin);
+    return this.grown(batch, before, this.roundRobin);
   }
 
   private stickyBucket(partitionId: number | undefined): number {

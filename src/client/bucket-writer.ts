@@ -14,12 +14,16 @@ import { ApiKeys } from '../rpc/api-keys.js';
 import { Admin } from './admin.js';
 import type { ConnectionCore } from './connection-core.js';
 import { Sender, type SendApi } from './sender.js';
-import { type BatchContent, bucketTarget, WriteBatch } from './write-batch.js';
+import { type BatchContent, type BucketTarget, bucketTarget, WriteBatch } from './write-batch.js';
 
 const ACKS: Record<string, number> = { '0': 0, '1': 1, all: -1, '-1': -1 };
+/** What a write that need not wait returns: one settled promise for all, not one per row. */
+const WRITTEN: Promise<void> = Promise.resolve();
 
 export abstract class BucketWriter<C extends BatchContent> {
   private readonly open = new Map<string, WriteBatch<C>>();
+  /** Each partition's bucket targets, made once: a row's lookup of its batch allocates nothing. */
+  private readonly targets = new Map<number | undefined, BucketTarget[]>();
   private readonly nextSequence = new Map<string, number>();
   private readonly partitionIds = new Map<string, number>();
   private readonly sender: Sender;
@@ -107,7 +111,9 @@ export abstract class BucketWriter<C extends BatchContent> {
   }
 
   protected batchFor(partitionId: number | undefined, bucket: number): WriteBatch<C> {
-    const target = bucketTarget(partitionId, bucket);
+    let targets = this.targets.get(partitionId);
+    if (!targets) this.targets.set(partitionId, (targets = []));
+    const target = (targets[bucket] ??= bucketTarget(partitionId, bucket));
     let batch = this.open.get(target.key);
     if (!batch) {
       const b = new WriteBatch(target, this.newContent());
@@ -118,17 +124,24 @@ export abstract class BucketWriter<C extends BatchContent> {
     return batch;
   }
 
-  /** Accounts for what a batch grew by, closes it when full (or when `closeNow`) and applies backpressure. */
-  protected async grown(batch: WriteBatch<C>, before: number, closeNow = false): Promise<void> {
+  /**
+   * Accounts for what a batch grew by, closes it when full (or when `closeNow`) and applies
+   * backpressure. Most rows neither close a batch nor wait for memory: they get WRITTEN, so that
+   * a steady writer makes no promise per row.
+   */
+  protected grown(batch: WriteBatch<C>, before: number, closeNow = false): Promise<void> {
     const grew = batch.content.estimatedSizeInBytes - before;
     batch.reservedBytes += grew;
     this.buffered += grew;
-    if (closeNow || batch.content.estimatedSizeInBytes >= this.batchSize) {
-      this.closeBatch(batch);
-      // Let the event loop run once per closed batch: socket writes drain and acknowledgements
-      // arrive while a tight write loop keeps producing, so client and server overlap.
-      await new Promise<void>((resolve) => setImmediate(resolve));
-    }
+    if (closeNow || batch.content.estimatedSizeInBytes >= this.batchSize) return this.closeAndYield(batch);
+    return this.buffered >= this.bufferLimit ? this.waitForMemory() : WRITTEN;
+  }
+
+  private async closeAndYield(batch: WriteBatch<C>): Promise<void> {
+    this.closeBatch(batch);
+    // Let the event loop run once per closed batch: socket writes drain and acknowledgements
+    // arrive while a tight write loop keeps producing, so client and server overlap.
+    await new Promise<void>((resolve) => setImmediate(resolve));
     if (this.buffered >= this.bufferLimit) await this.waitForMemory();
   }
 
