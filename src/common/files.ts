@@ -27,6 +27,35 @@ export function ioError(name: ErrorName, what: string, err: unknown): TributaryE
   return new TributaryError(name, `${what}: ${(err as Error).message}`, { cause: err });
 }
 
+/**
+ * Bytes a large background write (a lake file, a snapshot chunk, an object of a local store) leaves
+ * unsynced at most. A log's fsync on the same disk waits behind whatever else is dirty, so a file of
+ * tens of MB written in one go and synced at its end stalls the appends acknowledged meanwhile;
+ * synced a MiB at a time, each wait is short.
+ */
+const DIRTY_BYTES_PER_SYNC = 1 << 20;
+
+/** Writes a file sequentially, datasyncing every DIRTY_BYTES_PER_SYNC bytes; the caller syncs the tail. */
+export class PacedFileWriter {
+  private unsynced = 0;
+
+  constructor(private readonly fh: fs.promises.FileHandle) {}
+
+  async write(content: Uint8Array | string): Promise<void> {
+    const bytes = typeof content === 'string' ? Buffer.from(content) : content;
+    for (let at = 0; at < bytes.length; ) {
+      const n = Math.min(bytes.length - at, DIRTY_BYTES_PER_SYNC - this.unsynced);
+      await this.fh.writeFile(bytes.subarray(at, at + n));
+      at += n;
+      this.unsynced += n;
+      if (this.unsynced === DIRTY_BYTES_PER_SYNC) {
+        await this.fh.datasync();
+        this.unsynced = 0;
+      }
+    }
+  }
+}
+
 /** Writes `name` in `dir` so that readers see the old or the new content, never a torn one. */
 export async function writeFileAtomic(dir: string, name: string, content: string | Uint8Array): Promise<void> {
   const target = path.join(dir, name);
@@ -34,7 +63,7 @@ export async function writeFileAtomic(dir: string, name: string, content: string
   try {
     const fh = await fs.promises.open(tmp, 'w');
     try {
-      await fh.writeFile(content);
+      await new PacedFileWriter(fh).write(content);
       await fh.datasync();
     } finally {
       await fh.close();

@@ -15,7 +15,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ioError } from '../common/files.js';
+import { ioError, PacedFileWriter } from '../common/files.js';
 import type { ByteRange, ObjectHead, ObjectInfo, ObjectStore, PublishExpectation } from './object-store.js';
 import { filePathOf } from './object-store.js';
 
@@ -31,14 +31,14 @@ export class LocalObjectStore implements ObjectStore {
   }
 
   async put(location: string, body: Uint8Array | string): Promise<void> {
-    await this.writeThenPlace(location, async (fh) => fh.writeFile(body), (tmp, file) => fs.promises.rename(tmp, file));
+    await this.writeThenPlace(location, (file) => file.write(body), (tmp, file) => fs.promises.rename(tmp, file));
   }
 
   async putStream(location: string, body: AsyncIterable<Uint8Array>): Promise<void> {
     await this.writeThenPlace(
       location,
-      async (fh) => {
-        for await (const chunk of body) await fh.writeFile(chunk);
+      async (file) => {
+        for await (const chunk of body) await file.write(chunk);
       },
       (tmp, file) => fs.promises.rename(tmp, file),
     );
@@ -156,7 +156,7 @@ export class LocalObjectStore implements ObjectStore {
   async publish(location: string, body: Uint8Array | string, expected: PublishExpectation): Promise<ObjectHead | undefined> {
     if ('absent' in expected) {
       let won = true;
-      await this.writeThenPlace(location, async (fh) => fh.writeFile(body), async (tmp, file) => {
+      await this.writeThenPlace(location, (file) => file.write(body), async (tmp, file) => {
         try {
           await fs.promises.link(tmp, file);
         } catch (err) {
@@ -178,8 +178,8 @@ export class LocalObjectStore implements ObjectStore {
     }
   }
 
-  /** Writes a temp file beside the target with `write`, fsyncs it, `place`s it, and fsyncs the directory. */
-  private async writeThenPlace(location: string, write: (fh: fs.promises.FileHandle) => Promise<void>, place: (tmp: string, file: string) => Promise<void>): Promise<void> {
+  /** Writes a temp file beside the target with `write` (paced syncs), fsyncs it, `place`s it, and fsyncs the directory. */
+  private async writeThenPlace(location: string, write: (file: PacedFileWriter) => Promise<void>, place: (tmp: string, file: string) => Promise<void>): Promise<void> {
     const file = this.localPath(location);
     const dir = path.dirname(file);
     const tmp = `${file}.${crypto.randomUUID()}.tmp`;
@@ -187,7 +187,7 @@ export class LocalObjectStore implements ObjectStore {
       await makeDurableDirectory(dir);
       const fh = await fs.promises.open(tmp, 'wx');
       try {
-        await write(fh);
+        await write(new PacedFileWriter(fh));
         await fh.datasync();
       } finally {
         await fh.close();

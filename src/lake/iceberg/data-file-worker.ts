@@ -10,6 +10,7 @@ import path from 'node:path';
 import { parentPort } from 'node:worker_threads';
 import * as arrow from 'apache-arrow';
 import { asTributaryError, TributaryError } from '../../common/errors.js';
+import { PacedFileWriter } from '../../common/files.js';
 import type { DataFileRequest, DataFileResponse } from './data-file-writer.js';
 import { ParquetStreamWriter, parquetRowCount } from './parquet.js';
 
@@ -58,6 +59,7 @@ function schemaOf(ipc: Uint8Array): arrow.Schema {
 class DataFileState {
   private readonly tmp: string;
   private handle?: fs.promises.FileHandle;
+  private output?: PacedFileWriter;
   private readonly writer: ParquetStreamWriter;
   private bytes = 0;
   /** Rows in the file, once finished. */
@@ -66,7 +68,7 @@ class DataFileState {
   constructor(private readonly path: string) {
     this.tmp = `${path}.tmp`;
     this.writer = new ParquetStreamWriter(async (bytes) => {
-      await this.handle!.writeFile(bytes);
+      await this.output!.write(bytes);
       this.bytes += bytes.length;
     });
   }
@@ -75,6 +77,7 @@ class DataFileState {
     await makeDirs(path.dirname(path.resolve(this.path)));
     try {
       this.handle = await fs.promises.open(this.tmp, 'w');
+      this.output = new PacedFileWriter(this.handle);
     } catch (err) {
       throw storageError(`cannot write ${this.path}`, err);
     }
