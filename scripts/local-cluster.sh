@@ -9,7 +9,7 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 DIR="$(mkdir -p "${1:-local-cluster}" && cd "${1:-local-cluster}" && pwd)"
-TRIBUTARY=(node "$ROOT/dist/cli/main.js")
+TRIBUTARY=(node "$ROOT/dist/cli/bin.cjs")
 ZK_ADDRESS=127.0.0.1:2181
 
 if ! dpkg -s zookeeper >/dev/null 2>&1; then

@@ -63,7 +63,7 @@ before(async () => {
   packs = tempDir('pack');
   const [packed] = JSON.parse(await sh('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', packs], ROOT)) as { filename: string; files: { path: string }[] }[];
   const files = packed.files.map((f) => f.path);
-  for (const f of ['package.json', 'README.md', 'dist/cli/main.js', 'dist/client/index.js', 'dist/client/index.d.ts', 'dist/lake/iceberg/data-file-worker.js']) {
+  for (const f of ['package.json', 'README.md', 'dist/cli/bin.cjs', 'dist/cli/main.js', 'dist/client/index.js', 'dist/client/index.d.ts', 'dist/lake/iceberg/data-file-worker.js']) {
     assert.ok(files.includes(f), `the package holds ${f}`);
   }
   assert.deepEqual(files.filter((f) => /\.test\.|\.map$|^src\//.test(f)), [], 'no tests, source maps or sources');
@@ -74,7 +74,7 @@ before(async () => {
   const iceberg = /npm install (iceberg-js@\S+?)`/.exec(fs.readFileSync(path.join(ROOT, 'docs', 'http.md'), 'utf8'));
   assert.ok(iceberg, 'docs/http.md says which iceberg-js to install');
   await sh('npm', ['install', path.join(packs, packed.filename), iceberg[1], '--prefer-offline', '--no-audit', '--no-fund']);
-  cli = path.join(project, 'node_modules', NAME, 'dist', 'cli', 'main.js');
+  cli = path.join(project, 'node_modules', NAME, 'dist', 'cli', 'bin.cjs');
   clusters.push(new TestCluster({ cli, client: false }), new TestCluster({ cli, client: false }));
   for (const c of clusters) await c.start();
   [server, lake] = clusters.map((c) => c.server);

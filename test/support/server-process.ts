@@ -35,7 +35,10 @@ export interface OwnedProcess {
 
 /** Spawns `node args` from the project root and resolves once its stdout matched `ready`. */
 async function spawnUntilReady(name: string, args: string[], logLevel: string, ready: RegExp): Promise<{ child: ChildProcess; match: RegExpExecArray; stderr: () => string }> {
-  const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, TRIBUTARY_LOG_LEVEL: logLevel } });
+  // The file I/O thread pool the installed command gives a server (src/cli/bin.cts), which a
+  // process started from the sources has to be given before it starts.
+  const env = { ...process.env, TRIBUTARY_LOG_LEVEL: logLevel, UV_THREADPOOL_SIZE: process.env.UV_THREADPOOL_SIZE ?? '16' };
+  const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env });
   let stderr = '';
   child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
   const match = await new Promise<RegExpExecArray>((resolve, reject) => {
