@@ -13,7 +13,8 @@
  *    epochs); only then are the previous manifest and the dropped segments deleted, and local
  *    retention may delete local segments below the new remote end.
  * Rounds run one at a time. A crash anywhere leaves the committed manifest naming complete
- * objects only; what a failed or interrupted round uploaded stays unnamed. A bucket whose round
+ * objects only; what a failed or interrupted round uploaded stays unnamed until the first round
+ * of the bucket's next leadership deletes it (remote.log.orphan-min-age). A bucket whose round
  * fails (the store is down) backs off, doubling its wait up to remote.log.upload.max-backoff;
  * appends never wait for any of it.
  *
@@ -42,6 +43,7 @@ import {
   remoteTableDir,
   segmentHolding,
   segmentObject,
+  segmentObjects,
 } from './remote/remote-log-manifest.js';
 import { RemoteSegmentCache } from './remote/remote-segment-cache.js';
 import { bucketKey, type Replica } from './replica.js';
@@ -53,6 +55,8 @@ interface BucketState {
   manifest?: RemoteLogManifest;
   failures: number;
   retryAtMs: number;
+  /** The leader epoch whose first round swept the bucket's unnamed objects. */
+  sweptEpoch?: number;
 }
 
 /** What the metrics and SHOW TABLE STORAGE read of one bucket's remote log. */
@@ -72,6 +76,7 @@ export class RemoteLogManager {
   private readonly maxUploadSegments: number;
   private readonly intervalMs: number;
   private readonly maxBackoffMs: number;
+  private readonly orphanMinAgeMs: number;
   private running: Promise<void> | undefined;
   /** Requests to the remote store (uploads, manifest reads and writes, deletes), segments and bytes uploaded, failed rounds. */
   readonly counters = { requests: 0, uploadedSegments: 0, uploadedBytes: 0, failedRounds: 0 };
@@ -89,6 +94,7 @@ export class RemoteLogManager {
     this.maxUploadSegments = options.int('remote.log.task-max-upload-segments');
     this.intervalMs = options.durationMs('remote.log.task-interval-duration');
     this.maxBackoffMs = options.durationMs('remote.log.upload.max-backoff');
+    this.orphanMinAgeMs = options.durationMs('remote.log.orphan-min-age');
     this.cache = new RemoteSegmentCache(cacheDir, options.bytes('remote.log.cache.max-size'), options.int('remote.log.read.max-concurrent-downloads'), {
       indexIntervalBytes: options.bytes('log.index.interval-size'),
       recentBytes: 0,
@@ -244,6 +250,10 @@ export class RemoteLogManager {
     while (expired < current.segments.length && remoteSegmentExpired(r, current.segments[expired], nowMs)) expired++;
     const segments = current.segments.slice(expired);
     const dir = this.bucketDir(r);
+    if (state.sweptEpoch !== leaderEpoch) {
+      await this.sweepUnnamed(r, dir, current, nowMs);
+      state.sweptEpoch = leaderEpoch;
+    }
     const uploads = r.log
       .closedSegments()
       .filter((s) => (end === undefined || s.endOffset > end) && needsRemoteCopy(r, s.endOffset))
@@ -278,9 +288,26 @@ export class RemoteLogManager {
     state.manifest = next;
     this.log.info({ bucket: bucketKey(r.bucket), uploaded: uploads.length, expired: dropped.length, remoteLogStartOffset: String(handle.remoteLogStartOffset), remoteLogEndOffset: String(handle.remoteLogEndOffset) }, 'remote log manifest committed');
     // Only what no committed manifest names any more goes; a failure leaves an unnamed object behind.
-    const garbage = [...(committed ? [committed.manifestPath] : []), ...dropped.flatMap((s) => (['.log', '.index', '.timeindex', '.writer_snapshot', '.leader_epoch'] as const).map((x) => segmentObject(dir, s, x)))];
+    const garbage = [...(committed ? [committed.manifestPath] : []), ...dropped.flatMap((s) => segmentObjects(dir, s))];
     this.counters.requests++;
     await this.store.deleteMany(garbage).catch((err: unknown) => this.log.warn({ err, bucket: bucketKey(r.bucket) }, 'could not delete remote objects no manifest names'));
+  }
+
+  /**
+   * Deletes the bucket's objects that the committed manifest does not name. Run in the first round
+   * of a leadership, before it uploads: this server's rounds of earlier epochs are over (rounds run
+   * one at a time), and an earlier leader still uploading is fenced (its commit names an old
+   * epoch), so nothing unnamed can still become named. The manifest is the one the coordinator
+   * handed the new leader, never one a commit in doubt may have replaced.
+   */
+  private async sweepUnnamed(r: Replica, dir: string, committed: RemoteLogManifest, nowMs: number): Promise<void> {
+    const named = new Set([...(r.remoteLog ? [r.remoteLog.manifestPath] : []), ...committed.segments.flatMap((s) => segmentObjects(dir, s))]);
+    this.counters.requests++;
+    const unnamed = (await this.store.list(dir)).filter((o) => !named.has(o.location) && nowMs - o.lastModifiedMs >= this.orphanMinAgeMs).map((o) => o.location);
+    if (unnamed.length === 0) return;
+    this.counters.requests++;
+    await this.store.deleteMany(unnamed);
+    this.log.info({ bucket: bucketKey(r.bucket), objects: unnamed.length }, 'deleted remote log objects no committed manifest names');
   }
 
   private put(location: string, body: string | Buffer): Promise<void> {

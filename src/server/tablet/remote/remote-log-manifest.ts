@@ -82,6 +82,11 @@ export function segmentObject(bucketDir: string, segment: { id: string; baseOffs
   return joinLocation(bucketDir, segment.id, segmentObjectName(segment.baseOffset, suffix));
 }
 
+/** Every object of a remote segment of the bucket under `bucketDir`. */
+export function segmentObjects(bucketDir: string, segment: { id: string; baseOffset: bigint }): string[] {
+  return (['.log', '.index', '.timeindex', '.writer_snapshot', '.leader_epoch'] as const).map((x) => segmentObject(bucketDir, segment, x));
+}
+
 /** A name for a new manifest of the bucket under `bucketDir`, ending at `endOffset`. */
 export function newManifestLocation(bucketDir: string, endOffset: bigint): string {
   return joinLocation(bucketDir, 'metadata', `${endOffset.toString().padStart(20, '0')}-${crypto.randomUUID()}.manifest`);
