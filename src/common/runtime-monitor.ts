@@ -101,14 +101,15 @@ export class RuntimeMonitor {
     this.observer.observe({ entryTypes: ['gc'] });
     if (onPause) {
       let last = performance.now();
+      // One reading per tick: getrusage sums every thread of the process and is not free.
       let cpu = process.cpuUsage();
       this.ticker = setInterval(() => {
         const at = performance.now();
-        const used = process.cpuUsage(cpu);
+        const now = process.cpuUsage();
         const late = at - last - STALL_TICK_MS;
-        if (late >= threshold) onPause({ kind: 'stall', startMs: wallClockMs(last + STALL_TICK_MS), ms: late, cpuMs: (used.user + used.system) / 1000 });
+        if (late >= threshold) onPause({ kind: 'stall', startMs: wallClockMs(last + STALL_TICK_MS), ms: late, cpuMs: (now.user - cpu.user + now.system - cpu.system) / 1000 });
         last = at;
-        cpu = process.cpuUsage();
+        cpu = now;
       }, STALL_TICK_MS);
       this.ticker.unref();
     }
