@@ -272,3 +272,45 @@ test('on a 3-server cluster followers delete below the remote end too, and a new
   const all = await readFromEarliest(cluster.bootstrap, 'replicated', 3500);
   assert.deepEqual(all.map((r) => Number(r.row.id)), Array.from({ length: 3500 }, (_, i) => i));
 });
+
+test('a follower whose disk is wiped starts again at the leader log start with the writer state of the remote log: leading, it knows a writer idle since', async (t) => {
+  const s3 = await startS3Server();
+  t.after(() => s3.stop());
+  const cluster = await startCluster(t, { zooKeeper: { tabletServers: 3 }, settings: { ...remoteSettings(s3), 'default.replication.factor': '3' } });
+  const path = { database: 'tributary', table: 'writers' };
+  const admin = cluster.conn.getAdmin();
+  await admin.createTable(path, { columns: [...COLUMNS], properties: { 'bucket.num': '1' } });
+  const table = await cluster.conn.getTable(path);
+  const row = (id: number) => ({ id: BigInt(id), payload: `payload-${id}-${'x'.repeat(40)}` });
+  // The idle writer's batches all end up below every replica's local log start.
+  const idle = await table.newAppend().createWriter();
+  for (let id = 0; id < 10; id++) await idle.append(row(id));
+  await idle.flush();
+  const busy = await table.newAppend().createWriter();
+  for (let id = 10; id < 2010; id++) {
+    await busy.append(row(id));
+    if (id % 100 === 99) await busy.flush();
+  }
+  await busy.close();
+  for (const id of [0, 1, 2]) {
+    await until(`tablet server ${id} keeps only two local segments`, () => localSegments(cluster.tabletServer(id).dataDir, 'writers').length === 2);
+  }
+
+  const leader = await leaderOf(cluster.conn, path);
+  const [wiped, other] = [0, 1, 2].filter((id) => id !== leader);
+  const follower = cluster.tabletServer(wiped);
+  await follower.kill();
+  fs.rmSync(follower.dataDir, { recursive: true, force: true });
+  await cluster.restart(follower);
+  await until('the wiped follower is back in the ISR', async () => (await admin.listBuckets(path))[0].isr.includes(wiped));
+  assert.ok(localSegments(cluster.tabletServer(wiped).dataDir, 'writers').length <= 2, 'it holds only what the leader holds locally');
+
+  await cluster.tabletServer(leader).kill();
+  await cluster.tabletServer(other).kill();
+  await until('the wiped follower leads', async () => (await admin.listBuckets(path))[0].leader === wiped);
+  for (let id = 2010; id < 2020; id++) await idle.append(row(id));
+  await idle.flush();
+  await idle.close();
+  const ids = (await readFromEarliest(cluster.bootstrap, 'writers', 2020, ['id'])).map((r) => Number(r.row.id));
+  assert.deepEqual(ids, Array.from({ length: 2020 }, (_, i) => i), 'every row once, in order');
+});

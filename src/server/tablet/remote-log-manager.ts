@@ -31,6 +31,7 @@ import type { PartitionInfo, TableInfo } from '../../common/schema.js';
 import { objectStoreFor } from '../../storage/stores.js';
 import type { ObjectStore } from '../../storage/object-store.js';
 import type { BatchCutter, CutBatches } from './log/log-segment.js';
+import { WriterStateManager } from './log/writer-state.js';
 import {
   decodeManifest,
   encodeManifest,
@@ -163,6 +164,23 @@ export class RemoteLogManager {
       if (found) return found.header.baseOffset < s.startOffset ? s.startOffset : found.header.baseOffset;
     }
     return undefined;
+  }
+
+  /**
+   * The writer state below `offset` that the remote log saved with its segment ending there, for
+   * a follower whose log starts again at `offset` (the leader's log start): without it the
+   * follower, once leader, would not know a writer whose last batches are all below, and refuse
+   * its next batch (UNKNOWN_WRITER_ID). Undefined when no committed remote segment ends at
+   * `offset` (a lake-enabled table's history is in the lake). Rejects when the store cannot be read.
+   */
+  async writerStateAt(r: Replica, offset: bigint): Promise<WriterStateManager | undefined> {
+    const segment = (await this.manifestOf(r)).segments.find((s) => s.endOffset === offset);
+    if (!segment) return undefined;
+    const location = segmentObject(this.bucketDir(r), segment, '.writer_snapshot');
+    this.counters.requests++;
+    const bytes = await this.store.get(location);
+    if (!bytes) throw new TributaryError('LOG_STORAGE_EXCEPTION', `the remote log object ${location} named by the committed manifest is missing`);
+    return WriterStateManager.below(offset, Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), location);
   }
 
   /** Remote segments and bytes of the bucket (as far as this server has loaded its manifest), and, led, what still waits for upload. */

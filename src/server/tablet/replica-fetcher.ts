@@ -27,6 +27,7 @@ import { ApiKeys } from '../../rpc/api-keys.js';
 import type { RpcConnection } from '../../rpc/connection.js';
 import type { FetchLogRequestSchema } from '../../rpc/gen/tributary_pb.js';
 import { asBuffer } from './bucket-responses.js';
+import type { WriterStateManager } from './log/writer-state.js';
 import { bucketKey, type Replica } from './replica.js';
 
 interface FetchState {
@@ -79,6 +80,8 @@ export class ReplicaFetcher {
     private readonly settings: FetcherSettings,
     /** A connection to the leader server, wherever it is now. */
     private readonly connect: () => Promise<RpcConnection>,
+    /** The writer state below an offset from the remote log, for a log that starts again there. */
+    private readonly remoteWriterStateAt: (replica: Replica, offset: bigint) => Promise<WriterStateManager | undefined>,
     private readonly log: Logger,
   ) {
     this.loop = this.run();
@@ -215,9 +218,19 @@ export class ReplicaFetcher {
           if (answer.errorCode !== undefined) {
             const error = errorFromCode(answer.errorCode, answer.errorMessage ?? '');
             if (error.errorName === 'LOG_OFFSET_OUT_OF_RANGE_EXCEPTION' && answer.logStartOffset > log.logEndOffset) {
-              // Retention at the leader removed what this replica lacks: start over at its log start.
-              this.log.info({ bucket: bucketKey(s.replica.bucket), from: String(log.logEndOffset), to: String(answer.logStartOffset) }, 'follower log restarts at the leader log start');
-              await log.truncateFullyAndStartAt(answer.logStartOffset);
+              // Retention at the leader removed what this replica lacks: start over at its log start,
+              // with the writer state of what lies below from the remote log (Kafka's tiered
+              // storage does the same), so that its writers stay known should this replica lead.
+              let writers: WriterStateManager | undefined;
+              try {
+                writers = await this.remoteWriterStateAt(s.replica, answer.logStartOffset);
+              } catch (err) {
+                this.log.warn({ err, bucket: bucketKey(s.replica.bucket) }, 'cannot read the writer state from the remote log: retrying');
+                this.later(s, 'LOG_STORAGE_EXCEPTION');
+                continue;
+              }
+              this.log.info({ bucket: bucketKey(s.replica.bucket), from: String(log.logEndOffset), to: String(answer.logStartOffset), writers: writers?.writerCount ?? 0 }, 'follower log restarts at the leader log start');
+              await log.truncateFullyAndStartAt(answer.logStartOffset, writers);
             } else {
               if (error.errorName === 'LOG_OFFSET_OUT_OF_RANGE_EXCEPTION') s.reconcile = true;
               this.log.info({ bucket: bucketKey(s.replica.bucket), error: error.message }, 'follower fetch of a bucket failed: retrying');

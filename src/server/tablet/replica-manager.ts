@@ -49,6 +49,7 @@ import type { ServerActivity } from '../../common/activity.js';
 import { bucketError } from './bucket-responses.js';
 import { ClusterTables, type SchemaFetcher } from './table-metadata.js';
 import { LeaderState } from './leader-state.js';
+import type { WriterStateManager } from './log/writer-state.js';
 import { fetcherSettings, type FetcherSettings, ReplicaFetcher } from './replica-fetcher.js';
 import { bucketKey, type Replica, type TableBucket } from './replica.js';
 import type { KvSnapshotHandle } from '../../common/kv-snapshot.js';
@@ -94,6 +95,8 @@ export interface ReplicaHost {
   lakeOffsetsChanged(table: { tableId: number }, offsets: readonly LakeBucketOffset[]): void;
   /** The bucket's committed remote log: local retention may delete below its end. */
   remoteLogCommitted(bucket: TableBucket, manifest: RemoteLogHandle): void;
+  /** The writer state below `offset` the remote log saved (RemoteLogManager.writerStateAt); undefined without one. */
+  remoteWriterStateAt(replica: Replica, offset: bigint): Promise<WriterStateManager | undefined>;
   /** Opens the replica's KvTablet as leader or as the bucket's standby. */
   openKv(replica: Replica, role: 'leader' | 'standby'): Promise<void>;
   /** Closes the KvTablet and drops its local state, unless `keepState`. */
@@ -551,7 +554,7 @@ export class ReplicaManager {
         if (!node) return Promise.reject(new TributaryError('NETWORK_EXCEPTION', `no address of tablet server ${leaderId} yet (UpdateMetadata)`));
         return this.membership.connect(node);
       };
-      f = new ReplicaFetcher(leaderId, this.settings, connect, this.log.child({ fetcher: leaderId }));
+      f = new ReplicaFetcher(leaderId, this.settings, connect, (r, offset) => this.host.remoteWriterStateAt(r, offset), this.log.child({ fetcher: leaderId }));
       this.fetchers.set(leaderId, f);
     }
     return f;

@@ -337,6 +337,7 @@ export class TabletServer implements BucketLifecycle {
     return {
       hosted: (bucket) => this.hosted(bucket),
       hostedReplicas: () => this.replicas.values(),
+      remoteWriterStateAt: async (replica, offset) => this.remoteLog?.writerStateAt(replica, offset),
       openReplica: (table, partition, bucket) => this.openReplica(table, partition, bucket),
       closeReplica: async (replica, deleteData) => {
         this.replicas.delete(bucketKey(replica.bucket));

@@ -498,12 +498,14 @@ export class LogTablet {
 
   /**
    * Deletes every segment and starts an empty log at `offset`: a follower whose log end is below
-   * the leader's log start. Epoch cache and writer state start empty; the high watermark is `offset`.
+   * the leader's log start. The epoch cache starts empty (the batches fetched next carry their
+   * epochs); the writer state is `writers` (what the log held below `offset`) when given, else
+   * empty; the high watermark is `offset`.
    */
-  truncateFullyAndStartAt(offset: bigint): Promise<void> {
+  truncateFullyAndStartAt(offset: bigint, writers?: WriterStateManager): Promise<void> {
     return this.enqueue(async () => {
       this.checkWritable();
-      await this.startAt(offset);
+      await this.startAt(offset, writers);
     });
   }
 
@@ -931,7 +933,7 @@ export class LogTablet {
   }
 
   /** Deletes every segment and starts an empty log at `offset` (in the queue). */
-  private async startAt(offset: bigint): Promise<void> {
+  private async startAt(offset: bigint, writers = new WriterStateManager()): Promise<void> {
     await this.quiesce();
     this.truncations++;
     // Deleted first (ascending) and created after: a crash in between leaves a consistent log, at
@@ -943,7 +945,7 @@ export class LogTablet {
     } catch (err) {
       throw this.fail(err);
     }
-    this.writers = new WriterStateManager();
+    this.writers = writers;
     this.epochs = new LeaderEpochCache();
     const start: LogPosition = { offset, segment: this.segments[0], position: 0 };
     this.durable = this.hw = start;

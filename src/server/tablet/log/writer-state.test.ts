@@ -27,6 +27,16 @@ const rejectsWith = (fn: () => unknown, errorName: string) =>
   assert.throws(fn, (err: unknown) => err instanceof TributaryError && err.errorName === errorName);
 
 describe('WriterStateManager', () => {
+  it('takes from a later snapshot the batches below an offset, and refuses an earlier snapshot', () => {
+    // Writer 42's batches end at offsets 5 and 6: below 6 it has sequence 0 only.
+    const below = WriterStateManager.below(6n, FIXTURE, 'fixture')!;
+    assert.equal(below.writerCount, 1);
+    assert.equal(below.begin().check(42n, 0)?.baseOffset, 3n, 'the batch below is a duplicate');
+    assert.equal(below.begin().check(42n, 1), undefined, 'the next one follows on');
+    assert.equal(WriterStateManager.below(4n, FIXTURE, 'fixture')!.writerCount, 0, 'no batch of the writer ends below 4');
+    assert.equal(WriterStateManager.below(11n, FIXTURE, 'fixture'), undefined, 'a snapshot at 10 says nothing of 10 and after');
+  });
+
   it('saves and loads its snapshot grammar byte for byte', async () => {
     const dir = tempDir();
     const state = new WriterStateManager();

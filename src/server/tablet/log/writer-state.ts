@@ -139,7 +139,25 @@ export class WriterStateManager {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
       throw storageError(`cannot read ${file}`, err);
     }
-    const corrupt = (why: string) => new TributaryError('LOG_STORAGE_EXCEPTION', `writer snapshot ${file}: ${why}`);
+    return WriterStateManager.decode(buf, file);
+  }
+
+  /**
+   * The state below `offset` from a snapshot taken at or after it: each writer's batches below
+   * `offset` (writers with none are left out). Replaying the batches from `offset` on then gives
+   * the state of the snapshot's log, the batches that pushed older ones out of a writer's window
+   * included. Undefined when the snapshot is older than `offset`.
+   */
+  static below(offset: bigint, buf: Buffer, source: string): WriterStateManager | undefined {
+    const snapshot = WriterStateManager.decode(buf, source);
+    if (snapshot.offset < offset) return undefined;
+    snapshot.state.truncateFrom(offset);
+    return snapshot.state;
+  }
+
+  /** The state and offset of a snapshot's bytes (read from `source`, named in errors). */
+  static decode(buf: Buffer, source: string): { state: WriterStateManager; offset: bigint } {
+    const corrupt = (why: string) => new TributaryError('LOG_STORAGE_EXCEPTION', `writer snapshot ${source}: ${why}`);
     if (buf.length < CRC_END + 12) throw corrupt('truncated');
     if (buf.readInt16LE(0) !== SNAPSHOT_VERSION) throw corrupt(`unknown version ${buf.readInt16LE(0)}`);
     if (buf.readUInt32LE(2) !== crc32c(buf.subarray(CRC_END))) throw corrupt('CRC mismatch');
