@@ -3,7 +3,9 @@
  * writer processes committing to the same lake table at once never lose a commit (the create-only
  * compare-and-set of the next metadata version, retried on the new one); and with the S3 server
  * stopped for a while, writes to the hot log go on, tiering fails and backs off, and once S3 is
- * back it resumes and the lake holds every row exactly once.
+ * back it resumes and the lake holds every row exactly once. And SQL sessions share the lake
+ * tables they load: a new session asks S3 only whether there is a newer version, and sees every
+ * commit, the tiering's and another writer's.
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -12,10 +14,13 @@ import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import type { TablePath } from '../src/client/index.js';
+import { lakeFormat } from '../src/lake/formats/index.js';
 import { FileSystemCatalog } from '../src/lake/iceberg/catalog.js';
 import { newTableMetadata } from '../src/lake/iceberg/table-metadata.js';
 import type { IcebergSchema } from '../src/lake/iceberg/types.js';
 import { startS3Server } from '../src/storage/fixtures/s3-server.js';
+import { SqlExecutor } from '../src/query/executor.js';
+import { storageStats } from '../src/storage/storage-stats.js';
 import { configureObjectStorageFrom } from '../src/storage/stores.js';
 import { startCluster } from './support/cluster.js';
 import type { LakeCommitJob } from './support/lake-commit-child.js';
@@ -125,4 +130,44 @@ test('the S3 server stopped for a while: hot writes go on, tiering backs off and
   }
   assert.equal(storage.rows.length, 2);
   assert.ok(files.length > 0, 'the lake holds files');
+});
+
+test('a new SQL session reads the lake table another session loaded, asking S3 only for the next version, and sees each new commit', async (t) => {
+  const cluster = await startCluster(t, { objectStorage: { warehouse: true }, client: { 'client.writer.batch-timeout': '2ms' }, sql: 'tributary' });
+  const { conn } = cluster;
+  const events: TablePath = { database: 'tributary', table: 'events' };
+  await conn.getAdmin().createTable(events, {
+    columns: [{ name: 'id', type: 'BIGINT' }],
+    properties: { 'bucket.num': '1', 'table.datalake.enabled': 'true', 'table.datalake.freshness': '300ms' },
+  });
+  const write = async (from: number, to: number): Promise<void> => {
+    const writer = await (await conn.getTable(events)).newAppend().createWriter();
+    for (let id = from; id < to; id++) await writer.append({ id: BigInt(id) });
+    await writer.close();
+  };
+  // Each query in a session of its own, as the REST API runs them.
+  const query = async (sql: string): Promise<unknown[][]> => (await new SqlExecutor(conn, cluster.duck, events.database).execute(sql)).result!.rows;
+  const LAKE_ROWS = 'SELECT count(*) FROM events$lake';
+  await write(0, 100);
+  await waitTiered(conn, events);
+  assert.deepEqual(await query(LAKE_ROWS), [[100n]]);
+
+  const before = new Map(storageStats().requests);
+  assert.deepEqual(await query(LAKE_ROWS), [[100n]]);
+  const asked = [...storageStats().requests].map(([op, n]) => [op, n - (before.get(op) ?? 0)]).filter(([, n]) => n !== 0);
+  assert.deepEqual(asked, [['HeadObject', 1]], 'one probe for the next version: no version hint, metadata file, manifest or data file read again');
+
+  // A commit of the tiering.
+  await write(100, 150);
+  await waitTiered(conn, events);
+  assert.deepEqual(await query(LAKE_ROWS), [[150n]]);
+
+  // A commit of another writer: snapshot expiry by lake maintenance.
+  const SNAPSHOTS = 'SELECT count(*) FROM events$lake$snapshots';
+  const [[snapshots]] = await query(SNAPSHOTS);
+  assert.ok((snapshots as bigint) > 1n, 'a snapshot per tiering round');
+  const expired = await lakeFormat('iceberg').open(cluster.warehouse).expireSnapshots(events, { olderThanMs: Date.now() + 1, retainLast: 1 });
+  assert.equal(BigInt(expired.expiredSnapshotIds.length), (snapshots as bigint) - 1n);
+  assert.deepEqual(await query(SNAPSHOTS), [[1n]]);
+  assert.deepEqual(await query(LAKE_ROWS), [[150n]]);
 });

@@ -3,9 +3,13 @@
  * table's lake snapshot stays the same (most queries between two tiering rounds) reads only what
  * is new:
  *
- *   lake tables  a lake table as loaded, by table id (a table's lake table is never replaced: a
- *                table created again gets a new id); reused while its version is still the
- *                current one (LakeStorage.loadTable with the one known).
+ *   lake tables  a lake table as loaded, by lake and table id (a table's lake table is never
+ *                replaced: a table created again gets a new id); reused while its version is
+ *                still the current one (LakeStorage.loadTable with the one known: on an Iceberg
+ *                lake one probe for the next version). Kept for the whole process, not per
+ *                session: a version never changes, so every session may start from the last one
+ *                any session loaded, and one that opens a session per query (the REST API, a
+ *                script) still asks the warehouse only whether there is a newer version.
  *   lake plans   the read of a snapshot planned from one version of a lake table, by that version
  *                (LakeTable.version, which a purged and re-created namesake does not share) and the
  *                snapshot: a snapshot's files never change. A plan kept holds its remote files in
@@ -32,6 +36,8 @@ const TAILS_KEPT = 16;
 const UNION_READS_KEPT = 64;
 /** Tails named so far in this process: sessions of one DuckDB database never share a name. */
 let tailsNamed = 0;
+/** The last lake table loaded by any session, by lakeTableKey. */
+const lakeTables = new Map<string, LakeTable>();
 
 /** A tail loaded into DuckDB: its tables, what it was read for, and where each bucket's rows end. */
 export interface LoadedTail {
@@ -48,7 +54,6 @@ export interface LoadedTail {
 }
 
 export class ReadCache {
-  private readonly lakeTables = new Map<number, LakeTable>();
   private readonly lakePlans = new Map<string, Promise<LakeReadPlan>>();
   private readonly tails = new Map<string, LoadedTail>();
   private readonly unionReads = new Map<string, Table>();
@@ -57,8 +62,10 @@ export class ReadCache {
 
   /** The lake table (its current version) of Tributary table `tableId` at `path`. */
   async lakeTable(lake: LakeStorage, tableId: number, path: TablePath): Promise<LakeTable> {
-    const loaded = await lake.loadTable(path, this.lakeTables.get(tableId));
-    keep(this.lakeTables, tableId, loaded, LAKE_TABLES_KEPT);
+    // Table ids are a cluster's: the lake's warehouse tells two clusters' tables apart.
+    const key = `${lake.format}|${lake.warehouse}|${tableId}`;
+    const loaded = await lake.loadTable(path, lakeTables.get(key));
+    keep(lakeTables, key, loaded, LAKE_TABLES_KEPT);
     return loaded;
   }
 

@@ -116,14 +116,16 @@ export async function loadUnionRead(read: TableRead, lake: LakeStorage): Promise
     const kept = read.cache.tail(tailKey)!;
     return { snapshotId: kept.snapshotId, ...files, log: kept.ranges.map((r) => ({ bucket: bucketKey(r), from: r.start, to: kept.ends.get(bucketKey(r)) ?? r.start })) };
   };
-  const caughtUp = await caughtUpTail(read, columns, tailKey, lakeTable());
+  // Loaded once for the first attempt, whichever way it goes: again only when a read starts over.
+  const first = lakeTable();
+  const caughtUp = await caughtUpTail(read, columns, tailKey, first);
   if (caughtUp) return planOf(await createUnionView(read, columns, caughtUp.tail, caughtUp.lake));
   for (let attempt = 1; ; attempt++) {
     const last = attempt === MAX_ATTEMPTS;
     // The offsets are listed while the snapshot is asked for: the snapshot's own offsets bound what the lake holds, whatever the order.
     const listed = bucketRanges(conn, table, partitions ? { partitions } : {});
     listed.catch(() => undefined);
-    const loaded = lakeTable();
+    const loaded = attempt === 1 ? first : lakeTable();
     let snapshot: LakeSnapshot;
     try {
       snapshot = await admin.getLakeSnapshot(info.path);
