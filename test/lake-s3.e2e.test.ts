@@ -4,8 +4,8 @@
  * compare-and-set of the next metadata version, retried on the new one); and with the S3 server
  * stopped for a while, writes to the hot log go on, tiering fails and backs off, and once S3 is
  * back it resumes and the lake holds every row exactly once. And SQL sessions share the lake
- * tables they load: a new session asks S3 only whether there is a newer version, and sees every
- * commit, the tiering's and another writer's.
+ * tables they load: a new session asks S3 only whether there is a newer version, sees every
+ * commit, the tiering's and another writer's, and a closed one holds no lake file in the cache.
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -21,7 +21,7 @@ import type { IcebergSchema } from '../src/lake/iceberg/types.js';
 import { startS3Server } from '../src/storage/fixtures/s3-server.js';
 import { SqlExecutor } from '../src/query/executor.js';
 import { storageStats } from '../src/storage/storage-stats.js';
-import { configureObjectStorageFrom } from '../src/storage/stores.js';
+import { configureObjectStorageFrom, remoteFileCache } from '../src/storage/stores.js';
 import { startCluster } from './support/cluster.js';
 import type { LakeCommitJob } from './support/lake-commit-child.js';
 import { readLakeTable } from './support/lake-content.js';
@@ -132,8 +132,9 @@ test('the S3 server stopped for a while: hot writes go on, tiering backs off and
   assert.ok(files.length > 0, 'the lake holds files');
 });
 
-test('a new SQL session reads the lake table another session loaded, asking S3 only for the next version, and sees each new commit', async (t) => {
-  const cluster = await startCluster(t, { objectStorage: { warehouse: true }, client: { 'client.writer.batch-timeout': '2ms' }, sql: 'tributary' });
+test('SQL sessions share the lake tables they load: a new one asks S3 only for the next version, sees each new commit, and lets its files go when closed', async (t) => {
+  // A lake file cache of one byte keeps no file that no session holds.
+  const cluster = await startCluster(t, { objectStorage: { warehouse: true }, client: { 'client.writer.batch-timeout': '2ms', 'datalake.cache.max-size': '1b' }, sql: 'tributary' });
   const { conn } = cluster;
   const events: TablePath = { database: 'tributary', table: 'events' };
   await conn.getAdmin().createTable(events, {
@@ -145,17 +146,35 @@ test('a new SQL session reads the lake table another session loaded, asking S3 o
     for (let id = from; id < to; id++) await writer.append({ id: BigInt(id) });
     await writer.close();
   };
+  const session = (): SqlExecutor => new SqlExecutor(conn, cluster.duck, events.database);
+  const rows = async (sql: SqlExecutor, query: string): Promise<unknown[][]> => (await sql.execute(query)).result!.rows;
   // Each query in a session of its own, as the REST API runs them.
-  const query = async (sql: string): Promise<unknown[][]> => (await new SqlExecutor(conn, cluster.duck, events.database).execute(sql)).result!.rows;
+  const query = async (text: string): Promise<unknown[][]> => {
+    const sql = session();
+    try {
+      return await rows(sql, text);
+    } finally {
+      await sql.close();
+    }
+  };
   const LAKE_ROWS = 'SELECT count(*) FROM events$lake';
   await write(0, 100);
   await waitTiered(conn, events);
-  assert.deepEqual(await query(LAKE_ROWS), [[100n]]);
+  const first = session();
+  assert.deepEqual(await rows(first, LAKE_ROWS), [[100n]]);
 
+  const second = session();
   const before = new Map(storageStats().requests);
-  assert.deepEqual(await query(LAKE_ROWS), [[100n]]);
+  assert.deepEqual(await rows(second, LAKE_ROWS), [[100n]]);
   const asked = [...storageStats().requests].map(([op, n]) => [op, n - (before.get(op) ?? 0)]).filter(([, n]) => n !== 0);
   assert.deepEqual(asked, [['HeadObject', 1]], 'one probe for the next version: no version hint, metadata file, manifest or data file read again');
+
+  // The sessions' planned reads hold the table's data file in the cache, over its size, until both are closed.
+  assert.ok(remoteFileCache().size > 0);
+  await first.close();
+  assert.ok(remoteFileCache().size > 0, 'still held by the second session');
+  await second.close();
+  assert.equal(remoteFileCache().size, 0, 'evicted once no session holds it');
 
   // A commit of the tiering.
   await write(100, 150);
@@ -170,4 +189,5 @@ test('a new SQL session reads the lake table another session loaded, asking S3 o
   assert.equal(BigInt(expired.expiredSnapshotIds.length), (snapshots as bigint) - 1n);
   assert.deepEqual(await query(SNAPSHOTS), [[1n]]);
   assert.deepEqual(await query(LAKE_ROWS), [[150n]]);
+  assert.equal(remoteFileCache().size, 0);
 });

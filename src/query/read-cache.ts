@@ -23,6 +23,8 @@
  *                can start catching up its tail before the table's current metadata arrives.
  *
  * Each kind is bounded, the least recently used dropped first (a dropped tail's tables with it).
+ * Closing the cache releases the plans it keeps: a session that ends must close it, or their files
+ * stay pinned in the lake file cache for as long as the process runs.
  */
 import type { Table } from '../client/table.js';
 import type { TablePath } from '../common/schema.js';
@@ -80,6 +82,13 @@ export class ReadCache {
     // A plan pushed out lets its files in the lake file cache go (a plan kept holds them).
     for (const dropped of keep(this.lakePlans, key, plan, LAKE_PLANS_KEPT)) dropped.then((p) => p.release(), () => {});
     return plan;
+  }
+
+  /** Releases the plans kept (the session's DuckDB tables go with its DuckDB session). */
+  async close(): Promise<void> {
+    const plans = [...this.lakePlans.values()];
+    this.lakePlans.clear();
+    for (const plan of await Promise.allSettled(plans)) if (plan.status === 'fulfilled') plan.value.release();
   }
 
   /** The tail kept for `key`, marked as used. */

@@ -229,6 +229,11 @@ export class TableLoader {
     return { ...(plan ? { plan } : {}), reads };
   }
 
+  /** Lets go of what the loaded tables hold outside DuckDB: the lake files pinned for their reads. */
+  close(): Promise<void> {
+    return this.cache.close();
+  }
+
   /** The current lake table of a lake-enabled table. */
   async lakeTable(info: TableInfo): Promise<LakeTable> {
     return this.cache.lakeTable(await this.lakeOf(info, 'lake table'), info.tableId, info.path);
