@@ -6,10 +6,12 @@
  *   lake tables  a lake table as loaded, by lake and table id (a table's lake table is never
  *                replaced: a table created again gets a new id); reused while its version is
  *                still the current one (LakeStorage.loadTable with the one known: on an Iceberg
- *                lake one probe for the next version). Kept for the whole process, not per
- *                session: a version never changes, so every session may start from the last one
- *                any session loaded, and one that opens a session per query (the REST API, a
- *                script) still asks the warehouse only whether there is a newer version.
+ *                lake one probe for the next version), and by a union read, with no request,
+ *                while its latest tiered snapshot is the one the coordinator registered. Kept for
+ *                the whole process, not per session: a version never changes, so every session
+ *                may start from the last one any session loaded, and one that opens a session per
+ *                query (the REST API, a script) asks the warehouse at most whether there is a
+ *                newer version.
  *   lake plans   the read of a snapshot planned from one version of a lake table, by that version
  *                (LakeTable.version, which a purged and re-created namesake does not share) and the
  *                snapshot: a snapshot's files never change. A plan kept holds its remote files in
@@ -62,11 +64,24 @@ export class ReadCache {
 
   constructor(private readonly duck: DuckSession) {}
 
-  /** The lake table (its current version) of Tributary table `tableId` at `path`. */
-  async lakeTable(lake: LakeStorage, tableId: number, path: TablePath): Promise<LakeTable> {
+  /**
+   * The lake table (its current version) of Tributary table `tableId` at `path`. With
+   * `registered`, the lake snapshot registered with the coordinator, which a union read reads: a
+   * version whose latest tiered snapshot is that one serves as it is. The snapshot's files never
+   * change, and a newer version differs only in what such a read does not use (later snapshots,
+   * expired older ones, columns added after the snapshot's files were written, which read as
+   * NULL either way); the commits that move the registered snapshot, tiering's and compaction's,
+   * are registered, so a read after them loads the version that holds them.
+   */
+  async lakeTable(lake: LakeStorage, tableId: number, path: TablePath, registered?: bigint): Promise<LakeTable> {
     // Table ids are a cluster's: the lake's warehouse tells two clusters' tables apart.
     const key = `${lake.format}|${lake.warehouse}|${tableId}`;
-    const loaded = await lake.loadTable(path, lakeTables.get(key));
+    const known = lakeTables.get(key);
+    if (known && registered !== undefined && known.tieredSnapshot(tableId)?.snapshotId === registered) {
+      keep(lakeTables, key, known, LAKE_TABLES_KEPT);
+      return known;
+    }
+    const loaded = await lake.loadTable(path, known);
     keep(lakeTables, key, loaded, LAKE_TABLES_KEPT);
     return loaded;
   }
