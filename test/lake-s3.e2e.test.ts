@@ -134,6 +134,8 @@ test('the S3 server stopped for a while: hot writes go on, tiering backs off and
 });
 
 test('SQL sessions share the lake tables they load: a new one asks S3 at most for the next version, sees each new commit, and lets its files go when closed', async (t) => {
+  // The test before left the lake table of a table of the same id and name, on a warehouse of the
+  // same name (another S3 server's), in this process: it must not be taken for this one's.
   // A lake file cache of one byte keeps no file that no session holds.
   const cluster = await startCluster(t, { objectStorage: { warehouse: true }, client: { 'client.writer.batch-timeout': '2ms', 'datalake.cache.max-size': '1b' }, sql: 'tributary' });
   const { conn } = cluster;

@@ -3,8 +3,10 @@
  * table's lake snapshot stays the same (most queries between two tiering rounds) reads only what
  * is new:
  *
- *   lake tables  a lake table as loaded, by lake and table id (a table's lake table is never
- *                replaced: a table created again gets a new id); reused while its version is
+ *   lake tables  a lake table as loaded, by lake, table id and creation time (a table's lake
+ *                table is never replaced: a table created again gets a new id; a cluster started
+ *                anew, or another one on a warehouse of the same name, counts ids from 0 again,
+ *                but not at the same moment); reused while its version is
  *                still the current one (LakeStorage.loadTable with the one known: on an Iceberg
  *                lake one probe for the next version), and by a union read, with no request,
  *                while its latest tiered snapshot is the one the coordinator registered. Kept for
@@ -29,7 +31,7 @@
  * stay pinned in the lake file cache for as long as the process runs.
  */
 import type { Table } from '../client/table.js';
-import type { TablePath } from '../common/schema.js';
+import type { TableInfo } from '../common/schema.js';
 import type { LakeReadPlan, LakeStorage, LakeTable } from '../lake/lake-format.js';
 import type { DuckSession } from './duckdb/session.js';
 import type { BucketStart } from './log-reader.js';
@@ -65,7 +67,7 @@ export class ReadCache {
   constructor(private readonly duck: DuckSession) {}
 
   /**
-   * The lake table (its current version) of Tributary table `tableId` at `path`. With
+   * The lake table (its current version) of Tributary table `info`. With
    * `registered`, the lake snapshot registered with the coordinator, which a union read reads: a
    * version whose latest tiered snapshot is that one serves as it is. The snapshot's files never
    * change, and a newer version differs only in what such a read does not use (later snapshots,
@@ -73,15 +75,14 @@ export class ReadCache {
    * NULL either way); the commits that move the registered snapshot, tiering's and compaction's,
    * are registered, so a read after them loads the version that holds them.
    */
-  async lakeTable(lake: LakeStorage, tableId: number, path: TablePath, registered?: bigint): Promise<LakeTable> {
-    // Table ids are a cluster's: the lake's warehouse tells two clusters' tables apart.
-    const key = `${lake.format}|${lake.warehouse}|${tableId}`;
+  async lakeTable(lake: LakeStorage, info: TableInfo, registered?: bigint): Promise<LakeTable> {
+    const key = `${lake.format}|${lake.warehouse}|${info.tableId}|${info.createdTime}`;
     const known = lakeTables.get(key);
-    if (known && registered !== undefined && known.tieredSnapshot(tableId)?.snapshotId === registered) {
+    if (known && registered !== undefined && known.tieredSnapshot(info.tableId)?.snapshotId === registered) {
       keep(lakeTables, key, known, LAKE_TABLES_KEPT);
       return known;
     }
-    const loaded = await lake.loadTable(path, known);
+    const loaded = await lake.loadTable(info.path, known);
     keep(lakeTables, key, loaded, LAKE_TABLES_KEPT);
     return loaded;
   }

@@ -106,7 +106,7 @@ export async function loadUnionRead(read: TableRead, lake: LakeStorage): Promise
   const partitions = await partitionsToRead(read);
   const tailKey = tailKeyOf(read.name, columns, partitions);
   // A version of the lake table that holds the registered snapshot (ReadCache.lakeTable).
-  const lakeTable = (registered: bigint) => read.cache.lakeTable(lake, info.tableId, info.path, registered);
+  const lakeTable = (registered: bigint) => read.cache.lakeTable(lake, info, registered);
   // The tail kept for the read says what the log side holds.
   const planOf = (files: { filesRead: number; filesPruned: number }): UnionReadPlan => {
     const kept = read.cache.tail(tailKey)!;
@@ -236,7 +236,7 @@ async function chosenLakeSnapshot(duck: DuckSession, table: LakeTable, options: 
  * its schema (all for '*'), with data files pruned by `filters` on its column names.
  */
 export async function loadLakeRows(cache: ReadCache, duck: DuckSession, lake: LakeStorage, info: TableInfo, name: string, columns: Iterable<string> | '*', filters: readonly ColumnFilter[], options: ScanOptions): Promise<void> {
-  const table = await cache.lakeTable(lake, info.tableId, info.path);
+  const table = await cache.lakeTable(lake, info);
   const plan = await cache.lakePlan(table, await chosenLakeSnapshot(duck, table, options));
   const splits = await pruneLakeSplits(duck, plan.columns, plan.splits, filters);
   await duck.createView(name, plan.rowsSql(splits, columns === '*' ? undefined : columns));
@@ -244,7 +244,7 @@ export async function loadLakeRows(cache: ReadCache, duck: DuckSession, lake: La
 
 /** Creates `t$lake$files` as table `name`: the live files of a lake snapshot (current by default). */
 export async function loadLakeFiles(cache: ReadCache, duck: DuckSession, lake: LakeStorage, info: TableInfo, name: string, options: ScanOptions): Promise<void> {
-  const table = await cache.lakeTable(lake, info.tableId, info.path);
+  const table = await cache.lakeTable(lake, info);
   await duck.createTableAs(name, `AS ${await table.filesSql(await chosenLakeSnapshot(duck, table, options))}`);
 }
 
