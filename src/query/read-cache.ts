@@ -6,14 +6,13 @@
  *   lake tables  a lake table as loaded, by lake, table id and creation time (a table's lake
  *                table is never replaced: a table created again gets a new id; a cluster started
  *                anew, or another one on a warehouse of the same name, counts ids from 0 again,
- *                but not at the same moment); reused while its version is
- *                still the current one (LakeStorage.loadTable with the one known: on an Iceberg
- *                lake one probe for the next version), and by a union read, with no request,
- *                while its latest tiered snapshot is the one the coordinator registered. Kept for
- *                the whole process, not per session: a version never changes, so every session
- *                may start from the last one any session loaded, and one that opens a session per
- *                query (the REST API, a script) asks the warehouse at most whether there is a
- *                newer version.
+ *                but not at the same moment); reused while its version is still the current one
+ *                (LakeStorage.loadTable with the one known: on an Iceberg lake one probe for the
+ *                next version), and by a union read, with no request, while its latest tiered
+ *                snapshot is the one the coordinator registered. Kept for the whole process, not
+ *                per session: a version never changes, so every session may start from the last
+ *                one any session loaded, and one that opens a session per query (the REST API, a
+ *                script) asks the warehouse at most whether there is a newer version.
  *   lake plans   the read of a snapshot planned from one version of a lake table, by that version
  *                (LakeTable.version, which a purged and re-created namesake does not share) and the
  *                snapshot: a snapshot's files never change. A plan kept holds its remote files in
@@ -42,7 +41,7 @@ const TAILS_KEPT = 16;
 const UNION_READS_KEPT = 64;
 /** Tails named so far in this process: sessions of one DuckDB database never share a name. */
 let tailsNamed = 0;
-/** The last lake table loaded by any session, by lakeTableKey. */
+/** The last lake table any session loaded, by lake, table id and creation time (ReadCache.lakeTable). */
 const lakeTables = new Map<string, LakeTable>();
 
 /** A tail loaded into DuckDB: its tables, what it was read for, and where each bucket's rows end. */
