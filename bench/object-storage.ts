@@ -116,7 +116,9 @@ try {
     const sql = new SqlExecutor(bench.conn, duck, DATABASE);
     const start = performance.now();
     const out = await sql.execute(AGGREGATE);
-    return { ms: performance.now() - start, result: JSON.stringify(out.result!.rows, (_, v) => (typeof v === 'bigint' ? String(v) : v)) };
+    const ms = performance.now() - start;
+    await sql.close();
+    return { ms, result: JSON.stringify(out.result!.rows, (_, v) => (typeof v === 'bigint' ? String(v) : v)) };
   };
   const emptyCache = (run: number): void => configureObjectStorageFrom({ ...s3.options, 'datalake.cache.dir': path.join(scratch, `cache-${run}`) }, scratch);
   emptyCache(-1);

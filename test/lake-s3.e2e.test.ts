@@ -3,7 +3,10 @@
  * writer processes committing to the same lake table at once never lose a commit (the create-only
  * compare-and-set of the next metadata version, retried on the new one); and with the S3 server
  * stopped for a while, writes to the hot log go on, tiering fails and backs off, and once S3 is
- * back it resumes and the lake holds every row exactly once.
+ * back it resumes and the lake holds every row exactly once. And SQL sessions share the lake
+ * tables they load: a new session asks S3 only whether there is a newer version (a union read of
+ * the snapshot the version known holds, nothing), sees every commit, the tiering's and another
+ * writer's, and a closed one holds no lake file in the cache.
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -12,11 +15,14 @@ import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import type { TablePath } from '../src/client/index.js';
+import { lakeFormat } from '../src/lake/formats/index.js';
 import { FileSystemCatalog } from '../src/lake/iceberg/catalog.js';
 import { newTableMetadata } from '../src/lake/iceberg/table-metadata.js';
 import type { IcebergSchema } from '../src/lake/iceberg/types.js';
 import { startS3Server } from '../src/storage/fixtures/s3-server.js';
-import { configureObjectStorageFrom } from '../src/storage/stores.js';
+import { SqlExecutor } from '../src/query/executor.js';
+import { storageStats } from '../src/storage/storage-stats.js';
+import { configureObjectStorageFrom, remoteFileCache } from '../src/storage/stores.js';
 import { startCluster } from './support/cluster.js';
 import type { LakeCommitJob } from './support/lake-commit-child.js';
 import { readLakeTable } from './support/lake-content.js';
@@ -125,4 +131,72 @@ test('the S3 server stopped for a while: hot writes go on, tiering backs off and
   }
   assert.equal(storage.rows.length, 2);
   assert.ok(files.length > 0, 'the lake holds files');
+});
+
+test('SQL sessions share the lake tables they load: a new one asks S3 at most for the next version, sees each new commit, and lets its files go when closed', async (t) => {
+  // The test before left the lake table of a table of the same id and name, on a warehouse of the
+  // same name (another S3 server's), in this process: it must not be taken for this one's.
+  // A lake file cache of one byte keeps no file that no session holds.
+  const cluster = await startCluster(t, { objectStorage: { warehouse: true }, client: { 'client.writer.batch-timeout': '2ms', 'datalake.cache.max-size': '1b' }, sql: 'tributary' });
+  const { conn } = cluster;
+  const events: TablePath = { database: 'tributary', table: 'events' };
+  await conn.getAdmin().createTable(events, {
+    columns: [{ name: 'id', type: 'BIGINT' }],
+    properties: { 'bucket.num': '1', 'table.datalake.enabled': 'true', 'table.datalake.freshness': '300ms' },
+  });
+  const write = async (from: number, to: number): Promise<void> => {
+    const writer = await (await conn.getTable(events)).newAppend().createWriter();
+    for (let id = from; id < to; id++) await writer.append({ id: BigInt(id) });
+    await writer.close();
+  };
+  const session = (): SqlExecutor => new SqlExecutor(conn, cluster.duck, events.database);
+  const rows = async (sql: SqlExecutor, query: string): Promise<unknown[][]> => (await sql.execute(query)).result!.rows;
+  // Each query in a session of its own, as the REST API runs them.
+  const query = async (text: string): Promise<unknown[][]> => {
+    const sql = session();
+    try {
+      return await rows(sql, text);
+    } finally {
+      await sql.close();
+    }
+  };
+  const LAKE_ROWS = 'SELECT count(*) FROM events$lake';
+  const ALL_ROWS = 'SELECT count(*) FROM events';
+  const asked = (since: ReadonlyMap<string, number>): [string, number][] => [...storageStats().requests].map(([op, n]): [string, number] => [op, n - (since.get(op) ?? 0)]).filter(([, n]) => n !== 0);
+  await write(0, 100);
+  await waitTiered(conn, events);
+  const first = session();
+  assert.deepEqual(await rows(first, LAKE_ROWS), [[100n]]);
+
+  const second = session();
+  let before = new Map(storageStats().requests);
+  assert.deepEqual(await rows(second, LAKE_ROWS), [[100n]]);
+  assert.deepEqual(asked(before), [['HeadObject', 1]], 'one probe for the next version: no version hint, metadata file, manifest or data file read again');
+  // A union read reads the registered snapshot, which the version known holds: it asks S3 nothing.
+  before = new Map(storageStats().requests);
+  assert.deepEqual(await rows(second, ALL_ROWS), [[100n]]);
+  assert.deepEqual(asked(before), []);
+
+  // The sessions' planned reads hold the table's data file in the cache, over its size, until both are closed.
+  assert.ok(remoteFileCache().size > 0);
+  await first.close();
+  assert.ok(remoteFileCache().size > 0, 'still held by the second session');
+  await second.close();
+  assert.equal(remoteFileCache().size, 0, 'evicted once no session holds it');
+
+  // A commit of the tiering: the union read plans its snapshot, which only the new version holds.
+  await write(100, 150);
+  await waitTiered(conn, events);
+  assert.deepEqual(await query(ALL_ROWS), [[150n]]);
+  assert.deepEqual(await query(LAKE_ROWS), [[150n]]);
+
+  // A commit of another writer: snapshot expiry by lake maintenance.
+  const SNAPSHOTS = 'SELECT count(*) FROM events$lake$snapshots';
+  const [[snapshots]] = await query(SNAPSHOTS);
+  assert.ok((snapshots as bigint) > 1n, 'a snapshot per tiering round');
+  const expired = await lakeFormat('iceberg').open(cluster.warehouse).expireSnapshots(events, { olderThanMs: Date.now() + 1, retainLast: 1 });
+  assert.equal(BigInt(expired.expiredSnapshotIds.length), (snapshots as bigint) - 1n);
+  assert.deepEqual(await query(SNAPSHOTS), [[1n]]);
+  assert.deepEqual(await query(LAKE_ROWS), [[150n]]);
+  assert.equal(remoteFileCache().size, 0);
 });

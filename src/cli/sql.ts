@@ -85,6 +85,7 @@ export async function sql(flags: SqlFlags): Promise<number> {
     return 0;
   } finally {
     duck.close();
+    await shell.executor.close();
     await conn.close();
   }
 }

@@ -121,6 +121,15 @@ export class SqlExecutor {
   }
 
   /**
+   * Ends the session's reads: the lake files its union and lake reads pinned in the lake file
+   * cache may be evicted again. Its DuckDB session is the caller's to close, first: no statement
+   * may still read those files.
+   */
+  close(): Promise<void> {
+    return this.loader.close();
+  }
+
+  /**
    * Runs one statement (text holding more is refused with SQL_UNSUPPORTED); `origin` (its place
    * in a script) makes parse errors name script lines. `stream` runs every query as a streaming
    * query, as if it ended in EMIT CHANGES; `streamRows` answers a query's rows as `rows`, read as

@@ -166,7 +166,7 @@ export class TableLoader {
           const filters = columnFiltersOf(tree.json, lakeColumns(table.info));
           await loadLakeRows(this.cache, this.duck, lake, table.info, name, refs.columns, filters, options);
         } else if (system!.system === '$lake$files') await loadLakeFiles(this.cache, this.duck, lake, table.info, name, options);
-        else await this.duck.createTableAs(name, `AS ${(await this.cache.lakeTable(lake, table.info.tableId, table.info.path)).snapshotsSql()}`);
+        else await this.duck.createTableAs(name, `AS ${(await this.cache.lakeTable(lake, table.info)).snapshotsSql()}`);
         reads.push(describeRead(name, `lake read (${system!.shows}), from the lake's files`, undefined));
         plan = 'lake';
         continue;
@@ -229,9 +229,14 @@ export class TableLoader {
     return { ...(plan ? { plan } : {}), reads };
   }
 
+  /** Lets go of what the loaded tables hold outside DuckDB: the lake files pinned for their reads. */
+  close(): Promise<void> {
+    return this.cache.close();
+  }
+
   /** The current lake table of a lake-enabled table. */
   async lakeTable(info: TableInfo): Promise<LakeTable> {
-    return this.cache.lakeTable(await this.lakeOf(info, 'lake table'), info.tableId, info.path);
+    return this.cache.lakeTable(await this.lakeOf(info, 'lake table'), info);
   }
 
   /** The lake that a lake-enabled table is tiered into; `use` says what for. */

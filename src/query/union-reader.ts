@@ -105,25 +105,20 @@ export async function loadUnionRead(read: TableRead, lake: LakeStorage): Promise
   const columns = withPrimaryKey(info, read.columns);
   const partitions = await partitionsToRead(read);
   const tailKey = tailKeyOf(read.name, columns, partitions);
-  // So is the lake table's metadata loaded; one older than the snapshot lacks it, and the read starts over.
-  const lakeTable = () => {
-    const loaded = read.cache.lakeTable(lake, info.tableId, info.path);
-    loaded.catch(() => undefined); // awaited below, or dropped with the read
-    return loaded;
-  };
+  // A version of the lake table that holds the registered snapshot (ReadCache.lakeTable).
+  const lakeTable = (registered: bigint) => read.cache.lakeTable(lake, info, registered);
   // The tail kept for the read says what the log side holds.
   const planOf = (files: { filesRead: number; filesPruned: number }): UnionReadPlan => {
     const kept = read.cache.tail(tailKey)!;
     return { snapshotId: kept.snapshotId, ...files, log: kept.ranges.map((r) => ({ bucket: bucketKey(r), from: r.start, to: kept.ends.get(bucketKey(r)) ?? r.start })) };
   };
-  const caughtUp = await caughtUpTail(read, columns, tailKey, lakeTable());
+  const caughtUp = await caughtUpTail(read, columns, tailKey, lakeTable);
   if (caughtUp) return planOf(await createUnionView(read, columns, caughtUp.tail, caughtUp.lake));
   for (let attempt = 1; ; attempt++) {
     const last = attempt === MAX_ATTEMPTS;
     // The offsets are listed while the snapshot is asked for: the snapshot's own offsets bound what the lake holds, whatever the order.
     const listed = bucketRanges(conn, table, partitions ? { partitions } : {});
     listed.catch(() => undefined);
-    const loaded = lakeTable();
     let snapshot: LakeSnapshot;
     try {
       snapshot = await admin.getLakeSnapshot(info.path);
@@ -132,7 +127,7 @@ export async function loadUnionRead(read: TableRead, lake: LakeStorage): Promise
       throw err;
     }
     // The lake side is planned while the log side is read.
-    const planned = planLake(read.cache, loaded, snapshot.snapshotId);
+    const planned = planLake(read.cache, lakeTable(snapshot.snapshotId), snapshot.snapshotId);
     planned.catch(() => undefined); // awaited below, or dropped when the read starts over
     const lakeEnds = new Map(snapshot.bucketOffsets.map((o) => [lakeBucketKey(o), o.endOffset]));
     const ranges = (await listed).map((r) => ({ ...r, lakeEnd: lakeEnds.get(lakeBucketKey({ ...(r.partition ? { partitionId: r.partition.partitionId } : {}), bucket: r.bucket })) }));
@@ -241,7 +236,7 @@ async function chosenLakeSnapshot(duck: DuckSession, table: LakeTable, options: 
  * its schema (all for '*'), with data files pruned by `filters` on its column names.
  */
 export async function loadLakeRows(cache: ReadCache, duck: DuckSession, lake: LakeStorage, info: TableInfo, name: string, columns: Iterable<string> | '*', filters: readonly ColumnFilter[], options: ScanOptions): Promise<void> {
-  const table = await cache.lakeTable(lake, info.tableId, info.path);
+  const table = await cache.lakeTable(lake, info);
   const plan = await cache.lakePlan(table, await chosenLakeSnapshot(duck, table, options));
   const splits = await pruneLakeSplits(duck, plan.columns, plan.splits, filters);
   await duck.createView(name, plan.rowsSql(splits, columns === '*' ? undefined : columns));
@@ -249,7 +244,7 @@ export async function loadLakeRows(cache: ReadCache, duck: DuckSession, lake: La
 
 /** Creates `t$lake$files` as table `name`: the live files of a lake snapshot (current by default). */
 export async function loadLakeFiles(cache: ReadCache, duck: DuckSession, lake: LakeStorage, info: TableInfo, name: string, options: ScanOptions): Promise<void> {
-  const table = await cache.lakeTable(lake, info.tableId, info.path);
+  const table = await cache.lakeTable(lake, info);
   await duck.createTableAs(name, `AS ${await table.filesSql(await chosenLakeSnapshot(duck, table, options))}`);
 }
 
@@ -328,13 +323,13 @@ async function catchUp(read: TableRead, columns: string[], key: string): Promise
  * one when it was made for the same tail and table version), when the registered lake snapshot is
  * still the one it was read for. Undefined, nothing changed, otherwise.
  */
-async function caughtUpTail(read: TableRead, columns: string[], key: string, loaded: Promise<LakeTable>): Promise<{ tail: string; lake: LakeReadPlan } | undefined> {
+async function caughtUpTail(read: TableRead, columns: string[], key: string, lakeTable: (registered: bigint) => Promise<LakeTable>): Promise<{ tail: string; lake: LakeReadPlan } | undefined> {
   const { info } = read.table;
   let caught = await read.speculated?.catch(() => undefined);
   const current = caught && caught.key === key && caught.kept === read.cache.tail(key) && caught.kept.tableId === info.tableId && caught.kept.schemaId === info.schemaId;
   if (!current) caught = await catchUp(read, columns, key);
   if (!caught || caught.snapshotId !== caught.kept.snapshotId) return undefined;
-  const planned = planLake(read.cache, loaded, caught.kept.snapshotId);
+  const planned = planLake(read.cache, lakeTable(caught.kept.snapshotId), caught.kept.snapshotId);
   planned.catch(() => undefined);
   await appendTail(read, key, caught.kept, caught.tail);
   return { tail: caught.kept.tables[0], lake: await planned };

@@ -239,6 +239,7 @@ export class TestCluster {
   async stop(): Promise<void> {
     this.session?.close();
     this.session = undefined;
+    await this.executor?.close();
     this.executor = undefined;
     await this.connection?.close();
     this.connection = undefined;

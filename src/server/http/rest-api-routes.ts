@@ -184,6 +184,7 @@ export function restApiRoutes(conn: Connection, lake: LakeStorage, limits: SqlLi
       }
       running++;
       let duck: DuckSession | undefined;
+      let executor: SqlExecutor | undefined;
       let clientGone = false;
       // A client that goes away takes its statement with it.
       const gone = (): void => {
@@ -196,7 +197,8 @@ export function restApiRoutes(conn: Connection, lake: LakeStorage, limits: SqlLi
         // A session per request: queries load the tables they read into it, and requests run concurrently.
         const session = (duck = await DuckSession.create(limits.session));
         if (clientGone) session.cancel(CLIENT_GONE);
-        const out = await session.bounded(timeoutMs, () => new SqlExecutor(conn, session, database).execute(sql));
+        executor = new SqlExecutor(conn, session, database);
+        const out = await session.bounded(timeoutMs, () => executor!.execute(sql));
         if (!out.result) return { message: out.message ?? '' };
         if (req.headers.accept?.includes(ARROW_STREAM)) {
           const stream = resultArrowStream(out.result);
@@ -207,6 +209,7 @@ export function restApiRoutes(conn: Connection, lake: LakeStorage, limits: SqlLi
         reply.raw.off('close', gone);
         running--;
         duck?.close();
+        await executor?.close();
       }
     });
   };
