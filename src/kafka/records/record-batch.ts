@@ -165,18 +165,29 @@ export interface NewKafkaBatch {
 
 /** Encodes a batch of consecutive offsets (the CRC computed over the finished bytes). */
 export function encodeBatch(b: NewKafkaBatch): Buffer {
+  return encodeBatchWithin(b, Number.POSITIVE_INFINITY, true)!;
+}
+
+/**
+ * Encodes the first records of `b` whose batch fits in `maxBytes` (uncompressed, so the size is
+ * known as each record is added): all when they fit, at least one when `atLeastOne`, undefined
+ * when not even one fits. Its record count says how many it holds.
+ */
+export function encodeBatchWithin(b: NewKafkaBatch, maxBytes: number, atLeastOne: boolean): Buffer | undefined {
   const records = b.records;
   let baseTimestamp = records.length > 0 ? records[0].timestamp : -1n;
+  for (const rec of records) if (rec.timestamp < baseTimestamp) baseTimestamp = rec.timestamp;
   let maxTimestamp = baseTimestamp;
-  for (const rec of records) {
-    if (rec.timestamp < baseTimestamp) baseTimestamp = rec.timestamp;
-    if (rec.timestamp > maxTimestamp) maxTimestamp = rec.timestamp;
-  }
-  const body = new Writer(records.length * 64 + 16);
+  const codec = b.codec ?? Codec.NONE;
+  const bounded = maxBytes !== Number.POSITIVE_INFINITY;
+  if (bounded && codec !== Codec.NONE) throw new RangeError('a size-bounded batch is not compressed');
+  const body = new Writer(bounded ? Math.min(records.length * 64 + 16, maxBytes) : records.length * 64 + 16);
   const one = new Writer(256);
-  records.forEach((rec, i) => {
+  let count = 0;
+  for (; count < records.length; count++) {
+    const rec = records[count];
     one.pos = 0;
-    one.int8(0).varlong(rec.timestamp - baseTimestamp).varint(i);
+    one.int8(0).varlong(rec.timestamp - baseTimestamp).varint(count);
     writeVarBytes(one, rec.key);
     writeVarBytes(one, rec.value);
     const headers = rec.headers ?? [];
@@ -186,9 +197,15 @@ export function encodeBatch(b: NewKafkaBatch): Buffer {
       writeVarBytes(one, h.value);
     }
     const bytes = one.finish();
+    const before = body.pos;
     body.varint(bytes.length).raw(bytes);
-  });
-  const codec = b.codec ?? Codec.NONE;
+    if (BATCH_HEADER_SIZE + body.pos > maxBytes && (count > 0 || !atLeastOne)) {
+      body.pos = before;
+      break;
+    }
+    if (rec.timestamp > maxTimestamp) maxTimestamp = rec.timestamp;
+  }
+  if (count === 0 && records.length > 0) return undefined;
   const payload = compressRecords(codec, body.finish());
   const out = Buffer.allocUnsafe(BATCH_HEADER_SIZE + payload.length);
   out.writeBigInt64BE(b.baseOffset, 0);
@@ -196,16 +213,21 @@ export function encodeBatch(b: NewKafkaBatch): Buffer {
   out.writeInt32BE(b.partitionLeaderEpoch ?? -1, 12);
   out.writeInt8(2, 16);
   out.writeInt16BE(codec, 21);
-  out.writeInt32BE(Math.max(0, records.length - 1), 23);
+  out.writeInt32BE(Math.max(0, count - 1), 23);
   out.writeBigInt64BE(baseTimestamp, 27);
   out.writeBigInt64BE(maxTimestamp, 35);
   out.writeBigInt64BE(b.producerId ?? -1n, 43);
   out.writeInt16BE(b.producerEpoch ?? -1, 51);
   out.writeInt32BE(b.baseSequence ?? -1, 53);
-  out.writeInt32BE(records.length, 57);
+  out.writeInt32BE(count, 57);
   out.set(payload, BATCH_HEADER_SIZE);
   out.writeUInt32BE(crc32c(out.subarray(CRC_FROM)), CRC_AT);
   return out;
+}
+
+/** How many records a batch from encodeBatch holds. */
+export function batchRecordCount(batch: Buffer): number {
+  return batch.readInt32BE(57);
 }
 
 function writeVarBytes(w: Writer, v: Uint8Array | null): void {
