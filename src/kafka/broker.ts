@@ -4,12 +4,14 @@
  * `kafka.database` (topic-mapping.ts); partition errors travel inside responses as Kafka's codes.
  */
 import type * as arrow from 'apache-arrow';
+import { tableOption } from '../common/config.js';
 import { ErrorCodes, errorNameOf, TributaryError } from '../common/errors.js';
 import { schemaFromJson, type Schema, type TableInfo, tableInfoFromJson } from '../common/schema.js';
 import { ApiKeys } from '../rpc/api-keys.js';
 import { toArrowSchema } from '../record/arrow-schema.js';
 import { ColumnBatchBuilder } from '../record/column-batch-builder.js';
 import { decodeArrowPayload, encodeArrowPayload } from '../record/arrow-payload.js';
+import type { ArrowCompression } from '../record/compression.js';
 import { buildLogBatch, logBatchPayload, readLogBatchHeader, splitLogBatches } from '../record/log-batch.js';
 import type { KafkaBrokerNode, LakeHistory, LakeRun, TributaryBackend } from './backend.js';
 import { FetchBudget, type PartitionBudget } from './fetch-budget.js';
@@ -367,7 +369,8 @@ export class KafkaBroker {
     if (records === null || records.length === 0) throw new TributaryError('CORRUPT_MESSAGE', 'the partition has no record batch');
     const out: Buffer[] = [];
     const builder = new ColumnBatchBuilder(topic.table.schema);
-    const compression = (topic.table.properties['table.log.arrow.compression.type'] ?? 'ZSTD') as 'ZSTD' | 'LZ4_FRAME' | 'NONE';
+    const compression = tableOption(topic.table.properties, 'table.log.arrow.compression.type') as ArrowCompression;
+    const zstdLevel = Number(tableOption(topic.table.properties, 'table.log.arrow.compression.zstd.level'));
     for (const raw of splitBatches(records)) {
       const batch = decodeBatch(raw, this.options.maxBatchBytes);
       if (batch.transactional || batch.control) throw new TributaryError('INVALID_ARGUMENT', 'transactional and control batches are not supported');
@@ -379,7 +382,7 @@ export class KafkaBroker {
           schemaId: topic.table.schemaId,
           appendOnly: true,
           recordCount: batch.records.length,
-          payload: encodeArrowPayload(builder.build(), compression),
+          payload: encodeArrowPayload(builder.build(), compression, zstdLevel),
           ...(idempotent ? { writerId: batch.producerId, batchSequence: (batch.baseSequence + batch.records.length - 1) % 2 ** 31, recordSequences: true } : {}),
         }),
       );

@@ -28,6 +28,9 @@ export class KafkaDecodeError extends Error {
 
 const textDecoder = new TextDecoder('utf-8', { fatal: false });
 
+/** The values of the one-byte varlongs, by their byte: no BigInt made for a small timestamp delta. */
+const ONE_BYTE_VARLONGS: readonly bigint[] = Array.from({ length: 0x80 }, (_, b) => BigInt(b % 2 === 0 ? b / 2 : -(b + 1) / 2));
+
 export class Reader {
   pos: number;
 
@@ -76,6 +79,12 @@ export class Reader {
   }
 
   uvarint(): number {
+    // One byte is the common case: record lengths and deltas, small counts.
+    const first = this.buf[this.pos];
+    if (first < 0x80 && this.pos < this.end) {
+      this.pos++;
+      return first;
+    }
     let value = 0;
     for (let shift = 0; shift < 35; shift += 7) {
       const b = this.buf[this.need(1)];
@@ -94,6 +103,11 @@ export class Reader {
   }
 
   varlong(): bigint {
+    const first = this.buf[this.pos];
+    if (first < 0x80 && this.pos < this.end) {
+      this.pos++;
+      return ONE_BYTE_VARLONGS[first];
+    }
     let value = 0n;
     for (let shift = 0n; shift < 70n; shift += 7n) {
       const b = this.buf[this.need(1)];

@@ -112,36 +112,40 @@ export function decodeBatch(batch: Buffer, maxBytes: number): KafkaBatch {
   const body = decompressRecords(codec, batch.subarray(BATCH_HEADER_SIZE), maxBytes);
   if (recordCount > body.length) throw new CorruptBatchError(`${recordCount} records in ${body.length} bytes`);
   const r = new Reader(body);
-  const records: KafkaRecord[] = [];
-  for (let i = 0; i < recordCount; i++) records.push(readRecord(r, head.baseTimestamp));
+  const records: KafkaRecord[] = new Array(recordCount);
+  for (let i = 0; i < recordCount; i++) records[i] = readRecord(r, head.baseTimestamp, i);
   if (r.remaining !== 0) throw new CorruptBatchError(`${r.remaining} bytes after the last of ${recordCount} records`);
-  records.forEach((rec, i) => {
-    if (rec.offsetDelta !== i) throw new CorruptBatchError(`record ${i} has offset delta ${rec.offsetDelta}`);
-  });
   if (recordCount > 0 && head.lastOffsetDelta !== recordCount - 1) throw new CorruptBatchError(`last offset delta ${head.lastOffsetDelta} with ${recordCount} records`);
   return { ...head, records };
 }
 
-function readRecord(r: Reader, baseTimestamp: bigint): KafkaRecord {
+/** The headers of a record without any: one array shared by all of them, never written to. */
+const NO_HEADERS: KafkaHeader[] = Object.freeze([]) as unknown as KafkaHeader[];
+
+/** Record `index` of a batch, read from the batch's reader (no reader of its own: one per record cost more than the record). */
+function readRecord(r: Reader, baseTimestamp: bigint, index: number): KafkaRecord {
   const length = r.varint();
   if (length < 0 || length > r.remaining) throw new CorruptBatchError(`record length ${length} with ${r.remaining} bytes left`);
   const end = r.pos + length;
-  const rr = new Reader(r.buf, r.pos, end);
-  r.pos = end;
-  rr.int8();
-  const timestamp = baseTimestamp + rr.varlong();
-  const offsetDelta = rr.varint();
-  const key = varBytes(rr);
-  const value = varBytes(rr);
-  const count = rr.varint();
-  if (count < 0 || count > rr.remaining) throw new CorruptBatchError(`header count ${count}`);
-  const headers: KafkaHeader[] = [];
-  for (let i = 0; i < count; i++) {
-    const k = varBytes(rr);
-    if (k === null) throw new CorruptBatchError('header with a null key');
-    headers.push({ key: k.toString('utf8'), value: varBytes(rr) });
+  r.int8();
+  const delta = r.varlong();
+  const timestamp = delta === 0n ? baseTimestamp : baseTimestamp + delta;
+  const offsetDelta = r.varint();
+  if (offsetDelta !== index) throw new CorruptBatchError(`record ${index} has offset delta ${offsetDelta}`);
+  const key = varBytes(r);
+  const value = varBytes(r);
+  const count = r.varint();
+  if (count < 0 || count > end - r.pos) throw new CorruptBatchError(`header count ${count}`);
+  let headers = NO_HEADERS;
+  if (count > 0) {
+    headers = new Array<KafkaHeader>(count);
+    for (let i = 0; i < count; i++) {
+      const k = varBytes(r);
+      if (k === null) throw new CorruptBatchError('header with a null key');
+      headers[i] = { key: k.toString('utf8'), value: varBytes(r) };
+    }
   }
-  if (rr.remaining !== 0) throw new CorruptBatchError(`${rr.remaining} bytes left in a record`);
+  if (r.pos !== end) throw new CorruptBatchError(`record ${index} declares ${length} bytes, its fields take ${length + r.pos - end}`);
   return { offsetDelta, timestamp, key, value, headers };
 }
 
