@@ -79,20 +79,21 @@ export class Reader {
   }
 
   uvarint(): number {
-    // One byte is the common case: record lengths and deltas, small counts.
-    const first = this.buf[this.pos];
-    if (first < 0x80 && this.pos < this.end) {
-      this.pos++;
-      return first;
-    }
+    // Bytes read in place, without need() per byte: record lengths and deltas are read per record.
+    const buf = this.buf;
+    let pos = this.pos;
     let value = 0;
-    for (let shift = 0; shift < 35; shift += 7) {
-      const b = this.buf[this.need(1)];
-      value += (b & 0x7f) * 2 ** shift;
-      if ((b & 0x80) === 0) {
+    let scale = 1;
+    for (let i = 0; i < 5; i++) {
+      if (pos >= this.end) throw new KafkaDecodeError(`varint cut off at position ${pos}`);
+      const b = buf[pos++];
+      value += (b & 0x7f) * scale;
+      if (b < 0x80) {
         if (value > 0xffffffff) throw new KafkaDecodeError('unsigned varint out of range');
+        this.pos = pos;
         return value;
       }
+      scale *= 0x80;
     }
     throw new KafkaDecodeError('unsigned varint longer than 5 bytes');
   }
