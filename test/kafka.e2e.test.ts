@@ -56,6 +56,38 @@ describe('Kafka listener', () => {
     for (const row of rows) assert.ok(kcatTimestamps.has(Date.parse(String(row.timestamp))), `timestamp ${String(row.timestamp)} is one kcat read`);
   });
 
+  it('a consumer\'s small fetch limits hold in the Kafka bytes sent: kcat with a 30 kB receive limit reads large, well-compressed values exactly', async () => {
+    // 8 kB values that compress to little: the log stores a few kB for what is 2.4 MB on the wire.
+    const values = Array.from({ length: 300 }, (_, i) => `${i}:`.padEnd(8000, 'abcdefgh'));
+    await kcat(['-b', server.kafka, '-P', '-t', 'wide', '-p', '0'], values.join('\n') + '\n');
+    const limits = ['-X', 'message.max.bytes=30000', '-X', 'fetch.max.bytes=30000', '-X', 'max.partition.fetch.bytes=30000', '-X', 'receive.message.max.bytes=31000'];
+    const out = await kcat(['-b', server.kafka, '-C', '-t', 'wide', '-p', '0', '-o', 'beginning', '-e', '-q', ...limits, '-f', '%o|%s\\n']);
+    assert.deepEqual(out.trim().split('\n'), values.map((v, i) => `${i}|${v}`));
+  });
+
+  it('pipelined Produce requests are answered in order, and each partition keeps the order its batches were sent in', async () => {
+    const c = await RawKafka.connect(server.kafka);
+    await c.request(Metadata, 4, { topics: [{ name: 'pipelined' }], allowAutoTopicCreation: true });
+    const produce = (partition: number, value: string) => ({
+      api: Produce,
+      version: 7,
+      body: { transactionalId: null, acks: -1, timeoutMs: 5000, topics: [{ name: 'pipelined', partitions: [{ partitionIndex: partition, records: encodeBatch({ baseOffset: 0n, records: [{ timestamp: 1n, key: null, value: Buffer.from(value) }] }) }] }] },
+    });
+    // Runs of one partition, then alternating ones, and a Metadata request among them.
+    const partitions = [0, 0, 0, 1, 0, 1, 0, 1, 1, 1, 0, 1];
+    const requests: { api: typeof Produce | typeof Metadata; version: number; body: object }[] = partitions.map((p, i) => produce(p, `v${i}`));
+    requests.splice(6, 0, { api: Metadata, version: 4, body: { topics: [{ name: 'pipelined' }], allowAutoTopicCreation: false } });
+    const answers = await c.pipelined<ProduceResponse | MetadataResponse>(requests);
+    c.close();
+    const produced = answers.filter((a): a is ProduceResponse => 'responses' in a).map((a) => a.responses[0].partitions[0]);
+    const next = [0n, 0n];
+    produced.forEach((answer, i) => assert.deepEqual([answer.errorCode, answer.baseOffset], [0, next[partitions[i]]++], `request ${i}`));
+    for (const p of [0, 1]) {
+      const out = await kcat(['-b', server.kafka, '-C', '-t', 'pipelined', '-p', String(p), '-o', 'beginning', '-e', '-q', '-f', '%s\\n']);
+      assert.deepEqual(out.trim().split('\n'), partitions.flatMap((q, i) => (q === p ? [`v${i}`] : [])));
+    }
+  });
+
   it('kafkajs: admin creates a topic, an idempotent producer writes it, kcat reads what it wrote', async () => {
     const kafka = new Kafka({ brokers: [server.kafka], logLevel: logLevel.NOTHING });
     const admin = kafka.admin();

@@ -4,14 +4,17 @@
  * `kafka.database` (topic-mapping.ts); partition errors travel inside responses as Kafka's codes.
  */
 import type * as arrow from 'apache-arrow';
+import { tableOption } from '../common/config.js';
 import { ErrorCodes, errorNameOf, TributaryError } from '../common/errors.js';
 import { schemaFromJson, type Schema, type TableInfo, tableInfoFromJson } from '../common/schema.js';
 import { ApiKeys } from '../rpc/api-keys.js';
 import { toArrowSchema } from '../record/arrow-schema.js';
 import { ColumnBatchBuilder } from '../record/column-batch-builder.js';
 import { decodeArrowPayload, encodeArrowPayload } from '../record/arrow-payload.js';
+import type { ArrowCompression } from '../record/compression.js';
 import { buildLogBatch, logBatchPayload, readLogBatchHeader, splitLogBatches } from '../record/log-batch.js';
 import type { KafkaBrokerNode, LakeHistory, LakeRun, TributaryBackend } from './backend.js';
+import { FetchBudget, type PartitionBudget } from './fetch-budget.js';
 import { LakeFetch } from './lake-fetch.js';
 import { KafkaErrors, kafkaErrorOf } from './protocol/error-codes.js';
 import { KAFKA_APIS } from './protocol/apis/index.js';
@@ -25,7 +28,7 @@ import type { InitProducerIdRequest, InitProducerIdResponse } from './protocol/a
 import { EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, type ListOffsetsRequest, type ListOffsetsResponse } from './protocol/apis/list-offsets.js';
 import type { MetadataRequest, MetadataResponse, MetadataTopic } from './protocol/apis/metadata.js';
 import type { ProducePartitionResponse, ProduceRequest, ProduceResponse } from './protocol/apis/produce.js';
-import { decodeBatch, encodeBatch, splitBatches } from './records/record-batch.js';
+import { decodeBatch, splitBatches } from './records/record-batch.js';
 import { CompressionError } from './records/compression.js';
 import { KafkaDecodeError } from './protocol/primitives.js';
 import { GroupCoordinator, type GroupCoordinatorOptions } from './groups/group-coordinator.js';
@@ -35,7 +38,7 @@ export interface KafkaBrokerOptions {
   database: string;
   autoCreateTopics: boolean;
   defaultPartitions: number;
-  /** Most record bytes of one Fetch response (`kafka.fetch.max-bytes`). */
+  /** Most Kafka record batch bytes of one Fetch response (`kafka.fetch.max-bytes`). */
   fetchMaxBytes: number;
   /** Lake reads kept open between fetches below lake-enabled topics' log start (`kafka.fetch.lake-cursors`). */
   lakeCursors: number;
@@ -50,6 +53,14 @@ export interface KafkaBrokerOptions {
   clusterId: string;
   /** The consumer groups' limits and timers (groups/group-coordinator.ts). */
   groups: Omit<GroupCoordinatorOptions, 'database' | 'nodeId' | 'brokers' | 'partitionsOf'>;
+}
+
+/** What FetchLog answered for one bucket. */
+interface FetchedBucket {
+  highWatermark: bigint;
+  logStartOffset: bigint;
+  errorCode?: number;
+  records: Uint8Array;
 }
 
 interface Topic {
@@ -358,7 +369,8 @@ export class KafkaBroker {
     if (records === null || records.length === 0) throw new TributaryError('CORRUPT_MESSAGE', 'the partition has no record batch');
     const out: Buffer[] = [];
     const builder = new ColumnBatchBuilder(topic.table.schema);
-    const compression = (topic.table.properties['table.log.arrow.compression.type'] ?? 'ZSTD') as 'ZSTD' | 'LZ4_FRAME' | 'NONE';
+    const compression = tableOption(topic.table.properties, 'table.log.arrow.compression.type') as ArrowCompression;
+    const zstdLevel = Number(tableOption(topic.table.properties, 'table.log.arrow.compression.zstd.level'));
     for (const raw of splitBatches(records)) {
       const batch = decodeBatch(raw, this.options.maxBatchBytes);
       if (batch.transactional || batch.control) throw new TributaryError('INVALID_ARGUMENT', 'transactional and control batches are not supported');
@@ -370,7 +382,7 @@ export class KafkaBroker {
           schemaId: topic.table.schemaId,
           appendOnly: true,
           recordCount: batch.records.length,
-          payload: encodeArrowPayload(builder.build(), compression),
+          payload: encodeArrowPayload(builder.build(), compression, zstdLevel),
           ...(idempotent ? { writerId: batch.producerId, batchSequence: (batch.baseSequence + batch.records.length - 1) % 2 ** 31, recordSequences: true } : {}),
         }),
       );
@@ -433,7 +445,8 @@ export class KafkaBroker {
       }),
     );
     const readable = resolved.filter((r): r is { t: FetchRequest['topics'][number]; topic: Topic; error: undefined } => r.topic !== undefined);
-    const byTable = new Map<string, Map<number, { highWatermark: bigint; logStartOffset: bigint; errorCode?: number; records: Uint8Array }>>();
+    /** FetchLog's answers of the readable topics, in order, by partition. */
+    const byTopic: Map<number, FetchedBucket>[] = [];
     const maxBytes = Math.min(req.maxBytes > 0 ? req.maxBytes : this.options.fetchMaxBytes, this.options.fetchMaxBytes);
     if (readable.length > 0) {
       const resp = await this.backend.call(ApiKeys.FetchLog, {
@@ -446,56 +459,40 @@ export class KafkaBroker {
           bucketsReq: t.partitions.map((p) => ({ bucketId: p.partition, fetchOffset: p.fetchOffset, maxFetchBytes: p.partitionMaxBytes })),
         })),
       });
-      resp.tablesResp.forEach((tr, i) => {
-        const m = new Map();
-        for (const b of tr.bucketsResp) m.set(b.bucketId, b);
-        byTable.set(`${i}`, m);
-      });
+      for (const tr of resp.tablesResp) byTopic.push(new Map(tr.bucketsResp.map((b) => [b.bucketId, b])));
     }
-    // Lake reads, one at a time, take what the log reads left of the request's limit.
-    let sent = 0;
-    for (const m of byTable.values()) for (const b of m.values()) sent += b.records?.length ?? 0;
-    let lakeTurn: Promise<unknown> = Promise.resolve();
+    // Partitions take their share of the response in request order (fetch-budget.ts).
+    const budget = new FetchBudget(maxBytes);
+    const responses: FetchResponse['responses'] = [];
     let next = 0;
-    const responses = await Promise.all(
-      resolved.map(async (r) => {
-        if (!r.topic) {
-          return { topic: r.t.topic, partitions: r.t.partitions.map((p) => fetchPartition(p.partition, kafkaFailure(r.error).errorCode)) };
-        }
-        const topic = r.topic;
-        const answers = byTable.get(`${next++}`)!;
-        const partitions = await Promise.all(
-          r.t.partitions.map(async (p) => {
-            const b = answers.get(p.partition);
-            if (!b) return fetchPartition(p.partition, KafkaErrors.UNKNOWN_TOPIC_OR_PARTITION);
-            if (b.errorCode === OFFSET_OUT_OF_RANGE && LakeFetch.enabledFor(topic.table)) {
-              const turn = lakeTurn.then(async () => {
-                const limit = Math.min(p.partitionMaxBytes > 0 ? p.partitionMaxBytes : maxBytes, maxBytes - sent);
-                const answer = await this.fetchFromLake(topic, p.partition, p.fetchOffset, sent > 0 ? limit : Math.max(1, limit));
-                sent += answer?.records?.length ?? 0;
-                return answer;
-              });
-              lakeTurn = turn.catch(() => undefined);
-              try {
-                const answer = await turn;
-                if (answer) return answer;
-              } catch (err) {
-                return fetchPartition(p.partition, kafkaFailure(err).errorCode);
-              }
-            }
-            if (b.errorCode !== undefined) return { ...fetchPartition(p.partition, KafkaErrors[kafkaErrorOf(errorNameOf(b.errorCode))]), highWatermark: b.highWatermark, logStartOffset: b.logStartOffset };
-            try {
-              const records = await this.toKafkaBatches(topic, Buffer.from(b.records.buffer, b.records.byteOffset, b.records.byteLength));
-              return { ...fetchPartition(p.partition, 0), highWatermark: b.highWatermark, lastStableOffset: b.highWatermark, logStartOffset: b.logStartOffset, records };
-            } catch (err) {
-              return fetchPartition(p.partition, kafkaFailure(err).errorCode);
-            }
-          }),
-        );
-        return { topic: r.t.topic, partitions };
-      }),
-    );
+    for (const r of resolved) {
+      if (!r.topic) {
+        responses.push({ topic: r.t.topic, partitions: r.t.partitions.map((p) => fetchPartition(p.partition, kafkaFailure(r.error).errorCode)) });
+        continue;
+      }
+      const topic = r.topic;
+      const answers = byTopic[next++];
+      const partitions: FetchPartitionResponse[] = [];
+      for (const p of r.t.partitions) partitions.push(await this.answerPartition(topic, p, answers.get(p.partition), budget.partition(p.partitionMaxBytes)));
+      responses.push({ topic: r.t.topic, partitions });
+    }
     return { throttleTimeMs: 0, errorCode: 0, sessionId: 0, responses };
+  }
+
+  /** One partition's answer from what FetchLog read of it (`b`), the records within `budget`. */
+  private async answerPartition(topic: Topic, p: FetchRequest['topics'][number]['partitions'][number], b: FetchedBucket | undefined, budget: PartitionBudget): Promise<FetchPartitionResponse> {
+    if (!b) return fetchPartition(p.partition, KafkaErrors.UNKNOWN_TOPIC_OR_PARTITION);
+    try {
+      if (b.errorCode === OFFSET_OUT_OF_RANGE && LakeFetch.enabledFor(topic.table)) {
+        const answer = await this.fetchFromLake(topic, p.partition, p.fetchOffset, budget);
+        if (answer) return answer;
+      }
+      if (b.errorCode !== undefined) return { ...fetchPartition(p.partition, KafkaErrors[kafkaErrorOf(errorNameOf(b.errorCode))]), highWatermark: b.highWatermark, logStartOffset: b.logStartOffset };
+      await this.toKafkaBatches(topic, b.records, p.fetchOffset, budget);
+      return { ...fetchPartition(p.partition, 0), highWatermark: b.highWatermark, lastStableOffset: b.highWatermark, logStartOffset: b.logStartOffset, records: budget.records() };
+    } catch (err) {
+      return fetchPartition(p.partition, kafkaFailure(err).errorCode);
+    }
   }
 
   /**
@@ -503,41 +500,46 @@ export class KafkaBroker {
    * or, when the lake has none there, the log from where the lake ends. Undefined when the lake
    * does not hold `offset` either.
    */
-  private async fetchFromLake(topic: Topic, bucket: number, offset: bigint, maxBytes: number): Promise<FetchPartitionResponse | undefined> {
-    const encode = (run: LakeRun): Buffer =>
-      encodeBatch({ baseOffset: run.baseOffset, partitionLeaderEpoch: -1, records: topic.mapping.records(run.batch, topic.table.schema, BigInt(run.timestamp)) });
-    const read = maxBytes > 0 ? await this.lake.read(topic.table, bucket, offset, maxBytes, encode) : { records: Buffer.alloc(0), endOffset: offset };
+  private async fetchFromLake(topic: Topic, bucket: number, offset: bigint, budget: PartitionBudget): Promise<FetchPartitionResponse | undefined> {
+    const read = await this.lake.read(topic.table, bucket, offset, budget, (run) => topic.mapping.records(run.batch, topic.table.schema, BigInt(run.timestamp)));
     if (!read) return undefined;
-    const answer = (records: Buffer, highWatermark: bigint): FetchPartitionResponse => ({ ...fetchPartition(bucket, 0), highWatermark, lastStableOffset: highWatermark, logStartOffset: 0n, records });
+    const answer = (highWatermark: bigint): FetchPartitionResponse => ({ ...fetchPartition(bucket, 0), highWatermark, lastStableOffset: highWatermark, logStartOffset: 0n, records: budget.records() });
     const tableId = BigInt(topic.table.tableId);
-    if (read.records.length > 0 || maxBytes <= 0) {
+    if (budget.sent || budget.full) {
       const latest = (await this.backend.call(ApiKeys.ListOffsets, { followerServerId: -1, offsetType: OFFSET_LATEST, tableId, bucketId: [bucket] })).bucketsResp[0];
       if (latest.errorCode !== undefined) return fetchPartition(bucket, KafkaErrors[kafkaErrorOf(errorNameOf(latest.errorCode))]);
-      return answer(read.records, latest.offset);
+      return answer(latest.offset);
     }
+    const room = budget.room;
     const resp = await this.backend.call(ApiKeys.FetchLog, {
       followerServerId: -1,
-      maxBytes,
+      maxBytes: room,
       minBytes: 0,
       maxWaitMs: 0,
-      tablesReq: [{ tableId, bucketsReq: [{ bucketId: bucket, fetchOffset: read.endOffset, maxFetchBytes: maxBytes }] }],
+      tablesReq: [{ tableId, bucketsReq: [{ bucketId: bucket, fetchOffset: read.endOffset, maxFetchBytes: room }] }],
     });
     const b = resp.tablesResp[0].bucketsResp[0];
     if (b.errorCode !== undefined) return { ...fetchPartition(bucket, KafkaErrors[kafkaErrorOf(errorNameOf(b.errorCode))]), highWatermark: b.highWatermark };
-    return answer(await this.toKafkaBatches(topic, Buffer.from(b.records.buffer, b.records.byteOffset, b.records.byteLength)), b.highWatermark);
+    await this.toKafkaBatches(topic, b.records, read.endOffset, budget);
+    return answer(b.highWatermark);
   }
 
-  /** Log batches as Kafka batches, each keeping its base offset (Kafka offset = log offset). */
-  private async toKafkaBatches(topic: Topic, records: Buffer): Promise<Buffer> {
-    const out: Buffer[] = [];
-    for (const stored of splitLogBatches(records)) {
+  /**
+   * Adds the log batches' records from `from` to `budget` as Kafka batches, each at its log offset
+   * (Kafka offset = log offset). Rows below `from` are left out: a fetch may start inside a stored
+   * batch that an earlier fetch cut. Batches past what the budget takes are not decoded.
+   */
+  private async toKafkaBatches(topic: Topic, records: Uint8Array, from: bigint, budget: PartitionBudget): Promise<void> {
+    for (const stored of splitLogBatches(Buffer.from(records.buffer, records.byteOffset, records.byteLength))) {
+      if (budget.full) return;
       const h = readLogBatchHeader(stored);
-      if (!h.appendOnly) continue;
+      const skip = from > h.baseOffset ? Number(from - h.baseOffset) : 0;
+      if (!h.appendOnly || skip > h.lastOffsetDelta) continue;
       const { schema, arrow: arrowSchema } = await this.schemaOf(topic.table, h.schemaId);
       const batch = decodeArrowPayload(arrowSchema, logBatchPayload(stored));
-      out.push(encodeBatch({ baseOffset: h.baseOffset, partitionLeaderEpoch: h.leaderEpoch, records: topic.mapping.records(batch, schema, h.commitTimestamp) }));
+      const rows = skip > 0 ? batch.slice(skip) : batch;
+      budget.add({ baseOffset: h.baseOffset + BigInt(skip), partitionLeaderEpoch: h.leaderEpoch, records: topic.mapping.records(rows, schema, h.commitTimestamp) });
     }
-    return out.length === 1 ? out[0] : Buffer.concat(out);
   }
 }
 

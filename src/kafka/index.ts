@@ -95,6 +95,7 @@ export async function startKafkaListener(
     host: listen.host,
     port: listen.port,
     maxFrameBytes: options.bytes('rpc.max-frame-size'),
+    maxProducesInFlight: options.int('kafka.produce.max-in-flight'),
     idleTimeoutMs: options.durationMs('netty.connection.max-idle-time'),
     logger: log,
   });

@@ -5,15 +5,17 @@
  * the first offset the lake does not hold, where the log continues: no gap, and the Kafka offset
  * stays the log offset.
  *
- * A read is bounded as a log read is: up to `maxBytes` of Kafka batches, but at least the first
- * batch found. A lake run (consecutive offsets, one commit time) becomes one Kafka batch, split
- * into slices of as many rows as fit when it is larger. The lake is read one file group at a time,
- * so each partition's read stays open between fetches (at most `maxCursors`, the least recently
- * used dropped): a consumer's next Fetch starts where the last one stopped.
+ * A read is bounded as a log read is, by the response's fetch budget (fetch-budget.ts): a lake run
+ * (consecutive offsets, one commit time) becomes one Kafka batch, cut to the rows that fit, the
+ * rest kept for the next Fetch. The lake is read one file group at a time, so each partition's
+ * read stays open between fetches (at most `maxCursors`, the least recently used dropped): a
+ * consumer's next Fetch starts where the last one stopped.
  */
 import { tableOption } from '../common/config.js';
 import type { TableInfo } from '../common/schema.js';
 import type { LakeCursor, LakeHistory, LakeRun } from './backend.js';
+import type { PartitionBudget } from './fetch-budget.js';
+import type { NewKafkaBatch } from './records/record-batch.js';
 
 /** An open read of a bucket's lake rows and the runs read but not yet sent. */
 interface OpenRead {
@@ -42,11 +44,12 @@ export class LakeFetch {
   }
 
   /**
-   * The lake's Kafka batches of a bucket from `from`, `encode` turning a run into one, and the
-   * offset the lake part ends at; `records` is empty when the lake holds no row at or after `from`
-   * below its end (the log continues at `endOffset`). Undefined when the lake holds nothing there.
+   * Adds the lake's records of a bucket from `from` to `budget`, `records` giving a run's, and
+   * returns the offset the lake part ends at; nothing is added when the lake holds no row at or
+   * after `from` below its end (the log continues at `endOffset`). Undefined when the lake holds
+   * nothing there.
    */
-  async read(table: TableInfo, bucket: number, from: bigint, maxBytes: number, encode: (run: LakeRun) => Buffer): Promise<{ records: Buffer; endOffset: bigint } | undefined> {
+  async read(table: TableInfo, bucket: number, from: bigint, budget: PartitionBudget, records: (run: LakeRun) => NewKafkaBatch['records']): Promise<{ endOffset: bigint } | undefined> {
     const key = `${table.tableId}/${table.schemaId}/${bucket}`;
     let read = this.reads.get(key);
     this.reads.delete(key);
@@ -55,30 +58,17 @@ export class LakeFetch {
       if (!cursor) return undefined;
       read = { cursor, next: from, pending: [] };
     }
-    const out: Buffer[] = [];
-    let bytes = 0;
     let ended = false;
-    while (bytes < maxBytes) {
+    while (!budget.full) {
       const run = read.pending.shift() ?? (await this.nextRun(read));
       if (!run) {
         ended = true;
         break;
       }
-      const encoded = encode(run);
-      if (encoded.length <= maxBytes - bytes || (bytes === 0 && run.batch.numRows === 1)) {
-        out.push(encoded);
-        bytes += encoded.length;
-        read.next = run.baseOffset + BigInt(run.batch.numRows);
-        continue;
-      }
-      // Too large for what is left: the rows that fit (at least one when nothing was sent), the rest later.
-      const rows = Math.floor((run.batch.numRows * (maxBytes - bytes)) / encoded.length);
-      if (rows === 0 && bytes > 0) {
-        read.pending.unshift(run);
-        break;
-      }
-      const take = Math.max(1, rows);
-      read.pending.unshift({ ...run, batch: run.batch.slice(0, take) }, { ...run, baseOffset: run.baseOffset + BigInt(take), batch: run.batch.slice(take) });
+      const taken = budget.add({ baseOffset: run.baseOffset, partitionLeaderEpoch: -1, records: records(run) });
+      read.next = run.baseOffset + BigInt(taken);
+      // The rows that did not fit, for the next Fetch.
+      if (taken < run.batch.numRows) read.pending.unshift({ ...run, baseOffset: read.next, batch: run.batch.slice(taken) });
     }
     const endOffset = read.cursor.endOffset;
     if (!ended) {
@@ -88,7 +78,7 @@ export class LakeFetch {
         this.reads.delete(oldest);
       }
     }
-    return { records: out.length === 1 ? out[0] : Buffer.concat(out), endOffset };
+    return { endOffset };
   }
 
   /** The next run of the lake read (its next file group when the runs read so far are sent). */

@@ -2,10 +2,14 @@
  * The Kafka listener: a TCP server speaking the Kafka protocol (protocol/), answering each request
  * through the broker (broker.ts).
  *
- * Per connection, requests run one at a time in the order they arrived and are answered in that
- * order, as Kafka brokers do (producers rely on it for the order of their batches). While one runs,
- * a connection that sends more is no longer read: a connection holds at most the frame running and
- * what one socket read brought after it. Frames are split by the native listener's FrameDecoder
+ * Per connection, requests are answered in the order they arrived, as Kafka brokers do (producers
+ * rely on it for the order of their batches). They run one at a time, but for Produce: up to
+ * `maxProducesInFlight` Produce requests of distinct partitions run side by side, so one request's
+ * conversion overlaps another's wait for its acknowledgement (fsync, replicas); a Produce of a
+ * partition already in flight, or any other request, waits until the requests before it are
+ * answered, so the batches of a partition reach its log in the order sent. While a request waits,
+ * the connection is no longer read: it holds at most the requests running and what one socket read
+ * brought after them. Frames are split by the native listener's FrameDecoder
  * with its limit (`rpc.max-frame-size`); a connection idle for `netty.connection.max-idle-time`
  * is closed.
  *
@@ -54,12 +58,15 @@ import { errorResponse } from './protocol/error-response.js';
 import { readRequestHeaderRest, readRequestHeaderStart, responseHeaderVersion, writeResponseHeader } from './protocol/headers.js';
 import { KafkaDecodeError, Reader, Writer } from './protocol/primitives.js';
 import { decodeMessage, encodeMessage } from './protocol/schema.js';
+import type { ProduceRequest } from './protocol/apis/produce.js';
 import { type KafkaBroker, kafkaFailure } from './broker.js';
 
 export interface KafkaListenerOptions {
   host: string;
   port: number;
   maxFrameBytes: number;
+  /** Most Produce requests of one connection running at once (`kafka.produce.max-in-flight`). */
+  maxProducesInFlight: number;
   idleTimeoutMs: number;
   logger: RpcLogger;
 }
@@ -100,10 +107,19 @@ const HANDLERS = new Map<number, Handler>([
 /** A request frame, or the frame error that ends the stream, answered after the frames before it. */
 type QueueItem = { kind: 'frame'; frame: Buffer } | { kind: 'frame-error'; header: Buffer | undefined; code: number };
 
+/** A request decoded and ready to run, or the answer it gets without running. */
+type Prepared = { api: KafkaApi; version: number; correlationId: number; request: unknown; clientId: string | null } | { answer: Buffer[] };
+
 class KafkaConnection {
   readonly queue: QueueItem[] = [];
   running = false;
   closing = false;
+  /** The partitions (`topic/partition`) of the Produce requests running, none running when empty. */
+  readonly producing = new Map<string, number>();
+  /** Produce requests running, answered or not. */
+  inFlight = 0;
+  /** Settles once every answer so far is written, in order. */
+  written: Promise<void> = Promise.resolve();
   constructor(
     readonly socket: net.Socket,
     readonly decoder: FrameDecoder,
@@ -136,7 +152,7 @@ export class KafkaListener {
     const conn = new KafkaConnection(socket, new FrameDecoder(HEADER_START, this.options.maxFrameBytes));
     this.connections.add(conn);
     socket.setTimeout(this.options.idleTimeoutMs, () => {
-      if (!conn.running) socket.destroy();
+      if (!conn.running && conn.inFlight === 0) socket.destroy();
     });
     socket.on('data', (chunk: Buffer) => {
       if (conn.closing) return;
@@ -162,17 +178,41 @@ export class KafkaListener {
       while (conn.queue.length > 0 && !conn.socket.destroyed) {
         const item = conn.queue.shift()!;
         if (item.kind === 'frame-error') {
+          await conn.written;
           this.write(conn, this.frameErrorAnswer(item.header, item.code));
           conn.socket.end();
           return;
         }
-        const answer = await this.handle(item.frame, conn.socket.remoteAddress ?? '');
-        if (answer) this.write(conn, answer);
+        const prepared = this.prepare(item.frame);
+        const partitions = 'api' in prepared && prepared.api === Produce ? producedPartitions(prepared.request) : undefined;
+        // A request that cannot run beside the ones before it waits for their answers.
+        if (!partitions || conn.inFlight >= this.options.maxProducesInFlight || partitions.some((p) => conn.producing.has(p))) await conn.written;
+        const answer = 'answer' in prepared ? Promise.resolve(prepared.answer) : this.run(prepared, conn.socket.remoteAddress ?? '');
+        if (partitions) this.track(conn, partitions, answer);
+        conn.written = conn.written.then(() => answer).then((parts) => {
+          if (parts) this.write(conn, parts);
+        });
+        // Only Produce requests run beside what comes after them.
+        if (!partitions) await conn.written;
       }
     } finally {
       conn.running = false;
       if (!conn.closing) conn.socket.resume();
     }
+  }
+
+  /** Counts a running Produce and its partitions until it is answered. */
+  private track(conn: KafkaConnection, partitions: string[], answer: Promise<unknown>): void {
+    conn.inFlight++;
+    for (const p of partitions) conn.producing.set(p, (conn.producing.get(p) ?? 0) + 1);
+    void answer.finally(() => {
+      conn.inFlight--;
+      for (const p of partitions) {
+        const n = conn.producing.get(p)! - 1;
+        if (n === 0) conn.producing.delete(p);
+        else conn.producing.set(p, n);
+      }
+    });
   }
 
   private write(conn: KafkaConnection, parts: Buffer[]): void {
@@ -182,34 +222,37 @@ export class KafkaListener {
     conn.socket.uncork();
   }
 
-  /** One request frame to its answer (size included), or undefined for none. Never throws. */
-  private async handle(frame: Buffer, clientHost: string): Promise<Buffer[] | undefined> {
+  /** A request frame decoded, or the answer to one that does not decode or is not served. */
+  private prepare(frame: Buffer): Prepared {
     const r = new Reader(frame);
     const { apiKey, apiVersion, correlationId } = readRequestHeaderStart(r);
     const api = servedApi(apiKey, apiVersion);
     if (!api) {
-      if (apiKey === ApiVersions.key) return this.answer(ApiVersions, 0, correlationId, this.broker.unsupportedApiVersions());
-      return bareErrorAnswer(correlationId, KafkaErrors.UNSUPPORTED_VERSION);
+      if (apiKey === ApiVersions.key) return { answer: this.answer(ApiVersions, 0, correlationId, this.broker.unsupportedApiVersions()) };
+      return { answer: bareErrorAnswer(correlationId, KafkaErrors.UNSUPPORTED_VERSION) };
     }
-    let request: unknown;
-    let clientId: string | null;
     try {
-      clientId = readRequestHeaderRest(r, api, apiVersion);
-      request = decodeMessage(api.request, apiVersion, r);
+      const clientId = readRequestHeaderRest(r, api, apiVersion);
+      return { api, version: apiVersion, correlationId, clientId, request: decodeMessage(api.request, apiVersion, r) };
     } catch (err) {
       if (!(err instanceof KafkaDecodeError)) throw err;
       this.options.logger.debug({ api: api.name, apiVersion, reason: err.message }, 'kafka request does not decode');
-      return this.answer(api, apiVersion, correlationId, errorResponse(api, apiVersion, undefined, KafkaErrors.CORRUPT_MESSAGE));
+      return { answer: this.answer(api, apiVersion, correlationId, errorResponse(api, apiVersion, undefined, KafkaErrors.CORRUPT_MESSAGE)) };
     }
+  }
+
+  /** A decoded request to its answer (size included), or undefined for none. Never rejects. */
+  private async run(p: Exclude<Prepared, { answer: Buffer[] }>, clientHost: string): Promise<Buffer[] | undefined> {
+    const { api, version, correlationId, request, clientId } = p;
     const unanswered = api === Produce && (request as { acks: number }).acks === 0;
     try {
-      const response = await (HANDLERS.get(apiKey)! as (b: KafkaBroker, r: unknown, c: RequestContext) => unknown)(this.broker, request, { clientId, clientHost, version: apiVersion });
-      return unanswered ? undefined : this.answer(api, apiVersion, correlationId, response as object);
+      const response = await (HANDLERS.get(api.key)! as (b: KafkaBroker, r: unknown, c: RequestContext) => unknown)(this.broker, request, { clientId, clientHost, version });
+      return unanswered ? undefined : this.answer(api, version, correlationId, response as object);
     } catch (err) {
       const { errorCode, errorMessage } = kafkaFailure(err);
       if (errorCode === KafkaErrors.UNKNOWN_SERVER_ERROR) this.options.logger.error({ err, api: api.name }, 'kafka request failed');
       else this.options.logger.warn({ err, api: api.name, errorCode }, 'kafka request failed');
-      return unanswered ? undefined : this.answer(api, apiVersion, correlationId, errorResponse(api, apiVersion, request, errorCode, errorMessage));
+      return unanswered ? undefined : this.answer(api, version, correlationId, errorResponse(api, version, request, errorCode, errorMessage));
     }
   }
 
@@ -230,6 +273,11 @@ export class KafkaListener {
     out.writeInt32BE(out.length - 4, 0);
     return [out];
   }
+}
+
+/** The partitions a Produce request writes, as `topic/partition`. */
+function producedPartitions(request: unknown): string[] {
+  return (request as ProduceRequest).topics.flatMap((t) => t.partitions.map((p) => `${t.name}/${p.partitionIndex}`));
 }
 
 function servedApi(apiKey: number, apiVersion: number): KafkaApi | undefined {

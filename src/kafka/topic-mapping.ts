@@ -66,11 +66,15 @@ const RAW: TopicMapping = {
   format: 'raw',
   append(builder, records) {
     const row: unknown[] = new Array(4);
+    // The records of a batch mostly share a timestamp: its microseconds are made once.
+    let ms = -1n;
+    let micros = -1000n;
     for (const r of records) {
+      if (r.timestamp !== ms) [ms, micros] = [r.timestamp, r.timestamp * 1000n];
       row[0] = r.key;
       row[1] = r.value;
       row[2] = r.headers.length > 0 ? encodeHeaders(r.headers) : null;
-      row[3] = r.timestamp * 1000n;
+      row[3] = micros;
       builder.appendInternalRow(row);
     }
   },

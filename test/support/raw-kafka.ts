@@ -1,4 +1,4 @@
-/** A raw Kafka connection for tests: requests encoded with the listener's own grammar, sent one at a time. */
+/** A raw Kafka connection for tests: requests encoded with the listener's own grammar, sent one at a time or pipelined. */
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import type { KafkaApi } from '../../src/kafka/protocol/api.js';
@@ -44,16 +44,27 @@ export class RawKafka {
     this.socket.write(bytes);
   }
   async request<T>(api: KafkaApi, version: number, body: object): Promise<T> {
+    return (await this.pipelined<T>([{ api, version, body }]))[0];
+  }
+  /** Sends every request before reading any answer; checks that the answers come in request order. */
+  async pipelined<T>(requests: { api: KafkaApi; version: number; body: object }[]): Promise<T[]> {
     const w = new Writer();
-    w.int32(0);
-    writeRequestHeader(w, api, { apiKey: api.key, apiVersion: version, correlationId: ++this.correlationId, clientId: 'test' });
-    encodeMessage(api.request, version, body, w);
-    const out = w.finish();
-    out.writeInt32BE(out.length - 4, 0);
-    this.socket.write(out);
-    const r = new Reader(await this.next());
-    assert.equal(readResponseHeader(r, responseHeaderVersion(api, version)), this.correlationId);
-    return decodeMessage<T>(api.response, version, r);
+    const first = this.correlationId + 1;
+    for (const { api, version, body } of requests) {
+      const at = w.pos;
+      w.int32(0);
+      writeRequestHeader(w, api, { apiKey: api.key, apiVersion: version, correlationId: ++this.correlationId, clientId: 'test' });
+      encodeMessage(api.request, version, body, w);
+      w.patchInt32(at, w.pos - at - 4);
+    }
+    this.socket.write(w.finish());
+    const answers: T[] = [];
+    for (const [i, { api, version }] of requests.entries()) {
+      const r = new Reader(await this.next());
+      assert.equal(readResponseHeader(r, responseHeaderVersion(api, version)), first + i, 'answers come in request order');
+      answers.push(decodeMessage<T>(api.response, version, r));
+    }
+    return answers;
   }
   close(): void {
     this.socket.destroy();

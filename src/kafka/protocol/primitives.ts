@@ -28,6 +28,9 @@ export class KafkaDecodeError extends Error {
 
 const textDecoder = new TextDecoder('utf-8', { fatal: false });
 
+/** The values of the one-byte varlongs, by their byte: no BigInt made for a small timestamp delta. */
+const ONE_BYTE_VARLONGS: readonly bigint[] = Array.from({ length: 0x80 }, (_, b) => BigInt(b % 2 === 0 ? b / 2 : -(b + 1) / 2));
+
 export class Reader {
   pos: number;
 
@@ -76,14 +79,21 @@ export class Reader {
   }
 
   uvarint(): number {
+    // Bytes read in place, without need() per byte: record lengths and deltas are read per record.
+    const buf = this.buf;
+    let pos = this.pos;
     let value = 0;
-    for (let shift = 0; shift < 35; shift += 7) {
-      const b = this.buf[this.need(1)];
-      value += (b & 0x7f) * 2 ** shift;
-      if ((b & 0x80) === 0) {
+    let scale = 1;
+    for (let i = 0; i < 5; i++) {
+      if (pos >= this.end) throw new KafkaDecodeError(`varint cut off at position ${pos}`);
+      const b = buf[pos++];
+      value += (b & 0x7f) * scale;
+      if (b < 0x80) {
         if (value > 0xffffffff) throw new KafkaDecodeError('unsigned varint out of range');
+        this.pos = pos;
         return value;
       }
+      scale *= 0x80;
     }
     throw new KafkaDecodeError('unsigned varint longer than 5 bytes');
   }
@@ -94,6 +104,11 @@ export class Reader {
   }
 
   varlong(): bigint {
+    const first = this.buf[this.pos];
+    if (first < 0x80 && this.pos < this.end) {
+      this.pos++;
+      return ONE_BYTE_VARLONGS[first];
+    }
     let value = 0n;
     for (let shift = 0n; shift < 70n; shift += 7n) {
       const b = this.buf[this.need(1)];

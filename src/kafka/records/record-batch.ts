@@ -112,36 +112,40 @@ export function decodeBatch(batch: Buffer, maxBytes: number): KafkaBatch {
   const body = decompressRecords(codec, batch.subarray(BATCH_HEADER_SIZE), maxBytes);
   if (recordCount > body.length) throw new CorruptBatchError(`${recordCount} records in ${body.length} bytes`);
   const r = new Reader(body);
-  const records: KafkaRecord[] = [];
-  for (let i = 0; i < recordCount; i++) records.push(readRecord(r, head.baseTimestamp));
+  const records: KafkaRecord[] = new Array(recordCount);
+  for (let i = 0; i < recordCount; i++) records[i] = readRecord(r, head.baseTimestamp, i);
   if (r.remaining !== 0) throw new CorruptBatchError(`${r.remaining} bytes after the last of ${recordCount} records`);
-  records.forEach((rec, i) => {
-    if (rec.offsetDelta !== i) throw new CorruptBatchError(`record ${i} has offset delta ${rec.offsetDelta}`);
-  });
   if (recordCount > 0 && head.lastOffsetDelta !== recordCount - 1) throw new CorruptBatchError(`last offset delta ${head.lastOffsetDelta} with ${recordCount} records`);
   return { ...head, records };
 }
 
-function readRecord(r: Reader, baseTimestamp: bigint): KafkaRecord {
+/** The headers of a record without any: one array shared by all of them, never written to. */
+const NO_HEADERS: KafkaHeader[] = Object.freeze([]) as unknown as KafkaHeader[];
+
+/** Record `index` of a batch, read from the batch's reader (no reader of its own: one per record cost more than the record). */
+function readRecord(r: Reader, baseTimestamp: bigint, index: number): KafkaRecord {
   const length = r.varint();
   if (length < 0 || length > r.remaining) throw new CorruptBatchError(`record length ${length} with ${r.remaining} bytes left`);
   const end = r.pos + length;
-  const rr = new Reader(r.buf, r.pos, end);
-  r.pos = end;
-  rr.int8();
-  const timestamp = baseTimestamp + rr.varlong();
-  const offsetDelta = rr.varint();
-  const key = varBytes(rr);
-  const value = varBytes(rr);
-  const count = rr.varint();
-  if (count < 0 || count > rr.remaining) throw new CorruptBatchError(`header count ${count}`);
-  const headers: KafkaHeader[] = [];
-  for (let i = 0; i < count; i++) {
-    const k = varBytes(rr);
-    if (k === null) throw new CorruptBatchError('header with a null key');
-    headers.push({ key: k.toString('utf8'), value: varBytes(rr) });
+  r.int8();
+  const delta = r.varlong();
+  const timestamp = delta === 0n ? baseTimestamp : baseTimestamp + delta;
+  const offsetDelta = r.varint();
+  if (offsetDelta !== index) throw new CorruptBatchError(`record ${index} has offset delta ${offsetDelta}`);
+  const key = varBytes(r);
+  const value = varBytes(r);
+  const count = r.varint();
+  if (count < 0 || count > end - r.pos) throw new CorruptBatchError(`header count ${count}`);
+  let headers = NO_HEADERS;
+  if (count > 0) {
+    headers = new Array<KafkaHeader>(count);
+    for (let i = 0; i < count; i++) {
+      const k = varBytes(r);
+      if (k === null) throw new CorruptBatchError('header with a null key');
+      headers[i] = { key: k.toString('utf8'), value: varBytes(r) };
+    }
   }
-  if (rr.remaining !== 0) throw new CorruptBatchError(`${rr.remaining} bytes left in a record`);
+  if (r.pos !== end) throw new CorruptBatchError(`record ${index} declares ${length} bytes, its fields take ${length + r.pos - end}`);
   return { offsetDelta, timestamp, key, value, headers };
 }
 
@@ -165,18 +169,29 @@ export interface NewKafkaBatch {
 
 /** Encodes a batch of consecutive offsets (the CRC computed over the finished bytes). */
 export function encodeBatch(b: NewKafkaBatch): Buffer {
+  return encodeBatchWithin(b, Number.POSITIVE_INFINITY, true)!;
+}
+
+/**
+ * Encodes the first records of `b` whose batch fits in `maxBytes` (uncompressed, so the size is
+ * known as each record is added): all when they fit, at least one when `atLeastOne`, undefined
+ * when not even one fits. Its record count says how many it holds.
+ */
+export function encodeBatchWithin(b: NewKafkaBatch, maxBytes: number, atLeastOne: boolean): Buffer | undefined {
   const records = b.records;
   let baseTimestamp = records.length > 0 ? records[0].timestamp : -1n;
+  for (const rec of records) if (rec.timestamp < baseTimestamp) baseTimestamp = rec.timestamp;
   let maxTimestamp = baseTimestamp;
-  for (const rec of records) {
-    if (rec.timestamp < baseTimestamp) baseTimestamp = rec.timestamp;
-    if (rec.timestamp > maxTimestamp) maxTimestamp = rec.timestamp;
-  }
-  const body = new Writer(records.length * 64 + 16);
+  const codec = b.codec ?? Codec.NONE;
+  const bounded = maxBytes !== Number.POSITIVE_INFINITY;
+  if (bounded && codec !== Codec.NONE) throw new RangeError('a size-bounded batch is not compressed');
+  const body = new Writer(bounded ? Math.min(records.length * 64 + 16, maxBytes) : records.length * 64 + 16);
   const one = new Writer(256);
-  records.forEach((rec, i) => {
+  let count = 0;
+  for (; count < records.length; count++) {
+    const rec = records[count];
     one.pos = 0;
-    one.int8(0).varlong(rec.timestamp - baseTimestamp).varint(i);
+    one.int8(0).varlong(rec.timestamp - baseTimestamp).varint(count);
     writeVarBytes(one, rec.key);
     writeVarBytes(one, rec.value);
     const headers = rec.headers ?? [];
@@ -186,9 +201,15 @@ export function encodeBatch(b: NewKafkaBatch): Buffer {
       writeVarBytes(one, h.value);
     }
     const bytes = one.finish();
+    const before = body.pos;
     body.varint(bytes.length).raw(bytes);
-  });
-  const codec = b.codec ?? Codec.NONE;
+    if (BATCH_HEADER_SIZE + body.pos > maxBytes && (count > 0 || !atLeastOne)) {
+      body.pos = before;
+      break;
+    }
+    if (rec.timestamp > maxTimestamp) maxTimestamp = rec.timestamp;
+  }
+  if (count === 0 && records.length > 0) return undefined;
   const payload = compressRecords(codec, body.finish());
   const out = Buffer.allocUnsafe(BATCH_HEADER_SIZE + payload.length);
   out.writeBigInt64BE(b.baseOffset, 0);
@@ -196,16 +217,21 @@ export function encodeBatch(b: NewKafkaBatch): Buffer {
   out.writeInt32BE(b.partitionLeaderEpoch ?? -1, 12);
   out.writeInt8(2, 16);
   out.writeInt16BE(codec, 21);
-  out.writeInt32BE(Math.max(0, records.length - 1), 23);
+  out.writeInt32BE(Math.max(0, count - 1), 23);
   out.writeBigInt64BE(baseTimestamp, 27);
   out.writeBigInt64BE(maxTimestamp, 35);
   out.writeBigInt64BE(b.producerId ?? -1n, 43);
   out.writeInt16BE(b.producerEpoch ?? -1, 51);
   out.writeInt32BE(b.baseSequence ?? -1, 53);
-  out.writeInt32BE(records.length, 57);
+  out.writeInt32BE(count, 57);
   out.set(payload, BATCH_HEADER_SIZE);
   out.writeUInt32BE(crc32c(out.subarray(CRC_FROM)), CRC_AT);
   return out;
+}
+
+/** How many records a batch from encodeBatch holds. */
+export function batchRecordCount(batch: Buffer): number {
+  return batch.readInt32BE(57);
 }
 
 function writeVarBytes(w: Writer, v: Uint8Array | null): void {
