@@ -95,10 +95,10 @@ const format = lakeFormat('iceberg', { writerThreads: 2 });
 const summary: string[][] = [];
 const verdicts: string[] = [];
 
-/** Bytes of the files under `dir`, at any depth. */
+/** Bytes of the files under `dir`, at any depth (a file deleted meanwhile counts 0). */
 function diskBytes(dir: string): number {
   let total = 0;
-  for (const e of fs.readdirSync(dir, { withFileTypes: true, recursive: true })) if (e.isFile()) total += fs.statSync(path.join(e.parentPath, e.name)).size;
+  for (const e of fs.readdirSync(dir, { withFileTypes: true, recursive: true })) if (e.isFile()) total += fs.statSync(path.join(e.parentPath, e.name), { throwIfNoEntry: false })?.size ?? 0;
   return total;
 }
 
@@ -241,6 +241,17 @@ async function hours(): Promise<void> {
     'table.log.ttl': '7d',
     'table.log.tiered.local-segments': String(keepLocal),
   });
+  // Sampled: the local log's peak (what waits for the lake or the remote log stays local meanwhile),
+  // and each segment's largest size, whose sum is the hour's log.
+  let peak = 0;
+  const segments = new Map<string, number>();
+  const sampler = setInterval(() => {
+    peak = Math.max(peak, diskBytes(logDir));
+    for (const e of fs.readdirSync(logDir, { withFileTypes: true, recursive: true })) {
+      const file = path.join(e.parentPath, e.name);
+      if (e.isFile() && e.name.endsWith('.log')) segments.set(file, Math.max(segments.get(file) ?? 0, fs.statSync(file, { throwIfNoEntry: false })?.size ?? 0));
+    }
+  }, 500);
   const start = performance.now();
   await appendRows(bench, HOURS_TABLE, workloadColumns(generateWorkload(hourRows)), 0, hourRows, 2048);
   const appendedS = (performance.now() - start) / 1000;
@@ -254,6 +265,7 @@ async function hours(): Promise<void> {
     storage = await admin.getTableStorage(tablePath);
   }
   const settledS = (performance.now() - start) / 1000;
+  clearInterval(sampler);
   const sql = new SqlExecutor(bench.conn, duck, DATABASE);
   const shown = (await sql.execute(`SHOW TABLE STORAGE ${HOURS_TABLE}`)).result!;
   const column = (name: string): number => shown.rows.reduce((sum, r) => sum + Number(r[shown.columns.findIndex((c) => c.name === name)] ?? 0), 0);
@@ -268,13 +280,15 @@ async function hours(): Promise<void> {
   const logOffsets = [...(await admin.listOffsets(tablePath, Array.from({ length: hourBuckets }, (_, b) => b), 'latest')).values()].reduce((a, b) => a + b, 0n);
   console.log(`hours: ${count(hourRows)} rows appended in ${appendedS.toFixed(1)} s; the lake held them all at ${tieredS.toFixed(1)} s, remote log and local retention settled at ${settledS.toFixed(1)} s`);
   console.log(`hours: SHOW TABLE STORAGE: local ${mb(local)} in ${column('local_segments')} segments, remote ${mb(remote)} in ${column('remote_segments')} segments, lake ${mb(lake)} in ${column('lake_files')} files`);
-  console.log(`hours: on disk: the table's log directory ${mb(onDisk)}, the whole data directory ${mb(dataDir)}: ${parts.filter((p) => p.bytes > 0).sort((a, b) => b.bytes - a.bytes).map((p) => `${p.name} ${mb(p.bytes)}`).join(', ')}`);
-  console.log(`hours: uploaded to the remote log over the hour: ${mb(remoteUploaded)} (${logOffsets} offsets in the log); load after: ${loadAverage()}`);
+  console.log(`hours: on disk: the table's log directory ${mb(onDisk)} (${mb(peak)} at its peak, sampled every 0.5 s), the whole data directory ${mb(dataDir)}: ${parts.filter((p) => p.bytes > 0).sort((a, b) => b.bytes - a.bytes).map((p) => `${p.name} ${mb(p.bytes)}`).join(', ')}`);
+  const logVolume = [...segments.values()].reduce((a, b) => a + b, 0);
+  console.log(`hours: the hour's log: ${logOffsets} records, ${mb(logVolume)} in ${segments.size} segments; uploaded to the remote log: ${mb(remoteUploaded)}; load after: ${loadAverage()}`);
   const total = local + remote + lake;
   summary.push(
     ['hours: local log bytes (server / disk walk)', `${mb(local)} / ${mb(onDisk)}`, `${((100 * local) / total).toFixed(1)}% of all`],
     ['hours: remote log bytes (now / uploaded over the hour)', `${mb(remote)} / ${mb(remoteUploaded)}`, `${((100 * remote) / total).toFixed(1)}% of all`],
     ['hours: lake bytes', mb(lake), `${((100 * lake) / total).toFixed(1)}% of all`],
+    ["hours: the hour's log / local log peak / whole data directory", `${mb(logVolume)} / ${mb(peak)} / ${mb(dataDir)}`, ''],
   );
   verdicts.push(`hours locally: local/total ${(local / total).toFixed(3)}; remote bytes ${remote === 0 ? '0: the lake alone holds the history' : `${mb(remote)}: not 0`}`);
 }
