@@ -1,7 +1,8 @@
 /**
  * An ObjectStore on the S3 API (AWS S3, MinIO and other S3-compatible stores), on the official AWS
  * SDK. A location is `s3://bucket/key` (or `s3a://`). Requests retry with the SDK's standard
- * strategy (exponential back-off with jitter, `s3.max-attempts` tries), at most
+ * strategy (exponential back-off with jitter, `s3.max-attempts` tries; a file streamed in one
+ * PutObject is retried here, since the SDK cannot rewind a stream), at most
  * `s3.max-connections` run at once. An object of `s3.multipart.threshold` or more goes up as a
  * multipart upload in `s3.multipart.part-size` parts (aborted when it fails, so no part of it is
  * ever visible), a smaller one as one PutObject: each multipart request costs a round trip, and a
@@ -382,10 +383,10 @@ export class S3ObjectStore implements ObjectStore {
   }
 }
 
-/** Whether a failed request may succeed when tried again: no answer at all, throttling or a server error (the SDK's standard retries take these). */
+/** Whether a failed request may succeed when tried again: no answer at all, a timeout, throttling or a server error (as the SDK's standard retries take them). */
 function isTransient(err: unknown): boolean {
   const status = httpStatus(err);
-  return status === undefined || status === 429 || status >= 500;
+  return status === undefined || status === 429 || status >= 500 || (err as Error).name === 'RequestTimeout';
 }
 
 /** `head`, then what is left of `rest`. */
