@@ -225,6 +225,28 @@ describe('S3 settings and secrets', () => {
     assert.ok(invalid && !invalid.message.includes(secret));
   });
 
+  test('a file streamed in one PutObject is tried again, from its start, while the server is down', async () => {
+    const store = new S3ObjectStore({ ...server.settings, maxAttempts: 30 });
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tributary-retry-'));
+    try {
+      const file = path.join(dir, 'f');
+      const bytes = crypto.randomBytes(100_000);
+      fs.writeFileSync(file, bytes);
+      await server.pause();
+      const failedBefore = storageStats().failedRequests;
+      let settled = false;
+      const put = store.putFile(server.location('retried'), file).finally(() => (settled = true));
+      put.catch(() => {});
+      while (!settled && storageStats().failedRequests === failedBefore) await new Promise((r) => setTimeout(r, 10));
+      await server.resume();
+      await put;
+      assert.ok(Buffer.from((await store.get(server.location('retried')))!).equals(bytes));
+    } finally {
+      await server.resume();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   test('the process counts its S3 requests, the bytes each way, and the file cache its hits and misses', async () => {
     const store = new S3ObjectStore(server.settings);
     const before = { ...storageStats(), requests: new Map(storageStats().requests) };
