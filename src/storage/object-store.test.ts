@@ -148,6 +148,48 @@ describe('S3 settings and secrets', () => {
     assert.throws(() => s3SettingsOf(new Options('server', { 's3.multipart.part-size': '1mb' }), {}), (e: unknown) => e instanceof TributaryError && e.errorName === 'INVALID_CONFIG_EXCEPTION');
   });
 
+  test('s3.multipart.threshold is 128mb unless set, and at least s3.multipart.part-size and at most 5gb', () => {
+    const invalid = (message: RegExp) => (e: unknown) => e instanceof TributaryError && e.errorName === 'INVALID_CONFIG_EXCEPTION' && message.test(e.message);
+    assert.equal(s3SettingsOf(new Options('server', {}), {}).multipartThreshold, 128 << 20);
+    assert.equal(s3SettingsOf(undefined, {}).multipartThreshold, 128 << 20);
+    assert.equal(s3SettingsOf(new Options('server', { 's3.multipart.threshold': '8mb' }), {}).multipartThreshold, 8 << 20);
+    assert.equal(s3SettingsOf(new Options('server', { 's3.multipart.threshold': '5gb' }), {}).multipartThreshold, 5 * 1024 ** 3);
+    assert.throws(() => s3SettingsOf(new Options('server', { 's3.multipart.threshold': '4mb' }), {}), invalid(/s3\.multipart\.threshold .*must be at least s3\.multipart\.part-size/));
+    assert.throws(() => s3SettingsOf(new Options('server', { 's3.multipart.threshold': '16mb', 's3.multipart.part-size': '32mb' }), {}), invalid(/at least s3\.multipart\.part-size/));
+    assert.throws(() => s3SettingsOf(new Options('server', { 's3.multipart.threshold': '6gb' }), {}), invalid(/at most 5gb/));
+  });
+
+  test('objects below s3.multipart.threshold go up in one PutObject and larger ones as multipart uploads, from a stream and from a file', async () => {
+    const store = new S3ObjectStore({ ...server.settings, partSize: 5 << 20, multipartThreshold: 6 << 20 });
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tributary-threshold-'));
+    try {
+      for (const [size, expected] of [
+        [(6 << 20) - 1, { PutObject: 1, CreateMultipartUpload: 0, UploadPart: 0, CompleteMultipartUpload: 0 }],
+        [6 << 20, { PutObject: 0, CreateMultipartUpload: 1, UploadPart: 2, CompleteMultipartUpload: 1 }],
+        [(12 << 20) + 1, { PutObject: 0, CreateMultipartUpload: 1, UploadPart: 3, CompleteMultipartUpload: 1 }],
+      ] as const) {
+        const bytes = crypto.randomBytes(size);
+        const file = path.join(dir, `f${size}`);
+        fs.writeFileSync(file, bytes);
+        const ways = { stream: (at: string) => store.putStream(at, chunks(bytes, 1 << 20)), file: (at: string) => store.putFile(at, file) };
+        for (const [way, put] of Object.entries(ways)) {
+          const at = server.location(`threshold/${way}/${size}`);
+          const before = { ...storageStats(), requests: new Map(storageStats().requests) };
+          await put(at);
+          const now = storageStats();
+          const made = Object.fromEntries(Object.keys(expected).map((op) => [op, (now.requests.get(op) ?? 0) - (before.requests.get(op) ?? 0)]));
+          assert.deepEqual(made, expected, `${size} bytes from a ${way}`);
+          // Each byte is sent once; a multipart upload's completion adds its list of parts.
+          const sent = now.uploadedBytes - before.uploadedBytes;
+          assert.ok(sent >= size && sent - size < 1024, `${size} bytes from a ${way}: ${sent} sent`);
+          assert.ok(Buffer.from((await store.get(at))!).equals(bytes), `${size} bytes from a ${way} read back`);
+        }
+      }
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   test('refused credentials never show in errors or in the settings described', async () => {
     const secret = 'wrong-secret-7f3a9c';
     const accessKeyId = 'AKIAWRONGKEY42';
@@ -162,6 +204,15 @@ describe('S3 settings and secrets', () => {
     assert.match(err.message, /InvalidAccessKeyId/);
     assert.ok(!shown.includes(secret), shown);
     assert.ok(!shown.includes(accessKeyId), shown);
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'tributary-denied-')), 'f');
+    fs.writeFileSync(file, 'a file streamed up');
+    const fileErr = await store.putFile(server.location('denied-file'), file).then(
+      () => assert.fail('s3rver takes only its own key pair'),
+      (e: unknown) => e,
+    );
+    fs.rmSync(path.dirname(file), { recursive: true, force: true });
+    assert.ok(fileErr instanceof TributaryError && fileErr.errorName === 'STORAGE_EXCEPTION' && /InvalidAccessKeyId/.test(fileErr.message), String(fileErr));
+    assert.ok(!fileErr.message.includes(secret) && !fileErr.message.includes(accessKeyId), fileErr.message);
     const described = JSON.stringify(describeS3Settings({ ...server.settings, accessKeyId, secretAccessKey: secret }));
     assert.ok(!described.includes(secret) && !described.includes(accessKeyId), described);
     const invalid = (() => {
@@ -172,6 +223,28 @@ describe('S3 settings and secrets', () => {
       }
     })();
     assert.ok(invalid && !invalid.message.includes(secret));
+  });
+
+  test('a file streamed in one PutObject is tried again, from its start, while the server is down', async () => {
+    const store = new S3ObjectStore({ ...server.settings, maxAttempts: 30 });
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tributary-retry-'));
+    try {
+      const file = path.join(dir, 'f');
+      const bytes = crypto.randomBytes(100_000);
+      fs.writeFileSync(file, bytes);
+      await server.pause();
+      const failedBefore = storageStats().failedRequests;
+      let settled = false;
+      const put = store.putFile(server.location('retried'), file).finally(() => (settled = true));
+      put.catch(() => {});
+      while (!settled && storageStats().failedRequests === failedBefore) await new Promise((r) => setTimeout(r, 10));
+      await server.resume();
+      await put;
+      assert.ok(Buffer.from((await store.get(server.location('retried')))!).equals(bytes));
+    } finally {
+      await server.resume();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test('the process counts its S3 requests, the bytes each way, and the file cache its hits and misses', async () => {

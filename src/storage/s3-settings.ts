@@ -25,15 +25,19 @@ export interface S3Settings {
   maxConnections: number;
   /** Tries of one request (the SDK's standard retries: exponential back-off with jitter). */
   maxAttempts: number;
-  /** Size of the parts of a multipart upload; objects up to it go up in one request. */
+  /** Size of the parts of a multipart upload. */
   partSize: number;
+  /** Objects of this size and larger go up as multipart uploads, smaller ones in one request. */
+  multipartThreshold: number;
   /** A commit claim older than this is taken for one whose writer died. */
   commitClaimTimeoutMs: number;
 }
 
 /** The declared defaults (common/config.ts), for a process without options (a client). */
+const DEFAULTS = { maxConnections: 32, maxAttempts: 5, partSize: 8 << 20, multipartThreshold: 128 << 20, commitClaimTimeoutMs: 60_000 };
+/** S3's least part size (but the last part's) and its largest object in one PutObject. */
 const MIN_PART_SIZE = 5 << 20;
-const DEFAULTS = { maxConnections: 32, maxAttempts: 5, partSize: 8 << 20, commitClaimTimeoutMs: 60_000 };
+const MAX_SINGLE_UPLOAD = 5 * 1024 ** 3;
 
 /** The settings of these options (server scope), else of the environment. */
 export function s3SettingsOf(options: Options | undefined, env: NodeJS.ProcessEnv = process.env): S3Settings {
@@ -45,6 +49,9 @@ export function s3SettingsOf(options: Options | undefined, env: NodeJS.ProcessEn
   const sessionToken = opt('s3.access-key') === undefined ? env.AWS_SESSION_TOKEN : undefined;
   const partSize = options ? parseMemory(options.string('s3.multipart.part-size')!)! : DEFAULTS.partSize;
   if (partSize < MIN_PART_SIZE) throw new TributaryError('INVALID_CONFIG_EXCEPTION', `s3.multipart.part-size must be at least 5mb, S3's least part size`);
+  const multipartThreshold = options ? parseMemory(options.string('s3.multipart.threshold')!)! : DEFAULTS.multipartThreshold;
+  if (multipartThreshold < partSize) throw new TributaryError('INVALID_CONFIG_EXCEPTION', `s3.multipart.threshold (${multipartThreshold} bytes) must be at least s3.multipart.part-size (${partSize} bytes)`);
+  if (multipartThreshold > MAX_SINGLE_UPLOAD) throw new TributaryError('INVALID_CONFIG_EXCEPTION', `s3.multipart.threshold must be at most 5gb, S3's largest object in one PutObject`);
   return {
     ...(endpoint ? { endpoint } : {}),
     region: opt('s3.region') ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION ?? 'us-east-1',
@@ -55,6 +62,7 @@ export function s3SettingsOf(options: Options | undefined, env: NodeJS.ProcessEn
     maxConnections: options ? options.int('s3.max-connections') : DEFAULTS.maxConnections,
     maxAttempts: options ? options.int('s3.max-attempts') : DEFAULTS.maxAttempts,
     partSize,
+    multipartThreshold,
     commitClaimTimeoutMs: options ? parseDuration(options.string('s3.commit.claim-timeout')!)! : DEFAULTS.commitClaimTimeoutMs,
   };
 }

@@ -1,9 +1,13 @@
 /**
  * An ObjectStore on the S3 API (AWS S3, MinIO and other S3-compatible stores), on the official AWS
  * SDK. A location is `s3://bucket/key` (or `s3a://`). Requests retry with the SDK's standard
- * strategy (exponential back-off with jitter, `s3.max-attempts` tries), at most
- * `s3.max-connections` run at once, and an object larger than `s3.multipart.part-size` goes up as a
- * multipart upload (aborted when it fails, so no part of it is ever visible).
+ * strategy (exponential back-off with jitter, `s3.max-attempts` tries; a file streamed in one
+ * PutObject is retried here, since the SDK cannot rewind a stream), at most
+ * `s3.max-connections` run at once. An object of `s3.multipart.threshold` or more goes up as a
+ * multipart upload in `s3.multipart.part-size` parts (aborted when it fails, so no part of it is
+ * ever visible), a smaller one as one PutObject: each multipart request costs a round trip, and a
+ * store completes the upload by assembling the parts, which on some (s3rver) is a second write of
+ * every byte.
  *
  * `publish` (compare-and-set) is made safe twice over, because not every S3-compatible store
  * enforces conditional writes (s3rver, the test server, ignores them):
@@ -47,6 +51,9 @@ import { redactSecrets, type S3Settings } from './s3-settings.js';
 const DELETE_BATCH = 1000;
 /** Parts of one multipart upload in flight at once. */
 const PART_CONCURRENCY = 4;
+/** Back-off of a retried file upload, as the SDK's standard retries: random up to 100 ms × 2^attempt, at most 20 s. */
+const RETRY_BACKOFF_MS = 100;
+const RETRY_BACKOFF_MAX_MS = 20_000;
 const CLAIM_BACKOFF_MS = 20;
 const CLAIM_BACKOFF_MAX_MS = 1_000;
 
@@ -94,7 +101,13 @@ export class S3ObjectStore implements ObjectStore {
       forcePathStyle: settings.pathStyle,
       maxAttempts: settings.maxAttempts,
       retryMode: 'standard',
+      // Checksums only where S3 requires them: by default the SDK sends a streamed body (putWholeFile)
+      // aws-chunked with a trailing checksum, which not every S3-compatible store decodes (s3rver
+      // stores the encoding as the object's bytes).
+      requestChecksumCalculation: 'WHEN_REQUIRED',
       requestHandler: { httpAgent: new http.Agent(agent), httpsAgent: new https.Agent(agent) },
+      // The SDK logs nothing by default but for a failed streamed request, which putWholeFile retries itself.
+      logger: { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} },
       ...(settings.accessKeyId && settings.secretAccessKey
         ? { credentials: { accessKeyId: settings.accessKeyId, secretAccessKey: settings.secretAccessKey, ...(settings.sessionToken ? { sessionToken: settings.sessionToken } : {}) } }
         : {}),
@@ -130,70 +143,92 @@ export class S3ObjectStore implements ObjectStore {
     await this.send(`write`, location, () => this.client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: body, ContentLength: Buffer.byteLength(body) })));
   }
 
+  /** Held in memory up to `s3.multipart.threshold`: a stream that ends below it goes up in one request. */
   async putStream(location: string, body: AsyncIterable<Uint8Array>): Promise<void> {
-    const { bucket, key } = s3AddressOf(location);
-    const partSize = this.settings.partSize;
-    let pending: Uint8Array[] = [];
-    let pendingBytes = 0;
-    let uploadId: string | undefined;
-    let partsStarted = 0;
-    const parts: { PartNumber: number; ETag: string }[] = [];
-    const inFlight = new Set<Promise<void>>();
-    let failure: unknown;
-    const takePart = (): Buffer => {
-      const all = Buffer.concat(pending);
-      pending = all.length > partSize ? [all.subarray(partSize)] : [];
-      pendingBytes = all.length - Math.min(all.length, partSize);
-      return all.subarray(0, partSize);
-    };
-    const uploadPart = async (bytes: Buffer): Promise<void> => {
-      uploadId ??= (await this.send('start an upload of', location, () => this.client.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: key })))).UploadId!;
-      const partNumber = ++partsStarted;
-      const task = this.send('upload a part of', location, () => this.client.send(new UploadPartCommand({ Bucket: bucket, Key: key, UploadId: uploadId, PartNumber: partNumber, Body: bytes }))).then(
-        (r) => {
-          parts.push({ PartNumber: partNumber, ETag: r.ETag! });
-        },
-        (err: unknown) => {
-          failure ??= err;
-        },
-      );
-      inFlight.add(task);
-      void task.finally(() => inFlight.delete(task));
-      if (inFlight.size >= PART_CONCURRENCY) await Promise.race(inFlight);
-    };
-    try {
-      for await (const chunk of body) {
-        pending.push(chunk);
-        pendingBytes += chunk.length;
-        while (pendingBytes > partSize) {
-          await uploadPart(takePart());
-          if (failure) throw failure;
-        }
-      }
-      if (partsStarted === 0) {
-        const bytes = Buffer.concat(pending);
-        await this.send('write', location, () => this.client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: bytes, ContentLength: bytes.length })));
-        return;
-      }
-      if (pendingBytes > 0) await uploadPart(takePart());
-      await Promise.all(inFlight);
-      if (failure) throw failure;
-      parts.sort((a, b) => a.PartNumber - b.PartNumber);
-      await this.send('complete the upload of', location, () =>
-        this.client.send(new CompleteMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: uploadId, MultipartUpload: { Parts: parts } })),
-      );
-    } catch (err) {
-      await Promise.allSettled(inFlight);
-      if (uploadId !== undefined) {
-        const id = uploadId;
-        await this.send('abort the upload of', location, () => this.client.send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: id }))).catch(() => {});
-      }
-      throw this.error('write', location, err);
+    const rest = body[Symbol.asyncIterator]();
+    const head: Uint8Array[] = [];
+    let headBytes = 0;
+    while (headBytes < this.settings.multipartThreshold) {
+      const next = await rest.next();
+      if (next.done) return this.put(location, Buffer.concat(head, headBytes));
+      head.push(next.value);
+      headBytes += next.value.length;
     }
+    await this.multipart(location, partsOf(chained(head, rest), this.settings.partSize));
   }
 
   async putFile(location: string, file: string): Promise<void> {
-    await this.putStream(location, fs.createReadStream(file, { highWaterMark: 1 << 20 }));
+    const { size } = await fs.promises.stat(file);
+    if (size < this.settings.multipartThreshold) return this.putWholeFile(location, file, size);
+    const handle = await fs.promises.open(file, 'r');
+    try {
+      await this.multipart(location, filePartsOf(handle, size, this.settings.partSize));
+    } finally {
+      await handle.close();
+    }
+  }
+
+  /**
+   * One PutObject of a file read as a stream, so no copy of it is held in memory. The SDK retries
+   * no request whose body is a stream (it cannot rewind one), so each try here opens the file anew.
+   */
+  private async putWholeFile(location: string, file: string, size: number): Promise<void> {
+    const { bucket, key } = s3AddressOf(location);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.requests.run(async () => {
+          const body = fs.createReadStream(file, { highWaterMark: 1 << 20 });
+          try {
+            await this.client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: body, ContentLength: size }));
+          } finally {
+            body.destroy();
+          }
+        });
+        return;
+      } catch (err) {
+        if (attempt >= this.settings.maxAttempts || !isTransient(err)) throw this.error('write', location, err);
+        await sleep(Math.random() * Math.min(RETRY_BACKOFF_MAX_MS, RETRY_BACKOFF_MS * 2 ** attempt));
+      }
+    }
+  }
+
+  /**
+   * A multipart upload of `parts` (each but the last at least 5 MB), PART_CONCURRENCY of them in
+   * flight: the next part is taken from `parts` only when one of those is done, which bounds the
+   * bytes held. Any failure aborts the upload, so no part of it is ever visible.
+   */
+  private async multipart(location: string, parts: AsyncIterable<Uint8Array>): Promise<void> {
+    const { bucket, key } = s3AddressOf(location);
+    const uploadId = (await this.send('start an upload of', location, () => this.client.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: key })))).UploadId!;
+    const uploaded: { PartNumber: number; ETag: string }[] = [];
+    const inFlight = new Set<Promise<void>>();
+    let failure: unknown;
+    try {
+      let partNumber = 0;
+      for await (const bytes of parts) {
+        const n = ++partNumber;
+        const task = this.send('upload a part of', location, () =>
+          this.client.send(new UploadPartCommand({ Bucket: bucket, Key: key, UploadId: uploadId, PartNumber: n, Body: bytes, ContentLength: bytes.length })),
+        ).then(
+          (r) => void uploaded.push({ PartNumber: n, ETag: r.ETag! }),
+          (err: unknown) => void (failure ??= err),
+        );
+        inFlight.add(task);
+        void task.finally(() => inFlight.delete(task));
+        if (inFlight.size >= PART_CONCURRENCY) await Promise.race(inFlight);
+        if (failure) throw failure;
+      }
+      await Promise.all(inFlight);
+      if (failure) throw failure;
+      uploaded.sort((a, b) => a.PartNumber - b.PartNumber);
+      await this.send('complete the upload of', location, () =>
+        this.client.send(new CompleteMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: uploadId, MultipartUpload: { Parts: uploaded } })),
+      );
+    } catch (err) {
+      await Promise.allSettled(inFlight);
+      await this.send('abort the upload of', location, () => this.client.send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: uploadId }))).catch(() => {});
+      throw this.error('write', location, err);
+    }
   }
 
   async get(location: string, range?: ByteRange): Promise<Uint8Array | undefined> {
@@ -345,6 +380,44 @@ export class S3ObjectStore implements ObjectStore {
     const status = httpStatus(err);
     const text = `cannot ${action} ${location}: ${e.name}${status ? ` (HTTP ${status})` : ''}: ${e.message}`;
     return new TributaryError('STORAGE_EXCEPTION', redactSecrets(text, this.settings));
+  }
+}
+
+/** Whether a failed request may succeed when tried again: no answer at all, a timeout, throttling or a server error (as the SDK's standard retries take them). */
+function isTransient(err: unknown): boolean {
+  const status = httpStatus(err);
+  return status === undefined || status === 429 || status >= 500 || (err as Error).name === 'RequestTimeout';
+}
+
+/** `head`, then what is left of `rest`. */
+async function* chained(head: Uint8Array[], rest: AsyncIterator<Uint8Array>): AsyncGenerator<Uint8Array> {
+  yield* head;
+  for (let next = await rest.next(); !next.done; next = await rest.next()) yield next.value;
+}
+
+/** `chunks` cut into parts of `partSize` bytes, the last one smaller. */
+async function* partsOf(chunks: AsyncIterable<Uint8Array>, partSize: number): AsyncGenerator<Uint8Array> {
+  let pending: Uint8Array[] = [];
+  let pendingBytes = 0;
+  for await (const chunk of chunks) {
+    pending.push(chunk);
+    pendingBytes += chunk.length;
+    if (pendingBytes < partSize) continue;
+    let all = Buffer.concat(pending, pendingBytes);
+    for (; all.length >= partSize; all = all.subarray(partSize)) yield all.subarray(0, partSize);
+    pending = [all];
+    pendingBytes = all.length;
+  }
+  if (pendingBytes > 0) yield Buffer.concat(pending, pendingBytes);
+}
+
+/** The file's parts of `partSize` bytes, each read at its offset when it is asked for. */
+async function* filePartsOf(handle: fs.promises.FileHandle, size: number, partSize: number): AsyncGenerator<Uint8Array> {
+  for (let offset = 0; offset < size; offset += partSize) {
+    const part = Buffer.allocUnsafe(Math.min(partSize, size - offset));
+    const { bytesRead } = await handle.read(part, 0, part.length, offset);
+    if (bytesRead < part.length) throw new Error(`the file shrank to ${offset + bytesRead} bytes while it was uploaded`);
+    yield part;
   }
 }
 

@@ -4,8 +4,8 @@
  * reads below its local log start from there.
  *
  * Every remote.log.task-interval-duration, for each bucket this server leads:
- * 1. up to remote.log.task-max-upload-segments closed segments above the remote end (and not
- *    held by the lake: retention.ts) are uploaded, each with its indexes, the writer state and the
+ * 1. up to remote.log.task-max-upload-segments closed segments above the remote end (and, of a
+ *    lake-enabled table, neither held by the lake nor still waiting for it: retention.ts) are uploaded, each with its indexes, the writer state and the
  *    leader epochs, under a fresh segment id;
  * 2. remote segments from the start that retention lets go leave the manifest;
  * 3. a new manifest is written under a new name, then committed to the coordinator
@@ -64,7 +64,7 @@ interface BucketState {
 export interface RemoteLogUsage {
   remoteSegments: number;
   remoteBytes: number;
-  /** Led buckets: closed local segments that still need a remote copy, and their bytes. */
+  /** Led buckets: closed local segments that need a remote copy now (not those waiting for the lake), and their bytes. */
   pendingSegments: number;
   pendingBytes: number;
 }
@@ -183,15 +183,15 @@ export class RemoteLogManager {
     return WriterStateManager.below(offset, Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), location);
   }
 
-  /** Remote segments and bytes of the bucket (as far as this server has loaded its manifest), and, led, what still waits for upload. */
-  usage(r: Replica): RemoteLogUsage {
+  /** Remote segments and bytes of the bucket (as far as this server has loaded its manifest), and, led, what is due for upload. */
+  usage(r: Replica, nowMs = Date.now()): RemoteLogUsage {
     const state = this.states.get(bucketKey(r.bucket));
     const segments = state?.manifestPath === r.remoteLog?.manifestPath ? (state?.manifest?.segments ?? []) : [];
     const out: RemoteLogUsage = { remoteSegments: segments.length, remoteBytes: segments.reduce((n, s) => n + s.size, 0), pendingSegments: 0, pendingBytes: 0 };
     if (r.role !== 'leader') return out;
     const end = r.remoteLog?.remoteLogEndOffset ?? -1n;
     for (const s of r.log.closedSegments()) {
-      if (s.endOffset <= end || !needsRemoteCopy(r, s.endOffset)) continue;
+      if (s.endOffset <= end || !needsRemoteCopy(r, s, nowMs)) continue;
       out.pendingSegments++;
       out.pendingBytes += s.sizeBytes;
     }
@@ -274,7 +274,7 @@ export class RemoteLogManager {
     }
     const uploads = r.log
       .closedSegments()
-      .filter((s) => (end === undefined || s.endOffset > end) && needsRemoteCopy(r, s.endOffset))
+      .filter((s) => (end === undefined || s.endOffset > end) && needsRemoteCopy(r, s, nowMs))
       .slice(0, this.maxUploadSegments);
     for (const s of uploads) {
       if (r.role !== 'leader' || r.leaderEpoch !== leaderEpoch) return;

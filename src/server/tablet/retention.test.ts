@@ -47,13 +47,21 @@ test('a primary-key bucket keeps the changelog its registered KV snapshot needs,
 
 test('what the lake holds needs no remote copy and leaves the remote log; otherwise table.log.ttl expires remote segments', () => {
   const lake = replica({ 'table.datalake.enabled': 'true', 'table.log.ttl': '1d' }, { lakeEndOffset: 50n });
-  assert.equal(needsRemoteCopy(lake, 50n), false);
-  assert.equal(needsRemoteCopy(lake, 60n), true);
+  assert.equal(needsRemoteCopy(lake, segment(50n, DAY), NOW), false);
+  assert.equal(needsRemoteCopy(lake, segment(60n, DAY), NOW), true);
   assert.equal(remoteSegmentExpired(lake, { endOffset: 50n, maxTimestamp: NOW }, NOW), true);
   assert.equal(remoteSegmentExpired(lake, { endOffset: 60n, maxTimestamp: NOW - 30 * DAY }, NOW), false, 'never before the lake holds it');
   const plain = replica({ 'table.log.ttl': '1d' });
-  assert.equal(needsRemoteCopy(plain, 10n), true);
+  assert.equal(needsRemoteCopy(plain, segment(10n, 0), NOW), true, 'without a lake a segment is uploaded once closed');
   assert.equal(remoteSegmentExpired(plain, { endOffset: 10n, maxTimestamp: NOW - 2 * DAY }, NOW), true);
   assert.equal(remoteSegmentExpired(plain, { endOffset: 10n, maxTimestamp: NOW - DAY / 2 }, NOW), false);
   assert.equal(remoteSegmentExpired(replica({ 'table.log.ttl': '0' }), { endOffset: 10n, maxTimestamp: 0 }, NOW), false, 'ttl 0 keeps them forever');
+});
+
+test('a lake-enabled segment the lake does not hold yet waits for it twice table.datalake.freshness before it is uploaded', () => {
+  const minute = 60_000;
+  const lake = replica({ 'table.datalake.enabled': 'true', 'table.datalake.freshness': '3min' }, { lakeEndOffset: 50n });
+  assert.equal(needsRemoteCopy(lake, segment(60n, 5 * minute), NOW), false, 'a round is still to take it');
+  assert.equal(needsRemoteCopy(lake, segment(60n, 7 * minute), NOW), true, 'the lake lags: the remote log holds it');
+  assert.equal(needsRemoteCopy(replica({ 'table.datalake.enabled': 'true', 'table.datalake.freshness': '1s' }), segment(60n, 3000), NOW), true, 'no lake snapshot yet, and the wait is over');
 });

@@ -10,7 +10,8 @@
  * Without a remote log, a local segment goes once table.log.ttl expired it and the lake (if any)
  * holds it. With one, a local segment goes once the remote log or the lake holds it, keeping the
  * newest table.log.tiered.local-segments; table.log.ttl then applies to remote segments (of a
- * lake-enabled table, only to those the lake holds, which go at once anyway).
+ * lake-enabled table, only to those the lake holds, which go at once anyway). A lake-enabled
+ * table's segment waits for the lake before it is uploaded (needsRemoteCopy).
  */
 import { parseDuration, tableOption } from '../../common/config.js';
 import type { ClosedSegment } from './log/log-tablet.js';
@@ -39,10 +40,17 @@ export function localSegmentDeletable(r: Replica, remoteLog: boolean, nowMs: num
   };
 }
 
-/** Whether a closed segment ending at `endOffset` needs a remote copy: not when the lake holds it. */
-export function needsRemoteCopy(r: Replica, endOffset: bigint): boolean {
+/**
+ * Whether a closed segment needs a remote copy now: not when the lake holds it, nor while the lake
+ * is still to take it, that is while its newest record is younger than twice
+ * table.datalake.freshness (a tiering round starts within one freshness of the last and commits
+ * within another). A lake that keeps up so gets the segment from the local log and no remote copy
+ * is ever made; of a lake that lags, the remote log holds what it has not taken.
+ */
+export function needsRemoteCopy(r: Replica, s: Pick<ClosedSegment, 'endOffset' | 'maxTimestamp'>, nowMs: number): boolean {
   const lake = lakeEnd(r);
-  return lake === undefined || endOffset > lake;
+  if (lake === undefined) return true;
+  return s.endOffset > lake && s.maxTimestamp < nowMs - 2 * parseDuration(tableOption(r.table.properties, 'table.datalake.freshness')!)!;
 }
 
 /** Whether a remote segment may leave the remote log (from its start): the lake holds it, or table.log.ttl expired it. */
