@@ -277,10 +277,10 @@ test('a follower whose disk is wiped starts again at the leader log start with t
   const s3 = await startS3Server();
   t.after(() => s3.stop());
   const cluster = await startCluster(t, { zooKeeper: { tabletServers: 3 }, settings: { ...remoteSettings(s3), 'default.replication.factor': '3' } });
-  const path = { database: 'tributary', table: 'writers' };
+  const writers = { database: 'tributary', table: 'writers' };
   const admin = cluster.conn.getAdmin();
-  await admin.createTable(path, { columns: [...COLUMNS], properties: { 'bucket.num': '1' } });
-  const table = await cluster.conn.getTable(path);
+  await admin.createTable(writers, { columns: [...COLUMNS], properties: { 'bucket.num': '1' } });
+  const table = await cluster.conn.getTable(writers);
   const row = (id: number) => ({ id: BigInt(id), payload: `payload-${id}-${'x'.repeat(40)}` });
   // The idle writer's batches all end up below every replica's local log start.
   const idle = await table.newAppend().createWriter();
@@ -296,18 +296,27 @@ test('a follower whose disk is wiped starts again at the leader log start with t
     await until(`tablet server ${id} keeps only two local segments`, () => localSegments(cluster.tabletServer(id).dataDir, 'writers').length === 2);
   }
 
-  const leader = await leaderOf(cluster.conn, path);
+  const leader = await leaderOf(cluster.conn, writers);
   const [wiped, other] = [0, 1, 2].filter((id) => id !== leader);
   const follower = cluster.tabletServer(wiped);
   await follower.kill();
   fs.rmSync(follower.dataDir, { recursive: true, force: true });
   await cluster.restart(follower);
-  await until('the wiped follower is back in the ISR', async () => (await admin.listBuckets(path))[0].isr.includes(wiped));
+  // Its bucket exists once the coordinator saw it leave and join again (NotifyLeaderAndIsr): from
+  // then on it is in the ISR only once caught up.
+  const hasLog = (): boolean => {
+    try {
+      return localSegments(cluster.tabletServer(wiped).dataDir, 'writers').length > 0;
+    } catch {
+      return false; // not created yet
+    }
+  };
+  await until('the wiped follower caught up and is back in the ISR', async () => hasLog() && (await admin.listBuckets(writers))[0].isr.includes(wiped));
   assert.ok(localSegments(cluster.tabletServer(wiped).dataDir, 'writers').length <= 2, 'it holds only what the leader holds locally');
 
   await cluster.tabletServer(leader).kill();
   await cluster.tabletServer(other).kill();
-  await until('the wiped follower leads', async () => (await admin.listBuckets(path))[0].leader === wiped);
+  await until('the wiped follower leads', async () => (await admin.listBuckets(writers))[0].leader === wiped);
   for (let id = 2010; id < 2020; id++) await idle.append(row(id));
   await idle.flush();
   await idle.close();
