@@ -110,7 +110,7 @@ describe('an Iceberg lake on an s3:// warehouse', () => {
     const table = await new IcebergFormat().open(warehouse).loadTable({ database: DB, table: TABLE });
     const plan = await table.planRead();
     try {
-      const result = await duck.run(`SELECT k, v FROM (${plan.rowsSql(plan.splits)}) ORDER BY k`);
+      const result = await duck.run(`SELECT k, v FROM (${await plan.rowsSql(plan.splits)}) ORDER BY k`);
       return result.rows.map((r) => [r[0] as bigint, r[1] as string]);
     } finally {
       plan.release();

@@ -83,8 +83,8 @@ test('a projection of a file of the lake writer keeps its field ids and drops it
     ],
   };
   const source = path.join(dir, 'lake.parquet');
-  const n = 2000;
-  const batch = batchOf(schema, [Array.from({ length: n }, (_, i) => BigInt(i)), Array.from({ length: n }, (_, i) => (i % 5 ? `n${i % 17}` : null)), Array.from({ length: n }, (_, i) => i / 4)]);
+  const n = 20000;
+  const batch = batchOf(schema, [Array.from({ length: n }, (_, i) => BigInt(i)), Array.from({ length: n }, (_, i) => (i % 5 ? `n${i % 17}` : null)), Array.from({ length: n }, (_, i) => Math.sin(i))]);
   fs.writeFileSync(source, writeParquet([batch]));
   const { file } = await project(source, [3, 2], 'lake-3-2.parquet');
   const columns = new Map([[2, 'VARCHAR'], [3, 'DOUBLE']]);
@@ -95,11 +95,15 @@ test('a projection of a file of the lake writer keeps its field ids and drops it
   assert.ok(!keys.rows.some((r) => r[0] === 'ARROW:schema'));
 });
 
-test('there is no projection of a file that holds none of the field ids, nor of one that is not Parquet', async () => {
+test('there is no projection of a file that holds none of the field ids, of a small one, nor of one that is not Parquet', async () => {
   const source = path.join(dir, 'none.parquet');
-  await duck.run(`COPY (SELECT 1 AS a) TO '${source}' (FORMAT parquet, FIELD_IDS {a: 1})`);
+  await duck.run(`COPY (SELECT md5(CAST(i AS VARCHAR)) AS a FROM range(20000) AS t(i)) TO '${source}' (FORMAT parquet, FIELD_IDS {a: 1})`);
+  assert.ok(await planProjection(readerOf(source).read, fs.statSync(source).size, new Set([1])));
   assert.equal(await planProjection(readerOf(source).read, fs.statSync(source).size, new Set([9])), undefined);
   const text = path.join(dir, 'text.parquet');
-  fs.writeFileSync(text, 'not a parquet file at all');
+  fs.writeFileSync(text, Buffer.alloc(100_000, 'not a parquet file at all'));
+  const small = path.join(dir, 'small.parquet');
+  await duck.run(`COPY (SELECT 1 AS a) TO '${small}' (FORMAT parquet, FIELD_IDS {a: 1})`);
+  assert.equal(await planProjection(readerOf(small).read, fs.statSync(small).size, new Set([1])), undefined);
   assert.equal(await planProjection(readerOf(text).read, fs.statSync(text).size, new Set([1])), undefined);
 });

@@ -13,7 +13,7 @@
  * describes every column of the source) goes. Each kept schema leaf keeps its field_id, which
  * Iceberg readers resolve columns by.
  *
- * Only flat schemas (the root and one leaf per column) are projected, and only footers that
+ * Files no larger than the first read of a footer (64 KiB) are not projected. Only flat schemas (the root and one leaf per column) are projected, and only footers that
  * leave no doubt: not encrypted, every column chunk in this file, chunks that do not overlap and
  * lie between the magic and the footer. Otherwise there is no projection and the reader takes the
  * whole file.
@@ -74,7 +74,8 @@ const META_BLOOM_FILTER = [14, 15];
  * field ids are in `fieldIds`; undefined when there is none to make (see the header).
  */
 export async function planProjection(read: RangeReader, fileSize: number, fieldIds: ReadonlySet<number>): Promise<Projection | undefined> {
-  if (fileSize < 12) return undefined;
+  // A file no larger than the first read of its footer is better read whole by that one read.
+  if (fileSize <= FOOTER_GUESS) return undefined;
   const tailLength = Math.min(fileSize, FOOTER_GUESS);
   const tail = await read(fileSize - tailLength, tailLength);
   if (tail.length !== tailLength || !MAGIC.equals(tail.subarray(tailLength - 4))) return undefined;
