@@ -6,10 +6,11 @@
  * A remote data file read for some of its columns is copied as a smaller Parquet file of just
  * those columns' chunks (lake/parquet/projection.ts), fetched by byte ranges: the columns named
  * and the equality delete keys of its delete files, by field id. The whole file is fetched
- * instead when the read takes every column, when the file's column sizes (its metrics, else the
- * projection itself) say those columns are more than datalake.cache.partial-file.max-ratio of it,
- * and when the footer leaves any doubt; delete files are always fetched whole. The cache gives
- * the whole file's copy whenever it holds one.
+ * instead when the read takes every column; when those columns are more than
+ * datalake.cache.partial-file.max-ratio of the file by its column sizes (metrics Tributary's
+ * writers record, so that no footer is read for nothing; else by the projection itself); and
+ * when the footer leaves any doubt. Delete files are always fetched whole. The cache gives the
+ * whole file's copy whenever it holds one.
  */
 import type { PinnedFiles } from '../../storage/file-cache.js';
 import { objectStoreFor, partialFileMaxRatio, remoteFileCache } from '../../storage/stores.js';

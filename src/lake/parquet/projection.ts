@@ -19,6 +19,7 @@
  * whole file.
  */
 import fs from 'node:fs';
+import { TributaryError } from '../../common/errors.js';
 import { decodeStruct, encodeStruct, fieldOf, removeField, setField, type TList, type TStruct, TType } from './thrift-compact.js';
 
 const MAGIC = Buffer.from('PAR1');
@@ -76,22 +77,54 @@ const META_BLOOM_FILTER = [14, 15];
 export async function planProjection(read: RangeReader, fileSize: number, fieldIds: ReadonlySet<number>): Promise<Projection | undefined> {
   // A file no larger than the first read of its footer is better read whole by that one read.
   if (fileSize <= FOOTER_GUESS) return undefined;
+  const footer = await readFooter(read, fileSize);
+  if (!footer) return undefined;
+  const projected = projectMetadata(footer.metadata, footer.metadataStart, fieldIds);
+  return projected && { ...projected, footerBytesRead: footer.bytesRead };
+}
+
+/** The FileMetaData bytes of the Parquet file read by `read`, where they start and the bytes read for them; undefined when it is not Parquet. */
+async function readFooter(read: RangeReader, fileSize: number): Promise<{ metadata: Uint8Array; metadataStart: number; bytesRead: number } | undefined> {
+  if (fileSize < 12) return undefined;
   const tailLength = Math.min(fileSize, FOOTER_GUESS);
   const tail = await read(fileSize - tailLength, tailLength);
   if (tail.length !== tailLength || !MAGIC.equals(tail.subarray(tailLength - 4))) return undefined;
   const metadataLength = Buffer.from(tail.buffer, tail.byteOffset, tail.length).readUInt32LE(tailLength - 8);
   const metadataStart = fileSize - 8 - metadataLength;
   if (metadataStart < MAGIC.length) return undefined;
-  let footerBytesRead = tailLength;
-  let metadata: Uint8Array;
-  if (metadataLength + 8 <= tailLength) metadata = tail.subarray(tailLength - 8 - metadataLength, tailLength - 8);
-  else {
-    metadata = await read(metadataStart, metadataLength);
-    footerBytesRead += metadataLength;
-    if (metadata.length !== metadataLength) return undefined;
+  if (metadataLength + 8 <= tailLength) return { metadata: tail.subarray(tailLength - 8 - metadataLength, tailLength - 8), metadataStart, bytesRead: tailLength };
+  const metadata = await read(metadataStart, metadataLength);
+  return metadata.length === metadataLength ? { metadata, metadataStart, bytesRead: tailLength + metadataLength } : undefined;
+}
+
+/**
+ * Bytes of each column of a local Parquet file by field id (Iceberg's column_sizes: every column
+ * chunk of the column, compressed, no footer), for the leaves that have a field id.
+ */
+export async function columnSizesOf(file: string): Promise<Map<number, number>> {
+  const handle = await fs.promises.open(file, 'r');
+  try {
+    const read: RangeReader = async (offset, length) => {
+      const buf = Buffer.alloc(length);
+      const { bytesRead } = await handle.read(buf, 0, length, offset);
+      return buf.subarray(0, bytesRead);
+    };
+    const footer = await readFooter(read, (await handle.stat()).size);
+    if (!footer) throw new TributaryError('STORAGE_EXCEPTION', `${file} is not a Parquet file`);
+    const { struct } = decodeStruct(footer.metadata);
+    const leaves = (((fieldOf(struct, FILE_SCHEMA) as TList | undefined)?.items ?? []) as TStruct[]).filter((e) => fieldOf(e, SCHEMA_NUM_CHILDREN) === undefined);
+    const sizes = new Map<number, number>();
+    for (const group of ((fieldOf(struct, FILE_ROW_GROUPS) as TList | undefined)?.items ?? []) as TStruct[]) {
+      ((fieldOf(group, GROUP_COLUMNS) as TList | undefined)?.items ?? []).forEach((chunk, i) => {
+        const id = leaves[i] && (fieldOf(leaves[i], SCHEMA_FIELD_ID) as number | undefined);
+        const meta = fieldOf(chunk as TStruct, CHUNK_META) as TStruct | undefined;
+        if (id !== undefined && meta) sizes.set(id, (sizes.get(id) ?? 0) + Number(fieldOf(meta, META_COMPRESSED) as bigint));
+      });
+    }
+    return sizes;
+  } finally {
+    await handle.close();
   }
-  const projected = projectMetadata(metadata, metadataStart, fieldIds);
-  return projected && { ...projected, footerBytesRead };
 }
 
 /** A column chunk kept: where it is in the source, how long, and its footer structs to move. */
