@@ -136,7 +136,7 @@ interface KeptChunk {
 }
 
 /** The projection of FileMetaData `bytes` (the source's data ends at `dataEnd`); undefined on any doubt. */
-export function projectMetadata(bytes: Uint8Array, dataEnd: number, fieldIds: ReadonlySet<number>): Omit<Projection, 'footerBytesRead'> | undefined {
+function projectMetadata(bytes: Uint8Array, dataEnd: number, fieldIds: ReadonlySet<number>): Omit<Projection, 'footerBytesRead'> | undefined {
   const { struct: file } = decodeStruct(bytes);
   if (fieldOf(file, FILE_ENCRYPTION) !== undefined) return undefined;
   const schema = fieldOf(file, FILE_SCHEMA) as TList | undefined;
