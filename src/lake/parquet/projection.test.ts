@@ -107,3 +107,12 @@ test('there is no projection of a file that holds none of the field ids, of a sm
   assert.equal(await planProjection(readerOf(small).read, fs.statSync(small).size, new Set([1])), undefined);
   assert.equal(await planProjection(readerOf(text).read, fs.statSync(text).size, new Set([1])), undefined);
 });
+
+test('column chunks within the end of the file read for the footer are not read again', async () => {
+  const source = path.join(dir, 'tail.parquet');
+  await duck.run(`COPY (SELECT md5(CAST(i AS VARCHAR)) AS a, i % 2 = 0 AS b FROM range(20000) AS t(i)) TO '${source}' (FORMAT parquet, FIELD_IDS {a: 1, b: 2})`);
+  const { file, read } = await project(source, [2], 'tail-2.parquet');
+  assert.equal(read, 64 * 1024, 'the footer read alone');
+  const columns = new Map([[2, 'BOOLEAN']]);
+  assert.deepEqual(await rowsOf(file, columns), await rowsOf(source, columns));
+});

@@ -41,6 +41,8 @@ export interface Projection {
   size: number;
   /** Bytes read of the source to plan it (its footer). */
   footerBytesRead: number;
+  /** The end of the source read with the footer, from `offset`: ranges within it are not read again. */
+  tail: { offset: number; bytes: Uint8Array };
 }
 
 // Field ids of parquet.thrift.
@@ -80,11 +82,11 @@ export async function planProjection(read: RangeReader, fileSize: number, fieldI
   const footer = await readFooter(read, fileSize);
   if (!footer) return undefined;
   const projected = projectMetadata(footer.metadata, footer.metadataStart, fieldIds);
-  return projected && { ...projected, footerBytesRead: footer.bytesRead };
+  return projected && { ...projected, footerBytesRead: footer.bytesRead, tail: footer.tail };
 }
 
 /** The FileMetaData bytes of the Parquet file read by `read`, where they start and the bytes read for them; undefined when it is not Parquet. */
-async function readFooter(read: RangeReader, fileSize: number): Promise<{ metadata: Uint8Array; metadataStart: number; bytesRead: number } | undefined> {
+async function readFooter(read: RangeReader, fileSize: number): Promise<{ metadata: Uint8Array; metadataStart: number; bytesRead: number; tail: Projection['tail'] } | undefined> {
   if (fileSize < 12) return undefined;
   const tailLength = Math.min(fileSize, FOOTER_GUESS);
   const tail = await read(fileSize - tailLength, tailLength);
@@ -92,9 +94,10 @@ async function readFooter(read: RangeReader, fileSize: number): Promise<{ metada
   const metadataLength = Buffer.from(tail.buffer, tail.byteOffset, tail.length).readUInt32LE(tailLength - 8);
   const metadataStart = fileSize - 8 - metadataLength;
   if (metadataStart < MAGIC.length) return undefined;
-  if (metadataLength + 8 <= tailLength) return { metadata: tail.subarray(tailLength - 8 - metadataLength, tailLength - 8), metadataStart, bytesRead: tailLength };
+  const end = { offset: fileSize - tailLength, bytes: tail };
+  if (metadataLength + 8 <= tailLength) return { metadata: tail.subarray(tailLength - 8 - metadataLength, tailLength - 8), metadataStart, bytesRead: tailLength, tail: end };
   const metadata = await read(metadataStart, metadataLength);
-  return metadata.length === metadataLength ? { metadata, metadataStart, bytesRead: tailLength + metadataLength } : undefined;
+  return metadata.length === metadataLength ? { metadata, metadataStart, bytesRead: tailLength + metadataLength, tail: end } : undefined;
 }
 
 /**
@@ -136,7 +139,7 @@ interface KeptChunk {
 }
 
 /** The projection of FileMetaData `bytes` (the source's data ends at `dataEnd`); undefined on any doubt. */
-function projectMetadata(bytes: Uint8Array, dataEnd: number, fieldIds: ReadonlySet<number>): Omit<Projection, 'footerBytesRead'> | undefined {
+function projectMetadata(bytes: Uint8Array, dataEnd: number, fieldIds: ReadonlySet<number>): Omit<Projection, 'footerBytesRead' | 'tail'> | undefined {
   const { struct: file } = decodeStruct(bytes);
   if (fieldOf(file, FILE_ENCRYPTION) !== undefined) return undefined;
   const schema = fieldOf(file, FILE_SCHEMA) as TList | undefined;
@@ -222,30 +225,33 @@ function projectMetadata(bytes: Uint8Array, dataEnd: number, fieldIds: ReadonlyS
   return { ranges, footer, size: at + footer.length };
 }
 
-/** Writes `projection` of the source read by `read` as `file` (whole, then renamed into place); returns the source bytes it read. */
+/** Writes `projection` of the source read by `read` as `file` (whole, then renamed into place); returns the source bytes it read for it (the footer's read not counted). */
 export async function writeProjection(read: RangeReader, projection: Projection, file: string): Promise<number> {
   const staged = `${file}.part`;
   const out = await fs.promises.open(staged, 'w');
   try {
     await out.write(MAGIC);
     let fetched = 0;
-    const pending: Promise<Uint8Array>[] = [];
+    /** Each range's bytes, in order, and how many of them were read for it. */
+    const pending: Promise<{ bytes: Uint8Array; read: number }>[] = [];
     let next = 0;
+    const { tail } = projection;
     const fetch = (): void => {
       const r = projection.ranges[next++];
-      const p = read(r.offset, r.length).then((bytes) => {
+      const inTail = r.offset >= tail.offset ? tail.bytes.subarray(r.offset - tail.offset, r.offset - tail.offset + r.length) : undefined;
+      const p = (inTail ? Promise.resolve(inTail) : read(r.offset, r.length)).then((bytes) => {
         if (bytes.length !== r.length) throw new Error(`read ${bytes.length} of ${r.length} bytes at ${r.offset}`);
-        return bytes;
+        return { bytes, read: inTail ? 0 : bytes.length };
       });
       p.catch(() => {}); // awaited in order below
       pending.push(p);
     };
     while (next < projection.ranges.length && pending.length < FETCHES_IN_FLIGHT) fetch();
     while (pending.length > 0) {
-      const bytes = await pending.shift()!;
+      const range = await pending.shift()!;
       if (next < projection.ranges.length) fetch();
-      await out.write(bytes);
-      fetched += bytes.length;
+      await out.write(range.bytes);
+      fetched += range.read;
     }
     await out.write(projection.footer);
     await out.close();
