@@ -102,6 +102,13 @@ test('there is no projection of a file that holds none of the field ids, of a sm
   assert.equal(await planProjection(readerOf(source).read, fs.statSync(source).size, new Set([9])), undefined);
   const text = path.join(dir, 'text.parquet');
   fs.writeFileSync(text, Buffer.alloc(100_000, 'not a parquet file at all'));
+  // The magic and a length, before bytes that are no FileMetaData.
+  const garbled = path.join(dir, 'garbled.parquet');
+  const tail = Buffer.alloc(8);
+  tail.writeUInt32LE(50_000);
+  tail.write('PAR1', 4);
+  fs.writeFileSync(garbled, Buffer.concat([Buffer.from('PAR1'), Buffer.alloc(99_992, 0xfe), tail]));
+  assert.equal(await planProjection(readerOf(garbled).read, fs.statSync(garbled).size, new Set([1])), undefined);
   const small = path.join(dir, 'small.parquet');
   await duck.run(`COPY (SELECT 1 AS a) TO '${small}' (FORMAT parquet, FIELD_IDS {a: 1})`);
   assert.equal(await planProjection(readerOf(small).read, fs.statSync(small).size, new Set([1])), undefined);

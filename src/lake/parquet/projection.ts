@@ -81,7 +81,12 @@ export async function planProjection(read: RangeReader, fileSize: number, fieldI
   if (fileSize <= FOOTER_GUESS) return undefined;
   const footer = await readFooter(read, fileSize);
   if (!footer) return undefined;
-  const projected = projectMetadata(footer.metadata, footer.metadataStart, fieldIds);
+  let projected: ReturnType<typeof projectMetadata>;
+  try {
+    projected = projectMetadata(footer.metadata, footer.metadataStart, fieldIds);
+  } catch {
+    return undefined; // a footer this code cannot follow is read by the whole file's reader
+  }
   return projected && { ...projected, footerBytesRead: footer.bytesRead, tail: footer.tail };
 }
 
