@@ -12,8 +12,11 @@
  *   union-read  the same lake-enabled table (`--rows` rows of the bench workload tiered in one
  *               round, 1% more in the log) on two nodes, one with its warehouse in its data
  *               directory, one on S3; the same aggregate through a new SQL session each time:
- *               local, S3 with an empty lake file cache (cold: every file downloaded), S3 again
- *               (warm: the cache holds them). Target: warm ≤ 1.2× local.
+ *               local; S3 with an empty lake file cache fetching whole files (cold, whole:
+ *               datalake.cache.partial-file.max-ratio 0); S3 with an empty cache fetching only the
+ *               columns the aggregate uses (cold, columns: the footer and those column chunks by
+ *               byte ranges); S3 again (warm: the cache holds those copies); and a query of one
+ *               column cold both ways. Target: warm ≤ 1.2× local.
  *   hours       "hours locally, history in the lake": a lake-enabled log table with its remote
  *               log and its lake on S3, 256 KB segments, table.log.ttl 7 days, two local
  *               segments a bucket, is fed one hour of traffic at `--hour-rate` rows/s (the
@@ -75,13 +78,15 @@ const hourRows = Number(args['hour-rate']) * 3600;
 const hourBuckets = Number(args['hour-buckets']);
 // Rounded: sums of doubles differ in their last bits with the order the rows come in.
 const AGGREGATE = `SELECT user_id % 100 AS g, count(*) AS n, round(sum(price), 2) AS total FROM ${TABLE} GROUP BY g ORDER BY g`;
+/** A query of one column of the five. */
+const ONE_COLUMN = `SELECT user_id % 100 AS g, count(*) AS n FROM ${TABLE} GROUP BY g ORDER BY g`;
 const loadAverage = (): string => os.loadavg().map((l) => l.toFixed(2)).join(' ');
 const mb = (bytes: number | bigint): string => `${(Number(bytes) / (1 << 20)).toFixed(2)} MB`;
 
 printHeader('object storage', [
   `S3: s3rver on loopback (a Node process of its own); load before: ${loadAverage()} (1, 5, 15 min), ${os.cpus().length} cores`,
   ...(phases.has('upload') ? [`upload: ${files} files of ${args['file-mb']} MB, the storage layer (default multipart options, and every file multipart) against a raw PutObject loop, ${runs} runs each, alternating`] : []),
-  ...(phases.has('union-read') ? [`union read: ${count(rows)} lake rows + ${count(tail)} log rows, 4 buckets; ${AGGREGATE}; local warehouse, S3 cold cache, S3 warm cache`] : []),
+  ...(phases.has('union-read') ? [`union read: ${count(rows)} lake rows + ${count(tail)} log rows, 4 buckets; ${AGGREGATE}; local warehouse, S3 cold cache (whole files, then columns only), S3 warm cache; then ${ONE_COLUMN}, S3 cold cache (whole files, then columns only)`] : []),
   ...(phases.has('hours') ? [`hours: one hour at ${args['hour-rate']} rows/s (${count(hourRows)} rows), ${hourBuckets} buckets, ${args['hour-segment']} segments, lake freshness ${args['hour-freshness']}, remote log rounds every ${args['hour-remote-interval']}`] : []),
 ]);
 
@@ -174,38 +179,56 @@ async function unionRead(): Promise<void> {
   await load(local);
   await load(onS3);
 
-  const read = async (bench: BenchServer): Promise<{ ms: number; result: string }> => {
+  const read = async (bench: BenchServer, query = AGGREGATE): Promise<{ ms: number; result: string }> => {
     const sql = new SqlExecutor(bench.conn, duck, DATABASE);
     const start = performance.now();
-    const out = await sql.execute(AGGREGATE);
+    const out = await sql.execute(query);
     const ms = performance.now() - start;
     await sql.close();
     return { ms, result: JSON.stringify(out.result!.rows, (_, v) => (typeof v === 'bigint' ? String(v) : v)) };
   };
-  const emptyCache = (run: number): void => configureObjectStorageFrom({ ...s3Options, 'datalake.cache.dir': path.join(scratch, `cache-${run}`) }, scratch);
-  emptyCache(-1);
-  const expected = (await read(local)).result;
+  const emptyCache = (name: string, wholeFiles = false): void =>
+    configureObjectStorageFrom({ ...s3Options, 'datalake.cache.dir': path.join(scratch, `cache-${name}`), ...(wholeFiles ? { 'datalake.cache.partial-file.max-ratio': '0' } : {}) }, scratch);
+  emptyCache('warm-up');
+  const expected = new Map([AGGREGATE, ONE_COLUMN].map((q) => [q, '']));
+  for (const q of expected.keys()) expected.set(q, (await read(local, q)).result);
   await read(onS3); // warm-up: JIT, DuckDB's first reads
-  const times: Record<'local' | 'cold' | 'warm', number[]> = { local: [], cold: [], warm: [] };
+  type Measure = 'local' | 'whole' | 'columns' | 'warm' | 'oneWhole' | 'oneColumns';
+  const times: Record<Measure, number[]> = { local: [], whole: [], columns: [], warm: [], oneWhole: [], oneColumns: [] };
+  const fetched: Record<Measure, number[]> = { local: [], whole: [], columns: [], warm: [], oneWhole: [], oneColumns: [] };
+  /** A read of `query` on S3, checked against the local one, its time and what the lake file cache fetched for it kept under `measure`. */
+  const measure = async (m: Measure, query: string, cache?: { name: string; wholeFiles: boolean }): Promise<string> => {
+    if (cache) emptyCache(cache.name, cache.wholeFiles);
+    const before = storageStats().cacheFetchedBytes;
+    const r = await read(onS3, query);
+    if (r.result !== expected.get(query)) throw new Error('the reads disagree');
+    times[m].push(r.ms);
+    fetched[m].push(storageStats().cacheFetchedBytes - before);
+    return `${r.ms.toFixed(0)} ms (${mb(fetched[m][fetched[m].length - 1])})`;
+  };
   for (let run = 0; run < runs; run++) {
     const l = await read(local);
-    emptyCache(run);
-    const before = { ...storageStats() };
-    const cold = await read(onS3);
-    const fetched = storageStats().cacheFetchedBytes - before.cacheFetchedBytes;
-    const warm = await read(onS3);
-    for (const r of [l, cold, warm]) if (r.result !== expected) throw new Error('the reads disagree');
+    if (l.result !== expected.get(AGGREGATE)) throw new Error('the reads disagree');
     times.local.push(l.ms);
-    times.cold.push(cold.ms);
-    times.warm.push(warm.ms);
-    console.log(`union read run ${run + 1}: local ${l.ms.toFixed(0)} ms, S3 cold ${cold.ms.toFixed(0)} ms (${mb(fetched)} fetched), S3 warm ${warm.ms.toFixed(0)} ms`);
+    const whole = await measure('whole', AGGREGATE, { name: `${run}-whole`, wholeFiles: true });
+    const columns = await measure('columns', AGGREGATE, { name: `${run}-columns`, wholeFiles: false });
+    const warm = await measure('warm', AGGREGATE);
+    const oneWhole = await measure('oneWhole', ONE_COLUMN, { name: `${run}-one-whole`, wholeFiles: true });
+    const oneColumns = await measure('oneColumns', ONE_COLUMN, { name: `${run}-one-columns`, wholeFiles: false });
+    console.log(
+      `union read run ${run + 1}: local ${l.ms.toFixed(0)} ms; aggregate on S3: cold whole files ${whole}, cold columns only ${columns}, warm ${warm}; ` +
+        `one column on S3: cold whole files ${oneWhole}, cold columns only ${oneColumns}`,
+    );
   }
   const stats = storageStats();
   console.log(`lake file cache: ${stats.cacheHits} hits, ${stats.cacheMisses} misses`);
   const warmRatio = times.warm.map((v, i) => v / times.local[i]);
   summary.push(
     ['union read, local warehouse', `${median(times.local).toFixed(0)} ms`, ''],
-    ['union read, S3 cold cache', `${median(times.cold).toFixed(0)} ms`, `${median(times.cold.map((v, i) => v / times.local[i])).toFixed(2)}× local`],
+    ['union read, S3 cold cache, whole files', `${median(times.whole).toFixed(0)} ms, ${mb(median(fetched.whole))}`, `${median(times.whole.map((v, i) => v / times.local[i])).toFixed(2)}× local`],
+    ['union read, S3 cold cache, columns only', `${median(times.columns).toFixed(0)} ms, ${mb(median(fetched.columns))}`, `${median(times.columns.map((v, i) => v / times.whole[i])).toFixed(2)}× whole`],
+    ['one column, S3 cold cache, whole files', `${median(times.oneWhole).toFixed(0)} ms, ${mb(median(fetched.oneWhole))}`, ''],
+    ['one column, S3 cold cache, columns only', `${median(times.oneColumns).toFixed(0)} ms, ${mb(median(fetched.oneColumns))}`, `${median(times.oneColumns.map((v, i) => v / times.oneWhole[i])).toFixed(2)}× whole`],
     ['union read, S3 warm cache', `${median(times.warm).toFixed(0)} ms`, `${median(warmRatio).toFixed(2)}× local`],
   );
   verdicts.push(`warm-cache union read: ${verdict(median(warmRatio), TARGET_WARM, false, '×')}`);

@@ -147,9 +147,10 @@ export interface LakeReadPlan {
   readonly splits: readonly LakeSplit[];
   /**
    * DuckDB SQL whose result is the rows of `splits` (some of this plan's), their deletes applied,
-   * with the columns named in `columns` (compared case-insensitively; all by default).
+   * with the columns named in `columns` (compared case-insensitively; all by default). Remote
+   * files it reads are copied locally first (of some, only those columns), held until `release`.
    */
-  rowsSql(splits: readonly LakeSplit[], columns?: Iterable<string>): string;
+  rowsSql(splits: readonly LakeSplit[], columns?: Iterable<string>): Promise<string>;
   /** Lets go of the local copies of remote files the plan holds for its SQL (see the format's cache), which runs no more after. */
   release(): void;
 }

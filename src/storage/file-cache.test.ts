@@ -36,3 +36,30 @@ test('the cache keeps files up to its size, least recently used out first, never
   assert.ok(!fs.existsSync(cache.pathOf(a)) && fs.existsSync(cache.pathOf(b)) && fs.existsSync(cache.pathOf(c)));
   await assert.rejects(cache.pin(store, [path.join(root, 'remote', 'missing')]), /no such object/);
 });
+
+test('a part of a file is built once and kept by its name; a whole copy the cache holds serves any part', async () => {
+  const store = new LocalObjectStore();
+  const file = path.join(root, 'remote', 'parted');
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  fs.writeFileSync(file, 'the whole file');
+  const cache = new FileCache(path.join(root, 'parts'), 1000);
+  let built = 0;
+  const plan = async () => async (to: string): Promise<number> => {
+    built++;
+    fs.writeFileSync(to, 'a part');
+    return 6;
+  };
+  const part = await cache.pinPart(store, file, 'p1', plan);
+  assert.equal(fs.readFileSync(part.path(file)!, 'utf8'), 'a part');
+  part.release();
+  (await cache.pinPart(store, file, 'p1', plan)).release();
+  assert.equal(built, 1, 'kept by its name');
+  // A plan that makes no part gets the whole file, which then serves every part.
+  const whole = await cache.pinPart(store, file, 'p2', async () => undefined);
+  assert.equal(fs.readFileSync(whole.path(file)!, 'utf8'), 'the whole file');
+  whole.release();
+  const other = await cache.pinPart(store, file, 'p3', plan);
+  assert.equal(fs.readFileSync(other.path(file)!, 'utf8'), 'the whole file');
+  other.release();
+  assert.equal(built, 1);
+});

@@ -1,9 +1,12 @@
 /**
  * A bounded local cache of immutable remote files (lake data and delete files on S3), for readers
  * that need a local path: DuckDB cannot read S3 here. A file is fetched whole, once, into
- * `<dir>/<sha256 of its location>` and kept; past `maxBytes` the least recently used files are
- * deleted, never one that is pinned (a planned read holds its files until it is released, so a
- * running query's files stay). Pinned files may hold the cache above its size for that long.
+ * `<dir>/<sha256 of its location>` and kept. A reader that needs only a part of a file (some
+ * columns of a Parquet file) may have the cache build a file of that part instead, kept as
+ * `<dir>/<sha256 of location#part>`; it gets the whole file's copy whenever the cache has one.
+ * Past `maxBytes` the least recently used files are deleted, never one that is pinned (a planned
+ * read holds its files until it is released, so a running query's files stay). Pinned files may
+ * hold the cache above its size for that long.
  * Files a writer uploads can be adopted from their staging file, so a fresh file is read locally.
  *
  * The files directly in the directory are the cache's own: those it does not know (a previous
@@ -59,6 +62,31 @@ export class FileCache {
   /** The local copy of each location (fetched from `store` when missing), pinned until `release`d. */
   async pin(store: ObjectStore, locations: readonly string[]): Promise<PinnedFiles> {
     await this.open();
+    return this.pinEach([...new Set(locations)].map((location) => ({ key: location, fill: (file) => fetchWhole(store, location, file) })));
+  }
+
+  /**
+   * A local file of `location` that holds at least its part named `part`, pinned until
+   * `release`d: the whole file's copy when the cache has it, else the part's copy, else the part
+   * `plan` says how to build, or (when `plan` says nothing) the whole file fetched from `store`.
+   */
+  async pinPart(store: ObjectStore, location: string, part: string, plan: () => Promise<PartBuilder | undefined>): Promise<PinnedFiles> {
+    await this.open();
+    const key = `${location}#${part}`;
+    if (!this.entries.has(location) && !this.entries.has(key)) {
+      const builder = await plan();
+      if (builder) {
+        const pinned = await this.pinEach([{ key, fill: builder }]);
+        return { path: (l) => (l === location ? pinned.path(key) : undefined), release: pinned.release };
+      }
+    }
+    const held = this.entries.has(location) ? location : this.entries.has(key) ? key : location;
+    const pinned = await this.pinEach([{ key: held, fill: (file) => fetchWhole(store, location, file) }]);
+    return { path: (l) => (l === location ? pinned.path(held) : undefined), release: pinned.release };
+  }
+
+  /** Pins the entry of each key, filling those missing; a fill writes the file and says how many bytes it fetched. */
+  private async pinEach(items: readonly { key: string; fill: PartBuilder }[]): Promise<PinnedFiles> {
     const pinned: Entry[] = [];
     const paths = new Map<string, string>();
     const release = (): void => {
@@ -66,28 +94,28 @@ export class FileCache {
       this.evict();
     };
     try {
-      for (const location of new Set(locations)) {
-        let entry = this.entries.get(location);
+      for (const { key, fill } of items) {
+        let entry = this.entries.get(key);
         if (entry) {
           countCacheRead(true);
-          this.entries.delete(location);
-          this.entries.set(location, entry);
+          this.entries.delete(key);
+          this.entries.set(key, entry);
         } else {
-          const file = this.pathOf(location);
+          const file = this.pathOf(key);
           const created: Entry = { file, size: 0, pins: 0, ready: Promise.resolve() };
           created.ready = (async () => {
-            if (!(await store.getToFile(location, file))) throw new TributaryError('STORAGE_EXCEPTION', `cannot read ${location}: there is no such object`);
+            const fetched = await fill(file);
             created.size = (await fs.promises.stat(file)).size;
             this.bytes += created.size;
-            countCacheRead(false, created.size);
+            countCacheRead(false, fetched);
           })();
-          created.ready.catch(() => this.entries.get(location) === created && this.entries.delete(location));
+          created.ready.catch(() => this.entries.get(key) === created && this.entries.delete(key));
           entry = created;
-          this.entries.set(location, entry);
+          this.entries.set(key, entry);
         }
         entry.pins++;
         pinned.push(entry);
-        paths.set(location, entry.file);
+        paths.set(key, entry.file);
       }
       await Promise.all(pinned.map((e) => e.ready));
     } catch (err) {
@@ -95,7 +123,7 @@ export class FileCache {
       throw err;
     }
     this.evict();
-    return { path: (location) => paths.get(location), release };
+    return { path: (key) => paths.get(key), release };
   }
 
   /** Where `location`'s copy is (or would be) kept. */
@@ -137,6 +165,14 @@ export class FileCache {
       }
     })());
   }
+}
+
+/** Writes a cache file at the path given (whole, then renamed into place) and says how many bytes it fetched for it. */
+export type PartBuilder = (file: string) => Promise<number>;
+
+async function fetchWhole(store: ObjectStore, location: string, file: string): Promise<number> {
+  if (!(await store.getToFile(location, file))) throw new TributaryError('STORAGE_EXCEPTION', `cannot read ${location}: there is no such object`);
+  return (await fs.promises.stat(file)).size;
 }
 
 /** Files held in a cache for one reader. */

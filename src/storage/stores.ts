@@ -22,6 +22,8 @@ import { countCacheRead } from './storage-stats.js';
 
 /** The cache's size when no option sets it (datalake.cache.max-size's default). */
 const DEFAULT_CACHE_BYTES = 2 * 1024 ** 3;
+/** datalake.cache.partial-file.max-ratio's default. */
+const DEFAULT_PARTIAL_FILE_MAX_RATIO = 0.5;
 /** datalake.cache.metadata-max-size's default. */
 const DEFAULT_METADATA_CACHE_BYTES = 64 << 20;
 
@@ -30,6 +32,7 @@ let settings: S3Settings | undefined;
 let s3: S3ObjectStore | undefined;
 let cache: FileCache | undefined;
 let vendCredentials = false;
+let partialMaxRatio = DEFAULT_PARTIAL_FILE_MAX_RATIO;
 /** Immutable remote objects kept in memory, least recently used first (Map order). */
 const immutable = new Map<string, Uint8Array>();
 let immutableBytes = 0;
@@ -45,6 +48,7 @@ export function configureObjectStorage(options: Options | undefined, cacheDir: s
   vendCredentials = options?.bool('datalake.iceberg.rest.vend-credentials') ?? false;
   cache = new FileCache(path.resolve(cacheDir), options ? options.bytes('datalake.cache.max-size') : DEFAULT_CACHE_BYTES);
   immutableMaxBytes = options ? options.bytes('datalake.cache.metadata-max-size') : DEFAULT_METADATA_CACHE_BYTES;
+  partialMaxRatio = options ? options.double('datalake.cache.partial-file.max-ratio') : DEFAULT_PARTIAL_FILE_MAX_RATIO;
   immutable.clear();
   immutableBytes = 0;
 }
@@ -109,6 +113,11 @@ export function objectStoreFor(location: string): ObjectStore {
 /** The cache directory of a process that names none: its own, under the system temp directory. */
 export function processCacheDir(): string {
   return path.join(os.tmpdir(), `tributary-lake-cache-${process.pid}`);
+}
+
+/** The largest share of a remote file a read of part of it may fetch as that part (datalake.cache.partial-file.max-ratio); past it the file is fetched whole. */
+export function partialFileMaxRatio(): number {
+  return partialMaxRatio;
 }
 
 /** This process's cache of remote files. */

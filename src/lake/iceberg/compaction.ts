@@ -36,6 +36,7 @@ import { latestTieredSnapshot, SUMMARY_BUCKET_OFFSETS, SUMMARY_TABLE_ID, SUMMARY
 import type { FileSystemCatalog } from './catalog.js';
 import { type DataFile, FileContent, ManifestContent, type PartitionValue } from './data-file.js';
 import { scanTasksSql } from './duckdb-sql.js';
+import { columnSizesOf } from '../parquet/projection.js';
 import { computeMetrics } from './metrics.js';
 import { isLive, partitionKey, planScan, readManifest, readManifestList, type ScanTask } from './scan.js';
 import { commitRewrite } from './snapshot-producer.js';
@@ -246,6 +247,7 @@ class PartitionWriter {
     const sources = await localCopies(files.tasks.flatMap((t) => [t.file.filePath, ...t.deletes.map((d) => d.filePath)]));
     let bytes: Uint8Array;
     let batches: arrow.RecordBatch[];
+    let columnSizes: Map<number, number>;
     try {
       const rows = scanTasksSql(this.metadata, files.tasks, { schema: this.schema, pathOf: (l) => sources.path(l) ?? l });
       const copied = await this.duck.run(
@@ -259,6 +261,7 @@ class PartitionWriter {
       const rowGroups = Number((await this.duck.run(`SELECT num_row_groups FROM parquet_file_metadata(${literal(file)})`)).rows[0][0]);
       bytes = await fs.promises.readFile(file);
       batches = await readBack(bytes, rowGroups);
+      columnSizes = await columnSizesOf(file);
       await publishStaged(location, file);
     } catch (err) {
       await fs.promises.rm(file, { force: true }).catch(() => {});
@@ -275,6 +278,7 @@ class PartitionWriter {
         partition: files.partition,
         recordCount: metrics.recordCount,
         fileSizeInBytes: bytes.length,
+        columnSizes,
         valueCounts: metrics.valueCounts,
         nullValueCounts: metrics.nullValueCounts,
         nanValueCounts: metrics.nanValueCounts,

@@ -11,6 +11,7 @@ import { parentPort } from 'node:worker_threads';
 import * as arrow from 'apache-arrow';
 import { asTributaryError, TributaryError } from '../../common/errors.js';
 import { PacedFileWriter } from '../../common/files.js';
+import { columnSizesOf } from '../parquet/projection.js';
 import type { DataFileRequest, DataFileResponse } from './data-file-writer.js';
 import { ParquetStreamWriter, parquetRowCount } from './parquet.js';
 
@@ -87,9 +88,10 @@ class DataFileState {
     await this.writer.write(ipc, schemaOf(ipc));
   }
 
-  async finish(): Promise<{ bytes: number; rows: number }> {
+  async finish(): Promise<{ bytes: number; rows: number; columnSizes: [number, number][] }> {
     this.rows = await this.writer.close();
-    return { bytes: this.bytes, rows: this.rows };
+    // Read back from the footer just written: the encoder alone knows the chunks' sizes.
+    return { bytes: this.bytes, rows: this.rows, columnSizes: [...(await columnSizesOf(this.tmp))] };
   }
 
   async sync(): Promise<void> {

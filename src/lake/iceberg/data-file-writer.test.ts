@@ -250,10 +250,14 @@ test('a file appended in chunks is one file, with the metrics of the whole', asy
   assert.equal(whole.upperBounds.has(idOf('bytes')), false, 'no upper bound above 17 × 0xFF');
   assert.equal(computeMetrics([batches[0]], lakeSchema).upperBounds.has(idOf('s')), true);
   assert.deepEqual(
-    { ...written, filePath: undefined, fileFormat: undefined, fileSizeInBytes: undefined },
-    { ...whole, filePath: undefined, fileFormat: undefined, fileSizeInBytes: undefined },
+    { ...written, filePath: undefined, fileFormat: undefined, fileSizeInBytes: undefined, columnSizes: undefined },
+    { ...whole, filePath: undefined, fileFormat: undefined, fileSizeInBytes: undefined, columnSizes: undefined },
   );
   assert.equal(written.fileSizeInBytes, fs.statSync(file).size);
+  // Column sizes as DuckDB reads them from the footer: each column's chunks, compressed.
+  const sizes = await rows(`SELECT s.field_id, sum(m.total_compressed_size) FROM parquet_metadata('${file}') AS m JOIN parquet_schema('${file}') AS s ON s.name = m.path_in_schema GROUP BY s.field_id ORDER BY 1`);
+  assert.deepEqual([...written.columnSizes!].sort((a, b) => a[0] - b[0]), sizes.map(([id, n]) => [Number(id), Number(n)]));
+  assert.equal(written.columnSizes!.size, lakeSchema.fields.length);
   assert.deepEqual(fs.readdirSync(path.dirname(file)), ['streamed.parquet']);
   assert.deepEqual(await rows(`SELECT __offset, s IS NULL, i FROM read_parquet('${file}') ORDER BY __offset`), [
     [0n, false, 3],

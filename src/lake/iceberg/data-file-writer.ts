@@ -11,7 +11,7 @@
  *             | { id, op: 'append', file, ipc: Arrow IPC stream of the chunk's batches }
  *             | { id, op: 'finish', file } | { id, op: 'sync', file } | { id, op: 'abort', file }
  *   response := { id, ok: true, memory?: the appended stream's ArrayBuffer, handed back,
- *                 written?: { bytes, rows } (finish) }
+ *                 written?: { bytes, rows, columnSizes: [field id, bytes][] } (finish) }
  *             | { id, ok: false, errorName, message }
  * `file` numbers the files of one worker. The IPC stream's memory moves to the worker and back
  * (no copies), for the next chunk's stream. A file is complete (its footer written, its size
@@ -41,7 +41,7 @@ export type DataFileRequest =
   | { id: number; op: 'finish' | 'sync' | 'abort'; file: number };
 
 export type DataFileResponse =
-  | { id: number; ok: true; memory?: ArrayBuffer; written?: { bytes: number; rows: number } }
+  | { id: number; ok: true; memory?: ArrayBuffer; written?: { bytes: number; rows: number; columnSizes: [number, number][] } }
   | { id: number; ok: false; errorName: ErrorName; message: string };
 
 type Success = DataFileResponse & { ok: true };
@@ -159,7 +159,7 @@ export class DataFileWriterPool {
       if (written!.rows !== merged.recordCount) {
         throw new TributaryError('STORAGE_EXCEPTION', `data file ${filePath} holds ${written!.rows} rows, ${merged.recordCount} were appended`);
       }
-      return { file: { filePath, fileFormat: 'PARQUET', fileSizeInBytes: written!.bytes, ...merged }, durable };
+      return { file: { filePath, fileFormat: 'PARQUET', fileSizeInBytes: written!.bytes, columnSizes: new Map(written!.columnSizes), ...merged }, durable };
     };
     if (thread) thread.openFiles++;
     return {

@@ -179,7 +179,7 @@ export function schemaOf(metadata: TableMetadata, snapshotId: bigint | undefined
 }
 
 /** The fields named in `columns`; at least one, so that row counts survive a read of no column. */
-function chosenFields(schema: IcebergSchema, columns: Iterable<string> | undefined): IcebergField[] {
+export function chosenFields(schema: IcebergSchema, columns: Iterable<string> | undefined): IcebergField[] {
   if (schema.fields.length === 0) throw new TributaryError('INVALID_TABLE_EXCEPTION', 'the lake table has no columns');
   if (columns === undefined) return schema.fields;
   const wanted = new Set([...columns].map((c) => c.toLowerCase()));

@@ -10,9 +10,9 @@
  * bounds are unknown unless the file counts no NaN (bounds leave NaN out).
  */
 import { TributaryError } from '../../common/errors.js';
-import { localCopies } from '../../storage/stores.js';
 import type { LakeColumnSpan, LakeReadPlan, LakeSplit, LakeValue } from '../lake-format.js';
-import { scanTasksSql } from './duckdb-sql.js';
+import { chosenFields, scanTasksSql } from './duckdb-sql.js';
+import { PlanFiles } from './plan-files.js';
 import type { ScanTask } from './scan.js';
 import { fromSingleValue } from './single-value.js';
 import type { TableMetadata } from './table-metadata.js';
@@ -64,12 +64,12 @@ function bound(field: IcebergField, bytes: Uint8Array | undefined): LakeValue | 
 
 /**
  * The read of `tasks` (planned on `metadata`) in `schema`. Its files are opened where they are on
- * a local warehouse; those on object storage are fetched whole into the remote file cache first
- * and stay pinned there until the plan is released.
+ * a local warehouse; those on object storage are copied into the remote file cache when a read's
+ * SQL is made, whole or only the columns it reads (plan-files.ts), and stay pinned there until
+ * the plan is released.
  */
 export async function readPlanOf(metadata: TableMetadata, schema: IcebergSchema, snapshotId: bigint | undefined, tasks: readonly ScanTask[]): Promise<LakeReadPlan> {
-  const files = await localCopies(tasks.flatMap((t) => [t.file.filePath, ...t.deletes.map((d) => d.filePath)]));
-  const pathOf = (location: string): string => files.path(location) ?? location;
+  const files = new PlanFiles();
   const fields = new Map(schema.fields.map((f) => [f.id, f]));
   // Partition position of each identity-partitioned field id, when every file has the one spec.
   const identity = new Map<number, number>();
@@ -83,8 +83,13 @@ export async function readPlanOf(metadata: TableMetadata, schema: IcebergSchema,
     ...(snapshotId !== undefined ? { snapshotId } : {}),
     columns: lakeColumnsOf(schema),
     splits,
-    rowsSql: (chosen, columns) => scanTasksSql(metadata, chosen.map(taskOf), { schema, pathOf, ...(columns ? { columns } : {}) }),
-    release: files.release,
+    rowsSql: async (chosen, columns) => {
+      const chosenTasks = chosen.map(taskOf);
+      const names = columns && [...columns];
+      const pathOf = await files.paths(chosenTasks, names && chosenFields(schema, names).map((f) => f.id));
+      return scanTasksSql(metadata, chosenTasks, { schema, pathOf, ...(names ? { columns: names } : {}) });
+    },
+    release: () => files.release(),
   };
 }
 
