@@ -13,9 +13,12 @@
  *   SIGSTOP falling behind, and catching up once resumed;
  * - a table and a partition dropped while a server is down: back, it deletes their replicas;
  * - the active coordinator killed with kill -9: the standby, whose HTTP address answered 503 on
- *   /ready while it stood by, takes over there, and DDL carries on without the caller retrying.
+ *   /ready while it stood by, takes over there, and DDL carries on without the caller retrying;
+ * - a tablet server stopped with SIGTERM while it starts stops once started, and exits 0.
  */
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -24,7 +27,9 @@ import { ErrorCodes } from '../src/common/errors.js';
 import type { TablePath } from '../src/common/schema.js';
 import { ApiKeys } from '../src/rpc/api-keys.js';
 import { RpcConnection } from '../src/rpc/connection.js';
+import { ZooKeeperSession } from '../src/server/metadata/zookeeper-session.js';
 import { useCluster, until } from './support/cluster.js';
+import { CLI, tempDir } from './support/server-process.js';
 
 const cluster = useCluster({
   zooKeeper: { coordinators: 2, tabletServers: 3 },
@@ -267,4 +272,31 @@ test('the active coordinator killed with kill -9: the standby, serving /health a
   const [counted] = await query('SELECT count(*) AS n FROM after_failover');
   assert.equal(Number(counted.n), 2);
   await cluster.restart(active);
+});
+
+test('a tablet server given SIGTERM while it starts (waiting for its id to be free) stops once started and exits 0', async () => {
+  // Another session holds id 9, as a crashed process's would until it times out.
+  const holder = await ZooKeeperSession.connect({ address: cluster.zooKeeper.address, sessionTimeoutMs: 20_000, connectionTimeoutMs: 15_000 });
+  const dataDir = tempDir('data');
+  let held = true;
+  try {
+    await holder.ensure(['/tributary', '/tributary/tabletservers', '/tributary/tabletservers/ids']);
+    await holder.create('/tributary/tabletservers/ids/9', Buffer.from('{}'), 'ephemeral');
+    const settings = { 'zookeeper.address': cluster.zooKeeper.address, 'zookeeper.client.session-timeout': '20s', 'tablet-server.id': '9' };
+    const args = ['--import', 'tsx', CLI, 'tablet-server', '--data-dir', dataDir, '--port', '0', ...Object.entries(settings).flatMap(([k, v]) => ['--set', `${k}=${v}`])];
+    const child = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, TRIBUTARY_LOG_LEVEL: 'info' } });
+    const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    await until('it waits for its id', async () => stderr.includes('the id is still registered') || undefined);
+    child.kill('SIGTERM');
+    await holder.close(); // the id is free: the start completes, then the stop
+    held = false;
+    const [code, signal] = await exited;
+    assert.deepEqual({ code, signal }, { code: 0, signal: null }, stderr.slice(-2000));
+    assert.match(stderr, /shutdown requested/);
+  } finally {
+    if (held) await holder.close();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
 });

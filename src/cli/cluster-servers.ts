@@ -12,27 +12,25 @@ import type { Address } from '../server/server.js';
 import { ClusterTabletServer } from '../server/cluster-tablet-server.js';
 import { CoordinatorServer } from '../server/coordinator-server.js';
 import { serverSettings, type StartFlags } from './start.js';
-import { onShutdown } from './tiering.js';
+import { stopOnShutdown } from './tiering.js';
 
 export async function coordinatorServer(flags: StartFlags): Promise<void> {
   const log = createLogger().child({ role: 'coordinator-server' });
-  const server = await CoordinatorServer.start(serverSettings(flags), log);
+  const server = await stopOnShutdown(log, CoordinatorServer.start(serverSettings(flags), log), (s) => s.stop());
   const { host, port } = server.rpcAddress;
   process.stdout.write(`ready bootstrap=${host}:${port}${httpPart(server.httpAddress)}${server.standby ? ' standby' : ''}\n`);
   server.on('deposed', (err) => {
     log.error({ err }, 'deposed: exiting so that a supervisor starts this coordinator again');
     void server.stop().finally(() => log.flush(() => process.exit(1)));
   });
-  onShutdown(log, () => server.stop());
 }
 
 export async function tabletServer(flags: StartFlags): Promise<void> {
   const log = createLogger().child({ role: 'tablet-server' });
-  const server = await ClusterTabletServer.start(serverSettings(flags), log);
+  const server = await stopOnShutdown(log, ClusterTabletServer.start(serverSettings(flags), log), (s) => s.stop());
   const { host, port } = server.rpcAddress;
   const kafka = server.kafkaAddress ? ` kafka=${server.kafkaAddress.host}:${server.kafkaAddress.port}` : '';
   process.stdout.write(`ready bootstrap=${host}:${port}${httpPart(server.httpAddress)}${kafka} tablet-server=${server.id}\n`);
-  onShutdown(log, () => server.stop());
 }
 
 const httpPart = (http: Address | undefined): string => (http ? ` http=${http.host}:${http.port}` : '');

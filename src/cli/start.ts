@@ -8,10 +8,10 @@ import path from 'node:path';
 import { lakeCacheDir, optionDefault, Options } from '../common/config.js';
 import { parseListener, TributaryServer } from '../server/server.js';
 import { parseListeners } from '../kafka/index.js';
-import { createLogger } from '../common/logger.js';
+import { createLogger, type Logger } from '../common/logger.js';
 import { EmbeddedTiering } from './embedded-tiering.js';
 import { readConfigFile } from './settings.js';
-import { onShutdown } from './tiering.js';
+import { stopOnShutdown } from './tiering.js';
 
 export interface StartFlags {
   dataDir?: string;
@@ -47,20 +47,25 @@ export function serverSettings(flags: StartFlags): Record<string, string> {
 export async function start(flags: StartFlags): Promise<void> {
   const log = createLogger();
   const settings = serverSettings(flags);
-  const server = await TributaryServer.start(settings, log);
+  const { server } = await stopOnShutdown(log, startNode(flags, settings, log), async ({ server, worker }) => {
+    await worker?.stop();
+    await server.stop();
+  });
   const { rpcAddress: rpc, httpAddress: http } = server;
+  const kafka = server.kafkaAddress ? ` kafka=${server.kafkaAddress.host}:${server.kafkaAddress.port}` : '';
+  process.stdout.write(`ready bootstrap=${rpc.host}:${rpc.port} http=${http.host}:${http.port}${kafka}\n`);
+}
+
+/** The node and, unless --no-tiering, its embedded tiering worker. */
+async function startNode(flags: StartFlags, settings: Record<string, string>, log: Logger): Promise<{ server: TributaryServer; worker?: EmbeddedTiering }> {
+  const server = await TributaryServer.start(settings, log);
+  const { rpcAddress: rpc } = server;
   // The embedded tiering worker is a client of this node like any other worker.
-  let worker: EmbeddedTiering | undefined;
   try {
-    worker = flags.tiering === false ? undefined : await EmbeddedTiering.start(`${rpc.host}:${rpc.port}`, settings, path.join(lakeCacheDir(new Options('server', settings)), 'tiering'));
+    if (flags.tiering === false) return { server };
+    return { server, worker: await EmbeddedTiering.start(`${rpc.host}:${rpc.port}`, settings, path.join(lakeCacheDir(new Options('server', settings)), 'tiering')) };
   } catch (err) {
     await server.stop();
     throw err;
   }
-  const kafka = server.kafkaAddress ? ` kafka=${server.kafkaAddress.host}:${server.kafkaAddress.port}` : '';
-  process.stdout.write(`ready bootstrap=${rpc.host}:${rpc.port} http=${http.host}:${http.port}${kafka}\n`);
-  onShutdown(log, async () => {
-    await worker?.stop();
-    await server.stop();
-  });
 }

@@ -14,14 +14,19 @@ export interface TieringFlags extends SettingFlags {
   pollInterval?: string;
 }
 
-/** Stops `stop` once on the first SIGTERM or SIGINT, then exits. */
-export function onShutdown(log: Logger, stop: () => Promise<void>): void {
+/**
+ * Handles SIGTERM and SIGINT from before `starting` settles, and resolves with what it started: the
+ * first signal stops that (with `stop`, once it has started), then the process exits, 0 when the
+ * stop went well. A signal while the process starts is so a graceful stop too, not the default
+ * death by signal that closes nothing (a ZooKeeper registration left to time out, say).
+ */
+export function stopOnShutdown<T>(log: Logger, starting: Promise<T>, stop: (started: T) => Promise<void>): Promise<T> {
   let stopping = false;
   const handle = (signal: string): void => {
     if (stopping) return;
     stopping = true;
     log.info({ signal }, 'shutdown requested');
-    stop().then(
+    starting.then(stop).then(
       () => log.flush(() => process.exit(0)),
       (err) => {
         log.error({ err }, 'shutdown failed');
@@ -31,16 +36,17 @@ export function onShutdown(log: Logger, stop: () => Promise<void>): void {
   };
   process.on('SIGTERM', () => handle('SIGTERM'));
   process.on('SIGINT', () => handle('SIGINT'));
+  return starting;
 }
 
 export async function tiering(flags: TieringFlags): Promise<void> {
   const log = createLogger().child({ role: 'tiering' });
   commandSettings(flags, 'tributary tiering');
-  const worker = await TieringWorker.start(flags.bootstrap, {
+  const starting = TieringWorker.start(flags.bootstrap, {
     log,
     ...(flags.threads ? { writerThreads: Number(flags.threads) } : {}),
     ...(flags.pollInterval ? { pollIntervalMs: Number(flags.pollInterval) } : {}),
   });
+  await stopOnShutdown(log, starting, (worker) => worker.stop());
   process.stdout.write(`ready tiering bootstrap=${flags.bootstrap}\n`);
-  onShutdown(log, () => worker.stop());
 }

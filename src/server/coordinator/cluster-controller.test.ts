@@ -107,6 +107,20 @@ class StandInTabletServer {
     await this.registration?.close();
   }
 
+  /**
+   * Its process restarts before the coordinator sees the registration go: a new session deletes
+   * the znode and creates its own, both sent at once, so the coordinator's next look finds the new
+   * owner only (as when a server restarted under load waits for its old session to time out).
+   */
+  async restartUnseen(): Promise<void> {
+    const session = zooKeeper.track(await ZooKeeperSession.connect(zooKeeperSettings(this.root)));
+    const znode = `${this.root}/tabletservers/ids/${this.id}`;
+    const registration = Buffer.from(JSON.stringify({ version: 1, host: '127.0.0.1', port: this.port, register_timestamp: Date.now() }));
+    await Promise.all([session.remove(znode, -1), session.create(znode, registration, 'ephemeral')]);
+    await this.registration?.close();
+    this.registration = undefined;
+  }
+
   get epoch(): bigint {
     return this.registration!.epoch;
   }
@@ -289,6 +303,27 @@ test('a server that leaves hands its leaderships to ISR members at epoch + 1 and
   const back = (await bucketsOf(coordinator, 'solo'))[offline.bucketId];
   assert.deepEqual(state(back), { leader: gone.id, leaderEpoch: 2, replicas: [gone.id], isr: [gone.id] });
   assert.equal(gone.latest(soloId, offline.bucketId)!.bucket.leader, gone.id);
+});
+
+test('a server that restarts before the coordinator sees it go leaves the ISRs and leaderships all the same, and is told its replicas as a follower', async () => {
+  const root = zooKeeper.newRoot('cluster');
+  const stands = await servers(root, 3);
+  const coordinator = await candidate(root, 100).started;
+  const tableId = await coordinator.coordinator.createTable({ database: 'tributary', table: 'orders' }, logTable(3, { 'table.replication.factor': '3' }), false);
+  const before = await bucketsOf(coordinator, 'orders');
+  const restarted = stands[0];
+  const toldBefore = restarted.told.length;
+
+  await restarted.restartUnseen();
+  await until('it is told its replicas again', () => restarted.told.length >= toldBefore + 3);
+  const after = await bucketsOf(coordinator, 'orders');
+  for (const [i, b] of after.entries()) {
+    const was = before[i];
+    assert.deepEqual(b.isr, was.isr.filter((id) => id !== restarted.id), `bucket ${i}: it is in no ISR`);
+    assert.notEqual(b.leaderId, restarted.id, `bucket ${i}: it leads nothing`);
+    assert.equal(b.leaderEpoch, was.leaderId === restarted.id ? 1 : 0);
+    assert.equal(restarted.latest(tableId, i)!.bucket.leader, b.leaderId, 'it follows the current leader');
+  }
 });
 
 test('a coordinator taking over sends every live server the full set of its replicas, also an empty one, and so does a server that joins', async () => {

@@ -33,7 +33,8 @@
  * the local replicas it does not name, of tables and partitions dropped while it was away.
  *
  * Leadership (leader-election.ts): a dead leader hands over to the next live ISR member; a dead
- * follower leaves the ISR; a bucket with no live ISR member is offline until one comes back (looked
+ * follower leaves the ISR (so does a server that restarted before this coordinator saw it go: its
+ * disk may be empty now); a bucket with no live ISR member is offline until one comes back (looked
  * at whenever a server joins and every coordinator.offline-leader.retry-delay). A server in
  * controlled shutdown neither leads nor stays in an ISR where another replica can take over.
  * Primary-key buckets with table.kv.standby-replica.enabled keep a standby among their followers,
@@ -465,7 +466,10 @@ export class ClusterController implements BucketLifecycle, BucketPlacement, Clus
 
   private async serverLeft(id: number): Promise<void> {
     this.stopping.delete(id);
-    const changed = await this.reelect(this.allBuckets());
+    // Gone here even when it is registered again by now (a restart whose two events came together,
+    // as Kafka's bounced broker): its process and perhaps its disk are new, so it leaves every ISR
+    // and leadership, and rejoins an ISR only once its leader finds it caught up.
+    const changed = await this.reelect(this.allBuckets(), id);
     const offline = changed.filter((ref) => this.leaderAndIsr(ref)!.leader === NO_LEADER).length;
     this.settings.log.info({ server: id, bucketsChanged: changed.length, offline }, 'tablet server left');
     void Promise.all([...this.updateMetadata(), ...this.notify(this.toReplicas(changed))]);
@@ -496,12 +500,17 @@ export class ClusterController implements BucketLifecycle, BucketPlacement, Clus
 
   // ------------------------------------------------------------------ state
 
-  /** Moves each bucket to its next leader and ISR where that changes, committed; returns the ones that changed. */
-  private async reelect(refs: BucketRef[]): Promise<BucketRef[]> {
+  /**
+   * Moves each bucket to its next leader and ISR where that changes, committed; returns the ones
+   * that changed. `left`: a server that left, counted as gone whatever the live list says now.
+   */
+  private async reelect(refs: BucketRef[], left?: number): Promise<BucketRef[]> {
     const { servers, coordinatorEpoch } = this.settings;
+    const live = (id: number): boolean => id !== left && servers.isLive(id);
+    const eligible = (id: number): boolean => id !== left && this.eligible(id);
     const changes: { ref: BucketRef; state: LeaderAndIsr }[] = [];
     for (const ref of refs) {
-      const next = nextLeaderAndIsr(this.leaderAndIsr(ref)!, this.assignment(ref.group)![ref.bucket], (id) => this.eligible(id), (id) => servers.isLive(id), coordinatorEpoch, this.standbyOf(ref.group));
+      const next = nextLeaderAndIsr(this.leaderAndIsr(ref)!, this.assignment(ref.group)![ref.bucket], eligible, live, coordinatorEpoch, this.standbyOf(ref.group));
       if (next) changes.push({ ref, state: next });
     }
     await this.commitStates(changes);
