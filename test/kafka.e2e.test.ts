@@ -12,6 +12,7 @@ import { ApiVersions, Fetch, ListOffsets, Metadata, Produce } from '../src/kafka
 import type { ListOffsetsResponse } from '../src/kafka/protocol/apis/list-offsets.js';
 import type { MetadataResponse } from '../src/kafka/protocol/apis/metadata.js';
 import { readResponseHeader, writeRequestHeader } from '../src/kafka/protocol/headers.js';
+import { KafkaErrors } from '../src/kafka/protocol/error-codes.js';
 import { Reader, Writer } from '../src/kafka/protocol/primitives.js';
 import { decodeMessage } from '../src/kafka/protocol/schema.js';
 import type { ProduceResponse } from '../src/kafka/protocol/apis/produce.js';
@@ -65,26 +66,31 @@ describe('Kafka listener', () => {
     assert.deepEqual(out.trim().split('\n'), values.map((v, i) => `${i}|${v}`));
   });
 
-  it('pipelined Produce requests are answered in order, and each partition keeps the order its batches were sent in', async () => {
+  it('pipelined Produce requests are answered in order, and each partition keeps the order its batches were sent in, past a corrupt one', async () => {
     const c = await RawKafka.connect(server.kafka);
     await c.request(Metadata, 4, { topics: [{ name: 'pipelined' }], allowAutoTopicCreation: true });
-    const produce = (partition: number, value: string) => ({
-      api: Produce,
-      version: 7,
-      body: { transactionalId: null, acks: -1, timeoutMs: 5000, topics: [{ name: 'pipelined', partitions: [{ partitionIndex: partition, records: encodeBatch({ baseOffset: 0n, records: [{ timestamp: 1n, key: null, value: Buffer.from(value) }] }) }] }] },
-    });
+    // Request 1's batch has a wrong CRC: it is refused alone, and the requests of its partition
+    // after it, in flight with it, are written in order without a gap.
+    const CORRUPT = 1;
+    const produce = (partition: number, value: string, i: number) => {
+      const records = encodeBatch({ baseOffset: 0n, records: [{ timestamp: 1n, key: null, value: Buffer.from(value) }] });
+      if (i === CORRUPT) records[records.length - 1] ^= 0xff;
+      return { api: Produce, version: 7, body: { transactionalId: null, acks: -1, timeoutMs: 5000, topics: [{ name: 'pipelined', partitions: [{ partitionIndex: partition, records }] }] } };
+    };
     // Runs of one partition, then alternating ones, and a Metadata request among them.
     const partitions = [0, 0, 0, 1, 0, 1, 0, 1, 1, 1, 0, 1];
-    const requests: { api: typeof Produce | typeof Metadata; version: number; body: object }[] = partitions.map((p, i) => produce(p, `v${i}`));
+    const requests: { api: typeof Produce | typeof Metadata; version: number; body: object }[] = partitions.map((p, i) => produce(p, `v${i}`, i));
     requests.splice(6, 0, { api: Metadata, version: 4, body: { topics: [{ name: 'pipelined' }], allowAutoTopicCreation: false } });
     const answers = await c.pipelined<ProduceResponse | MetadataResponse>(requests);
     c.close();
     const produced = answers.filter((a): a is ProduceResponse => 'responses' in a).map((a) => a.responses[0].partitions[0]);
     const next = [0n, 0n];
-    produced.forEach((answer, i) => assert.deepEqual([answer.errorCode, answer.baseOffset], [0, next[partitions[i]]++], `request ${i}`));
+    produced.forEach((answer, i) =>
+      assert.deepEqual([answer.errorCode, answer.baseOffset], i === CORRUPT ? [KafkaErrors.CORRUPT_MESSAGE, -1n] : [0, next[partitions[i]]++], `request ${i}`),
+    );
     for (const p of [0, 1]) {
       const out = await kcat(['-b', server.kafka, '-C', '-t', 'pipelined', '-p', String(p), '-o', 'beginning', '-e', '-q', '-f', '%s\\n']);
-      assert.deepEqual(out.trim().split('\n'), partitions.flatMap((q, i) => (q === p ? [`v${i}`] : [])));
+      assert.deepEqual(out.trim().split('\n'), partitions.flatMap((q, i) => (q === p && i !== CORRUPT ? [`v${i}`] : [])));
     }
   });
 

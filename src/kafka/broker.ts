@@ -16,6 +16,7 @@ import { buildLogBatch, logBatchPayload, readLogBatchHeader, splitLogBatches } f
 import type { KafkaBrokerNode, LakeHistory, LakeRun, TributaryBackend } from './backend.js';
 import { FetchBudget, type PartitionBudget } from './fetch-budget.js';
 import { LakeFetch } from './lake-fetch.js';
+import { ProduceTurns } from './produce-turns.js';
 import { KafkaErrors, kafkaErrorOf } from './protocol/error-codes.js';
 import { KAFKA_APIS } from './protocol/apis/index.js';
 import type { ApiVersionsResponse } from './protocol/apis/api-versions.js';
@@ -88,6 +89,7 @@ export class KafkaBroker {
   readonly groups: GroupCoordinator;
   /** Fetches below the log start of lake-enabled topics. */
   private readonly lake: LakeFetch;
+  private readonly produceTurns = new ProduceTurns();
 
   constructor(
     private readonly backend: TributaryBackend,
@@ -319,11 +321,15 @@ export class KafkaBroker {
   async produce(req: ProduceRequest): Promise<ProduceResponse> {
     const responses = await Promise.all(
       req.topics.map(async (t) => {
+        // Taken before the first await, so in the order the listener started the requests.
+        const turn = this.produceTurns.take(t.partitions.map((p) => `${t.name}/${p.partitionIndex}`));
         let topic: Topic;
         try {
           if (req.transactionalId !== null) throw new TributaryError('INVALID_ARGUMENT', 'transactions are not supported');
           topic = await this.topic(t.name, this.options.autoCreateTopics);
+          await turn.ready;
         } catch (err) {
+          turn.end();
           const { errorCode, errorMessage } = kafkaFailure(err);
           return { name: t.name, partitions: t.partitions.map((p) => producePartition(p.partitionIndex, errorCode, errorMessage)) };
         }
@@ -337,19 +343,25 @@ export class KafkaBroker {
         const good = prepared.filter((p): p is { partition: number; records: Buffer } => 'records' in p);
         const answered = new Map<number, ProducePartitionResponse>();
         for (const p of prepared) if ('error' in p) answered.set(p.partition, producePartition(p.partition, kafkaFailure(p.error).errorCode, kafkaFailure(p.error).errorMessage));
-        if (good.length > 0) {
+        if (good.length === 0) turn.end();
+        else {
           try {
-            const resp = await this.backend.call(ApiKeys.ProduceLog, {
+            const produced = this.backend.call(ApiKeys.ProduceLog, {
               acks: req.acks,
               tableId: BigInt(topic.table.tableId),
               timeoutMs: Math.max(0, req.timeoutMs),
               bucketsReq: good.map((p) => ({ bucketId: p.partition, records: p.records })),
             });
+            // The call has handed the batches to the logs (the node's own APIs run up to the log's
+            // append queue before they first wait): the next request of these partitions may go.
+            turn.end();
+            const resp = await produced;
             for (const b of resp.bucketsResp) {
               const code = b.errorCode === undefined ? 0 : KafkaErrors[kafkaErrorOf(errorNameOf(b.errorCode))];
               answered.set(b.bucketId, { ...producePartition(b.bucketId, code, b.errorMessage ?? null), baseOffset: b.errorCode === undefined ? b.baseOffset : -1n });
             }
           } catch (err) {
+            turn.end();
             const { errorCode, errorMessage } = kafkaFailure(err);
             for (const p of good) answered.set(p.partition, producePartition(p.partition, errorCode, errorMessage));
           }

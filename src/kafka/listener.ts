@@ -4,10 +4,11 @@
  *
  * Per connection, requests are answered in the order they arrived, as Kafka brokers do (producers
  * rely on it for the order of their batches). They run one at a time, but for Produce: up to
- * `maxProducesInFlight` Produce requests of distinct partitions run side by side, so one request's
- * conversion overlaps another's wait for its acknowledgement (fsync, replicas); a Produce of a
- * partition already in flight, or any other request, waits until the requests before it are
- * answered, so the batches of a partition reach its log in the order sent. While a request waits,
+ * `maxProducesInFlight` Produce requests run side by side, of any partitions, so one request's
+ * conversion and write overlap another's wait for its acknowledgement (fsync, replicas); the
+ * broker hands the batches of a partition to its log in the order the requests were started
+ * (produce-turns.ts), so they reach the log in the order sent. Any other request waits until the
+ * requests before it are answered. While a request waits,
  * the connection is no longer read: it holds at most the requests running and what one socket read
  * brought after them. Frames are split by the native listener's FrameDecoder
  * with its limit (`rpc.max-frame-size`); a connection idle for `netty.connection.max-idle-time`
@@ -58,7 +59,6 @@ import { errorResponse } from './protocol/error-response.js';
 import { readRequestHeaderRest, readRequestHeaderStart, responseHeaderVersion, writeResponseHeader } from './protocol/headers.js';
 import { KafkaDecodeError, Reader, Writer } from './protocol/primitives.js';
 import { decodeMessage, encodeMessage } from './protocol/schema.js';
-import type { ProduceRequest } from './protocol/apis/produce.js';
 import { type KafkaBroker, kafkaFailure } from './broker.js';
 
 export interface KafkaListenerOptions {
@@ -114,8 +114,6 @@ class KafkaConnection {
   readonly queue: QueueItem[] = [];
   running = false;
   closing = false;
-  /** The partitions (`topic/partition`) of the Produce requests running, none running when empty. */
-  readonly producing = new Map<string, number>();
   /** Produce requests running, answered or not. */
   inFlight = 0;
   /** Settles once every answer so far is written, in order. */
@@ -184,16 +182,16 @@ export class KafkaListener {
           return;
         }
         const prepared = this.prepare(item.frame);
-        const partitions = 'api' in prepared && prepared.api === Produce ? producedPartitions(prepared.request) : undefined;
+        const produce = 'api' in prepared && prepared.api === Produce;
         // A request that cannot run beside the ones before it waits for their answers.
-        if (!partitions || conn.inFlight >= this.options.maxProducesInFlight || partitions.some((p) => conn.producing.has(p))) await conn.written;
+        if (!produce || conn.inFlight >= this.options.maxProducesInFlight) await conn.written;
         const answer = 'answer' in prepared ? Promise.resolve(prepared.answer) : this.run(prepared, conn.socket.remoteAddress ?? '');
-        if (partitions) this.track(conn, partitions, answer);
+        if (produce) this.track(conn, answer);
         conn.written = conn.written.then(() => answer).then((parts) => {
           if (parts) this.write(conn, parts);
         });
         // Only Produce requests run beside what comes after them.
-        if (!partitions) await conn.written;
+        if (!produce) await conn.written;
       }
     } finally {
       conn.running = false;
@@ -201,18 +199,10 @@ export class KafkaListener {
     }
   }
 
-  /** Counts a running Produce and its partitions until it is answered. */
-  private track(conn: KafkaConnection, partitions: string[], answer: Promise<unknown>): void {
+  /** Counts a running Produce until it is answered. */
+  private track(conn: KafkaConnection, answer: Promise<unknown>): void {
     conn.inFlight++;
-    for (const p of partitions) conn.producing.set(p, (conn.producing.get(p) ?? 0) + 1);
-    void answer.finally(() => {
-      conn.inFlight--;
-      for (const p of partitions) {
-        const n = conn.producing.get(p)! - 1;
-        if (n === 0) conn.producing.delete(p);
-        else conn.producing.set(p, n);
-      }
-    });
+    void answer.finally(() => conn.inFlight--);
   }
 
   private write(conn: KafkaConnection, parts: Buffer[]): void {
@@ -273,11 +263,6 @@ export class KafkaListener {
     out.writeInt32BE(out.length - 4, 0);
     return [out];
   }
-}
-
-/** The partitions a Produce request writes, as `topic/partition`. */
-function producedPartitions(request: unknown): string[] {
-  return (request as ProduceRequest).topics.flatMap((t) => t.partitions.map((p) => `${t.name}/${p.partitionIndex}`));
 }
 
 function servedApi(apiKey: number, apiVersion: number): KafkaApi | undefined {
