@@ -418,9 +418,10 @@ function pauseEvent(who: string, p: Pause): TimedEvent {
   return { who, what: p.kind === 'stall' ? `event-loop stall (cpu ${p.cpuMs!.toFixed(0)} ms)` : `gc ${p.kind}`, startMs: p.startMs, ms: p.ms };
 }
 
-function gcLine(gc: Record<string, { count: number; totalMs: number; maxMs: number }>): string {
+/** The collections of each kind over a run of `seconds`, with their rate: full ones by the minute are what the server's allocation is judged by. */
+function gcLine(gc: Record<string, { count: number; totalMs: number; maxMs: number }>, seconds: number): string {
   return GC_KINDS.filter((k) => gc[k].count > 0)
-    .map((k) => `${k} ${gc[k].count}× ${gc[k].totalMs.toFixed(0)} ms (max ${gc[k].maxMs.toFixed(1)})`)
+    .map((k) => `${k} ${gc[k].count}× (${((gc[k].count * 60) / seconds).toFixed(1)}/min) ${gc[k].totalMs.toFixed(0)} ms (max ${gc[k].maxMs.toFixed(1)})`)
     .join(', ') || 'none';
 }
 
@@ -428,11 +429,11 @@ function printRun(n: number, load: SteadyRun, separate: boolean): void {
   const p = (q: number): string => percentile(load.latenciesMs, q).toFixed(2);
   console.log(`run ${n}: ${count(load.rate)} rows/s over ${load.seconds.toFixed(1)} s: p50 ${p(50)}, p99 ${p(99)}, p99.9 ${p(99.9)}, max ${p(100)} ms`);
   const { server } = load;
-  console.log(`  server: event loop p99 ${millis(server.loop.p99Ms)}, max ${millis(server.loop.maxMs)} ms; GC ${gcLine(server.gc)}; fsync p50 ${millis(server.flush.p50Ms)}, p99 ${millis(server.flush.p99Ms)}, max ${millis(server.flush.maxMs)} ms (${count(server.flush.count)})`);
+  console.log(`  server: event loop p99 ${millis(server.loop.p99Ms)}, max ${millis(server.loop.maxMs)} ms; GC ${gcLine(server.gc, load.m.seconds)}; fsync p50 ${millis(server.flush.p50Ms)}, p99 ${millis(server.flush.p99Ms)}, max ${millis(server.flush.maxMs)} ms (${count(server.flush.count)})`);
   console.log(`  server tasks: ${server.tasks.map((t) => `${t.task} ${t.count}× (max ${t.maxMs.toFixed(1)} ms)`).join(', ') || 'none'}`);
   for (const [who, runtime] of load.clients) {
     const gc = Object.fromEntries(GC_KINDS.map((k) => [k, runtime.gc[k]]));
-    console.log(`  ${who}${separate ? '' : ' (producer and scanner)'}: event loop p99 ${millis(runtime.loopDelay.p99Ms)}, max ${millis(runtime.loopDelay.maxMs)} ms; GC ${gcLine(gc)}`);
+    console.log(`  ${who}${separate ? '' : ' (producer and scanner)'}: event loop p99 ${millis(runtime.loopDelay.p99Ms)}, max ${millis(runtime.loopDelay.maxMs)} ms; GC ${gcLine(gc, load.m.seconds)}`);
   }
   console.log(`  worst latencies (sent at, latency: what overlapped them ± ${SPIKE_MARGIN_MS} ms):`);
   for (const line of load.spikes) console.log(`    ${line}`);

@@ -20,7 +20,8 @@
  * socket chunks when a frame sits inside one chunk, and one joined Buffer (the only copy) when
  * it spans chunks; the server joins into reusable memory (frame-pool.ts). Bodies decoded with `fromBinary` keep `bytes` fields as subarrays of the
  * frame, so record batches reach the handler without a copy. (Encoding is not copy-free:
- * protobuf-es `toBinary` copies `bytes` fields into the body it builds.)
+ * protobuf-es `toBinary` copies `bytes` fields into the body it builds, which is why the hot
+ * messages are encoded by hand.)
  */
 import type { Socket } from 'node:net';
 

@@ -275,6 +275,16 @@ test('a handler may read its request body itself and answer with bytes it encode
   await peer.closed;
 });
 
+test('a response encoder writes the wire bytes of a handler\'s response; a request run in the process gets the response as the handler made it', async (t) => {
+  // The encoder answers `exists` = 1 whatever the handler said, so the test sees which path was taken.
+  const { server, port } = await startServer(t, {}, (s) =>
+    s.register(ApiKeys.DatabaseExists, async () => ({ exists: false }), { encode: (response) => (response.exists === false ? [Uint8Array.of(0x08), Uint8Array.of(0x01)] : []) }),
+  );
+  const conn = await connect(t, port);
+  assert.equal((await conn.request(ApiKeys.DatabaseExists, { databaseName: 'db' })).exists, true);
+  assert.equal((await server.invoke(ApiKeys.DatabaseExists, { databaseName: 'db' })).exists, false);
+});
+
 test('a negative or too-short frame length gets CORRUPT_MESSAGE and its connection is closed', async (t) => {
   const { port } = await startServer(t, {}, registerDatabaseExists);
   for (const hex of ['ffffffff', '00000007' + '03ec000000', '80000000']) {

@@ -111,10 +111,10 @@ export type Handler<A extends Api, R = RequestMessage<A>> = (request: R, ctx: Re
 
 /** What registering services needs of a server: `RpcServer`, or anything that hands handlers on to one. */
 export interface ApiRegistrar {
-  register<A extends Api, R = RequestMessage<A>>(api: A, handler: Handler<A, R>, options?: RegisterOptions<R>): void;
+  register<A extends Api, R = RequestMessage<A>>(api: A, handler: Handler<A, R>, options?: RegisterOptions<R, A>): void;
 }
 
-export interface RegisterOptions<R> {
+export interface RegisterOptions<R, A extends Api = Api> {
   /**
    * Reads the request body in place of protobuf-es, for hot paths that read it by hand; it throws
    * on a body that is not a valid message, which is then treated as protobuf-es's failure.
@@ -126,12 +126,19 @@ export interface RegisterOptions<R> {
    * as soon as the response is handed to the socket.
    */
   releasesBody?: boolean;
+  /**
+   * Writes the handler's response for the wire in place of protobuf-es, for hot paths whose
+   * responses carry bytes that should go to the socket without copies; `invoke` (in this process)
+   * takes the response as it is.
+   */
+  encode?: (response: ResponseInit<A>) => Uint8Array[];
 }
 
 interface Registration {
   api: Api;
   handler: (request: unknown, ctx: RequestContext) => Promise<unknown>;
   decode?: (body: Buffer) => unknown;
+  encode?: (response: never) => Uint8Array[];
   releasesBody: boolean;
 }
 
@@ -225,9 +232,10 @@ export class RpcServer implements ApiRegistrar {
     });
   }
 
-  register<A extends Api, R = RequestMessage<A>>(api: A, handler: Handler<A, R>, options: RegisterOptions<R> = {}): void {
+  register<A extends Api, R = RequestMessage<A>>(api: A, handler: Handler<A, R>, options: RegisterOptions<R, A> = {}): void {
     if (this.handlers.has(api.key)) throw new TributaryError('INVALID_ARGUMENT', `${describeApi(api)} already has a handler`);
-    this.handlers.set(api.key, { api, handler: handler as Registration['handler'], decode: options.decode, releasesBody: options.releasesBody ?? false });
+    const { decode, encode, releasesBody = false } = options;
+    this.handlers.set(api.key, { api, handler: handler as Registration['handler'], decode, encode, releasesBody });
   }
 
   /**
@@ -395,13 +403,18 @@ export class RpcServer implements ApiRegistrar {
     void this.run(conn, registration, request, requestId, frame);
   }
 
-  private async run(conn: ServerConnection, { api, handler, releasesBody }: Registration, request: unknown, requestId: number, frame: Buffer): Promise<void> {
+  private async run(conn: ServerConnection, { api, handler, encode, releasesBody }: Registration, request: unknown, requestId: number, frame: Buffer): Promise<void> {
     const size = frame.length + LENGTH_FIELD_SIZE;
     const start = performance.now();
     let errorName: string | undefined;
     try {
       const response = await handler(request, conn.ctx);
-      const body = response instanceof EncodedResponse ? response.parts : toBinary(api.response, create(api.response, response as Record<string, unknown>));
+      const body =
+        response instanceof EncodedResponse
+          ? response.parts
+          : encode
+            ? encode(response as never)
+            : toBinary(api.response, create(api.response, response as Record<string, unknown>));
       this.send(conn, ResponseType.OK, requestId, body);
     } catch (err) {
       if (err instanceof TributaryError) {

@@ -42,6 +42,14 @@ export function writeSignedVarint(buf: Uint8Array, pos: number, value: number | 
   return pos;
 }
 
+/** Bytes of an int32 or int64 as `writeSignedVarint` writes it. */
+export function signedVarintSize(value: number | bigint): number {
+  if (typeof value === 'number' && value >= 0 && Number.isSafeInteger(value)) return varintSize(value);
+  let size = 1;
+  for (let v = BigInt.asUintN(64, BigInt(value)); v > 0x7fn; v >>= 7n) size++;
+  return size;
+}
+
 /** Bytes written at the end, growing by doubling: by position (`reserve`, then write at `used`) or appended. */
 export class WireWriter {
   buf: Buffer;

@@ -5,12 +5,13 @@
  */
 import { ApiKeys } from '../../rpc/api-keys.js';
 import { decodeLookupRequest } from '../../rpc/lookup-messages.js';
+import { encodeFetchLogResponse } from '../../rpc/fetch-log-response.js';
 import type { RpcServer } from '../../rpc/server.js';
 import type { TabletServer } from './tablet-server.js';
 
 export function registerTabletService(rpc: RpcServer, tablets: TabletServer): void {
   rpc.register(ApiKeys.ProduceLog, (req) => tablets.produceLog(req), { releasesBody: true });
-  rpc.register(ApiKeys.FetchLog, (req) => tablets.fetchLog(req));
+  rpc.register(ApiKeys.FetchLog, (req) => tablets.fetchLog(req), { encode: encodeFetchLogResponse });
   rpc.register(ApiKeys.ListOffsets, (req) => tablets.listOffsets(req));
   rpc.register(ApiKeys.LimitScan, (req) => tablets.limitScan(req));
   const kv = tablets.kvService;

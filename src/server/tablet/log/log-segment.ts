@@ -93,6 +93,12 @@ export class LogSegment {
   private readonly timeIndex: TimeIndex;
   /** The last bytes appended while the segment is the active one (log.recent-batches.size). */
   private readonly recent: RecentBytes;
+  /**
+   * The memory of the header walks (`findBatch`), reused: every fetch walks headers, and a fresh
+   * read buffer per walk was external memory that set off full collections at high fetch rates.
+   * One walk at a time borrows it; a walk that finds it lent reads into memory of its own.
+   */
+  private walkScratch: Buffer | undefined;
 
   private constructor(
     private readonly dir: string,
@@ -407,22 +413,28 @@ export class LogSegment {
   /** Walks batch headers from `from`, reading about one index interval of bytes per system call. */
   private async findBatch(from: number, bound: number, match: (h: LogBatchHeader) => boolean): Promise<BatchLocation | undefined> {
     const chunk = Math.max(this.config.indexIntervalBytes, 4096) + HEADER_SIZE;
-    let buf: Buffer = Buffer.alloc(0);
-    let bufPos = from;
-    let pos = from;
-    while (pos + HEADER_SIZE <= bound) {
-      if (pos + HEADER_SIZE > bufPos + buf.length) {
-        buf = await this.readAt(pos, Math.min(chunk, bound - pos));
-        bufPos = pos;
+    const scratch = this.walkScratch?.length === chunk ? this.walkScratch : Buffer.allocUnsafe(chunk);
+    this.walkScratch = undefined;
+    try {
+      let buf = scratch.subarray(0, 0);
+      let bufPos = from;
+      let pos = from;
+      while (pos + HEADER_SIZE <= bound) {
+        if (pos + HEADER_SIZE > bufPos + buf.length) {
+          buf = scratch.subarray(0, await this.readInto(scratch, Math.min(chunk, bound - pos), pos));
+          bufPos = pos;
+        }
+        const header = readLogBatchHeader(buf, pos - bufPos);
+        if (header.sizeInBytes < HEADER_SIZE) {
+          throw new TributaryError('LOG_STORAGE_EXCEPTION', `corrupt batch header at byte ${pos} of ${this.file('.log')}`);
+        }
+        if (match(header)) return { position: pos, header };
+        pos += header.sizeInBytes;
       }
-      const header = readLogBatchHeader(buf, pos - bufPos);
-      if (header.sizeInBytes < HEADER_SIZE) {
-        throw new TributaryError('LOG_STORAGE_EXCEPTION', `corrupt batch header at byte ${pos} of ${this.file('.log')}`);
-      }
-      if (match(header)) return { position: pos, header };
-      pos += header.sizeInBytes;
+      return undefined;
+    } finally {
+      this.walkScratch = scratch;
     }
-    return undefined;
   }
 
   private async readAt(position: number, length: number): Promise<Buffer> {

@@ -77,6 +77,24 @@ describe('LogTablet append and read', () => {
     await reopened.close();
   });
 
+  it('answers reads side by side, each with its own batch: the header walks share memory one at a time', async () => {
+    const dir = tempDir();
+    // Batches of about half an index interval: the walks start at different index entries and read more than once.
+    const config = { ...CONFIG, recentBytes: 0 };
+    const log = await LogTablet.open(dir, config);
+    const ids = Array.from({ length: 60 }, (_, i) => i);
+    const results = await log.append(ids.map((id) => batch(id, { records: 1, payloadBytes: 1500 + (id % 5) * 300 })), 0);
+    await log.close();
+    const reopened = await LogTablet.open(dir, config);
+    await reopened.read(0n, 1, 'high-watermark'); // a walk's memory is there to be lent
+    const reads = await Promise.all(results.map((r) => reopened.read(r.baseOffset, 1, 'high-watermark')));
+    assert.deepEqual(
+      reads.map(({ records }) => idOf(split(records)[0])),
+      ids,
+    );
+    await reopened.close();
+  });
+
   it('answers fetch offsets at the edges: empty at the high watermark, out of range beyond', async () => {
     const log = await LogTablet.open(tempDir(), CONFIG);
     const empty = await log.read(0n, 100);
