@@ -21,12 +21,12 @@
  */
 import type { PartBuilder, PinnedFiles } from '../../storage/file-cache.js';
 import { keptImmutable, objectStoreFor, partialFileMaxRatio, remoteFileCache } from '../../storage/stores.js';
-import type { LakeColumnSpan, LakePartFilter, LakeSpans, LakeValue } from '../lake-format.js';
+import type { LakePartFilter } from '../lake-format.js';
 import { type ParquetFooter, planProjection, type RangeReader, readParquetFooter, writeProjection } from '../parquet/projection.js';
-import { type ColumnStatistics, type RowGroupStatistics, rowGroupStatistics } from '../parquet/statistics.js';
 import { type DataFile, FileContent } from './data-file.js';
 import type { ScanTask } from './scan.js';
-import { decimalOf, type IcebergField } from './types.js';
+import { rowGroupSpans } from './row-group-spans.js';
+import type { IcebergField } from './types.js';
 
 /** The part of a data file a read needs: the leaves of `fields` (all when absent), the row groups `groups` (all when absent), sorted. */
 interface FilePart {
@@ -153,52 +153,8 @@ function projector(file: DataFile, footer: ParquetFooter, part: FilePart): PartB
 
 /** The row groups of the file of `footer` that `filter` keeps, by index; undefined when it keeps all (or the file has one). */
 async function keptRowGroups(footer: ParquetFooter, fields: ReadonlyMap<number, IcebergField>, filter: LakePartFilter): Promise<number[] | undefined> {
-  const groups = rowGroupStatistics(footer.metadata);
+  const groups = rowGroupSpans(footer.metadata, fields);
   if (!groups || groups.length < 2) return undefined;
-  const kept = await filter(groups.map((g, i) => new RowGroupSpans(i, g, fields)));
+  const kept = await filter(groups);
   return kept.length === groups.length ? undefined : kept.map((g) => g.index);
-}
-
-/** What a row group holds of each column, as a split says of a file (read-plan.ts), in the lake's plain values. */
-class RowGroupSpans implements LakeSpans {
-  constructor(
-    readonly index: number,
-    private readonly group: RowGroupStatistics,
-    private readonly fields: ReadonlyMap<number, IcebergField>,
-  ) {}
-
-  span(columnId: number): LakeColumnSpan | undefined {
-    const field = this.fields.get(columnId);
-    const stats = this.group.columns.get(columnId);
-    if (!field || typeof field.type !== 'string' || !stats) return undefined;
-    if (stats.nullCount === this.group.rows) return 'null';
-    const lower = lakeValueOf(field.type, stats, stats.min);
-    const upper = lakeValueOf(field.type, stats, stats.max);
-    return { ...(lower !== undefined ? { lower } : {}), ...(upper !== undefined ? { upper } : {}) };
-  }
-}
-
-/**
- * A statistic's value as a plain value of Iceberg type `type` (as single-value.ts decodes
- * bounds); undefined when the file's type is not one the column's values read back exactly as
- * (an int file value of a long column is; a decimal of another scale, a timestamp in millis, are not).
- */
-function lakeValueOf(type: string, stats: ColumnStatistics, value: ColumnStatistics['min']): LakeValue | undefined {
-  if (value === undefined) return undefined;
-  const { type: stat } = stats;
-  switch (type) {
-    case 'int':
-    case 'date':
-    case 'string':
-      return stat.kind === type ? value : undefined;
-    case 'long':
-      return stat.kind === 'long' ? value : stat.kind === 'int' ? BigInt(value) : undefined;
-    case 'time':
-      return stat.kind === 'time' && stat.unit === 'micros' ? value : undefined;
-    case 'timestamp':
-    case 'timestamptz':
-      return stat.kind === 'timestamp' && stat.unit === 'micros' ? value : undefined;
-  }
-  const decimal = decimalOf(type);
-  return decimal && stat.kind === 'decimal' && stat.scale === decimal.scale ? value : undefined;
 }
