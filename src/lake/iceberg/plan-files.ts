@@ -22,7 +22,7 @@
 import type { PartBuilder, PinnedFiles } from '../../storage/file-cache.js';
 import { keptImmutable, objectStoreFor, partialFileMaxRatio, remoteFileCache } from '../../storage/stores.js';
 import type { LakePartFilter } from '../lake-format.js';
-import { type ParquetFooter, planProjection, type RangeReader, readParquetFooter, writeProjection } from '../parquet/projection.js';
+import { isProjectable, type ParquetFooter, planProjection, type RangeReader, readParquetFooter, writeProjection } from '../parquet/projection.js';
 import { type DataFile, FileContent } from './data-file.js';
 import type { ScanTask } from './scan.js';
 import { rowGroupSpans } from './row-group-spans.js';
@@ -82,7 +82,7 @@ export class PlanFiles {
     const store = objectStoreFor(location);
     const cache = remoteFileCache();
     const whole = (): Promise<PinnedFiles> => this.pinOnce(location, () => cache.pin(store, [location]));
-    const parquet = file.content === FileContent.DATA && file.fileFormat.toUpperCase() === 'PARQUET' && partialFileMaxRatio() > 0;
+    const parquet = file.content === FileContent.DATA && file.fileFormat.toUpperCase() === 'PARQUET' && partialFileMaxRatio() > 0 && isProjectable(file.fileSizeInBytes);
     if (!parquet || cache.holds(location) || (!filter && (!ids || !mayProject(file, ids)))) return whole();
     const footer = await footerOf(file);
     if (!footer) return whole();

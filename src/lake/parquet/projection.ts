@@ -98,8 +98,7 @@ const META_BLOOM_FILTER = [14, 15];
  * none to make (see the header).
  */
 export function planProjection(footer: ParquetFooter, part: ProjectedPart): Projection | undefined {
-  // A file no larger than the first read of its footer is better read whole by that one read.
-  if (footer.metadataStart + footer.metadata.length + 8 <= FOOTER_GUESS) return undefined;
+  if (!isProjectable(footer.metadataStart + footer.metadata.length + 8)) return undefined;
   let projected: ReturnType<typeof projectMetadata>;
   try {
     projected = projectMetadata(footer.metadata, footer.metadataStart, part);
@@ -107,6 +106,11 @@ export function planProjection(footer: ParquetFooter, part: ProjectedPart): Proj
     return undefined; // a footer this code cannot follow is read by the whole file's reader
   }
   return projected && { ...projected, ...(footer.tail ? { tail: footer.tail } : {}) };
+}
+
+/** False for a file no larger than the first read of its footer: it is better read whole by that one read. */
+export function isProjectable(fileSize: number): boolean {
+  return fileSize > FOOTER_GUESS;
 }
 
 /** The footer of the Parquet file read by `read` (`fileSize` bytes); undefined when it is not Parquet. */
