@@ -17,6 +17,11 @@
  *               columns the aggregate uses (cold, columns: the footer and those column chunks by
  *               byte ranges); S3 again (warm: the cache holds those copies); and a query of one
  *               column cold both ways. Target: warm ≤ 1.2× local.
+ *   row-groups  a lake table on S3 of one file of `--rows` rows (an id and a 128-character hex
+ *               string) in row groups of `--row-group-rows`, as compaction makes them; a read of
+ *               the rows with id = one value, with an empty lake file cache, its copy pruned to
+ *               the row groups whose statistics may hold the value, and not pruned (the same
+ *               columns, every row group); what each fetched, its GET requests and its time.
  *   hours       "hours locally, history in the lake": a lake-enabled log table with its remote
  *               log and its lake on S3, 256 KB segments, table.log.ttl 7 days, two local
  *               segments a bucket, is fed one hour of traffic at `--hour-rate` rows/s (the
@@ -28,8 +33,9 @@
  * Every run is printed, then the medians. What the runs asked of S3 comes from the storage
  * layer's own counters (requests, bytes, cache hits).
  *
- *   npm run bench:object-storage [-- --phases upload,union-read,hours --files 8 --file-mb 16
- *                                    --rows 1000000 --runs 5 --hour-rate 1000]
+ *   npm run bench:object-storage [-- --phases upload,union-read,row-groups,hours --files 8
+ *                                    --file-mb 16 --rows 1000000 --row-group-rows 100000
+ *                                    --runs 5 --hour-rate 1000]
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -44,7 +50,17 @@ import { startS3Server } from '../src/storage/fixtures/s3-server.js';
 import { s3SettingsOf } from '../src/storage/s3-settings.js';
 import { S3ObjectStore } from '../src/storage/s3-store.js';
 import { storageStats } from '../src/storage/storage-stats.js';
-import { configureObjectStorageFrom } from '../src/storage/stores.js';
+import { configureObjectStorageFrom, objectStoreFor } from '../src/storage/stores.js';
+import { FileSystemCatalog } from '../src/lake/iceberg/catalog.js';
+import { FileContent } from '../src/lake/iceberg/data-file.js';
+import { batchOf } from '../src/lake/iceberg/fixtures/lake-files.js';
+import { IcebergFormat } from '../src/lake/iceberg/iceberg-format.js';
+import { computeMetrics } from '../src/lake/iceberg/metrics.js';
+import { writeParquet } from '../src/lake/iceberg/parquet.js';
+import { commitRowDelta } from '../src/lake/iceberg/snapshot-producer.js';
+import { newTableMetadata } from '../src/lake/iceberg/table-metadata.js';
+import type { IcebergSchema } from '../src/lake/iceberg/types.js';
+import { lakePartFilter } from '../src/query/lake-pruning.js';
 import { tierOnce, waitTiered } from '../test/support/tiering-rounds.js';
 import { BenchServer, columnChunks, count, DATABASE, generateWorkload, median, printHeader, printTable, verdict, WORKLOAD_COLUMNS, workloadColumns } from './support.js';
 
@@ -52,13 +68,14 @@ const TARGET_UPLOAD = 0.7;
 const TARGET_WARM = 1.2;
 const TABLE = 'storage_bench';
 const HOURS_TABLE = 'storage_hours';
-const PHASES = ['upload', 'union-read', 'hours'] as const;
+const PHASES = ['upload', 'union-read', 'row-groups', 'hours'] as const;
 const { values: args } = parseArgs({
   options: {
     phases: { type: 'string', default: PHASES.join(',') },
     files: { type: 'string', default: '8' },
     'file-mb': { type: 'string', default: '16' },
     rows: { type: 'string', default: '1000000' },
+    'row-group-rows': { type: 'string', default: '100000' },
     runs: { type: 'string', default: '5' },
     'hour-rate': { type: 'string', default: '1000' },
     'hour-buckets': { type: 'string', default: '4' },
@@ -87,6 +104,7 @@ printHeader('object storage', [
   `S3: s3rver on loopback (a Node process of its own); load before: ${loadAverage()} (1, 5, 15 min), ${os.cpus().length} cores`,
   ...(phases.has('upload') ? [`upload: ${files} files of ${args['file-mb']} MB, the storage layer (default multipart options, and every file multipart) against a raw PutObject loop, ${runs} runs each, alternating`] : []),
   ...(phases.has('union-read') ? [`union read: ${count(rows)} lake rows + ${count(tail)} log rows, 4 buckets; ${AGGREGATE}; local warehouse, S3 cold cache (whole files, then columns only), S3 warm cache; then ${ONE_COLUMN}, S3 cold cache (whole files, then columns only)`] : []),
+  ...(phases.has('row-groups') ? [`row groups: one file of ${count(rows)} rows in row groups of ${count(Number(args['row-group-rows']))}; id = one value, cold cache, pruned and not pruned`] : []),
   ...(phases.has('hours') ? [`hours: one hour at ${args['hour-rate']} rows/s (${count(hourRows)} rows), ${hourBuckets} buckets, ${args['hour-segment']} segments, lake freshness ${args['hour-freshness']}, remote log rounds every ${args['hour-remote-interval']}`] : []),
 ]);
 
@@ -235,6 +253,48 @@ async function unionRead(): Promise<void> {
   for (const s of servers.splice(0)) await s.dispose();
 }
 
+async function rowGroups(): Promise<void> {
+  configureObjectStorageFrom({ ...s3Options, 'datalake.cache.dir': path.join(scratch, 'cache-groups') }, scratch);
+  const catalog = new FileSystemCatalog(s3.location('row-groups'));
+  const schema: IcebergSchema = { type: 'struct', 'schema-id': 0, fields: [{ id: 1, name: 'id', required: true, type: 'long' }, { id: 2, name: 'v', required: false, type: 'string' }] };
+  const table = 'grouped';
+  await catalog.createTable('db', table, newTableMetadata({ location: catalog.tableLocation('db', table), schema, spec: { 'spec-id': 0, fields: [] }, sortOrder: { 'order-id': 0, fields: [] }, properties: {} }));
+  const batch = batchOf(schema, [Array.from({ length: rows }, (_, i) => BigInt(i)), Array.from({ length: rows }, (_, i) => crypto.createHash('sha512').update(String(i)).digest('hex'))]);
+  const bytes = writeParquet([batch], { maxRowGroupRows: Number(args['row-group-rows']) });
+  const location = `${catalog.tableLocation('db', table)}/data/grouped.parquet`;
+  await objectStoreFor(location).put(location, bytes);
+  const m = computeMetrics([batch], schema);
+  await commitRowDelta(catalog, 'db', table, { dataFiles: [{ content: FileContent.DATA, filePath: location, fileFormat: 'PARQUET', partition: [], recordCount: m.recordCount, fileSizeInBytes: bytes.length, valueCounts: m.valueCounts, nullValueCounts: m.nullValueCounts, lowerBounds: m.lowerBounds, upperBounds: m.upperBounds }], deleteFiles: [] });
+  const wanted = String(Math.floor(rows * 0.61));
+  type Way = 'pruned' | 'whole';
+  const seen: Record<Way, { ms: number[]; bytes: number[]; gets: number[] }> = { pruned: { ms: [], bytes: [], gets: [] }, whole: { ms: [], bytes: [], gets: [] } };
+  const gets = (): number => storageStats().requests.get('GetObject') ?? 0;
+  const read = async (way: Way, run: number): Promise<string> => {
+    configureObjectStorageFrom({ ...s3Options, 'datalake.cache.dir': path.join(scratch, `cache-groups-${way}-${run}`) }, scratch);
+    const [before, requests, cpu, start] = [storageStats().cacheFetchedBytes, gets(), process.cpuUsage(), performance.now()];
+    const plan = await (await new IcebergFormat().open(catalog.warehouse).loadTable({ database: 'db', table })).planRead();
+    try {
+      const filter = way === 'pruned' ? lakePartFilter(duck, plan.columns, [{ column: 'id', op: '=', literals: [wanted] }]) : undefined;
+      const result = await duck.run(`SELECT id, v FROM (${await plan.rowsSql(plan.splits, ['id', 'v'], filter)}) WHERE id = ${wanted}`);
+      if (result.rows.length !== 1) throw new Error(`${way}: ${result.rows.length} rows, not 1`);
+    } finally {
+      plan.release();
+    }
+    const ms = performance.now() - start;
+    const used = process.cpuUsage(cpu);
+    seen[way].ms.push(ms);
+    seen[way].bytes.push(storageStats().cacheFetchedBytes - before);
+    seen[way].gets.push(gets() - requests);
+    return `${way} ${ms.toFixed(0)} ms (CPU ${((used.user + used.system) / 1000).toFixed(0)} ms), ${mb(seen[way].bytes.at(-1)!)}, ${seen[way].gets.at(-1)} GETs`;
+  };
+  console.log(`row groups: a file of ${mb(bytes.length)}, ${Math.ceil(rows / Number(args['row-group-rows']))} row groups`);
+  for (let run = 0; run < runs; run++) console.log(`row groups run ${run + 1}: ${await read('whole', run)}; ${await read('pruned', run)}; load ${loadAverage()}`);
+  summary.push(
+    ['id = value, S3 cold cache, every row group', `${median(seen.whole.ms).toFixed(0)} ms, ${mb(median(seen.whole.bytes))}, ${median(seen.whole.gets)} GETs`, ''],
+    ['id = value, S3 cold cache, row groups pruned', `${median(seen.pruned.ms).toFixed(0)} ms, ${mb(median(seen.pruned.bytes))}, ${median(seen.pruned.gets)} GETs`, `${median(seen.pruned.bytes.map((v, i) => v / seen.whole.bytes[i])).toFixed(3)}× the bytes, ${median(seen.pruned.ms.map((v, i) => v / seen.whole.ms[i])).toFixed(2)}× the time`],
+  );
+}
+
 /** Appends rows `from` to `to` of `columns` in chunks of `chunkRows` rows, and waits for their acknowledgement. */
 async function appendRows(bench: BenchServer, table: string, columns: ReturnType<typeof workloadColumns>, from: number, to: number, chunkRows = 32_768): Promise<void> {
   const part = Object.fromEntries(Object.entries(columns).map(([k, v]) => [k, Array.isArray(v) ? v.slice(from, to) : v.subarray(from, to)])) as typeof columns;
@@ -321,6 +381,7 @@ async function hours(): Promise<void> {
 try {
   if (phases.has('upload')) await upload();
   if (phases.has('union-read')) await unionRead();
+  if (phases.has('row-groups')) await rowGroups();
   if (phases.has('hours')) await hours();
   console.log(`\nmedians of ${runs} runs; load after: ${loadAverage()}\n`);
   printTable(['measure', 'median', 'ratio'], summary);

@@ -130,12 +130,22 @@ export interface LakeCommitter {
 /** What a split holds of one column, for pruning: only nulls, or values within bounds (an absent bound is unknown). */
 export type LakeColumnSpan = 'null' | { lower?: LakeValue; upper?: LakeValue };
 
+/** What a data file, or a part of one, holds of its columns. */
+export interface LakeSpans {
+  /** What it holds of column `columnId`; undefined when it says nothing. */
+  span(columnId: number): LakeColumnSpan | undefined;
+}
+
+/**
+ * The query's filters as a test of the parts of a data file (the row groups of a Parquet file):
+ * of `parts`, those that may hold a row passing them, in their order.
+ */
+export type LakePartFilter = <T extends LakeSpans>(parts: readonly T[]) => Promise<T[]>;
+
 /** A data file of a planned read, with the delete files that apply to it. */
-export interface LakeSplit {
+export interface LakeSplit extends LakeSpans {
   readonly path: string;
   readonly recordCount: number;
-  /** What the file holds of column `columnId`; undefined when it says nothing. */
-  span(columnId: number): LakeColumnSpan | undefined;
 }
 
 /** A planned read of one snapshot. */
@@ -148,9 +158,11 @@ export interface LakeReadPlan {
   /**
    * DuckDB SQL whose result is the rows of `splits` (some of this plan's), their deletes applied,
    * with the columns named in `columns` (compared case-insensitively; all by default). Remote
-   * files it reads are copied locally first (of some, only those columns), held until `release`.
+   * files it reads are copied locally first (of some, only those columns, and with `filter` only
+   * the parts of them it keeps: the SQL then yields at least the rows that pass the query's
+   * filters, not every row), held until `release`.
    */
-  rowsSql(splits: readonly LakeSplit[], columns?: Iterable<string>): Promise<string>;
+  rowsSql(splits: readonly LakeSplit[], columns?: Iterable<string>, filter?: LakePartFilter): Promise<string>;
   /** Lets go of the local copies of remote files the plan holds for its SQL (see the format's cache), which runs no more after. */
   release(): void;
 }

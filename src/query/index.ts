@@ -13,7 +13,7 @@
  *   union-reader.ts   union read: a lake snapshot and the log after it as one DuckDB view; the
  *                     lake's own tables ($lake, $lake$files), read through the lake format
  *                     (lake/lake-format.ts), which gives the DuckDB SQL of its files
- *   lake-pruning.ts   lake files and log partitions a query's filters rule out
+ *   lake-pruning.ts   lake files, their row groups and log partitions a query's filters rule out
  *   scan-options.ts   startup modes, lake snapshots by id or time: hints, FOR SYSTEM_TIME, SET
  *   table-loader.ts   loads what a query reads into DuckDB, choosing scan, lookup or union read
  *   executor.ts       SqlExecutor: DDL, queries, INSERT, UPDATE, DELETE

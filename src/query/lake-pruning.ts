@@ -5,6 +5,8 @@
  *
  *   lake data file   what the lake format says the file holds of the column (LakeSplit.span:
  *                    partition values, column bounds, all null), as plain values
+ *   part of a file   what a row group's statistics say of the column (LakeSpans.span), when the
+ *                    lake format copies a remote file (LakeReadPlan.rowsSql's filter)
  *   log partition    a partition key: [value, value], read from the partition's string form
  *
  * DuckDB compares the spans with the literals as written, so literal types and casts are the
@@ -23,7 +25,7 @@ import { TributaryError } from '../common/errors.js';
 import type { PartitionInfo, TableInfo } from '../common/schema.js';
 import type { DataType } from '../common/types.js';
 import { formatDecimal } from '../common/values.js';
-import type { LakeColumn, LakeSplit, LakeValue } from '../lake/lake-format.js';
+import type { LakeColumn, LakePartFilter, LakeSpans, LakeValue } from '../lake/lake-format.js';
 import type { ColumnFilter } from './duckdb/query-shapes.js';
 import type { DuckSession } from './duckdb/session.js';
 import { duckTypeName } from './duckdb/type-name.js';
@@ -35,8 +37,8 @@ type Span = 'null' | Range;
 const UNKNOWN: Range = {};
 const literal = (s: string): string => `'${s.replaceAll("'", "''")}'`;
 
-/** The splits that may hold a row passing `filters` (on `columns`, the read's lake schema, by name). */
-export async function pruneLakeSplits<T extends LakeSplit>(duck: DuckSession, columns: readonly LakeColumn[], splits: readonly T[], filters: readonly ColumnFilter[]): Promise<T[]> {
+/** The splits (files, or parts of one) that may hold a row passing `filters` (on `columns`, the read's lake schema, by name). */
+export async function pruneLakeSplits<T extends LakeSpans>(duck: DuckSession, columns: readonly LakeColumn[], splits: readonly T[], filters: readonly ColumnFilter[]): Promise<T[]> {
   const byName = new Map<string, LakeColumn>();
   for (const c of columns) byName.set(c.name.toLowerCase(), c);
   const types = new Map<string, string>();
@@ -53,6 +55,11 @@ export async function pruneLakeSplits<T extends LakeSplit>(duck: DuckSession, co
     const upper = span.upper === undefined ? undefined : sqlOfLakeValue(column.type, span.upper);
     return { ...(lower ? { lower } : {}), ...(upper ? { upper } : {}) };
   });
+}
+
+/** `filters` as a test of the parts of a lake file (LakePartFilter); undefined when there are none. */
+export function lakePartFilter(duck: DuckSession, columns: readonly LakeColumn[], filters: readonly ColumnFilter[]): LakePartFilter | undefined {
+  return filters.length === 0 ? undefined : (parts) => pruneLakeSplits(duck, columns, parts, filters);
 }
 
 /** The partitions that may hold a row passing `filters`, judged by their partition key values. */

@@ -51,7 +51,7 @@ import { toArrowSchema } from '../record/arrow-schema.js';
 import type { ColumnFilter } from './duckdb/query-shapes.js';
 import { type DuckSession, relationSql } from './duckdb/session.js';
 import { duckTypeName } from './duckdb/type-name.js';
-import { pruneLakeSplits, prunePartitions } from './lake-pruning.js';
+import { lakePartFilter, pruneLakeSplits, prunePartitions } from './lake-pruning.js';
 import { type BucketRange, bucketKey, bucketRanges, type BucketStart, type LogRange, readChangelogUpToHighWatermark, readLogRanges } from './log-reader.js';
 import type { LoadedTail, ReadCache } from './read-cache.js';
 import type { ScanOptions } from './scan-options.js';
@@ -239,7 +239,7 @@ export async function loadLakeRows(cache: ReadCache, duck: DuckSession, lake: La
   const table = await cache.lakeTable(lake, info);
   const plan = await cache.lakePlan(table, await chosenLakeSnapshot(duck, table, options));
   const splits = await pruneLakeSplits(duck, plan.columns, plan.splits, filters);
-  await duck.createView(name, await plan.rowsSql(splits, columns === '*' ? undefined : columns));
+  await duck.createView(name, await plan.rowsSql(splits, columns === '*' ? undefined : columns, lakePartFilter(duck, plan.columns, filters)));
 }
 
 /** Creates `t$lake$files` as table `name`: the live files of a lake snapshot (current by default). */
@@ -409,5 +409,5 @@ async function lakeRows(read: TableRead, lake: LakeReadPlan, columns: readonly s
     if (!column) return `CAST(NULL AS ${type}) AS ${quote(c)}`;
     return duckTypeName(column.type).replaceAll(' ', '') === type.replaceAll(' ', '') ? `l.${quote(c)}` : `CAST(l.${quote(c)} AS ${type}) AS ${quote(c)}`;
   });
-  return { sql: `SELECT ${select.join(', ')} FROM (${await lake.rowsSql(splits, columns)}) AS l`, filesRead: splits.length };
+  return { sql: `SELECT ${select.join(', ')} FROM (${await lake.rowsSql(splits, columns, lakePartFilter(read.duck, lake.columns, read.filters))}) AS l`, filesRead: splits.length };
 }

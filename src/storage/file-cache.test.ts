@@ -37,7 +37,7 @@ test('the cache keeps files up to its size, least recently used out first, never
   await assert.rejects(cache.pin(store, [path.join(root, 'remote', 'missing')]), /no such object/);
 });
 
-test('a part of a file is built once and kept by its name; a whole copy the cache holds serves any part', async () => {
+test('a part of a file is built once and kept by its name, and serves the parts it covers; a whole copy the cache holds serves any part', async () => {
   const store = new LocalObjectStore();
   const file = path.join(root, 'remote', 'parted');
   fs.mkdirSync(path.dirname(file), { recursive: true });
@@ -49,17 +49,24 @@ test('a part of a file is built once and kept by its name; a whole copy the cach
     fs.writeFileSync(to, 'a part');
     return 6;
   };
-  const part = await cache.pinPart(store, file, 'p1', plan);
+  const none = (): boolean => false;
+  const part = await cache.pinPart(store, file, 'p1', none, plan);
   assert.equal(fs.readFileSync(part.path(file)!, 'utf8'), 'a part');
   part.release();
-  (await cache.pinPart(store, file, 'p1', plan)).release();
+  (await cache.pinPart(store, file, 'p1', none, plan)).release();
   assert.equal(built, 1, 'kept by its name');
+  // p1 covers p1a: its copy serves; p1b, covered by nothing held, is built.
+  const covered = await cache.pinPart(store, file, 'p1a', (held) => held === 'p1', plan);
+  assert.equal(cache.pathOf(`${file}#p1`), covered.path(file));
+  covered.release();
+  (await cache.pinPart(store, file, 'p1b', (held) => held === 'p9', plan)).release();
+  assert.equal(built, 2);
   // A plan that makes no part gets the whole file, which then serves every part.
-  const whole = await cache.pinPart(store, file, 'p2', async () => undefined);
+  const whole = await cache.pinPart(store, file, 'p2', none, async () => undefined);
   assert.equal(fs.readFileSync(whole.path(file)!, 'utf8'), 'the whole file');
   whole.release();
-  const other = await cache.pinPart(store, file, 'p3', plan);
+  const other = await cache.pinPart(store, file, 'p3', none, plan);
   assert.equal(fs.readFileSync(other.path(file)!, 'utf8'), 'the whole file');
   other.release();
-  assert.equal(built, 1);
+  assert.equal(built, 2);
 });

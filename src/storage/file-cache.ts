@@ -2,8 +2,9 @@
  * A bounded local cache of immutable remote files (lake data and delete files on S3), for readers
  * that need a local path: DuckDB cannot read S3 here. A file is fetched whole, once, into
  * `<dir>/<sha256 of its location>` and kept. A reader that needs only a part of a file (some
- * columns of a Parquet file) may have the cache build a file of that part instead, kept as
- * `<dir>/<sha256 of location#part>`; it gets the whole file's copy whenever the cache has one.
+ * columns, some row groups of a Parquet file) may have the cache build a file of that part
+ * instead, kept as `<dir>/<sha256 of location#part>`; it gets the whole file's copy whenever the
+ * cache has one, else the copy of any part it says covers its own.
  * Past `maxBytes` the least recently used files are deleted, never one that is pinned (a planned
  * read holds its files until it is released, so a running query's files stay). Pinned files may
  * hold the cache above its size for that long.
@@ -26,11 +27,15 @@ interface Entry {
   pins: number;
   /** Resolves once the file is in place; a fetch in flight is shared. */
   ready: Promise<void>;
+  /** The location and part of a part's copy. */
+  part?: { location: string; name: string };
 }
 
 export class FileCache {
   /** Entries by location, least recently used first (Map keeps insertion order). */
   private readonly entries = new Map<string, Entry>();
+  /** The parts held of each location, by name. */
+  private readonly parts = new Map<string, Set<string>>();
   private bytes = 0;
   private cleared?: Promise<void>;
 
@@ -67,26 +72,28 @@ export class FileCache {
 
   /**
    * A local file of `location` that holds at least its part named `part`, pinned until
-   * `release`d: the whole file's copy when the cache has it, else the part's copy, else the part
-   * `plan` says how to build, or (when `plan` says nothing) the whole file fetched from `store`.
+   * `release`d: the whole file's copy when the cache has it, else the copy of a part that
+   * `covers` (the part itself among them), else the part `plan` says how to build, or (when
+   * `plan` says nothing) the whole file fetched from `store`.
    */
-  async pinPart(store: ObjectStore, location: string, part: string, plan: () => Promise<PartBuilder | undefined>): Promise<PinnedFiles> {
+  async pinPart(store: ObjectStore, location: string, part: string, covers: (held: string) => boolean, plan: () => Promise<PartBuilder | undefined>): Promise<PinnedFiles> {
     await this.open();
     const key = `${location}#${part}`;
-    if (!this.entries.has(location) && !this.entries.has(key)) {
+    const held = this.entries.has(location) ? undefined : [part, ...(this.parts.get(location) ?? [])].find((p) => this.entries.has(`${location}#${p}`) && covers(p));
+    if (!this.entries.has(location) && held === undefined) {
       const builder = await plan();
       if (builder) {
-        const pinned = await this.pinEach([{ key, fill: builder }]);
+        const pinned = await this.pinEach([{ key, part: { location, name: part }, fill: builder }]);
         return { path: (l) => (l === location ? pinned.path(key) : undefined), release: pinned.release };
       }
     }
-    const held = this.entries.has(location) ? location : this.entries.has(key) ? key : location;
-    const pinned = await this.pinEach([{ key: held, fill: (file) => fetchWhole(store, location, file) }]);
-    return { path: (l) => (l === location ? pinned.path(held) : undefined), release: pinned.release };
+    const heldKey = held === undefined ? location : `${location}#${held}`;
+    const pinned = await this.pinEach([{ key: heldKey, fill: (file) => fetchWhole(store, location, file) }]);
+    return { path: (l) => (l === location ? pinned.path(heldKey) : undefined), release: pinned.release };
   }
 
   /** Pins the entry of each key, filling those missing; a fill writes the file and says how many bytes it fetched. */
-  private async pinEach(items: readonly { key: string; fill: PartBuilder }[]): Promise<PinnedFiles> {
+  private async pinEach(items: readonly { key: string; part?: Entry['part']; fill: PartBuilder }[]): Promise<PinnedFiles> {
     const pinned: Entry[] = [];
     const paths = new Map<string, string>();
     const release = (): void => {
@@ -94,7 +101,7 @@ export class FileCache {
       this.evict();
     };
     try {
-      for (const { key, fill } of items) {
+      for (const { key, part, fill } of items) {
         let entry = this.entries.get(key);
         if (entry) {
           countCacheRead(true);
@@ -102,16 +109,17 @@ export class FileCache {
           this.entries.set(key, entry);
         } else {
           const file = this.pathOf(key);
-          const created: Entry = { file, size: 0, pins: 0, ready: Promise.resolve() };
+          const created: Entry = { file, size: 0, pins: 0, ready: Promise.resolve(), ...(part ? { part } : {}) };
           created.ready = (async () => {
             const fetched = await fill(file);
             created.size = (await fs.promises.stat(file)).size;
             this.bytes += created.size;
             countCacheRead(false, fetched);
           })();
-          created.ready.catch(() => this.entries.get(key) === created && this.entries.delete(key));
+          created.ready.catch(() => this.entries.get(key) === created && this.remove(key, created));
           entry = created;
           this.entries.set(key, entry);
+          if (part) this.parts.set(part.location, (this.parts.get(part.location) ?? new Set()).add(part.name));
         }
         entry.pins++;
         pinned.push(entry);
@@ -124,6 +132,11 @@ export class FileCache {
     }
     this.evict();
     return { path: (key) => paths.get(key), release };
+  }
+
+  /** Whether the cache holds (or is fetching) the whole file's copy of `location`. */
+  holds(location: string): boolean {
+    return this.entries.has(location);
   }
 
   /** Where `location`'s copy is (or would be) kept. */
@@ -140,8 +153,17 @@ export class FileCache {
   private forget(location: string): void {
     const old = this.entries.get(location);
     if (!old) return;
-    this.entries.delete(location);
+    this.remove(location, old);
     this.bytes -= old.size;
+  }
+
+  /** Drops the entry of `key` (the caller accounts for its bytes). */
+  private remove(key: string, entry: Entry): void {
+    this.entries.delete(key);
+    if (!entry.part) return;
+    const names = this.parts.get(entry.part.location);
+    names?.delete(entry.part.name);
+    if (names?.size === 0) this.parts.delete(entry.part.location);
   }
 
   /** Deletes least recently used unpinned files while the cache is over its size. */
@@ -149,7 +171,7 @@ export class FileCache {
     for (const [location, e] of this.entries) {
       if (this.bytes <= this.maxBytes) return;
       if (e.pins > 0 || e.size === 0) continue;
-      this.entries.delete(location);
+      this.remove(location, e);
       this.bytes -= e.size;
       fs.rmSync(e.file, { force: true });
     }

@@ -62,18 +62,31 @@ export function configureObjectStorage(options: Options | undefined, cacheDir: s
 export async function getImmutable(location: string): Promise<Uint8Array | undefined> {
   const store = objectStoreFor(location);
   if (store.localPath(location) !== undefined) return store.get(location);
-  const held = immutable.get(location);
+  return keptImmutable(location, async () => {
+    const bytes = await store.get(location);
+    return bytes && { bytes, fetched: bytes.length };
+  });
+}
+
+/**
+ * Bytes read from a remote object that never changes (all of it, or a part such as a Parquet
+ * footer, named by `key`), kept in memory with getImmutable's (datalake.cache.metadata-max-size):
+ * `load` reads them the first time and says how many bytes it fetched; undefined when there are none.
+ */
+export async function keptImmutable(key: string, load: () => Promise<{ bytes: Uint8Array; fetched: number } | undefined>): Promise<Uint8Array | undefined> {
+  const held = immutable.get(key);
   if (held) {
-    immutable.delete(location);
-    immutable.set(location, held);
+    immutable.delete(key);
+    immutable.set(key, held);
     countCacheRead(true);
     return held;
   }
-  const bytes = await store.get(location);
-  if (!bytes) return undefined;
-  countCacheRead(false, bytes.length);
-  if (bytes.length <= immutableMaxBytes) {
-    immutable.set(location, bytes);
+  const loaded = await load();
+  if (!loaded) return undefined;
+  const { bytes } = loaded;
+  countCacheRead(false, loaded.fetched);
+  if (bytes.length <= immutableMaxBytes && !immutable.has(key)) {
+    immutable.set(key, bytes);
     immutableBytes += bytes.length;
     for (const [l, b] of immutable) {
       if (immutableBytes <= immutableMaxBytes) break;

@@ -81,12 +81,12 @@ function isIntegerColumn(type: arrow.DataType): boolean {
   return arrow.DataType.isInt(type) || arrow.DataType.isDate(type) || arrow.DataType.isTime(type) || arrow.DataType.isTimestamp(type);
 }
 
-/** The writer settings for batches of `schema` (see the header); consumed by the write. */
-function writerProperties(schema: arrow.Schema): WriterProperties {
+/** The writer settings for batches of `schema` (see the header), row groups of at most `maxRowGroupRows`; consumed by the write. */
+function writerProperties(schema: arrow.Schema, maxRowGroupRows = MAX_ROW_GROUP_ROWS): WriterProperties {
   const { Compression, Encoding, EnabledStatistics, WriterPropertiesBuilder } = wasm();
   let builder = new WriterPropertiesBuilder()
     .setCompression(Compression.ZSTD)
-    .setMaxRowGroupSize(MAX_ROW_GROUP_ROWS)
+    .setMaxRowGroupSize(maxRowGroupRows)
     .setStatisticsEnabled(EnabledStatistics.Page)
     .setDictionaryEnabled(false);
   for (const field of schema.fields) {
@@ -102,13 +102,13 @@ function writeFailed(err: unknown): TributaryError {
   return new TributaryError('STORAGE_EXCEPTION', `cannot write Parquet: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
 }
 
-/** The Parquet file of `batches`, which share one schema. */
-export function writeParquet(batches: readonly arrow.RecordBatch[]): Uint8Array {
+/** The Parquet file of `batches`, which share one schema; row groups of MAX_ROW_GROUP_ROWS unless `maxRowGroupRows` says fewer. */
+export function writeParquet(batches: readonly arrow.RecordBatch[], options: { maxRowGroupRows?: number } = {}): Uint8Array {
   const ipc = ipcStreamOf(batches);
   const { Table, writeParquet: writeWasmParquet } = wasm();
   try {
     // Both the table and the properties are consumed by the write.
-    return writeWasmParquet(Table.fromIPCStream(ipc), writerProperties(batches[0].schema));
+    return writeWasmParquet(Table.fromIPCStream(ipc), writerProperties(batches[0].schema, options.maxRowGroupRows));
   } catch (err) {
     throw writeFailed(err);
   }

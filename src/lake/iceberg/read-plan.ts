@@ -65,12 +65,12 @@ function bound(field: IcebergField, bytes: Uint8Array | undefined): LakeValue | 
 /**
  * The read of `tasks` (planned on `metadata`) in `schema`. Its files are opened where they are on
  * a local warehouse; those on object storage are copied into the remote file cache when a read's
- * SQL is made, whole or only the columns it reads (plan-files.ts), and stay pinned there until
- * the plan is released.
+ * SQL is made, whole or only the columns it reads and the row groups its filters keep
+ * (plan-files.ts), and stay pinned there until the plan is released.
  */
 export async function readPlanOf(metadata: TableMetadata, schema: IcebergSchema, snapshotId: bigint | undefined, tasks: readonly ScanTask[]): Promise<LakeReadPlan> {
-  const files = new PlanFiles();
   const fields = new Map(schema.fields.map((f) => [f.id, f]));
+  const files = new PlanFiles(fields);
   // Partition position of each identity-partitioned field id, when every file has the one spec.
   const identity = new Map<number, number>();
   if (metadata.partitionSpecs.length === 1) {
@@ -83,10 +83,10 @@ export async function readPlanOf(metadata: TableMetadata, schema: IcebergSchema,
     ...(snapshotId !== undefined ? { snapshotId } : {}),
     columns: lakeColumnsOf(schema),
     splits,
-    rowsSql: async (chosen, columns) => {
+    rowsSql: async (chosen, columns, filter) => {
       const chosenTasks = chosen.map(taskOf);
       const names = columns && [...columns];
-      const pathOf = await files.paths(chosenTasks, names && chosenFields(schema, names).map((f) => f.id));
+      const pathOf = await files.paths(chosenTasks, names && chosenFields(schema, names).map((f) => f.id), filter);
       return scanTasksSql(metadata, chosenTasks, { schema, pathOf, ...(names ? { columns: names } : {}) });
     },
     release: () => files.release(),

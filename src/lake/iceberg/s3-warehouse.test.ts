@@ -23,7 +23,10 @@ import { TABLE_ID_PROPERTY } from '../lake-format.js';
 import { FileSystemCatalog } from './catalog.js';
 import { type DataFile, FileContent } from './data-file.js';
 import { DataFileWriterPool } from './data-file-writer.js';
-import { batchOf } from './fixtures/lake-files.js';
+import { batchOf, POSITION_DELETE_SCHEMA } from './fixtures/lake-files.js';
+import { computeMetrics } from './metrics.js';
+import { writeParquet } from './parquet.js';
+import { lakePartFilter } from '../../query/lake-pruning.js';
 import { IcebergFormat } from './iceberg-format.js';
 import { compactLakeTable } from './compaction.js';
 import { expireSnapshots, removeOrphanFiles } from './maintenance.js';
@@ -235,6 +238,64 @@ describe('an Iceberg lake on an s3:// warehouse', () => {
         plan.release();
       }
       assert.deepEqual(await tableRows(), expected());
+    } finally {
+      fs.rmSync(fresh, { recursive: true, force: true });
+    }
+  });
+
+  it('a read with a selective filter copies only the row groups that may hold its rows, and a position delete keeps them all', async () => {
+    const table = 'events';
+    const eventSchema: IcebergSchema = { type: 'struct', 'schema-id': 0, fields: [schema.fields[0], schema.fields[1]] };
+    await catalog.createTable(DB, table, newTableMetadata({ location: catalog.tableLocation(DB, table), schema: eventSchema, spec: { 'spec-id': 0, fields: [] }, sortOrder: { 'order-id': 0, fields: [] }, properties: { [TABLE_ID_PROPERTY]: '8' } }));
+    /** Writes `batch` as a Parquet file of row groups of 2000 rows on S3. */
+    const put = async (name: string, content: FileContent, fileSchema: IcebergSchema, batch: ReturnType<typeof batchOf>): Promise<DataFile> => {
+      const location = `${catalog.tableLocation(DB, table)}/data/${name}.parquet`;
+      const bytes = writeParquet([batch], { maxRowGroupRows: 2000 });
+      await objectStoreFor(location).put(location, bytes);
+      const m = computeMetrics([batch], fileSchema);
+      return { content, filePath: location, fileFormat: 'PARQUET', partition: [], recordCount: m.recordCount, fileSizeInBytes: bytes.length, valueCounts: m.valueCounts, nullValueCounts: m.nullValueCounts, lowerBounds: m.lowerBounds, upperBounds: m.upperBounds };
+    };
+    const n = 20_000;
+    const data = await put('events', FileContent.DATA, eventSchema, batchOf(eventSchema, [Array.from({ length: n }, (_, i) => BigInt(i)), Array.from({ length: n }, (_, i) => crypto.createHash('sha512').update(String(i)).digest('hex'))]));
+    await commitRowDelta(catalog, DB, table, { dataFiles: [data], deleteFiles: [] });
+    const fresh = fs.mkdtempSync(path.join(os.tmpdir(), 'lake-cache-'));
+    const gets = (): number => storageStats().requests.get('GetObject') ?? 0;
+    /** Rows of a read of k and v with the filter k = 12345 (pruning row groups with `prune`), the bytes and GETs it took, and the rows of the copy read without the filter. */
+    const read = async (prune: boolean): Promise<{ rows: unknown[][]; copied: bigint; fetched: number; requests: number }> => {
+      const plan = await (await new IcebergFormat().open(warehouse).loadTable({ database: DB, table })).planRead();
+      try {
+        const [bytes, requests] = [storageStats().cacheFetchedBytes, gets()];
+        const filter = prune ? lakePartFilter(duck, plan.columns, [{ column: 'k', op: '=', literals: ['12345'] }]) : undefined;
+        const sql = await plan.rowsSql(plan.splits, ['k', 'v'], filter);
+        const fetched = storageStats().cacheFetchedBytes - bytes;
+        const requestsMade = gets() - requests;
+        const rows = (await duck.run(`SELECT k, v FROM (${sql}) WHERE k = 12345`)).rows;
+        const copied = (await duck.run(`SELECT count(*) FROM (${sql})`)).rows[0][0] as bigint;
+        return { rows, copied, fetched, requests: requestsMade };
+      } finally {
+        plan.release();
+      }
+    };
+    try {
+      configureObjectStorage(new Options('server', server.options), fresh);
+      const pruned = await read(true);
+      const warm = await read(true);
+      configureObjectStorage(new Options('server', server.options), fresh);
+      const whole = await read(false);
+      assert.equal(whole.copied, BigInt(n));
+      assert.deepEqual(pruned.rows, whole.rows);
+      assert.equal(pruned.rows.length, 1);
+      assert.equal(pruned.copied, 2000n, 'one row group of ten copied');
+      assert.ok(pruned.fetched < data.fileSizeInBytes / 5, `fetched ${pruned.fetched} of ${data.fileSizeInBytes} bytes`);
+      assert.deepEqual([warm.rows, warm.fetched, warm.requests], [whole.rows, 0, 0], 'a warm read sends no request');
+
+      // A position delete of the data file: its positions count over every row group, so all stay.
+      const deletes = await put('events-deletes', FileContent.POSITION_DELETES, POSITION_DELETE_SCHEMA, batchOf(POSITION_DELETE_SCHEMA, [[data.filePath, data.filePath], [3n, 12_346n]]));
+      await commitRowDelta(catalog, DB, table, { dataFiles: [], deleteFiles: [deletes] });
+      configureObjectStorage(new Options('server', server.options), fresh);
+      const deleted = await read(true);
+      assert.deepEqual(deleted.rows, whole.rows);
+      assert.equal(deleted.copied, BigInt(n - 2), 'every row group copied, two rows deleted');
     } finally {
       fs.rmSync(fresh, { recursive: true, force: true });
     }

@@ -7,7 +7,7 @@ import { DuckSession } from '../../query/duckdb/session.js';
 import { batchOf } from '../iceberg/fixtures/lake-files.js';
 import { writeParquet } from '../iceberg/parquet.js';
 import type { IcebergSchema } from '../iceberg/types.js';
-import { planProjection, type RangeReader, writeProjection } from './projection.js';
+import { planProjection, type ProjectedPart, type Projection, type RangeReader, readParquetFooter, writeProjection } from './projection.js';
 
 let dir: string;
 let duck: DuckSession;
@@ -38,9 +38,15 @@ function readerOf(file: string): { read: RangeReader; bytesRead: () => number } 
   return { read, bytesRead: () => n };
 }
 
+/** The projection of the file read by `read` to `part`, its footer read by `read`. */
+async function planOf(read: RangeReader, size: number, part: ProjectedPart): Promise<Projection | undefined> {
+  const footer = await readParquetFooter(read, size);
+  return footer && planProjection(footer, part);
+}
+
 async function project(source: string, ids: number[], name: string): Promise<{ file: string; read: number }> {
   const reader = readerOf(source);
-  const projection = await planProjection(reader.read, fs.statSync(source).size, new Set(ids));
+  const projection = await planOf(reader.read, fs.statSync(source).size, { fieldIds: new Set(ids) });
   assert.ok(projection, `a projection of ${ids}`);
   const file = path.join(dir, name);
   await writeProjection(reader.read, projection, file);
@@ -98,8 +104,8 @@ test('a projection of a file of the lake writer keeps its field ids and drops it
 test('there is no projection of a file that holds none of the field ids, of a small one, nor of one that is not Parquet', async () => {
   const source = path.join(dir, 'none.parquet');
   await duck.run(`COPY (SELECT md5(CAST(i AS VARCHAR)) AS a FROM range(20000) AS t(i)) TO '${source}' (FORMAT parquet, FIELD_IDS {a: 1})`);
-  assert.ok(await planProjection(readerOf(source).read, fs.statSync(source).size, new Set([1])));
-  assert.equal(await planProjection(readerOf(source).read, fs.statSync(source).size, new Set([9])), undefined);
+  assert.ok(await planOf(readerOf(source).read, fs.statSync(source).size, { fieldIds: new Set([1]) }));
+  assert.equal(await planOf(readerOf(source).read, fs.statSync(source).size, { fieldIds: new Set([9]) }), undefined);
   const text = path.join(dir, 'text.parquet');
   fs.writeFileSync(text, Buffer.alloc(100_000, 'not a parquet file at all'));
   // The magic and a length, before bytes that are no FileMetaData.
@@ -108,11 +114,11 @@ test('there is no projection of a file that holds none of the field ids, of a sm
   tail.writeUInt32LE(50_000);
   tail.write('PAR1', 4);
   fs.writeFileSync(garbled, Buffer.concat([Buffer.from('PAR1'), Buffer.alloc(99_992, 0xfe), tail]));
-  assert.equal(await planProjection(readerOf(garbled).read, fs.statSync(garbled).size, new Set([1])), undefined);
+  assert.equal(await planOf(readerOf(garbled).read, fs.statSync(garbled).size, { fieldIds: new Set([1]) }), undefined);
   const small = path.join(dir, 'small.parquet');
   await duck.run(`COPY (SELECT 1 AS a) TO '${small}' (FORMAT parquet, FIELD_IDS {a: 1})`);
-  assert.equal(await planProjection(readerOf(small).read, fs.statSync(small).size, new Set([1])), undefined);
-  assert.equal(await planProjection(readerOf(text).read, fs.statSync(text).size, new Set([1])), undefined);
+  assert.equal(await planOf(readerOf(small).read, fs.statSync(small).size, { fieldIds: new Set([1]) }), undefined);
+  assert.equal(await planOf(readerOf(text).read, fs.statSync(text).size, { fieldIds: new Set([1]) }), undefined);
 });
 
 test('column chunks within the end of the file read for the footer are not read again', async () => {

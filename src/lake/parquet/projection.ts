@@ -1,22 +1,24 @@
 /**
- * A smaller Parquet file holding some columns of another, built from byte ranges of it: the
- * footer, then the column chunks of the columns kept, laid out anew after the magic "PAR1" with
+ * A smaller Parquet file holding some columns and some row groups of another, built from byte
+ * ranges of it: the footer, then the column chunks kept, laid out anew after the magic "PAR1" with
  * every offset the footer gives moved to match (parquet-format, "File Format"):
  *
  *   "PAR1" <column chunks kept, in the source's order> <FileMetaData> <its length, u32 LE> "PAR1"
  *
- * It is a valid file of its own that any reader opens, with every row group and row of the source,
- * so row positions (position deletes) stay the same. What the footer says of bytes not copied
+ * It is a valid file of its own that any reader opens. With every row group kept it has every row
+ * of the source, so row positions (position deletes) stay the same; with some row groups left
+ * out (statistics.ts says which may hold rows a query wants) the rows after one left out move up,
+ * and the file's row count is that of the groups kept. What the footer says of bytes not copied
  * goes: page indexes and bloom filters of every column (their offsets would point nowhere), the
- * sorting columns of a row group (their indexes name columns of the source), the kept columns'
- * column orders stay and the dropped ones' go, and the `ARROW:schema` key-value entry (it
- * describes every column of the source) goes. Each kept schema leaf keeps its field_id, which
- * Iceberg readers resolve columns by.
+ * sorting columns of a row group (their indexes name columns of the source) and its ordinal (its
+ * place in the source), the kept columns' column orders stay and the dropped ones' go, and the
+ * `ARROW:schema` key-value entry (it describes every column of the source) goes. Each kept schema
+ * leaf keeps its field_id, which Iceberg readers resolve columns by.
  *
- * Files no larger than the first read of a footer (64 KiB) are not projected. Only flat schemas (the root and one leaf per column) are projected, and only footers that
- * leave no doubt: not encrypted, every column chunk in this file, chunks that do not overlap and
- * lie between the magic and the footer. Otherwise there is no projection and the reader takes the
- * whole file.
+ * Files no larger than the first read of a footer (64 KiB) are not projected. Only flat schemas
+ * (the root and one leaf per column) are projected, and only footers that leave no doubt: not
+ * encrypted, every column chunk in this file, chunks that do not overlap and lie between the magic
+ * and the footer. Otherwise there is no projection and the reader takes the whole file.
  */
 import fs from 'node:fs';
 import { TributaryError } from '../../common/errors.js';
@@ -31,6 +33,24 @@ const FETCHES_IN_FLIGHT = 4;
 /** Reads `length` bytes of the source from `offset`. */
 export type RangeReader = (offset: number, length: number) => Promise<Uint8Array>;
 
+/** The FileMetaData of a Parquet file, as read from its end. */
+export interface ParquetFooter {
+  /** The FileMetaData's bytes. */
+  metadata: Uint8Array;
+  /** Where they start in the file, which is where its data ends. */
+  metadataStart: number;
+  /** Bytes read of the file for them. */
+  bytesRead: number;
+  /** The end of the file read with them, from `offset`: ranges within it need not be read again. */
+  tail?: { offset: number; bytes: Uint8Array };
+}
+
+/** What a projection keeps: the leaves of these field ids (all by default), the row groups of these indexes (all by default). */
+export interface ProjectedPart {
+  fieldIds?: ReadonlySet<number>;
+  rowGroups?: ReadonlySet<number>;
+}
+
 /** How to build the projection of one file. */
 export interface Projection {
   /** Ranges of the source to copy, in order, adjacent ones merged. */
@@ -39,14 +59,13 @@ export interface Projection {
   footer: Uint8Array;
   /** Bytes of the projected file. */
   size: number;
-  /** Bytes read of the source to plan it (its footer). */
-  footerBytesRead: number;
   /** The end of the source read with the footer, from `offset`: ranges within it are not read again. */
-  tail: { offset: number; bytes: Uint8Array };
+  tail?: { offset: number; bytes: Uint8Array };
 }
 
 // Field ids of parquet.thrift.
 const FILE_SCHEMA = 2;
+const FILE_NUM_ROWS = 3;
 const FILE_ROW_GROUPS = 4;
 const FILE_KEY_VALUES = 5;
 const FILE_COLUMN_ORDERS = 7;
@@ -56,9 +75,11 @@ const SCHEMA_FIELD_ID = 9;
 const KEY_VALUE_KEY = 1;
 const GROUP_COLUMNS = 1;
 const GROUP_TOTAL_BYTE_SIZE = 2;
+const GROUP_NUM_ROWS = 3;
 const GROUP_SORTING_COLUMNS = 4;
 const GROUP_FILE_OFFSET = 5;
 const GROUP_TOTAL_COMPRESSED_SIZE = 6;
+const GROUP_ORDINAL = 7;
 const CHUNK_FILE_PATH = 1;
 const CHUNK_FILE_OFFSET = 2;
 const CHUNK_META = 3;
@@ -73,25 +94,27 @@ const META_DICTIONARY_PAGE = 11;
 const META_BLOOM_FILTER = [14, 15];
 
 /**
- * The projection of the Parquet file read by `read` (`fileSize` bytes) to the leaves whose
- * field ids are in `fieldIds`; undefined when there is none to make (see the header).
+ * The projection of the Parquet file whose footer is `footer` to `part`; undefined when there is
+ * none to make (see the header).
  */
-export async function planProjection(read: RangeReader, fileSize: number, fieldIds: ReadonlySet<number>): Promise<Projection | undefined> {
-  // A file no larger than the first read of its footer is better read whole by that one read.
-  if (fileSize <= FOOTER_GUESS) return undefined;
-  const footer = await readFooter(read, fileSize);
-  if (!footer) return undefined;
+export function planProjection(footer: ParquetFooter, part: ProjectedPart): Projection | undefined {
+  if (!isProjectable(footer.metadataStart + footer.metadata.length + 8)) return undefined;
   let projected: ReturnType<typeof projectMetadata>;
   try {
-    projected = projectMetadata(footer.metadata, footer.metadataStart, fieldIds);
+    projected = projectMetadata(footer.metadata, footer.metadataStart, part);
   } catch {
     return undefined; // a footer this code cannot follow is read by the whole file's reader
   }
-  return projected && { ...projected, footerBytesRead: footer.bytesRead, tail: footer.tail };
+  return projected && { ...projected, ...(footer.tail ? { tail: footer.tail } : {}) };
 }
 
-/** The FileMetaData bytes of the Parquet file read by `read`, where they start and the bytes read for them; undefined when it is not Parquet. */
-async function readFooter(read: RangeReader, fileSize: number): Promise<{ metadata: Uint8Array; metadataStart: number; bytesRead: number; tail: Projection['tail'] } | undefined> {
+/** False for a file no larger than the first read of its footer: it is better read whole by that one read. */
+export function isProjectable(fileSize: number): boolean {
+  return fileSize > FOOTER_GUESS;
+}
+
+/** The footer of the Parquet file read by `read` (`fileSize` bytes); undefined when it is not Parquet. */
+export async function readParquetFooter(read: RangeReader, fileSize: number): Promise<ParquetFooter | undefined> {
   if (fileSize < 12) return undefined;
   const tailLength = Math.min(fileSize, FOOTER_GUESS);
   const tail = await read(fileSize - tailLength, tailLength);
@@ -117,7 +140,7 @@ export async function columnSizesOf(file: string): Promise<Map<number, number>> 
       const { bytesRead } = await handle.read(buf, 0, length, offset);
       return buf.subarray(0, bytesRead);
     };
-    const footer = await readFooter(read, (await handle.stat()).size);
+    const footer = await readParquetFooter(read, (await handle.stat()).size);
     if (!footer) throw new TributaryError('STORAGE_EXCEPTION', `${file} is not a Parquet file`);
     const { struct } = decodeStruct(footer.metadata);
     const leaves = (((fieldOf(struct, FILE_SCHEMA) as TList | undefined)?.items ?? []) as TStruct[]).filter((e) => fieldOf(e, SCHEMA_NUM_CHILDREN) === undefined);
@@ -144,20 +167,24 @@ interface KeptChunk {
 }
 
 /** The projection of FileMetaData `bytes` (the source's data ends at `dataEnd`); undefined on any doubt. */
-function projectMetadata(bytes: Uint8Array, dataEnd: number, fieldIds: ReadonlySet<number>): Omit<Projection, 'footerBytesRead' | 'tail'> | undefined {
+function projectMetadata(bytes: Uint8Array, dataEnd: number, part: ProjectedPart): Omit<Projection, 'tail'> | undefined {
   const { struct: file } = decodeStruct(bytes);
   if (fieldOf(file, FILE_ENCRYPTION) !== undefined) return undefined;
   const schema = fieldOf(file, FILE_SCHEMA) as TList | undefined;
   if (!schema || schema.items.length < 2) return undefined;
   const [root, ...leaves] = schema.items as TStruct[];
   if (fieldOf(root, SCHEMA_NUM_CHILDREN) !== leaves.length || leaves.some((l) => fieldOf(l, SCHEMA_NUM_CHILDREN) !== undefined)) return undefined;
-  const kept = leaves.flatMap((leaf, i) => (fieldIds.has(fieldOf(leaf, SCHEMA_FIELD_ID) as number) ? [i] : []));
+  const { fieldIds, rowGroups } = part;
+  const kept = leaves.flatMap((leaf, i) => (!fieldIds || fieldIds.has(fieldOf(leaf, SCHEMA_FIELD_ID) as number) ? [i] : []));
   if (kept.length === 0) return undefined;
 
   const all: { start: number; end: number }[] = [];
   const keptChunks: KeptChunk[] = [];
-  const groups = ((fieldOf(file, FILE_ROW_GROUPS) as TList | undefined)?.items ?? []) as TStruct[];
-  for (const group of groups) {
+  const rowGroupList = fieldOf(file, FILE_ROW_GROUPS) as TList | undefined;
+  const groups = ((rowGroupList?.items ?? []) as TStruct[]).filter((_, g) => !rowGroups || rowGroups.has(g));
+  // Every chunk of the source is checked (`all`), those of the groups kept are moved.
+  for (const [g, group] of ((rowGroupList?.items ?? []) as TStruct[]).entries()) {
+    const keep = !rowGroups || rowGroups.has(g);
     const columns = fieldOf(group, GROUP_COLUMNS) as TList | undefined;
     if (!columns || columns.items.length !== leaves.length) return undefined;
     const chunks: KeptChunk[] = [];
@@ -172,13 +199,18 @@ function projectMetadata(bytes: Uint8Array, dataEnd: number, fieldIds: ReadonlyS
       const length = Number(fieldOf(meta, META_COMPRESSED) as bigint);
       if (!Number.isSafeInteger(start) || !(length > 0) || start < MAGIC.length || start + length > dataEnd) return undefined;
       all.push({ start, end: start + length });
-      if (kept.includes(i)) chunks.push({ start, length, chunk, meta });
+      if (keep && kept.includes(i)) chunks.push({ start, length, chunk, meta });
     }
+    if (!keep) continue;
     columns.items = chunks.map((c) => c.chunk);
     keptChunks.push(...chunks);
-    removeField(group, GROUP_SORTING_COLUMNS);
+    removeField(group, GROUP_SORTING_COLUMNS, GROUP_ORDINAL);
     setField(group, GROUP_TOTAL_BYTE_SIZE, TType.I64, chunks.reduce((n, c) => n + (fieldOf(c.meta, META_UNCOMPRESSED) as bigint), 0n));
     setField(group, GROUP_TOTAL_COMPRESSED_SIZE, TType.I64, BigInt(chunks.reduce((n, c) => n + c.length, 0)));
+  }
+  if (rowGroupList && rowGroups) {
+    rowGroupList.items = groups;
+    setField(file, FILE_NUM_ROWS, TType.I64, groups.reduce((n, g) => n + (fieldOf(g, GROUP_NUM_ROWS) as bigint), 0n));
   }
   all.sort((a, b) => a.start - b.start);
   for (let i = 1; i < all.length; i++) if (all[i].start < all[i - 1].end) return undefined;
@@ -243,7 +275,7 @@ export async function writeProjection(read: RangeReader, projection: Projection,
     const { tail } = projection;
     const fetch = (): void => {
       const r = projection.ranges[next++];
-      const inTail = r.offset >= tail.offset ? tail.bytes.subarray(r.offset - tail.offset, r.offset - tail.offset + r.length) : undefined;
+      const inTail = tail && r.offset >= tail.offset ? tail.bytes.subarray(r.offset - tail.offset, r.offset - tail.offset + r.length) : undefined;
       const p = (inTail ? Promise.resolve(inTail) : read(r.offset, r.length)).then((bytes) => {
         if (bytes.length !== r.length) throw new Error(`read ${bytes.length} of ${r.length} bytes at ${r.offset}`);
         return { bytes, read: inTail ? 0 : bytes.length };
