@@ -1,14 +1,18 @@
 /**
- * Reusable memory for request frames that arrive in more than one socket chunk.
+ * Reusable memory for request frames that arrive in more than one socket chunk, and for the bytes
+ * of responses (records read from a log segment) until they are written to the socket.
  *
  * Without it, each large request (a ProduceLog of a few MB) is assembled in a fresh allocation.
  * At high append rates that is what sets off most of the server's full garbage collections (V8
  * collects when external memory grows), and the fresh pages must be faulted in by the OS, which
  * on a virtual machine can cost more than the copy itself. A pooled buffer is hot memory.
  *
- * Buffers come in power-of-two sizes from 64 KiB. A frame given back puts its buffer on the free
- * list of its size while the idle buffers stay within `maxIdleBytes`; beyond that it is left to
- * the garbage collector. Only buffers this pool made are taken back, each once per take.
+ * Buffers come in power-of-two sizes from `minPooled` (64 KiB for request frames). A frame given
+ * back puts its buffer on the free list of its size while the idle buffers stay within
+ * `maxIdleBytes`; beyond that it is left to the garbage collector. Only buffers this pool made are
+ * taken back, each once per take. A buffer that is never given back (its owner failed, or a write
+ * never completed) is simply collected: losing one costs an allocation, reusing one too early
+ * would hand out bytes something still reads or writes.
  */
 
 /** Frames below this size are small enough to be concatenated as they are. */
@@ -20,16 +24,20 @@ export class FramePool {
   private readonly lent = new WeakSet<ArrayBufferLike>();
   private idle = 0;
 
-  constructor(private readonly maxIdleBytes: number) {}
+  constructor(
+    private readonly maxIdleBytes: number,
+    /** Smaller buffers are allocated as they are (below 4 KiB Node takes them from a shared slab). */
+    private readonly minPooled = MIN_POOLED_FRAME,
+  ) {}
 
   /** Bytes held in idle buffers. */
   get idleBytes(): number {
     return this.idle;
   }
 
-  /** A buffer of exactly `length` bytes (contents undefined); pooled when `length` ≥ MIN_POOLED_FRAME. */
+  /** A buffer of exactly `length` bytes (contents undefined); pooled when `length` ≥ `minPooled`. */
   take(length: number): Buffer {
-    if (length < MIN_POOLED_FRAME) return Buffer.allocUnsafe(length);
+    if (length < this.minPooled) return Buffer.allocUnsafe(length);
     const size = sizeClass(length);
     let whole = this.free.get(size)?.pop();
     if (whole) this.idle -= size;
@@ -52,6 +60,29 @@ export class FramePool {
     list.push(Buffer.from(memory, 0, size));
     this.idle += size;
   }
+}
+
+/**
+ * The buffers one response takes from a pool, given back together once the response is written
+ * (or left to the garbage collector when it never is).
+ */
+export class PoolLease {
+  private taken: Buffer[] = [];
+
+  constructor(private readonly pool: FramePool) {}
+
+  /** A buffer of `length` bytes from the pool, held until `giveBack`. */
+  readonly take = (length: number): Buffer => {
+    const buf = this.pool.take(length);
+    this.taken.push(buf);
+    return buf;
+  };
+
+  /** Gives back every buffer taken: nothing may read or write them afterwards. */
+  readonly giveBack = (): void => {
+    for (const buf of this.taken) this.pool.give(buf);
+    this.taken = [];
+  };
 }
 
 /** The power of two at or above `length`. */

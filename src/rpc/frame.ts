@@ -33,6 +33,8 @@ export const RESPONSE_HEADER_SIZE = 5;
 /** The largest length the int32 field can state. */
 export const MAX_INT32 = 0x7fffffff;
 
+const EMPTY_WRITE = Buffer.alloc(0);
+
 export const ResponseType = { OK: 0, ERROR: 1, SERVER_FAILURE: 2 } as const;
 export type ResponseType = (typeof ResponseType)[keyof typeof ResponseType];
 
@@ -53,11 +55,17 @@ export function responseHeader(type: ResponseType, requestId: number, bodyLength
   return b;
 }
 
-/** Writes header and body as one writev; returns false when the socket asks the writer to wait for 'drain'. */
-export function writeFrame(socket: Socket, header: Buffer, body: Uint8Array | readonly Uint8Array[]): boolean {
+/**
+ * Writes header and body as one writev; returns false when the socket asks the writer to wait for
+ * 'drain'. `onWritten` is called once the socket no longer refers to the bytes: they were written,
+ * or the write failed or was dropped with the socket.
+ */
+export function writeFrame(socket: Socket, header: Buffer, body: Uint8Array | readonly Uint8Array[], onWritten?: () => void): boolean {
   socket.cork();
   socket.write(header);
   for (const part of body instanceof Uint8Array ? [body] : body) if (part.length > 0) socket.write(part);
+  // Corked writes go out together, and their callbacks run when that one write is done.
+  if (onWritten) socket.write(EMPTY_WRITE, () => onWritten());
   socket.uncork();
   return !socket.writableNeedDrain;
 }

@@ -7,6 +7,7 @@ import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import { pino } from 'pino';
 import { ErrorCodes, TributaryError } from '../common/errors.js';
 import { ApiKeys } from './api-keys.js';
+import { encodeFetchLogResponse } from './fetch-log-response.js';
 import type { Api, RequestInit } from './api-keys.js';
 import { RpcConnection } from './connection.js';
 import { FrameDecoder, MAX_INT32, RESPONSE_HEADER_SIZE, ResponseType, parseResponseFrame, requestHeader } from './frame.js';
@@ -283,6 +284,61 @@ test('a response encoder writes the wire bytes of a handler\'s response; a reque
   const conn = await connect(t, port);
   assert.equal((await conn.request(ApiKeys.DatabaseExists, { databaseName: 'db' })).exists, true);
   assert.equal((await server.invoke(ApiKeys.DatabaseExists, { databaseName: 'db' })).exists, false);
+});
+
+test('response memory is reused only once the socket has written the response that holds it; in-process callers keep theirs', async (t) => {
+  // Each request answers 16 MiB of its name's first byte, in response memory: more than a peer
+  // that does not read leaves room for in the socket buffers, so its response stays being written.
+  const SIZE = 16 << 20;
+  const taken: Buffer[] = [];
+  const answered: (() => void)[] = [];
+  const { server, port } = await startServer(t, { maxInflightBytes: 1 << 28 }, (s) => {
+    s.register(
+      ApiKeys.DatabaseExists,
+      async (name: string, ctx) => {
+        const memory = ctx.responseMemory(SIZE).fill(name.charCodeAt(0));
+        taken.push(memory);
+        answered.shift()?.();
+        return new EncodedResponse([memory]);
+      },
+      { decode: (body) => body.toString('latin1') },
+    );
+    s.register(
+      ApiKeys.FetchLog,
+      async (_request, ctx) => ({ tablesResp: [{ tableId: 1n, bucketsResp: [{ bucketId: 0, records: ctx.responseMemory(SIZE).fill(7) }] }] }),
+      { encode: encodeFetchLogResponse },
+    );
+  });
+  const ask = (peer: RawPeer, id: number, name: string): void => void peer.socket.write(Buffer.concat([requestHeader(ApiKeys.DatabaseExists.key, 0, id, 1), Buffer.from(name)]));
+  const slow = await RawPeer.open(t, port);
+  const quick = await RawPeer.open(t, port);
+  slow.socket.pause();
+  const slowAnswered = new Promise<void>((resolve) => answered.push(resolve));
+  ask(slow, 1, 'a');
+  await slowAnswered;
+  await new Promise((resolve) => setImmediate(resolve)); // the response is handed to the socket
+
+  ask(quick, 2, 'b');
+  const b = await quick.next();
+  assert.equal(b.body.length, SIZE);
+  assert.notEqual(taken[1].buffer, taken[0].buffer, 'memory of a response still being written is not lent again');
+  slow.socket.resume();
+  const a = await slow.next();
+  assert.equal(a.requestId, 1);
+  assert.equal(a.body.length, SIZE);
+  assert.deepEqual([...new Set(a.body)], ['a'.charCodeAt(0)], 'the slow response went out as it was made');
+
+  ask(quick, 3, 'c');
+  await quick.next();
+  assert.ok(taken[2].buffer === taken[0].buffer || taken[2].buffer === taken[1].buffer, 'memory of written responses is lent again');
+
+  const first = await server.invoke(ApiKeys.FetchLog, {});
+  const second = await server.invoke(ApiKeys.FetchLog, {});
+  ask(quick, 4, 'd');
+  await quick.next();
+  const records = [first, second].map((r) => r.tablesResp[0].bucketsResp[0].records);
+  assert.notEqual(records[0].buffer, records[1].buffer);
+  assert.ok(records.every((r) => r.length === SIZE && r.every((byte) => byte === 7)), 'in-process responses keep their memory');
 });
 
 test('a negative or too-short frame length gets CORRUPT_MESSAGE and its connection is closed', async (t) => {

@@ -48,7 +48,7 @@ import {
   writeFrame,
 } from './frame.js';
 import type { FrameError } from './frame.js';
-import { FramePool } from './frame-pool.js';
+import { FramePool, PoolLease } from './frame-pool.js';
 import { ErrorResponseSchema } from './gen/tributary_pb.js';
 import { SOFTWARE_VERSION } from './version.js';
 
@@ -86,9 +86,20 @@ export type ConnectionDeadline = 'frame-timeout' | 'idle';
 /** Whether the listener serves new requests; `reason` says why not. */
 export type RpcReadiness = { ready: true } | { ready: false; reason: string };
 
-export interface RequestContext {
+/** The connection a request came on. */
+export interface ConnectionInfo {
   connectionId: number;
   remoteAddress: string;
+}
+
+export interface RequestContext extends ConnectionInfo {
+  /**
+   * Memory for bytes the response carries (records read for it). From a connection it is pooled
+   * and reused once the response has been written to the socket, so the handler keeps none of it
+   * past its response; a handler that fails leaves it to the garbage collector (a read it started
+   * may still be filling it). In-process (`invoke`) it is fresh memory the caller keeps.
+   */
+  responseMemory: (length: number) => Buffer;
 }
 
 export interface RpcServerStats {
@@ -154,7 +165,9 @@ const SHARE_FLOOR = 64 * 1024;
 const MAX_SWEEP_INTERVAL_MS = 1000;
 const silentLogger: RpcLogger = { debug() {}, warn() {}, error() {} };
 /** The context of requests run by `invoke`: no connection of this listener. */
-const IN_PROCESS: RequestContext = { connectionId: 0, remoteAddress: 'in-process' };
+const IN_PROCESS: RequestContext = { connectionId: 0, remoteAddress: 'in-process', responseMemory: (length) => Buffer.allocUnsafe(length) };
+/** Response bytes below this come from Node's shared slab as they are; pooling them gains nothing. */
+const MIN_POOLED_RESPONSE = 4096;
 
 class ServerConnection {
   readonly decoder: FrameDecoder;
@@ -181,7 +194,7 @@ class ServerConnection {
 
   constructor(
     readonly socket: net.Socket,
-    readonly ctx: RequestContext,
+    readonly ctx: ConnectionInfo,
     maxFrameBytes: number,
     frames: FramePool,
   ) {
@@ -197,6 +210,8 @@ export class RpcServer implements ApiRegistrar {
   private readonly logger: RpcLogger;
   /** Memory of request frames that span socket chunks; idle buffers up to a quarter of the in-flight budget. */
   private readonly frames: FramePool;
+  /** Memory of response bytes until they are written; idle buffers up to another quarter of the budget. */
+  private readonly responses: FramePool;
   /** The least share of the budget: SHARE_FLOOR, or the whole budget when it is smaller. */
   private readonly shareFloor: number;
   private nextConnectionId = 1;
@@ -219,6 +234,7 @@ export class RpcServer implements ApiRegistrar {
   constructor(private readonly options: RpcServerOptions) {
     this.logger = options.logger ?? silentLogger;
     this.frames = new FramePool(Math.floor(options.maxInflightBytes / 4));
+    this.responses = new FramePool(Math.floor(options.maxInflightBytes / 4), MIN_POOLED_RESPONSE);
     this.shareFloor = Math.min(SHARE_FLOOR, options.maxInflightBytes);
     this.server = net.createServer({ noDelay: true }, (socket) => this.accept(socket));
     this.server.on('error', (err) => this.logger.error({ err }, 'rpc listener error'));
@@ -407,15 +423,16 @@ export class RpcServer implements ApiRegistrar {
     const size = frame.length + LENGTH_FIELD_SIZE;
     const start = performance.now();
     let errorName: string | undefined;
+    const memory = new PoolLease(this.responses);
     try {
-      const response = await handler(request, conn.ctx);
+      const response = await handler(request, { ...conn.ctx, responseMemory: memory.take });
       const body =
         response instanceof EncodedResponse
           ? response.parts
           : encode
             ? encode(response as never)
             : toBinary(api.response, create(api.response, response as Record<string, unknown>));
-      this.send(conn, ResponseType.OK, requestId, body);
+      this.send(conn, ResponseType.OK, requestId, body, memory.giveBack);
     } catch (err) {
       if (err instanceof TributaryError) {
         errorName = err.errorName;
@@ -570,11 +587,15 @@ export class RpcServer implements ApiRegistrar {
     else conn.socket.pause();
   }
 
-  private send(conn: ServerConnection, type: ResponseType, requestId: number, body: Uint8Array | readonly Uint8Array[]): void {
+  /** Writes a response; `onWritten` is called once the socket is done with its bytes (written, failed or never sent). */
+  private send(conn: ServerConnection, type: ResponseType, requestId: number, body: Uint8Array | readonly Uint8Array[], onWritten?: () => void): void {
     const socket = conn.socket;
-    if (socket.destroyed || socket.writableEnded) return;
+    if (socket.destroyed || socket.writableEnded) {
+      onWritten?.();
+      return;
+    }
     const length = body instanceof Uint8Array ? body.length : body.reduce((n, part) => n + part.length, 0);
-    if (writeFrame(socket, responseHeader(type, requestId, length), body) || conn.writeBlocked) return;
+    if (writeFrame(socket, responseHeader(type, requestId, length), body, onWritten) || conn.writeBlocked) return;
     // The peer is not reading its responses: stop reading its requests until they drain.
     conn.writeBlocked = true;
     this.refresh(conn);

@@ -598,21 +598,23 @@ export class TabletServer implements BucketLifecycle {
   /**
    * Client fetches read below the high watermark and wait for it to move. In a cluster, a fetch
    * with follower_server_id >= 0 is a follower's: it reads up to the durable end, waits for that to
-   * move, and its fetch offset is the follower's log end (ReplicaManager.followerFetch).
+   * move, and its fetch offset is the follower's log end (ReplicaManager.followerFetch). Records
+   * read from local segments are read into memory from `allocate` (the RPC server's response
+   * memory, reused once the response is written).
    */
-  async fetchLog(req: FetchLogRequest): Promise<MessageInitShape<typeof FetchLogResponseSchema>> {
+  async fetchLog(req: FetchLogRequest, allocate: (length: number) => Buffer = Buffer.allocUnsafe): Promise<MessageInitShape<typeof FetchLogResponseSchema>> {
     const maxWait = Math.min(Math.max(req.maxWaitMs, 0), this.options.durationMs('rpc.max-wait'));
     const deadline = Date.now() + maxWait;
     const follower = this.replication !== undefined && req.followerServerId >= 0;
     for (;;) {
-      const { response, bytes, replicas } = await this.readFetch(req, follower);
+      const { response, bytes, replicas } = await this.readFetch(req, follower, allocate);
       const remaining = deadline - Date.now();
       const hasError = response.tablesResp.some((t) => t.bucketsResp.some((b) => b.errorCode !== undefined));
       if (bytes >= Math.max(req.minBytes, 1) || remaining <= 0 || hasError || replicas.length === 0 || this.serving.signal.aborted) return response;
       if (follower) {
         const waitMs = this.inCluster().followerFetchWaitMs(req.followerServerId, replicas.map((r) => r.replica), remaining);
         await this.waitForData(replicas, waitMs, req.followerServerId);
-        if (waitMs < remaining) return (await this.readFetch(req, follower)).response;
+        if (waitMs < remaining) return (await this.readFetch(req, follower, allocate)).response;
       } else await this.waitForData(replicas, remaining);
     }
   }
@@ -624,7 +626,7 @@ export class TabletServer implements BucketLifecycle {
    * reads before are counted. The records sent stay within the request's limit, but for the first
    * batch found (as Kafka's fetch.max.bytes).
    */
-  private async readFetch(req: FetchLogRequest, follower: boolean) {
+  private async readFetch(req: FetchLogRequest, follower: boolean, allocate: (length: number) => Buffer) {
     const maxBytes = req.maxBytes > 0 ? req.maxBytes : Number.MAX_SAFE_INTEGER;
     const api = ApiKeys.FetchLog;
     const ids = req.tablesReq.map((t, i) => ({
@@ -647,7 +649,7 @@ export class TabletServer implements BucketLifecycle {
         const hw = replica.log.highWatermark;
         const logStartOffset = follower ? replica.log.logStartOffset : this.earliestOffset(replica);
         const isolation = follower ? 'durable-end' : 'high-watermark';
-        const records = limit > 0 ? await this.readBucket(replica, b.fetchOffset, limit, t.projectionPushdownEnabled ? t.projectedFields : undefined, isolation) : Buffer.alloc(0);
+        const records = limit > 0 ? await this.readBucket(replica, b.fetchOffset, limit, t.projectionPushdownEnabled ? t.projectedFields : undefined, isolation, allocate) : Buffer.alloc(0);
         return { ...head, highWatermark: hw, logStartOffset, records };
       } catch (err) {
         // A follower out of range learns where the leader's log starts, to start over there.
@@ -689,14 +691,21 @@ export class TabletServer implements BucketLifecycle {
    * fill it or MAX_PROJECTED_STORED times the limit of stored batches has been passed, so narrow
    * projections are not starved by wide stored rows.
    */
-  private async readBucket(replica: Replica, offset: bigint, maxBytes: number, projection: number[] | undefined, isolation: 'high-watermark' | 'durable-end'): Promise<Buffer> {
+  private async readBucket(
+    replica: Replica,
+    offset: bigint,
+    maxBytes: number,
+    projection: number[] | undefined,
+    isolation: 'high-watermark' | 'durable-end',
+    allocate: (length: number) => Buffer,
+  ): Promise<Buffer> {
     const cutter = projection && this.cutterOf(replica.table, projection);
     // Below the local start a client's fetch reads the remote log, one remote segment at a time, with the same cut.
     if (isolation === 'high-watermark' && this.remoteLog?.holds(replica, offset)) {
       const read = await this.remoteLog.read(replica, offset, maxBytes, MAX_PROJECTED_STORED * maxBytes, cutter);
       return Buffer.isBuffer(read) ? read : Buffer.concat(read.batches);
     }
-    if (!cutter) return (await replica.log.read(offset, maxBytes, isolation)).records;
+    if (!cutter) return (await replica.log.read(offset, maxBytes, isolation, allocate)).records;
     const parts: Buffer[] = [];
     let size = 0;
     let storedBudget = MAX_PROJECTED_STORED * maxBytes;

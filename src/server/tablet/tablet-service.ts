@@ -11,7 +11,7 @@ import type { TabletServer } from './tablet-server.js';
 
 export function registerTabletService(rpc: RpcServer, tablets: TabletServer): void {
   rpc.register(ApiKeys.ProduceLog, (req) => tablets.produceLog(req), { releasesBody: true });
-  rpc.register(ApiKeys.FetchLog, (req) => tablets.fetchLog(req), { encode: encodeFetchLogResponse });
+  rpc.register(ApiKeys.FetchLog, (req, ctx) => tablets.fetchLog(req, ctx.responseMemory), { encode: encodeFetchLogResponse });
   rpc.register(ApiKeys.ListOffsets, (req) => tablets.listOffsets(req));
   rpc.register(ApiKeys.LimitScan, (req) => tablets.limitScan(req));
   const kv = tablets.kvService;

@@ -326,13 +326,14 @@ export class LogSegment {
 
   /**
    * Whole batches from the one holding `offset`, reading below byte `bound`: at least that batch,
-   * then as many as fit in `maxBytes`. Empty when no batch below `bound` holds the offset.
+   * then as many as fit in `maxBytes`, read into memory from `allocate`. Empty when no batch below
+   * `bound` holds the offset.
    */
-  async read(offset: bigint, maxBytes: number, bound: number): Promise<Buffer> {
+  async read(offset: bigint, maxBytes: number, bound: number, allocate: (length: number) => Buffer = Buffer.allocUnsafe): Promise<Buffer> {
     const found = await this.locate(offset, bound);
     if (!found) return Buffer.alloc(0);
     const length = Math.min(bound - found.position, Math.max(maxBytes, found.header.sizeInBytes));
-    const buf = await this.readAt(found.position, length);
+    const buf = await this.readAt(found.position, length, allocate);
     let end = 0;
     while (end + LOG_OVERHEAD <= buf.length) {
       const next = end + buf.readInt32LE(end + LENGTH_AT) + LOG_OVERHEAD;
@@ -437,8 +438,8 @@ export class LogSegment {
     }
   }
 
-  private async readAt(position: number, length: number): Promise<Buffer> {
-    const buf = Buffer.allocUnsafe(length);
+  private async readAt(position: number, length: number, allocate: (length: number) => Buffer = Buffer.allocUnsafe): Promise<Buffer> {
+    const buf = allocate(length);
     const n = await this.readInto(buf, length, position);
     return n === length ? buf : buf.subarray(0, n);
   }

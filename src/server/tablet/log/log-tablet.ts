@@ -305,10 +305,11 @@ export class LogTablet {
 
   /**
    * Whole batches from the one holding `fetchOffset`, below the high watermark (or the durable end)
-   * and within one segment: at least that batch, then as many as fit in `maxBytes`.
+   * and within one segment: at least that batch, then as many as fit in `maxBytes`, read into
+   * memory from `allocate` (fresh by default).
    */
-  async read(fetchOffset: bigint, maxBytes: number, isolation: ReadIsolation = 'high-watermark'): Promise<FetchResult> {
-    const { records, highWatermark, logStartOffset } = await this.readFrom(fetchOffset, isolation, (segment, bound) => segment.read(fetchOffset, maxBytes, bound));
+  async read(fetchOffset: bigint, maxBytes: number, isolation: ReadIsolation = 'high-watermark', allocate?: (length: number) => Buffer): Promise<FetchResult> {
+    const { records, highWatermark, logStartOffset } = await this.readFrom(fetchOffset, isolation, (segment, bound) => segment.read(fetchOffset, maxBytes, bound, allocate));
     return { records: records ?? EMPTY, highWatermark, logStartOffset };
   }
 
