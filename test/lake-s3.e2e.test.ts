@@ -7,7 +7,9 @@
  * tables they load: a new session asks S3 only whether there is a newer version (a union read of
  * the snapshot the version known holds, nothing), sees every commit, the tiering's and another
  * writer's, and a closed one holds no lake file in the cache. And a query of few columns fetches
- * only those columns' byte ranges of the lake's Parquet files.
+ * only those columns' byte ranges of the lake's Parquet files, and a selective query of a compacted
+ * file of several row groups only the row groups that may hold its rows, with the rows a read of
+ * everything holds (a key in the last row group, one in none, a range across two).
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -21,10 +23,12 @@ import { lakeFormat } from '../src/lake/formats/index.js';
 import { FileSystemCatalog } from '../src/lake/iceberg/catalog.js';
 import { newTableMetadata } from '../src/lake/iceberg/table-metadata.js';
 import type { IcebergSchema } from '../src/lake/iceberg/types.js';
+import { readParquetFooter } from '../src/lake/parquet/projection.js';
+import { rowGroupStatistics } from '../src/lake/parquet/statistics.js';
 import { startS3Server } from '../src/storage/fixtures/s3-server.js';
 import { SqlExecutor } from '../src/query/executor.js';
 import { storageStats } from '../src/storage/storage-stats.js';
-import { configureObjectStorageFrom, remoteFileCache } from '../src/storage/stores.js';
+import { configureObjectStorageFrom, objectStoreFor, remoteFileCache } from '../src/storage/stores.js';
 import { startCluster } from './support/cluster.js';
 import type { LakeCommitJob } from './support/lake-commit-child.js';
 import { readLakeTable } from './support/lake-content.js';
@@ -237,4 +241,80 @@ test('a query of few columns of a lake on S3 fetches only those columns of its P
   const two = (await cluster.sql.execute("SELECT id, payload FROM wide WHERE id % 1000 = 7 ORDER BY id")).result!.rows;
   assert.deepEqual(two, [7, 1007, 2007].map((i) => [BigInt(i), noise(i, 'p')]));
   assert.equal(fetched() - before, 0);
+});
+
+test('a selective query of a compacted lake file of several row groups on S3 fetches only the row groups it may need, and reads the rows a read of everything holds', async (t) => {
+  // Tiering by a worker process of its own: its copies of the files it writes are not in this
+  // process's lake file cache, and once it stops the rows written last stay in the log only.
+  const cluster = await startCluster(t, { args: ['--no-tiering'], objectStorage: { warehouse: true }, client: { 'client.writer.batch-timeout': '2ms' }, sql: 'tributary' });
+  const { conn } = cluster;
+  const tiering = await cluster.startTiering();
+  const keyed: TablePath = { database: 'tributary', table: 'keyed' };
+  // DuckDB, which compacts, cuts row groups at whole vectors of 2048 rows.
+  const GROUP_ROWS = 2048;
+  const GROUPS = 10;
+  await conn.getAdmin().createTable(keyed, {
+    columns: [{ name: 'id', type: 'BIGINT' }, { name: 'note', type: 'STRING' }],
+    properties: {
+      'bucket.num': '1',
+      'table.datalake.enabled': 'true',
+      'table.datalake.freshness': '100ms',
+      'table.datalake.auto-compaction': 'true',
+      'iceberg.write.parquet.row-group-row-limit': String(GROUP_ROWS),
+    },
+  });
+  // Even ids in the order of the log, so that each row group holds a range of them; notes that do not compress.
+  const noise = (i: number): string => crypto.createHash('sha512').update(`n${i}`).digest('hex');
+  const write = async (from: number, to: number): Promise<void> => {
+    const writer = await (await conn.getTable(keyed)).newAppend().createWriter();
+    for (let i = from; i < to; i++) await writer.append({ id: BigInt(2 * i), note: noise(i) });
+    await writer.close();
+  };
+  const ROWS = GROUP_ROWS * GROUPS;
+  // Two rounds at least: auto-compaction after the last rewrites the bucket's files into one, row
+  // groups sorted by __offset. Stopping the worker waits for the round in flight, its compaction included.
+  await write(0, ROWS / 2);
+  await waitTiered(conn, keyed);
+  await write(ROWS / 2, ROWS);
+  await waitTiered(conn, keyed);
+  assert.equal(await tiering.stop(), 0);
+  const files = (await cluster.sql.execute('SELECT file_path, file_size_in_bytes, record_count FROM keyed$lake$files')).result!.rows;
+  assert.equal(files.length, 1, 'compacted into one file');
+  assert.equal(files[0][2], BigInt(ROWS));
+  const [location, size] = [files[0][0] as string, Number(files[0][1])];
+  const footer = await readParquetFooter(async (offset, length) => (await objectStoreFor(location).get(location, { offset, length }))!, size);
+  assert.deepEqual(rowGroupStatistics(footer!.metadata)?.map((g) => g.rows), Array(GROUPS).fill(GROUP_ROWS), 'the row group row limit of the lake table');
+
+  const fetched = (): number => storageStats().cacheFetchedBytes;
+  const selected = async (where: string): Promise<{ rows: unknown[][]; bytes: number }> => {
+    const before = fetched();
+    const rows = (await cluster.sql.execute(`SELECT id, note FROM keyed WHERE ${where} ORDER BY id`)).result!.rows;
+    return { rows, bytes: fetched() - before };
+  };
+  // Cold, each before the read of everything, which copies the whole file into the cache.
+  const last = await selected(`id = ${2 * (ROWS - 5)}`);
+  const absent = await selected(`id IN (${2 * 3 * GROUP_ROWS + 1}, ${2 * ROWS})`);
+  const across = await selected(`id BETWEEN ${2 * (5 * GROUP_ROWS - 10)} AND ${2 * (5 * GROUP_ROWS + 10)}`);
+  let before = fetched();
+  const everything = (await cluster.sql.execute('SELECT id, note FROM keyed ORDER BY id')).result!.rows;
+  const wholeBytes = fetched() - before;
+  assert.equal(everything.length, ROWS);
+  assert.ok(wholeBytes >= size, `a read of every row: the whole file, ${wholeBytes} of ${size} bytes`);
+  const where = (keep: (id: number) => boolean): unknown[][] => everything.filter((r) => keep(Number(r[0])));
+  assert.deepEqual(last.rows, where((id) => id === 2 * (ROWS - 5)), 'a row of the last row group');
+  assert.equal(last.rows.length, 1);
+  assert.deepEqual(absent.rows, [], 'a key inside a row group\'s range that no row holds, and one past every row group');
+  assert.deepEqual(across.rows, where((id) => id >= 2 * (5 * GROUP_ROWS - 10) && id <= 2 * (5 * GROUP_ROWS + 10)), 'a range across two row groups');
+  assert.equal(across.rows.length, 21);
+  assert.ok(last.bytes > 0 && last.bytes * 4 < wholeBytes, `one row group of ${GROUPS} (and the footer): fetched ${last.bytes} of ${wholeBytes} bytes`);
+  assert.ok(absent.bytes > 0 && absent.bytes * 4 < wholeBytes, `the one row group whose range holds the key: fetched ${absent.bytes} of ${wholeBytes} bytes`);
+  assert.ok(across.bytes > 0 && across.bytes * 3 < wholeBytes, `two row groups of ${GROUPS}: fetched ${across.bytes} of ${wholeBytes} bytes`);
+
+  // A union read: rows the log holds and the lake not, with the same filter, come too.
+  await write(ROWS, ROWS + 3);
+  assert.deepEqual(
+    (await cluster.sql.execute(`SELECT id, note FROM keyed WHERE id >= ${2 * (ROWS - 2)} ORDER BY id`)).result!.rows,
+    [ROWS - 2, ROWS - 1, ROWS, ROWS + 1, ROWS + 2].map((i) => [BigInt(2 * i), noise(i)]),
+  );
+  assert.deepEqual((await cluster.sql.execute('SELECT count(*) FROM keyed$lake')).result!.rows, [[BigInt(ROWS)]], 'the last rows are in the log only');
 });

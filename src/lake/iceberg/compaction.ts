@@ -38,6 +38,7 @@ import { type DataFile, FileContent, ManifestContent, type PartitionValue } from
 import { scanTasksSql } from './duckdb-sql.js';
 import { columnSizesOf } from '../parquet/projection.js';
 import { computeMetrics } from './metrics.js';
+import { rowGroupRowLimit } from './parquet.js';
 import { isLive, partitionKey, planScan, readManifest, readManifestList, type ScanTask } from './scan.js';
 import { commitRewrite } from './snapshot-producer.js';
 import { ancestorsOf, currentSchema, currentSnapshot, type PartitionSpec, partitionSpecById, snapshotById, type TableMetadata } from './table-metadata.js';
@@ -132,7 +133,7 @@ export async function prepareCompaction(catalog: FileSystemCatalog, db: string, 
   const partitions: CompactedPartition[] = [];
   const duck = await sql();
   try {
-    const writer = new PartitionWriter(duck, metadata, schema, spec);
+    const writer = new PartitionWriter(duck, metadata, schema, spec, rowGroupRowLimit(metadata.properties, `${db}.${table}`));
     let rowsWritten = 0;
     for (const files of chosen) {
       const written = await writer.write(files);
@@ -210,6 +211,8 @@ class PartitionWriter {
     private readonly metadata: TableMetadata,
     private readonly schema: IcebergSchema,
     private readonly spec: PartitionSpec,
+    /** Rows per row group (write.parquet.row-group-row-limit); DuckDB's default when absent. */
+    private readonly rowGroupRows: number | undefined,
   ) {
     // Sorted by the table's sort order when it is made of columns (Tributary's: __offset).
     const order = metadata.sortOrders.find((o) => o['order-id'] === metadata.defaultSortOrderId);
@@ -251,7 +254,7 @@ class PartitionWriter {
     try {
       const rows = scanTasksSql(this.metadata, files.tasks, { schema: this.schema, pathOf: (l) => sources.path(l) ?? l });
       const copied = await this.duck.run(
-        `COPY (SELECT * FROM (${rows}) AS r${this.orderBy}) TO ${literal(file)} (FORMAT parquet, COMPRESSION zstd, FIELD_IDS {${this.fieldIds}})`,
+        `COPY (SELECT * FROM (${rows}) AS r${this.orderBy}) TO ${literal(file)} (FORMAT parquet, COMPRESSION zstd, FIELD_IDS {${this.fieldIds}}${this.rowGroupRows !== undefined ? `, ROW_GROUP_SIZE ${this.rowGroupRows}` : ''})`,
       );
       if (Number(copied.rows[0][0]) === 0) {
         await fs.promises.rm(file, { force: true });

@@ -66,12 +66,15 @@ class DataFileState {
   /** Rows in the file, once finished. */
   private rows?: number;
 
-  constructor(private readonly path: string) {
+  constructor(
+    private readonly path: string,
+    maxRowGroupRows?: number,
+  ) {
     this.tmp = `${path}.tmp`;
     this.writer = new ParquetStreamWriter(async (bytes) => {
       await this.output!.write(bytes);
       this.bytes += bytes.length;
-    });
+    }, maxRowGroupRows);
   }
 
   async open(): Promise<void> {
@@ -168,7 +171,7 @@ if (!port) throw new Error('data-file-worker runs as a worker thread of DataFile
 port.on('message', (req: DataFileRequest) => {
   let entry = files.get(req.file);
   if (!entry && req.op === 'open') {
-    entry = { state: new DataFileState(req.path), queue: Promise.resolve() };
+    entry = { state: new DataFileState(req.path, req.maxRowGroupRows), queue: Promise.resolve() };
     files.set(req.file, entry);
   }
   if (!entry) {

@@ -7,7 +7,7 @@
  *
  * Messages to a worker (data-file-worker.ts); each request gets one response with its id, and the
  * requests of one file are handled in order:
- *   request  := { id, op: 'open', file, path }
+ *   request  := { id, op: 'open', file, path, maxRowGroupRows? }
  *             | { id, op: 'append', file, ipc: Arrow IPC stream of the chunk's batches }
  *             | { id, op: 'finish', file } | { id, op: 'sync', file } | { id, op: 'abort', file }
  *   response := { id, ok: true, memory?: the appended stream's ArrayBuffer, handed back,
@@ -36,7 +36,7 @@ import type { IcebergSchema } from './types.js';
 export type WrittenDataFile = Omit<DataFile, 'partition' | 'content'>;
 
 export type DataFileRequest =
-  | { id: number; op: 'open'; file: number; path: string }
+  | { id: number; op: 'open'; file: number; path: string; maxRowGroupRows?: number }
   | { id: number; op: 'append'; file: number; ipc: Uint8Array }
   | { id: number; op: 'finish' | 'sync' | 'abort'; file: number };
 
@@ -58,6 +58,8 @@ export interface DataFileJob {
   path: string;
   /** The lake schema the batches follow, for the column metrics. */
   schema: IcebergSchema;
+  /** Rows per row group; parquet.ts's default when absent. */
+  maxRowGroupRows?: number;
 }
 
 /** A data file being written by a worker of the pool. */
@@ -119,8 +121,8 @@ export class DataFileWriterPool {
     if (!Number.isInteger(size) || size < 1) throw new TributaryError('INVALID_ARGUMENT', `a data file writer pool needs at least one worker, got ${size}`);
   }
 
-  /** Starts a data file at `filePath` of lake batches of `schema`, on the least busy worker. */
-  open(filePath: string, schema: IcebergSchema): OpenDataFile {
+  /** Starts a data file at `filePath` of lake batches of `schema`, row groups of at most `maxRowGroupRows` (parquet.ts's default when absent), on the least busy worker. */
+  open(filePath: string, schema: IcebergSchema, maxRowGroupRows?: number): OpenDataFile {
     const thread = this.closed ? undefined : this.pickThread();
     const file = thread?.newFileNumber() ?? -1;
     const metrics = new MergedMetrics(schema);
@@ -143,7 +145,7 @@ export class DataFileWriterPool {
     };
     // A local warehouse's file is written in place; a remote one is staged locally, then uploaded.
     const target = writePathFor(filePath);
-    const opened = thread ? target.then((at) => request('open', { path: at })) : Promise.resolve();
+    const opened = thread ? target.then((at) => request('open', { path: at, ...(maxRowGroupRows !== undefined ? { maxRowGroupRows } : {}) })) : Promise.resolve();
     // A failure to open surfaces at the next request.
     opened.catch(() => {});
     const complete = async (): Promise<CompletedDataFile> => {
@@ -193,7 +195,7 @@ export class DataFileWriterPool {
 
   /** Writes one data file of `job.batches`. */
   async write(job: DataFileJob): Promise<WrittenDataFile> {
-    const file = this.open(job.path, job.schema);
+    const file = this.open(job.path, job.schema, job.maxRowGroupRows);
     try {
       await file.append(job.batches);
       return await file.finish();

@@ -9,6 +9,7 @@ import { type TableInfo, type TablePath, tablePathString } from '../../common/sc
 import { type LakeCatalog, type LakeTableEntry, TABLE_ID_PROPERTY } from '../lake-format.js';
 import { FileSystemCatalog } from './catalog.js';
 import { manifestMergePolicy } from './manifest-merge.js';
+import { rowGroupRowLimit } from './parquet.js';
 import { currentSchema, newTableMetadata } from './table-metadata.js';
 import { evolveLakeSchema, lakePartitionSpec, lakeSortOrder, newLakeSchema } from './table-shape.js';
 /** Table options with this prefix become lake table properties, prefix stripped (as in Fluss). */
@@ -64,6 +65,7 @@ export class IcebergLakeCatalog implements LakeCatalog {
     const wanted = lakeProperties(info);
     // Checked here, not at the first tiering round, so a bad option never reaches the lake table.
     manifestMergePolicy(wanted, tablePathString(info.path));
+    rowGroupRowLimit(wanted, tablePathString(info.path));
     if (!(await this.catalog.tableExists(database, table))) {
       const schema = newLakeSchema(info);
       const metadata = newTableMetadata({

@@ -34,6 +34,21 @@ import { arrowIpcStream, encodeArrowPayload } from '../../record/arrow-payload.j
 
 export const MAX_ROW_GROUP_ROWS = 1_000_000;
 
+/** The lake table property that caps the rows of a row group (the name Iceberg's writers are taking up). */
+export const ROW_GROUP_ROW_LIMIT = 'write.parquet.row-group-row-limit';
+
+/**
+ * The rows per row group the properties of lake table `table` ask for; undefined when unset (the
+ * writer's own default). INVALID_CONFIG_EXCEPTION names a malformed value.
+ */
+export function rowGroupRowLimit(properties: Readonly<Record<string, string>>, table: string): number | undefined {
+  const text = properties[ROW_GROUP_ROW_LIMIT];
+  if (text === undefined) return undefined;
+  const value = /^\d+$/.test(text) ? Number(text) : Number.NaN;
+  if (!Number.isSafeInteger(value) || value < 1) throw new TributaryError('INVALID_CONFIG_EXCEPTION', `table property ${ROW_GROUP_ROW_LIMIT} of lake table ${table} must be an integer >= 1, got '${text}'`);
+  return value;
+}
+
 type ParquetWasm = typeof import('parquet-wasm');
 let parquetWasm: ParquetWasm | undefined;
 
@@ -160,7 +175,11 @@ export class ParquetStreamWriter {
   private rows = 0;
   private closed = false;
 
-  constructor(private readonly sink: (bytes: Uint8Array) => Promise<void>) {}
+  /** `maxRowGroupRows`: rows per row group, MAX_ROW_GROUP_ROWS when absent. */
+  constructor(
+    private readonly sink: (bytes: Uint8Array) => Promise<void>,
+    private readonly maxRowGroupRows?: number,
+  ) {}
 
   /** Encodes the batches of `ipc`, an Arrow IPC stream of `schema`. */
   async write(ipc: Uint8Array, schema: arrow.Schema): Promise<void> {
@@ -225,7 +244,7 @@ export class ParquetStreamWriter {
       { highWaterMark: 0 },
     );
     // The returned stream comes once the encoder has the first batch.
-    const encoded = wasm().transformParquetStream(input, writerProperties(schema));
+    const encoded = wasm().transformParquetStream(input, writerProperties(schema, this.maxRowGroupRows));
     this.output = this.drain(encoded as Promise<ReadableStream<Uint8Array>>);
   }
 

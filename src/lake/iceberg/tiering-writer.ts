@@ -19,12 +19,13 @@ import crypto from 'node:crypto';
 import type * as arrow from 'apache-arrow';
 import { TributaryError } from '../../common/errors.js';
 import { LAKE_SYSTEM_COLUMNS } from '../../common/lake.js';
-import type { TableInfo } from '../../common/schema.js';
+import { type TableInfo, tablePathString } from '../../common/schema.js';
 import type { DataType } from '../../common/types.js';
 import type { LakeBucketWriter, LakeRowPositions, LakeWriter, LakeWriteResult } from '../lake-format.js';
 import { type DataFile, FileContent, type PartitionValue } from './data-file.js';
 import type { DataFileWriterPool, OpenDataFile } from './data-file-writer.js';
 import { consecutiveOffsets, toLakeBatch } from './lake-batch.js';
+import { rowGroupRowLimit } from './parquet.js';
 import { currentSchema, type PartitionSpec, partitionSpecById, type TableMetadata } from './table-metadata.js';
 import { parseTransform } from './transforms.js';
 import type { IcebergSchema } from './types.js';
@@ -65,6 +66,8 @@ export class IcebergRoundWriter implements LakeWriter {
   readonly lakeSchema: IcebergSchema;
   readonly deleteSchema?: IcebergSchema;
   readonly spec: PartitionSpec;
+  /** Rows per row group of the data files (write.parquet.row-group-row-limit); the writer's default when absent. */
+  readonly maxRowGroupRows?: number;
   private readonly location: string;
   private readonly buckets: IcebergBucketWriter[] = [];
   private readonly written: Promise<DataFile>[] = [];
@@ -79,6 +82,7 @@ export class IcebergRoundWriter implements LakeWriter {
     this.lakeSchema = currentSchema(metadata);
     this.location = metadata.location;
     this.spec = partitionSpecById(metadata, metadata.defaultSpecId);
+    this.maxRowGroupRows = rowGroupRowLimit(metadata.properties, tablePathString(info.path));
     const pk = info.schema.primaryKey ?? [];
     if (pk.length > 0) {
       const ids = new Set(pk);
@@ -203,7 +207,7 @@ class IcebergBucketWriter implements LakeBucketWriter {
    */
   private async sendChunk(): Promise<void> {
     const round = this.round;
-    const file = (this.file ??= { sink: round.pool.open(round.filePath(this.partitionPath, FileContent.DATA), round.lakeSchema), rows: 0 });
+    const file = (this.file ??= { sink: round.pool.open(round.filePath(this.partitionPath, FileContent.DATA), round.lakeSchema, round.maxRowGroupRows), rows: 0 });
     const batches = this.pending.splice(0);
     this.pendingBytes = 0;
     file.rows += batches.reduce((n, b) => n + b.numRows, 0);
@@ -229,7 +233,7 @@ class IcebergBucketWriter implements LakeBucketWriter {
   private write(batches: arrow.RecordBatch[], content: FileContent, schema: IcebergSchema): void {
     const partition = this.partition;
     this.round.track(
-      this.round.pool.write({ batches, path: this.round.filePath(this.partitionPath, content), schema }).then((w) => ({
+      this.round.pool.write({ batches, path: this.round.filePath(this.partitionPath, content), schema, maxRowGroupRows: this.round.maxRowGroupRows }).then((w) => ({
         ...w,
         content,
         partition,
