@@ -71,6 +71,15 @@ interface Topic {
   buckets: { bucketId: number; leaderId: number; leaderEpoch: number; replicaId: number[]; isr: number[] }[];
 }
 
+/**
+ * Produce conversion keeps a column builder per table schema for its next batch, so each batch
+ * converts into memory already grown (a fresh builder doubles its way up to a batch's size,
+ * zeroing and copying as it goes). A batch larger than this hands its arrays away instead, so at
+ * most this much is held per builder, for at most `REUSED_BUILDERS` schemas.
+ */
+const MAX_REUSED_BATCH_BYTES = 4 << 20;
+const REUSED_BUILDERS = 4;
+
 const OFFSET_EARLIEST = 0;
 const OFFSET_LATEST = 1;
 const OFFSET_TIMESTAMP = 2;
@@ -90,6 +99,8 @@ export class KafkaBroker {
   /** Fetches below the log start of lake-enabled topics. */
   private readonly lake: LakeFetch;
   private readonly produceTurns = new ProduceTurns();
+  /** By table id and schema id, least recently used first; see MAX_REUSED_BATCH_BYTES. */
+  private readonly builders = new Map<string, ColumnBatchBuilder>();
 
   constructor(
     private readonly backend: TributaryBackend,
@@ -380,7 +391,7 @@ export class KafkaBroker {
   private toLogBatches(topic: Topic, records: Buffer | null): Buffer {
     if (records === null || records.length === 0) throw new TributaryError('CORRUPT_MESSAGE', 'the partition has no record batch');
     const out: Buffer[] = [];
-    const builder = new ColumnBatchBuilder(topic.table.schema);
+    const builder = this.builderOf(topic.table);
     const compression = tableOption(topic.table.properties, 'table.log.arrow.compression.type') as ArrowCompression;
     const zstdLevel = Number(tableOption(topic.table.properties, 'table.log.arrow.compression.zstd.level'));
     for (const raw of splitBatches(records)) {
@@ -394,12 +405,27 @@ export class KafkaBroker {
           schemaId: topic.table.schemaId,
           appendOnly: true,
           recordCount: batch.records.length,
-          payload: encodeArrowPayload(builder.build(), compression, zstdLevel),
+          // Encoded before the next append, so a transient batch may lend the builder's arrays.
+          payload: encodeArrowPayload(builder.estimatedSizeInBytes > MAX_REUSED_BATCH_BYTES ? builder.build() : builder.buildTransient(), compression, zstdLevel),
           ...(idempotent ? { writerId: batch.producerId, batchSequence: (batch.baseSequence + batch.records.length - 1) % 2 ** 31, recordSequences: true } : {}),
         }),
       );
     }
     return out.length === 1 ? out[0] : Buffer.concat(out);
+  }
+
+  /** The reused builder of the table's current schema (conversion is synchronous: one user at a time). */
+  private builderOf(table: TableInfo): ColumnBatchBuilder {
+    const key = `${table.tableId}/${table.schemaId}`;
+    let builder = this.builders.get(key);
+    this.builders.delete(key);
+    // Rows left by a conversion that failed between append and build are not this batch's.
+    if (!builder || builder.rowCount > 0) {
+      builder = new ColumnBatchBuilder(table.schema);
+      if (this.builders.size >= REUSED_BUILDERS) this.builders.delete(this.builders.keys().next().value!);
+    }
+    this.builders.set(key, builder);
+    return builder;
   }
 
   // ------------------------------------------------------------------ ListOffsets

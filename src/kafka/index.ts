@@ -96,6 +96,7 @@ export async function startKafkaListener(
     port: listen.port,
     maxFrameBytes: options.bytes('rpc.max-frame-size'),
     maxProducesInFlight: options.int('kafka.produce.max-in-flight'),
+    maxIdleFrameBytes: Math.floor(options.bytes('server.buffer.memory-size') / 4),
     idleTimeoutMs: options.durationMs('netty.connection.max-idle-time'),
     logger: log,
   });

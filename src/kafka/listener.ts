@@ -12,7 +12,10 @@
  * the connection is no longer read: it holds at most the requests running and what one socket read
  * brought after them. Frames are split by the native listener's FrameDecoder
  * with its limit (`rpc.max-frame-size`); a connection idle for `netty.connection.max-idle-time`
- * is closed.
+ * is closed. A frame that spans socket reads is assembled in pooled memory (rpc/frame-pool.ts), as
+ * the native listener's are; a Produce frame is given back once its request is answered (its
+ * records were copied into log batches by then), any other frame is left to the garbage collector,
+ * since what it decodes to (a group member's metadata, say) may keep views of it.
  *
  * Failures and what the peer sees (the connection stays unless said otherwise):
  *   frame length < 8 or > rpc.max-frame-size    an error answer (below) with CORRUPT_MESSAGE or
@@ -30,6 +33,7 @@
  */
 import net from 'node:net';
 import { FrameDecoder } from '../rpc/frame.js';
+import { FramePool } from '../rpc/frame-pool.js';
 import { listenOn, type RpcLogger } from '../rpc/server.js';
 import type { KafkaApi } from './protocol/api.js';
 import {
@@ -67,6 +71,8 @@ export interface KafkaListenerOptions {
   maxFrameBytes: number;
   /** Most Produce requests of one connection running at once (`kafka.produce.max-in-flight`). */
   maxProducesInFlight: number;
+  /** Most bytes of idle pooled frame memory the listener keeps for reuse. */
+  maxIdleFrameBytes: number;
   idleTimeoutMs: number;
   logger: RpcLogger;
 }
@@ -127,11 +133,13 @@ class KafkaConnection {
 export class KafkaListener {
   private readonly server: net.Server;
   private readonly connections = new Set<KafkaConnection>();
+  private readonly frames: FramePool;
 
   constructor(
     private readonly broker: KafkaBroker,
     private readonly options: KafkaListenerOptions,
   ) {
+    this.frames = new FramePool(options.maxIdleFrameBytes);
     this.server = net.createServer({ noDelay: true }, (socket) => this.accept(socket));
     this.server.on('error', (err) => options.logger.error({ err }, 'kafka listener error'));
   }
@@ -147,7 +155,7 @@ export class KafkaListener {
   }
 
   private accept(socket: net.Socket): void {
-    const conn = new KafkaConnection(socket, new FrameDecoder(HEADER_START, this.options.maxFrameBytes));
+    const conn = new KafkaConnection(socket, new FrameDecoder(HEADER_START, this.options.maxFrameBytes, (length) => this.frames.take(length)));
     this.connections.add(conn);
     socket.setTimeout(this.options.idleTimeoutMs, () => {
       if (!conn.running && conn.inFlight === 0) socket.destroy();
@@ -186,7 +194,10 @@ export class KafkaListener {
         // A request that cannot run beside the ones before it waits for their answers.
         if (!produce || conn.inFlight >= this.options.maxProducesInFlight) await conn.written;
         const answer = 'answer' in prepared ? Promise.resolve(prepared.answer) : this.run(prepared, conn.socket.remoteAddress ?? '');
-        if (produce) this.track(conn, answer);
+        if (produce) {
+          this.track(conn, answer);
+          void answer.then(() => this.frames.give(item.frame));
+        }
         conn.written = conn.written.then(() => answer).then((parts) => {
           if (parts) this.write(conn, parts);
         });
