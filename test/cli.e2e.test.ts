@@ -11,13 +11,13 @@ import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
 import type { ProgressEvent } from '../src/query/progress.js';
 import { startCluster, useCluster } from './support/cluster.js';
-import { CLI } from './support/server-process.js';
+import { CLI_ARGS } from './support/server-process.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 /** Runs the CLI with `args`, `input` on its stdin (a pipe, so not a terminal), until it exits. */
 export function runCli(args: string[], input = ''): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, TRIBUTARY_LOG_LEVEL: 'warn' } });
+  const child = spawn(process.execPath, [...CLI_ARGS, ...args], { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, TRIBUTARY_LOG_LEVEL: 'warn' } });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));

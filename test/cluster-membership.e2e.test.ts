@@ -29,7 +29,7 @@ import { ApiKeys } from '../src/rpc/api-keys.js';
 import { RpcConnection } from '../src/rpc/connection.js';
 import { ZooKeeperSession } from '../src/server/metadata/zookeeper-session.js';
 import { useCluster, until } from './support/cluster.js';
-import { CLI, tempDir } from './support/server-process.js';
+import { CLI_ARGS, tempDir } from './support/server-process.js';
 
 const cluster = useCluster({
   zooKeeper: { coordinators: 2, tabletServers: 3 },
@@ -283,7 +283,7 @@ test('a tablet server given SIGTERM while it starts (waiting for its id to be fr
     await holder.ensure(['/tributary', '/tributary/tabletservers', '/tributary/tabletservers/ids']);
     await holder.create('/tributary/tabletservers/ids/9', Buffer.from('{}'), 'ephemeral');
     const settings = { 'zookeeper.address': cluster.zooKeeper.address, 'zookeeper.client.session-timeout': '20s', 'tablet-server.id': '9' };
-    const args = ['--import', 'tsx', CLI, 'tablet-server', '--data-dir', dataDir, '--port', '0', ...Object.entries(settings).flatMap(([k, v]) => ['--set', `${k}=${v}`])];
+    const args = [...CLI_ARGS, 'tablet-server', '--data-dir', dataDir, '--port', '0', ...Object.entries(settings).flatMap(([k, v]) => ['--set', `${k}=${v}`])];
     const child = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, TRIBUTARY_LOG_LEVEL: 'info' } });
     const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
     let stderr = '';

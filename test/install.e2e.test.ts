@@ -14,7 +14,7 @@ import { promisify } from 'node:util';
 import { Connection } from '../src/client/index.js';
 import { atServer, type CodeBlock, codeBlocks, ROOT } from './support/doc-blocks.js';
 import { TestCluster } from './support/cluster.js';
-import { type ServerProcess, tempDir } from './support/server-process.js';
+import { distIsCurrent, type ServerProcess, tempDir } from './support/server-process.js';
 import { waitTiered } from './support/tiering-rounds.js';
 
 const run = promisify(execFile);
@@ -44,22 +44,9 @@ async function sh(file: string, args: string[], cwd = project): Promise<string> 
   }
 }
 
-/** The built files of src/ as the build emits them: fresh when each is newer than every source. */
-function distIsFresh(): boolean {
-  const times = (dir: string, keep: (f: string) => boolean): number[] =>
-    fs.existsSync(dir)
-      ? (fs.readdirSync(dir, { recursive: true, withFileTypes: true }) as fs.Dirent[])
-          .filter((d) => d.isFile() && keep(path.join(d.parentPath, d.name)))
-          .map((d) => fs.statSync(path.join(d.parentPath, d.name)).mtimeMs)
-      : [];
-  const sources = times(path.join(ROOT, 'src'), (f) => f.endsWith('.ts') && !/\.test\.ts$|-child\.ts$|\/fixtures\//.test(f));
-  const built = times(path.join(ROOT, 'dist'), (f) => f.endsWith('.js'));
-  return built.length > 0 && Math.max(...sources) < Math.min(...built);
-}
-
 before(async () => {
   // `npm install` and `npm ci` build dist/ (prepare); build again only after a source changed.
-  if (!distIsFresh()) await sh('npm', ['run', 'build'], ROOT);
+  if (!distIsCurrent()) await sh('npm', ['run', 'build'], ROOT);
   packs = tempDir('pack');
   const [packed] = JSON.parse(await sh('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', packs], ROOT)) as { filename: string; files: { path: string }[] }[];
   const files = packed.files.map((f) => f.path);

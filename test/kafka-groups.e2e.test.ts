@@ -12,7 +12,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { Kafka, logLevel } from 'kafkajs';
-import { CLI, ServerProcess } from './support/server-process.js';
+import { CLI_ARGS, ServerProcess } from './support/server-process.js';
 
 const run = promisify(execFile);
 const MEMBER = path.join(import.meta.dirname, 'support', 'kafka-group-member.ts');
@@ -79,7 +79,7 @@ async function eventually(check: () => boolean | Promise<boolean>, what: string)
 }
 
 async function sql(bootstrap: string, statement: string): Promise<Record<string, unknown>[]> {
-  const { stdout } = await run(process.execPath, ['--import', 'tsx', CLI, 'sql', '--bootstrap', bootstrap, '--format', 'json', '-e', statement]);
+  const { stdout } = await run(process.execPath, [...CLI_ARGS, 'sql', '--bootstrap', bootstrap, '--format', 'json', '-e', statement]);
   return stdout.trim().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
 }
 

@@ -21,12 +21,12 @@ import { encodeBatch } from '../src/kafka/records/record-batch.js';
 import { kcat } from './support/kcat.js';
 import { RawKafka } from './support/raw-kafka.js';
 import { random } from './support/random.js';
-import { CLI, ServerProcess } from './support/server-process.js';
+import { CLI_ARGS, ServerProcess } from './support/server-process.js';
 
 const run = promisify(execFile);
 
 async function sql(bootstrap: string, statement: string): Promise<Record<string, unknown>[]> {
-  const { stdout } = await run(process.execPath, ['--import', 'tsx', CLI, 'sql', '--bootstrap', bootstrap, '--format', 'json', '-e', statement]);
+  const { stdout } = await run(process.execPath, [...CLI_ARGS, 'sql', '--bootstrap', bootstrap, '--format', 'json', '-e', statement]);
   return stdout.trim().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
 }
 

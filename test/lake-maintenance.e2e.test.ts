@@ -26,7 +26,7 @@ import { readLakeTable } from './support/lake-content.js';
 import { WAREHOUSES } from './support/warehouses.js';
 import { joinLocation } from '../src/storage/object-store.js';
 import { objectStoreFor } from '../src/storage/stores.js';
-import { CLI, tempDir } from './support/server-process.js';
+import { CLI_ARGS, tempDir } from './support/server-process.js';
 
 const PK: TablePath = { database: 'tributary', table: 'balances' };
 const BUCKETS = 2;
@@ -138,7 +138,7 @@ for (const { name, cluster: onWarehouse } of WAREHOUSES) test(`auto-compaction a
 
 /** Runs `tributary lake …`; resolves with its exit code and output. */
 function runLakeCli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'lake', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...CLI_ARGS, 'lake', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));

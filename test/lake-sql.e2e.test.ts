@@ -13,7 +13,7 @@ import { describe, test } from 'node:test';
 import { TributaryError } from '../src/client/index.js';
 import type { LakeTieringStatus } from '../src/client/admin.js';
 import { useCluster } from './support/cluster.js';
-import { CLI } from './support/server-process.js';
+import { CLI_ARGS } from './support/server-process.js';
 
 const DB = 'lake_sql';
 const LAKE = "'table.datalake.enabled' = 'true', 'table.datalake.freshness' = '1s'";
@@ -144,7 +144,7 @@ describe('lake tables through SQL', () => {
     await assertNoLag('users', status);
 
     // The shell prints the same.
-    const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', CLI, 'sql', '--bootstrap', cluster.bootstrap, '-d', DB, '--format', 'json', '-e', 'SHOW LAKE STATUS users; SELECT id FROM users$lake ORDER BY id']);
+    const { stdout } = await promisify(execFile)(process.execPath, [...CLI_ARGS, 'sql', '--bootstrap', cluster.bootstrap, '-d', DB, '--format', 'json', '-e', 'SHOW LAKE STATUS users; SELECT id FROM users$lake ORDER BY id']);
     const lines = stdout.trim().split('\n').map((l) => JSON.parse(l));
     assert.deepEqual(
       lines.filter((l) => 'bucket' in l).map((l) => l.records_behind),

@@ -13,7 +13,7 @@ import { test } from 'node:test';
 import type { LogScanner, ScanRecord } from '../src/client/index.js';
 import type { TablePath } from '../src/common/schema.js';
 import { useCluster } from './support/cluster.js';
-import { CLI } from './support/server-process.js';
+import { CLI_ARGS } from './support/server-process.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -41,7 +41,7 @@ async function pollUntil(scanner: LogScanner, count: number): Promise<ScanRecord
 
 /** A CLI child whose stdout is read line by line. */
 function cli(args: string[]): { next: () => Promise<string>; stop: () => Promise<number | null>; stderr: () => string } {
-  const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args, '--bootstrap', cluster.bootstrap], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...CLI_ARGS, ...args, '--bootstrap', cluster.bootstrap], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));

@@ -13,7 +13,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { startCluster, useCluster } from './support/cluster.js';
-import { CLI, type ServerProcess } from './support/server-process.js';
+import { CLI_ARGS, type ServerProcess } from './support/server-process.js';
 
 /** A statement that runs for hours unless stopped. */
 const ENDLESS = 'SELECT count(*) FROM range(1000000000000) a';
@@ -84,7 +84,7 @@ describe('default limits', () => {
   });
 
   test('the shell prints the rows of an endless query as they come, and Ctrl-C cancels it', async () => {
-    const shell = spawn(process.execPath, ['--import', 'tsx', CLI, 'sql', '--bootstrap', cluster.bootstrap, '--format', 'csv', '-e', 'SELECT * FROM generate_series(1, 1000000000000) t(n); SELECT 2'], {
+    const shell = spawn(process.execPath, [...CLI_ARGS, 'sql', '--bootstrap', cluster.bootstrap, '--format', 'csv', '-e', 'SELECT * FROM generate_series(1, 1000000000000) t(n); SELECT 2'], {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
@@ -109,7 +109,7 @@ describe('default limits', () => {
   });
 
   test('the shell stops a statement at sql.query.timeout', async () => {
-    const shell = spawn(process.execPath, ['--import', 'tsx', CLI, 'sql', '--bootstrap', cluster.bootstrap, '--set', 'sql.query.timeout=300ms', '-e', ENDLESS], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const shell = spawn(process.execPath, [...CLI_ARGS, 'sql', '--bootstrap', cluster.bootstrap, '--set', 'sql.query.timeout=300ms', '-e', ENDLESS], { stdio: ['ignore', 'pipe', 'pipe'] });
     let err = '';
     shell.stderr.on('data', (d: Buffer) => (err += d.toString()));
     const [code] = await once(shell, 'exit');

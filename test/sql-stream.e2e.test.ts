@@ -14,7 +14,7 @@ import type { QueryResult } from '../src/query/duckdb/result.js';
 import { DuckSession } from '../src/query/duckdb/session.js';
 import { SqlExecutor } from '../src/query/executor.js';
 import { useCluster } from './support/cluster.js';
-import { CLI } from './support/server-process.js';
+import { CLI_ARGS } from './support/server-process.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -111,7 +111,7 @@ test('tributary sql --stream prints the result, then changes as they arrive, unt
   const writer = await (await cluster.conn.getTable({ database: 'tributary', table: 'ticks' })).newAppend().createWriter();
   for (let n = 0; n < 3; n++) await writer.append({ n });
   await writer.flush();
-  const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'sql', '--bootstrap', cluster.bootstrap, '--format', 'json', '--stream', '-e', 'SELECT n, n * n AS sq FROM ticks'], {
+  const child = spawn(process.execPath, [...CLI_ARGS, 'sql', '--bootstrap', cluster.bootstrap, '--format', 'json', '--stream', '-e', 'SELECT n, n * n AS sq FROM ticks'], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -14,7 +14,7 @@ import { formatResult } from '../src/query/duckdb/format.js';
 import { DuckSession } from '../src/query/duckdb/session.js';
 import { SqlExecutor } from '../src/query/executor.js';
 import { useCluster } from './support/cluster.js';
-import { CLI } from './support/server-process.js';
+import { CLI, CLI_ARGS } from './support/server-process.js';
 
 const SQL_DIR = path.join(path.dirname(CLI), '..', '..', 'test', 'sql');
 const run = promisify(execFile);
@@ -94,7 +94,7 @@ describe('SQL scripts', () => {
 
 describe('tributary sql', () => {
   const cli = async (...args: string[]) => {
-    const out = await run(process.execPath, ['--import', 'tsx', CLI, 'sql', '--bootstrap', cluster.bootstrap, ...args]);
+    const out = await run(process.execPath, [...CLI_ARGS, 'sql', '--bootstrap', cluster.bootstrap, ...args]);
     return { stdout: out.stdout.replaceAll('\r\n', '\n'), stderr: out.stderr };
   };
 

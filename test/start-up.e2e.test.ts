@@ -13,7 +13,7 @@ import { pino } from 'pino';
 import { TributaryError } from '../src/common/errors.js';
 import { DataDirLock, LOCK_FILE, processStartTime } from '../src/server/data-dir-lock.js';
 import { TributaryServer } from '../src/server/server.js';
-import { CLI, ServerProcess, tempDir } from './support/server-process.js';
+import { CLI_ARGS, ServerProcess, tempDir } from './support/server-process.js';
 
 const silent = pino({ level: 'silent' });
 const root = tempDir('start-up');
@@ -46,7 +46,7 @@ async function takenPort(): Promise<{ port: number; close: () => void }> {
 }
 
 function run(args: string[]): Promise<{ code: number | null; stderr: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, TRIBUTARY_LOG_LEVEL: 'warn' } });
+  const child = spawn(process.execPath, [...CLI_ARGS, ...args], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, TRIBUTARY_LOG_LEVEL: 'warn' } });
   children.push(child);
   let stderr = '';
   child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
@@ -180,7 +180,7 @@ test('the lock: a live owner refuses, a zombie, a reused pid or an empty file do
 test('a server killed with -9 and not yet reaped does not keep a new server from starting', { timeout: 180_000, skip: !fs.existsSync('/proc/self/stat') && 'needs /proc' }, async () => {
   const dir = path.join(root, 'restart');
   // The server's parent execs into `sleep`, which never reaps it: once killed it stays a zombie.
-  const args = ['--import', 'tsx', CLI, 'start', '--data-dir', dir, '--port', '0', '--http-port', '0', '--no-tiering'];
+  const args = [...CLI_ARGS, 'start', '--data-dir', dir, '--port', '0', '--http-port', '0', '--no-tiering'];
   const { out } = await shell(/ready bootstrap=/, '"$@" & echo "pid $!"; exec sleep 150', process.execPath, ...args);
   const pid = Number(/^pid (\d+)$/m.exec(out)![1]);
   process.kill(pid, 'SIGKILL');

@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 import type { BucketRef, ScanRecord, TablePath } from '../src/client/index.js';
 import { startCluster } from './support/cluster.js';
-import { CLI } from './support/server-process.js';
+import { CLI_ARGS } from './support/server-process.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const LAKE_OPTIONS = { 'table.datalake.enabled': 'true', 'table.datalake.freshness': '500ms', 'table.log.ttl': '1s' };
@@ -139,7 +139,7 @@ test('a scanner from earliest reads the lake, then the log: every row once, in o
   assert.deepEqual(clickIds.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)), Array.from({ length: Number(total) }, (_, i) => BigInt(i)), 'every click once');
 
   // --- tributary tail --from earliest ----------------------------------------------------------
-  const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'tail', 'events', '--from', 'earliest', '--format', 'json', '--bootstrap', server.bootstrap], {
+  const child = spawn(process.execPath, [...CLI_ARGS, 'tail', 'events', '--from', 'earliest', '--format', 'json', '--bootstrap', server.bootstrap], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
