@@ -12,7 +12,7 @@ import type { Address } from '../server/server.js';
 import { ClusterTabletServer } from '../server/cluster-tablet-server.js';
 import { CoordinatorServer } from '../server/coordinator-server.js';
 import { serverSettings, type StartFlags } from './start.js';
-import { stopOnShutdown } from './tiering.js';
+import { stopOnShutdown } from './shutdown.js';
 
 export async function coordinatorServer(flags: StartFlags): Promise<void> {
   const log = createLogger().child({ role: 'coordinator-server' });

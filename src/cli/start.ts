@@ -11,7 +11,7 @@ import { parseListeners } from '../kafka/index.js';
 import { createLogger, type Logger } from '../common/logger.js';
 import { EmbeddedTiering } from './embedded-tiering.js';
 import { readConfigFile } from './settings.js';
-import { stopOnShutdown } from './tiering.js';
+import { stopOnShutdown } from './shutdown.js';
 
 export interface StartFlags {
   dataDir?: string;
