@@ -8,6 +8,7 @@
 import type { Options } from '../common/config.js';
 import { TributaryError } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
+import { idleShareOf } from '../rpc/frame-pool.js';
 import type { KafkaBrokerNode, LakeHistory, TributaryBackend } from './backend.js';
 import { KafkaBroker } from './broker.js';
 import { KafkaListener } from './listener.js';
@@ -96,7 +97,7 @@ export async function startKafkaListener(
     port: listen.port,
     maxFrameBytes: options.bytes('rpc.max-frame-size'),
     maxProducesInFlight: options.int('kafka.produce.max-in-flight'),
-    maxIdleFrameBytes: Math.floor(options.bytes('server.buffer.memory-size') / 4),
+    maxIdleFrameBytes: idleShareOf(options.bytes('server.buffer.memory-size')),
     idleTimeoutMs: options.durationMs('netty.connection.max-idle-time'),
     logger: log,
   });

@@ -15,6 +15,15 @@
  * would hand out bytes something still reads or writes.
  */
 
+/**
+ * Idle memory a pool may keep out of a listener's in-flight budget (`server.buffer.memory-size`):
+ * a quarter of it, so each pool of a server (request frames, response bytes, the Kafka listener's
+ * frames) stays a fixed share of the memory planned for requests.
+ */
+export function idleShareOf(budgetBytes: number): number {
+  return Math.floor(budgetBytes / 4);
+}
+
 /** Frames below this size are small enough to be concatenated as they are. */
 export const MIN_POOLED_FRAME = 64 * 1024;
 

@@ -48,7 +48,7 @@ import {
   writeFrame,
 } from './frame.js';
 import type { FrameError } from './frame.js';
-import { FramePool, PoolLease } from './frame-pool.js';
+import { FramePool, idleShareOf, PoolLease } from './frame-pool.js';
 import { ErrorResponseSchema } from './gen/tributary_pb.js';
 import { SOFTWARE_VERSION } from './version.js';
 
@@ -233,8 +233,8 @@ export class RpcServer implements ApiRegistrar {
 
   constructor(private readonly options: RpcServerOptions) {
     this.logger = options.logger ?? silentLogger;
-    this.frames = new FramePool(Math.floor(options.maxInflightBytes / 4));
-    this.responses = new FramePool(Math.floor(options.maxInflightBytes / 4), MIN_POOLED_RESPONSE);
+    this.frames = new FramePool(idleShareOf(options.maxInflightBytes));
+    this.responses = new FramePool(idleShareOf(options.maxInflightBytes), MIN_POOLED_RESPONSE);
     this.shareFloor = Math.min(SHARE_FLOOR, options.maxInflightBytes);
     this.server = net.createServer({ noDelay: true }, (socket) => this.accept(socket));
     this.server.on('error', (err) => this.logger.error({ err }, 'rpc listener error'));

@@ -329,7 +329,7 @@ export class LogSegment {
    * then as many as fit in `maxBytes`, read into memory from `allocate`. Empty when no batch below
    * `bound` holds the offset.
    */
-  async read(offset: bigint, maxBytes: number, bound: number, allocate: (length: number) => Buffer = Buffer.allocUnsafe): Promise<Buffer> {
+  async read(offset: bigint, maxBytes: number, bound: number, allocate?: (length: number) => Buffer): Promise<Buffer> {
     const found = await this.locate(offset, bound);
     if (!found) return Buffer.alloc(0);
     const length = Math.min(bound - found.position, Math.max(maxBytes, found.header.sizeInBytes));
