@@ -1,7 +1,7 @@
 /** The spike report of bench/latency.ts: which latencies count as separate spikes and which events are listed with them. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { describeSpikes, eventsAround, type TimedEvent, worstSpikes } from './latency-spikes.js';
+import { describeSpikes, eventsAround, tailCauses, type TimedEvent, worstSpikes } from './latency-spikes.js';
 
 const T0 = 1_700_000_000_000;
 
@@ -48,4 +48,30 @@ test('events around a spike: those overlapping its flight widened by the margin,
   ]);
   assert.deepEqual(describeSpikes([spike], events, 50, T0, 2), ['+1.000 s  100.0 ms: consumer stall 60.0 ms at -100.0 ms; server gc major 60.0 ms at +10.0 ms (+1 shorter)'], 'the longest, in start order');
   assert.deepEqual(describeSpikes([{ sentMs: T0 + 5000, latencyMs: 7 }], events, 50, T0, 3), ['+5.000 s  7.0 ms: nothing recorded']);
+});
+
+test('tail causes: the rows over the threshold counted by the kinds of event their flight overlapped', () => {
+  // Rows sent every ms at 5 ms; rows 100-109 at 20 ms, rows 200-204 at 30 ms, row 300 at 15 ms.
+  const sent: number[] = [];
+  const latency: number[] = [];
+  for (let i = 0; i < 400; i++) {
+    sent.push(T0 + i);
+    latency.push(i >= 100 && i < 110 ? 20 : i >= 200 && i < 205 ? 30 : i === 300 ? 15 : 5);
+  }
+  const events: TimedEvent[] = [
+    { who: 'server', what: 'fsync', kind: 'fsync', startMs: T0 + 105, ms: 12 }, // rows 100-109 are in flight during it
+    { who: 'server', what: 'fsync', kind: 'fsync', startMs: T0 + 60, ms: 80 }, // a long one, started before: rows 100-109 again
+    { who: 'consumer', what: 'gc minor', kind: 'gc minor', startMs: T0 + 228, ms: 3 }, // rows 200-204 arrive at 230-234
+    { who: 'server', what: 'event-loop stall (cpu 2 ms)', kind: 'stall', startMs: T0 + 203, ms: 1 }, // rows 200-204 are all in flight at 203
+    { who: 'producer', what: 'gc minor', kind: 'gc minor', startMs: T0 + 50, ms: 2 }, // no slow row in flight
+  ];
+  const tail = tailCauses(Float64Array.from(sent), Float64Array.from(latency), 10, events);
+  assert.equal(tail.rows, 16);
+  assert.deepEqual(tail.causes, [
+    { cause: 'server fsync', rows: 10 },
+    { cause: 'consumer gc minor', rows: 5 },
+    { cause: 'server stall', rows: 5 },
+  ]);
+  assert.equal(tail.unexplained, 1, 'row 300 overlapped nothing');
+  assert.deepEqual(tailCauses(Float64Array.from(sent), Float64Array.from(latency), 100, events), { rows: 0, causes: [], unexplained: 0 });
 });

@@ -10,6 +10,8 @@ export interface TimedEvent {
   /** The process: server, producer, consumer. */
   who: string;
   what: string;
+  /** What kind of event it is, for counting (`gc minor`, `stall`, `fsync`, `task log-checkpoint`); `what` when absent. */
+  kind?: string;
   startMs: number;
   ms: number;
 }
@@ -66,4 +68,49 @@ export function describeSpikes(spikes: readonly Spike[], events: readonly TimedE
     const shorter = all.length - around.length;
     return `${head}: ${around.length > 0 ? around.join('; ') : 'nothing recorded'}${shorter > 0 ? ` (+${shorter} shorter)` : ''}`;
   });
+}
+
+/** How many of the rows over a latency threshold had an event of one kind in flight with them. */
+export interface TailCause {
+  /** The process and the event's kind, e.g. `server fsync`. */
+  cause: string;
+  rows: number;
+}
+
+/**
+ * Which events the rows slower than `thresholdMs` (the run's p99, say) flew through: for each
+ * process and kind of event, the rows whose flight, from send to arrival, overlapped at least one
+ * such event, most rows first, and the rows that overlapped none. A row may count under several
+ * causes. The worst spikes say what made the worst rows; this says what the whole tail is made of.
+ */
+export function tailCauses(sentMs: ArrayLike<number>, latencyMs: ArrayLike<number>, thresholdMs: number, events: readonly TimedEvent[]): { rows: number; causes: TailCause[]; unexplained: number } {
+  const byStart = [...events].sort((a, b) => a.startMs - b.startMs);
+  let longest = 0;
+  for (const e of byStart) longest = Math.max(longest, e.ms);
+  const counts = new Map<string, number>();
+  let rows = 0;
+  let unexplained = 0;
+  for (let i = 0; i < latencyMs.length; i++) {
+    if (!(latencyMs[i] > thresholdMs)) continue;
+    rows++;
+    const from = sentMs[i];
+    const to = from + latencyMs[i];
+    // The first event that could still be running at the send: none starts earlier than `longest` before it.
+    let lo = 0;
+    let hi = byStart.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (byStart[mid].startMs < from - longest) lo = mid + 1;
+      else hi = mid;
+    }
+    const seen = new Set<string>();
+    for (let j = lo; j < byStart.length && byStart[j].startMs <= to; j++) {
+      const e = byStart[j];
+      if (e.startMs + e.ms >= from) seen.add(`${e.who} ${e.kind ?? e.what}`);
+    }
+    if (seen.size === 0) unexplained++;
+    for (const cause of seen) counts.set(cause, (counts.get(cause) ?? 0) + 1);
+  }
+  const causes = [...counts].map(([cause, n]) => ({ cause, rows: n })).sort((a, b) => b.rows - a.rows || a.cause.localeCompare(b.cause));
+  return { rows, causes, unexplained };
 }

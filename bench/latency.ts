@@ -48,7 +48,7 @@ import { parseArgs } from 'node:util';
 import { Connection, type Row } from '../src/client/index.js';
 import type { LogScanner } from '../src/client/log-scanner.js';
 import { type DurationStats, GC_KINDS, type Pause, type RuntimeWindow, RuntimeMonitor } from '../src/common/runtime-monitor.js';
-import { describeSpikes, type TimedEvent, worstSpikes } from './latency-spikes.js';
+import { describeSpikes, tailCauses, type TimedEvent, worstSpikes } from './latency-spikes.js';
 import {
   BenchServer,
   clientOptionArgs,
@@ -236,6 +236,8 @@ interface SteadyRun {
   /** When the run started (wall clock, ms). */
   originMs: number;
   spikes: string[];
+  /** What the rows over the run's p99 flew through. */
+  tail: ReturnType<typeof tailCauses>;
   server: ServerWindow;
   /** The client processes' runtime during the run, by name. */
   clients: [string, RuntimeWindow][];
@@ -273,7 +275,9 @@ async function steadyLoad(bench: BenchServer, monitor: RuntimeMonitor, pauses: T
     if (produced.runtime) clients.push(['producer', produced.runtime]);
     scanner.close();
     const spikes = describeSpikes(worstSpikes(sentMs, latenciesMs, SPIKES, SPIKE_SEPARATION_MS), events, SPIKE_MARGIN_MS, originMs, EVENTS_PER_SPIKE);
-    return { m, latenciesMs: latenciesMs.sort(), rate: produced.rate, seconds: produced.seconds, originMs, spikes, server, clients };
+    const sorted = Float64Array.from(latenciesMs).sort();
+    const tail = tailCauses(sentMs, latenciesMs, percentile(sorted, 99), events);
+    return { m, latenciesMs: sorted, rate: produced.rate, seconds: produced.seconds, originMs, spikes, tail, server, clients };
   } finally {
     await scannerConn.close();
   }
@@ -408,14 +412,14 @@ function serverEvents(bench: BenchServer, fromMs: number): TimedEvent[] {
     if (startMs < fromMs - SPIKE_MARGIN_MS) continue;
     const ms = line.ms as number;
     if (line.msg === 'pause') events.push(pauseEvent('server', { kind: line.kind as Pause['kind'], startMs, ms, ...(line.cpuMs !== undefined ? { cpuMs: line.cpuMs as number } : {}) }));
-    else if (line.msg === 'slow log flush') events.push({ who: 'server', what: 'fsync', startMs, ms });
-    else events.push({ who: 'server', what: `task ${line.task as string} (sync ${(line.syncMs as number).toFixed(1)} ms)`, startMs, ms });
+    else if (line.msg === 'slow log flush') events.push({ who: 'server', what: 'fsync', kind: 'fsync', startMs, ms });
+    else events.push({ who: 'server', what: `task ${line.task as string} (sync ${(line.syncMs as number).toFixed(1)} ms)`, kind: `task ${line.task as string}`, startMs, ms });
   }
   return events;
 }
 
 function pauseEvent(who: string, p: Pause): TimedEvent {
-  return { who, what: p.kind === 'stall' ? `event-loop stall (cpu ${p.cpuMs!.toFixed(0)} ms)` : `gc ${p.kind}`, startMs: p.startMs, ms: p.ms };
+  return { who, what: p.kind === 'stall' ? `event-loop stall (cpu ${p.cpuMs!.toFixed(0)} ms)` : `gc ${p.kind}`, kind: p.kind === 'stall' ? 'stall' : `gc ${p.kind}`, startMs: p.startMs, ms: p.ms };
 }
 
 /** The collections of each kind over a run of `seconds`, with their rate: full ones by the minute are what the server's allocation is judged by. */
@@ -435,6 +439,9 @@ function printRun(n: number, load: SteadyRun, separate: boolean): void {
     const gc = Object.fromEntries(GC_KINDS.map((k) => [k, runtime.gc[k]]));
     console.log(`  ${who}${separate ? '' : ' (producer and scanner)'}: event loop p99 ${millis(runtime.loopDelay.p99Ms)}, max ${millis(runtime.loopDelay.maxMs)} ms; GC ${gcLine(gc, load.m.seconds)}`);
   }
+  const { tail } = load;
+  const share = (rows: number): string => `${((rows * 100) / Math.max(1, tail.rows)).toFixed(0)}%`;
+  console.log(`  rows over the p99 (${count(tail.rows)}), by what was in flight with them (fsyncs ≥ 2 ms, pauses ≥ ${PAUSE_EVENT_MS} ms; a row may count twice): ${[...tail.causes.map((c) => `${c.cause} ${share(c.rows)}`), `nothing recorded ${share(tail.unexplained)}`].join(', ')}`);
   console.log(`  worst latencies (sent at, latency: what overlapped them ± ${SPIKE_MARGIN_MS} ms):`);
   for (const line of load.spikes) console.log(`    ${line}`);
 }

@@ -1,6 +1,7 @@
 /**
  * The append writer against a real server: batches that reuse the builder and the payload memory of
- * earlier ones (small batches, several in flight) arrive whole, in order and unmixed.
+ * earlier ones (small batches, several in flight) arrive whole, in order and unmixed; batches that
+ * queue behind a bucket's request in flight leave together in its next one.
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -8,7 +9,7 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 import { useCluster } from '../../test/support/cluster.js';
 import { logBatchesOf } from '../record/log-batch.js';
-import type { Row } from './index.js';
+import { Connection, type Row } from './index.js';
 
 const cluster = useCluster({ client: { 'client.writer.batch-size': '16kb', 'client.writer.batch-timeout': '5ms' } });
 
@@ -71,4 +72,39 @@ describe('AppendWriter', () => {
       assert.ok(storedBatches(tablePath.table, table.info.tableId) >= 10, 'enough batches for memory to circulate');
     });
   }
+
+  it('with one request in flight per bucket, the batches that queued behind it leave in one request', async () => {
+    const tablePath = { database: 'tributary', table: 'one_in_flight' };
+    await cluster.conn.getAdmin().createTable(tablePath, { columns: [{ name: 'id', type: 'BIGINT', nullable: false }, { name: 'name', type: 'STRING' }] });
+    // Batches of a few rows, closed by size faster than a request's round trip (which includes its fsync).
+    const conn = await Connection.create({ 'bootstrap.servers': cluster.bootstrap, 'client.writer.batch-size': '256b', 'client.writer.max-inflight-requests-per-bucket': '1' });
+    try {
+      const table = await conn.getTable(tablePath);
+      const requestsBefore = await produceRequests();
+      const writer = await table.newAppend().createWriter();
+      const rows = 5000;
+      for (let i = 0; i < rows; i++) await writer.append({ id: BigInt(i), name: `row-${i}` });
+      await writer.close();
+      const requests = (await produceRequests()) - requestsBefore;
+      const batches = storedBatches(tablePath.table, table.info.tableId);
+      assert.ok(batches >= 100, `small batches: ${batches}`);
+      // One batch per request would be `batches` requests.
+      assert.ok(requests < batches / 2, `${requests} requests carried ${batches} batches`);
+
+      const scanner = table.newScan().createLogScanner();
+      await scanner.subscribe(0, 'earliest');
+      const ids: bigint[] = [];
+      for (let i = 0; i < 200 && ids.length < rows; i++) for (const r of await scanner.poll(200)) ids.push(r.row.id as bigint);
+      scanner.close();
+      assert.deepEqual(ids, Array.from({ length: rows }, (_, i) => BigInt(i)), 'every row once, in order');
+    } finally {
+      await conn.close();
+    }
+  });
 });
+
+/** ProduceLog requests the server has answered, from its metrics. */
+async function produceRequests(): Promise<number> {
+  const text = await (await fetch(`http://${cluster.server.http}/metrics`)).text();
+  return Number(/^tributary_rpc_requests_total\{api="ProduceLog"\} (\S+)$/m.exec(text)?.[1] ?? 0);
+}

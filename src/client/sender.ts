@@ -3,7 +3,11 @@
  * requests, one per leader, and retries them without ever duplicating a row.
  *
  * Per bucket it keeps a queue of closed batches in sequence order and at most
- * `client.writer.max-inflight-requests-per-bucket` of them in flight. With idempotence, every batch
+ * `client.writer.max-inflight-requests-per-bucket` requests carrying them in flight. A request
+ * takes every queued batch of a bucket it has room for: batches that queued while the bucket's
+ * requests were out leave together in the next one, so a bucket allowed one request at a time
+ * sends what gathered during each round trip instead of falling behind one small batch per round
+ * trip. With idempotence, every batch
  * carries (writer id, bucket sequence); the server acknowledges a re-sent batch it already holds with
  * its original offset, so a retry after a timeout, a dropped connection or a leader change (the
  * retry goes to the new leader, leader-requests.ts) is safe. When a batch fails
@@ -39,6 +43,7 @@ export interface SenderOptions {
 
 interface BucketQueue {
   queued: WriteBatch[];
+  /** Requests carrying batches of the bucket that are not answered yet. */
   inflight: number;
   /** Set after a retriable failure: hold sending until in-flight requests of the bucket return. */
   retrying: boolean;
@@ -116,15 +121,22 @@ export class Sender {
     for (const q of this.buckets.values()) {
       if (q.retrying && q.inflight > 0) continue;
       q.retrying = false;
-      while (q.queued.length > 0 && q.inflight < this.options.maxInflightPerBucket) {
+      // Whether `request` already counts as one of the bucket's requests in flight.
+      let counted = false;
+      while (q.queued.length > 0 && (counted || q.inflight < this.options.maxInflightPerBucket)) {
         const batch = q.queued[0];
         if (request.length > 0 && size + batch.bytes.length > this.options.requestMaxBytes) {
           this.send(request);
           request = [];
           size = 0;
+          counted = false;
+          continue;
+        }
+        if (!counted) {
+          q.inflight++;
+          counted = true;
         }
         q.queued.shift();
-        q.inflight++;
         request.push(batch);
         size += batch.bytes.length;
       }
@@ -170,7 +182,7 @@ export class Sender {
           outcomes.map(async (outcome, i) => {
             const err = outcomeError(outcome, 'write');
             // acks = 0 drops what could not be handed over, as it drops what the server refuses.
-            if (acks === 0 || !err) entries[i].list.forEach((b) => this.succeeded(b, acks !== 0));
+            if (acks === 0 || !err) this.succeeded(entries[i].list, acks !== 0);
             else this.failed(entries[i].list, err, await retriableAtLeader(this.conn, table, err));
           }),
         ),
@@ -178,16 +190,16 @@ export class Sender {
       .finally(() => this.schedule());
   }
 
-  private succeeded(batch: WriteBatch, acknowledged: boolean): void {
-    const q = this.buckets.get(batch.target.key)!;
-    q.inflight--;
-    this.finish(batch, acknowledged);
+  /** `list`: the batches of one bucket in one request. */
+  private succeeded(list: WriteBatch[], acknowledged: boolean): void {
+    this.buckets.get(list[0].target.key)!.inflight--;
+    for (const b of list) this.finish(b, acknowledged);
   }
 
   /** `retriable`: whether the error allows sending the batches again (to the bucket's leader then). */
   private failed(list: WriteBatch[], err: TributaryError, retriable: boolean): void {
     const q = this.buckets.get(list[0].target.key)!;
-    q.inflight -= list.length;
+    q.inflight--;
     if (this.failure) {
       list.forEach((b) => this.finish(b, false));
       return;

@@ -174,7 +174,7 @@ export const OPTIONS: readonly OptionDef[] = [
   d({ key: 'client.writer.retries', scope: 'client', type: 'int', default: '2147483647', min: 0, description: 'Retries of each batch after a retriable failure (backing off up to 2 s); by default a writer keeps retrying while the server is unreachable.' }),
   d({ key: 'client.writer.delivery-timeout', scope: 'client', type: 'duration', min: 1, default: '2min', description: 'How long a batch may be retried after retriable failures (a server unreachable, a full data disk: DISK_WRITE_LOCKED), counted from its first row; then the write fails with the last error.' }),
   d({ key: 'client.writer.enable-idempotence', scope: 'client', type: 'bool', default: 'true', description: 'Tag batches with a writer id and sequence so retries never duplicate.' }),
-  d({ key: 'client.writer.max-inflight-requests-per-bucket', scope: 'client', type: 'int', default: '5', min: 1, description: 'Unacknowledged batches per bucket.' }),
+  d({ key: 'client.writer.max-inflight-requests-per-bucket', scope: 'client', type: 'int', default: '5', min: 1, description: 'Requests per bucket sent and not yet acknowledged; batches that queue meanwhile leave together in the next request.' }),
   d({ key: 'client.writer.bucket.no-key-assigner', scope: 'client', type: 'enum', enumValues: ['STICKY', 'ROUND_ROBIN'], default: 'STICKY', description: 'Bucket choice for tables without a bucket key.' }),
   d({ key: 'client.writer.dynamic-create-partition.enabled', scope: 'client', type: 'bool', default: 'true', description: 'Create a missing partition on first write.' }),
   d({ key: 'client.scanner.log.max-poll-records', scope: 'client', type: 'int', default: '500', min: 1, description: 'Most records one poll() returns.' }),
