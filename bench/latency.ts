@@ -40,7 +40,9 @@
  *
  *   npm run bench:latency [-- --rate 10000 --seconds 60 --warmup 2 --runs 3 --processes same|separate
  *                          --soak --kv-rate 500 --client client.writer.batch-timeout=2ms
- *                          --server log.flush.offset.checkpoint-interval=5s]
+ *                          --server log.flush.offset.checkpoint-interval=5s --profile DIR]
+ *
+ * `--profile DIR` writes a CPU profile of the server into DIR (`node --cpu-prof`).
  */
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -103,6 +105,7 @@ const { values: args } = parseArgs({
     'kv-rate': { type: 'string', default: '500' },
     client: { type: 'string', multiple: true },
     server: { type: 'string', multiple: true },
+    profile: { type: 'string' },
     // A producer child of --processes separate.
     role: { type: 'string' },
     bootstrap: { type: 'string' },
@@ -153,7 +156,7 @@ async function main(): Promise<void> {
 
   const pauses: TimedEvent[] = [];
   const monitor = new RuntimeMonitor({ pauseThresholdMs: PAUSE_EVENT_MS, onPause: (p) => pauses.push(pauseEvent(separate ? 'consumer' : 'client', p)) });
-  const bench = await BenchServer.start(settings, clientOptions, [], 'debug');
+  const bench = await BenchServer.start(settings, clientOptions, [], 'debug', args.profile ? ['--cpu-prof', `--cpu-prof-dir=${args.profile}`] : []);
   try {
     await bench.createTable(TABLE, WORKLOAD_COLUMNS, soak ? { ...lake, 'table.log.ttl': '2min' } : {});
     if (soak) await bench.conn.getAdmin().createTable({ database: DATABASE, table: KV_TABLE }, { columns: WORKLOAD_COLUMNS, primaryKey: ['id'], properties: lake });

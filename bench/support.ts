@@ -133,9 +133,9 @@ export class BenchServer {
     readonly conn: Connection,
   ) {}
 
-  /** `args` are more flags of `tributary start`, e.g. `--no-tiering`; `logLevel` the server's (warn by default). */
-  static async start(settings: Record<string, string> = {}, clientOptions: Record<string, string> = {}, args: string[] = [], logLevel?: string): Promise<BenchServer> {
-    const server = await ServerProcess.start({ settings, args, ...(logLevel ? { logLevel } : {}) });
+  /** `args` are more flags of `tributary start`, e.g. `--no-tiering`; `logLevel` the server's (warn by default); `nodeArgs` go to its Node. */
+  static async start(settings: Record<string, string> = {}, clientOptions: Record<string, string> = {}, args: string[] = [], logLevel?: string, nodeArgs: string[] = []): Promise<BenchServer> {
+    const server = await ServerProcess.start({ settings, args, nodeArgs, ...(logLevel ? { logLevel } : {}) });
     try {
       return new BenchServer(server, await Connection.create({ 'bootstrap.servers': server.bootstrap, ...clientOptions }));
     } catch (err) {

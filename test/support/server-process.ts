@@ -152,15 +152,15 @@ export class ServerProcess extends OwnedChildProcess {
    * Starts a server on `dataDir` (a new temp dir by default); `command` is what it runs (`start` by
    * default); `port` 0 picks a free one; `args` are more CLI flags (e.g. `--no-tiering`); `cli` is a
    * built CLI to run instead of the source (e.g. an installed package's `dist/cli/main.js`);
-   * `logLevel` is its log level (warn by default).
+   * `logLevel` is its log level (warn by default); `nodeArgs` go to Node (e.g. `--cpu-prof`).
    */
   static async start(
-    options: { command?: ServerCommand; dataDir?: string; port?: number; settings?: Record<string, string>; args?: string[]; cli?: string; logLevel?: string } = {},
+    options: { command?: ServerCommand; dataDir?: string; port?: number; settings?: Record<string, string>; args?: string[]; cli?: string; logLevel?: string; nodeArgs?: string[] } = {},
   ): Promise<ServerProcess> {
     const command = options.command ?? 'start';
     const dataDir = options.dataDir ?? tempDir('data');
     const cli = options.cli === undefined ? CLI_ARGS : [options.cli];
-    const args = [...cli, command, '--data-dir', dataDir, '--port', String(options.port ?? 0), '--http-port', '0'];
+    const args = [...(options.nodeArgs ?? []), ...cli, command, '--data-dir', dataDir, '--port', String(options.port ?? 0), '--http-port', '0'];
     for (const [k, v] of Object.entries(options.settings ?? {})) args.push('--set', `${k}=${v}`);
     args.push(...(options.args ?? []));
     const { child, match, stderr } = await spawnUntilReady(command === 'start' ? 'server' : command, args, options.logLevel ?? 'warn', /ready bootstrap=(\S+)(?: http=(\S+))?(?: kafka=(\S+))?/);
