@@ -422,6 +422,32 @@ describe('LogTablet leader epochs', () => {
     await reopened.close();
     assert.equal(fs.readFileSync(path.join(dir, 'leader-epoch-checkpoint'), 'utf8'), '0\n2\n0 0\n3 2\n');
   });
+
+  it('rewrites the epoch checkpoint only when the epochs changed', async () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'leader-epoch-checkpoint');
+    // Each save replaces the file by a rename: a new inode.
+    const inode = (): number => fs.statSync(file).ino;
+    const log = await LogTablet.open(dir, CONFIG);
+    await log.append([batch(1)], 2);
+    await log.checkpoint();
+    const first = inode();
+    await log.append([batch(2)], 2);
+    await log.checkpoint();
+    assert.equal(inode(), first, 'same epochs: not written again');
+    await log.append([batch(3)], 5);
+    await log.checkpoint();
+    assert.notEqual(inode(), first, 'a new epoch is written');
+    assert.equal(fs.readFileSync(file, 'utf8'), '0\n2\n2 0\n5 2\n');
+    await log.close();
+
+    const reopened = await LogTablet.open(dir, CONFIG);
+    const afterOpen = inode();
+    await reopened.append([batch(4)], 5);
+    await reopened.checkpoint();
+    assert.equal(inode(), afterOpen, 'the loaded file counts as saved');
+    await reopened.close();
+  });
 });
 
 describe('LogTablet recovery', () => {

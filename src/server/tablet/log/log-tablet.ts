@@ -164,6 +164,8 @@ export class LogTablet {
   private epochs = new LeaderEpochCache();
   private queue: Promise<unknown> = Promise.resolve();
   private checkpointWrites: Promise<void> = Promise.resolve();
+  /** The leader epochs as the checkpoint file holds them (`epochsKey`); undefined when unknown. */
+  private savedEpochs: string | undefined;
   private runningSync: Promise<void> | undefined;
   private runningSyncTarget = -1n;
   private queuedSync: Promise<void> | undefined;
@@ -565,7 +567,10 @@ export class LogTablet {
     const snapshot = await this.loadOrWarn('writer snapshot', () => WriterStateManager.load(this.dir));
     const epochs = await this.loadOrWarn('leader epoch checkpoint', () => LeaderEpochCache.load(this.dir));
     if (snapshot) this.writers = snapshot.state;
-    if (epochs) this.epochs = epochs;
+    if (epochs) {
+      this.epochs = epochs;
+      this.savedEpochs = epochsKey(epochs.snapshot());
+    }
     const writersFrom = snapshot?.offset ?? 0n;
     // Scan from where all three files vouch for the log.
     let trusted = recoveryPoint?.[0]?.[0] ?? 0n;
@@ -1028,7 +1033,13 @@ export class LogTablet {
 
   private async saveWritersAndEpochs(writers: Buffer, epochs: bigint[][]): Promise<void> {
     await WriterStateManager.save(this.dir, writers);
+    // Epochs change with leadership, rarely: a checkpoint that would write the same file again
+    // skips its two fsyncs, which would only lengthen the disk's burst beside the appends.
+    const key = epochsKey(epochs);
+    if (key === this.savedEpochs) return;
+    this.savedEpochs = undefined;
     await LeaderEpochCache.save(this.dir, epochs);
+    this.savedEpochs = key;
   }
 
   /** Saves the recovery point `end` (every batch below it fsynced) and, replicated, the high watermark. */
@@ -1096,4 +1107,9 @@ function checkConfig(config: LogConfig): LogConfig {
   atLeast('ttlMs', 0);
   atLeast('writerIdExpirationMs', 0);
   return { ...config };
+}
+
+/** Leader epoch entries as one comparable string. */
+function epochsKey(epochs: readonly (readonly bigint[])[]): string {
+  return epochs.map((e) => e.join(' ')).join('\n');
 }
