@@ -16,14 +16,11 @@
  * requests queued behind them are dropped.
  *
  * Memory: every byte read from a socket is held until the response of the request it belongs to
- * is written. When the bytes held across all connections reach maxInflightBytes, the server stops
- * reading the connections that hold their share of the budget or more (the budget divided by the
- * open connections, at least SHARE_FLOOR or the whole budget if smaller) and resumes once responses release bytes: connections
- * that stalled in the middle of big frames cannot keep the others' small requests from being read.
- * Requests start only while the bytes of running requests stay within the budget, except that one
- * request always may run alone, so a request bigger than the budget cannot deadlock; if the budget
- * is filled by frames still being received and nothing is running, one connection is read on alone
- * until its frame completes, and the turn passes on when it sends nothing for a sweep.
+ * is written, within the request memory of maxInflightBytes (request-memory.ts), which the server
+ * makes and the node's Kafka listener joins (`requestMemory`). The server stops reading a
+ * connection that holds its share while that memory is full and resumes it once responses release
+ * bytes; a complete frame waits in its connection's queue until the memory lets it start, and the
+ * connection is not read while one waits.
  *
  * Deadlines, checked by one sweep timer per server (no timer per frame or connection):
  *   a frame not complete frameTimeoutMs after its first bytes     the connection is closed
@@ -50,6 +47,7 @@ import {
 import type { FrameError } from './frame.js';
 import { FramePool, idleShareOf, PoolLease } from './frame-pool.js';
 import { ErrorResponseSchema } from './gen/tributary_pb.js';
+import { type ConnectionMemory, type ListenerMemory, RequestMemoryBudget } from './request-memory.js';
 import { SOFTWARE_VERSION } from './version.js';
 
 /** The logging calls the server makes; a pino logger fits. */
@@ -156,11 +154,6 @@ interface Registration {
 /** After a fatal frame error the server sends its answer and half-closes; a peer that keeps the connection open longer is cut off. */
 const LINGER_MS = 1000;
 const DEFAULT_CLOSE_TIMEOUT_MS = 10_000;
-/**
- * The least share of the budget a connection keeps reading into when the budget is full: one socket
- * read, which holds any small request whole.
- */
-const SHARE_FLOOR = 64 * 1024;
 /** The sweep runs a few times per shortest deadline, and at least once a second. */
 const MAX_SWEEP_INTERVAL_MS = 1000;
 const silentLogger: RpcLogger = { debug() {}, warn() {}, error() {} };
@@ -173,10 +166,6 @@ class ServerConnection {
   readonly decoder: FrameDecoder;
   /** Complete frames waiting for the in-flight budget. */
   readonly queue: Buffer[] = [];
-  /** Bytes read from the socket and not yet released. */
-  heldBytes = 0;
-  /** Bytes of this connection's running requests (a subset of heldBytes). */
-  runningBytes = 0;
   /** A fatal frame error was answered; the connection ends once its running requests are done. */
   failed = false;
   writeBlocked = false;
@@ -195,6 +184,7 @@ class ServerConnection {
   constructor(
     readonly socket: net.Socket,
     readonly ctx: ConnectionInfo,
+    readonly memory: ConnectionMemory,
     maxFrameBytes: number,
     frames: FramePool,
   ) {
@@ -212,22 +202,16 @@ export class RpcServer implements ApiRegistrar {
   private readonly frames: FramePool;
   /** Memory of response bytes until they are written; idle buffers up to another quarter of the budget. */
   private readonly responses: FramePool;
-  /** The least share of the budget: SHARE_FLOOR, or the whole budget when it is smaller. */
-  private readonly shareFloor: number;
+  /** The request memory of maxInflightBytes: this server's connections, and those of listeners that join it. */
+  readonly requestMemory: RequestMemoryBudget;
+  /** This server's part of the request memory. */
+  private readonly memory: ListenerMemory;
+  private readonly sweepIntervalMs: number;
   private nextConnectionId = 1;
-  private heldBytes = 0;
-  private runningBytes = 0;
-  private overBudget = false;
-  /** The connection read alone while the budget is full of partial frames and nothing runs. */
-  private lone: ServerConnection | undefined;
-  /** The lone connection as the previous sweep saw it: one that stays silent a whole sweep loses its turn. */
-  private loneAtSweep: ServerConnection | undefined;
   private sweepTimer: NodeJS.Timeout | undefined;
   /** Since when (ms since epoch) every sweep found requests waiting for the budget; 0 when the last one did not. */
   private saturatedSince = 0;
   private closing = false;
-  /** Set while a loop starts queued requests, so requests answered at once do not start more recursively. */
-  private starting = false;
   private closed: Promise<void> | undefined;
   private onIdle: (() => void) | undefined;
 
@@ -235,7 +219,11 @@ export class RpcServer implements ApiRegistrar {
     this.logger = options.logger ?? silentLogger;
     this.frames = new FramePool(idleShareOf(options.maxInflightBytes));
     this.responses = new FramePool(idleShareOf(options.maxInflightBytes), MIN_POOLED_RESPONSE);
-    this.shareFloor = Math.min(SHARE_FLOOR, options.maxInflightBytes);
+    const { frameTimeoutMs, idleTimeoutMs } = options;
+    this.sweepIntervalMs = Math.max(1, Math.min(MAX_SWEEP_INTERVAL_MS, Math.floor(Math.min(frameTimeoutMs, idleTimeoutMs) / 4)));
+    // A connection reading alone loses its turn after a sweep's time without bytes.
+    this.requestMemory = new RequestMemoryBudget(options.maxInflightBytes, this.sweepIntervalMs);
+    this.memory = this.requestMemory.listener();
     this.server = net.createServer({ noDelay: true }, (socket) => this.accept(socket));
     this.server.on('error', (err) => this.logger.error({ err }, 'rpc listener error'));
     this.handlers.set(ApiKeys.ApiVersions.key, {
@@ -271,14 +259,12 @@ export class RpcServer implements ApiRegistrar {
 
   async listen(): Promise<{ host: string; port: number }> {
     const address = await listenOn(this.server, this.options.host, this.options.port);
-    const { frameTimeoutMs, idleTimeoutMs } = this.options;
-    const interval = Math.max(1, Math.min(MAX_SWEEP_INTERVAL_MS, Math.floor(Math.min(frameTimeoutMs, idleTimeoutMs) / 4)));
-    this.sweepTimer = setInterval(() => this.sweep(), interval).unref();
+    this.sweepTimer = setInterval(() => this.sweep(), this.sweepIntervalMs).unref();
     return address;
   }
 
   stats(): RpcServerStats {
-    return { connections: this.connections.size, heldBytes: this.heldBytes, runningBytes: this.runningBytes };
+    return { connections: this.connections.size, heldBytes: this.memory.heldBytes, runningBytes: this.memory.runningBytes };
   }
 
   /**
@@ -310,7 +296,7 @@ export class RpcServer implements ApiRegistrar {
       this.refresh(conn);
     }
     const deadline = Date.now() + (this.options.closeTimeoutMs ?? DEFAULT_CLOSE_TIMEOUT_MS);
-    if (this.runningBytes > 0) await untilDeadline(new Promise<void>((resolve) => (this.onIdle = resolve)), deadline);
+    if (this.memory.runningBytes > 0) await untilDeadline(new Promise<void>((resolve) => (this.onIdle = resolve)), deadline);
     for (const conn of this.connections) conn.socket.end(() => conn.socket.destroy());
     await untilDeadline(listenerClosed, deadline);
     for (const conn of this.connections) conn.socket.destroy();
@@ -323,7 +309,13 @@ export class RpcServer implements ApiRegistrar {
       return;
     }
     const ctx = { connectionId: this.nextConnectionId++, remoteAddress: `${socket.remoteAddress}:${socket.remotePort}` };
-    const conn = new ServerConnection(socket, ctx, this.options.maxFrameBytes, this.frames);
+    const memory = this.memory.open({
+      waitingBytes: () => (conn.failed || conn.queue.length === 0 ? 0 : conn.queue[0].length + LENGTH_FIELD_SIZE),
+      startWaiting: () => this.start(conn, conn.queue.shift()!),
+      receiving: () => !this.closing && !conn.failed && !conn.writeBlocked && conn.decoder.bufferedBytes > 0,
+      refresh: () => this.refresh(conn),
+    });
+    const conn = new ServerConnection(socket, ctx, memory, this.options.maxFrameBytes, this.frames);
     this.connections.add(conn);
     socket.on('data', (chunk: Buffer) => this.onData(conn, chunk));
     socket.on('error', (err) => this.logger.debug({ ...ctx, err }, 'rpc connection error'));
@@ -333,68 +325,27 @@ export class RpcServer implements ApiRegistrar {
 
   private onData(conn: ServerConnection, chunk: Buffer): void {
     if (conn.failed || this.closing) return; // discarded until the peer closes
-    conn.heldBytes += chunk.length;
-    this.heldBytes += chunk.length;
+    conn.memory.hold(chunk.length);
     conn.heard = true;
     const error = conn.decoder.push(chunk, (frame) => {
       conn.framesRead++;
       conn.queue.push(frame);
     });
-    this.startQueued(conn);
+    conn.memory.startWaiting();
     if (error) this.failFrame(conn, error);
-    this.updateGate();
-    this.refresh(conn);
+    conn.memory.changed();
   }
 
   private onClose(conn: ServerConnection): void {
     this.connections.delete(conn);
     clearTimeout(conn.lingerTimer);
     this.dropQueued(conn);
-    this.releaseIdleBytes(conn);
-    if (this.lone === conn) this.lone = undefined;
-    if (!this.updateGate() && this.overBudget) this.refreshAll(); // the others' shares grew
+    conn.memory.close();
   }
 
-  private canStart(size: number): boolean {
-    return this.runningBytes === 0 || this.runningBytes + size <= this.options.maxInflightBytes;
-  }
-
-  /** Starts the connection's queued requests while the budget allows. */
-  private startQueued(conn: ServerConnection): void {
-    this.starting = true;
-    try {
-      while (conn.queue.length > 0 && !conn.failed && this.canStart(conn.queue[0].length + LENGTH_FIELD_SIZE)) {
-        this.start(conn, conn.queue.shift()!);
-      }
-    } finally {
-      this.starting = false;
-    }
-  }
-
-  /** After a release: gives each connection a turn, one request at a time, so none starves. */
-  private startAllQueued(): void {
-    this.starting = true;
-    try {
-      let started = true;
-      while (started) {
-        started = false;
-        for (const conn of this.connections) {
-          if (conn.queue.length > 0 && !conn.failed && this.canStart(conn.queue[0].length + LENGTH_FIELD_SIZE)) {
-            this.start(conn, conn.queue.shift()!);
-            started = true;
-            if (conn.queue.length === 0) this.refresh(conn);
-          }
-        }
-      }
-    } finally {
-      this.starting = false;
-    }
-  }
-
+  /** Runs a queued request: the request memory has counted its bytes as running. */
   private start(conn: ServerConnection, frame: Buffer): void {
     const size = frame.length + LENGTH_FIELD_SIZE;
-    conn.runningBytes += size;
-    this.runningBytes += size;
     const { apiKey, apiVersion, requestId, body } = parseRequestFrame(frame);
     const registration = this.handlers.get(apiKey);
     if (!registration || apiVersion < registration.api.minVersion || apiVersion > registration.api.maxVersion) {
@@ -452,20 +403,13 @@ export class RpcServer implements ApiRegistrar {
 
   /** A request's response is written (or its connection is gone): release its bytes. */
   private finish(conn: ServerConnection, size: number): void {
-    conn.runningBytes -= size;
-    conn.heldBytes -= size;
-    this.runningBytes -= size;
-    this.heldBytes -= size;
     conn.heard = true;
-    if (conn.failed && conn.runningBytes === 0) this.endFailed(conn);
-    if (this.runningBytes === 0 && this.onIdle) {
+    conn.memory.release(size);
+    if (conn.failed && conn.memory.runningBytes === 0) this.endFailed(conn);
+    if (this.memory.runningBytes === 0 && this.onIdle) {
       this.onIdle();
       this.onIdle = undefined;
     }
-    if (this.closing || this.starting) return; // the running start loop goes on by itself
-    this.startAllQueued();
-    this.updateGate();
-    this.refresh(conn);
   }
 
   private failFrame(conn: ServerConnection, error: FrameError): void {
@@ -487,8 +431,8 @@ export class RpcServer implements ApiRegistrar {
     this.logger.debug({ ...conn.ctx, reason }, 'closing rpc connection after a bad request');
     conn.failed = true;
     this.dropQueued(conn);
-    this.releaseIdleBytes(conn);
-    if (conn.runningBytes === 0) this.endFailed(conn);
+    conn.memory.releaseIdle();
+    if (conn.memory.runningBytes === 0) this.endFailed(conn);
     this.refresh(conn);
   }
 
@@ -503,30 +447,17 @@ export class RpcServer implements ApiRegistrar {
     conn.queue.length = 0;
   }
 
-  /** Releases the bytes of a connection that belong to no running request (partial frame, dropped queue). */
-  private releaseIdleBytes(conn: ServerConnection): void {
-    const idle = conn.heldBytes - conn.runningBytes;
-    conn.heldBytes -= idle;
-    this.heldBytes -= idle;
-  }
-
-  /**
-   * Closes the connections past a deadline, passes the lone turn on from a connection that sent
-   * nothing since the previous sweep, and notes whether requests wait for the budget.
-   */
+  /** Closes the connections past a deadline, and notes whether requests wait for the request memory. */
   private sweep(): void {
     const now = Date.now();
     const { frameTimeoutMs, idleTimeoutMs } = this.options;
-    const silentLone = this.lone !== undefined && this.lone === this.loneAtSweep && !this.lone.heard ? this.lone : undefined;
-    let waiting = false;
     for (const conn of this.connections) {
       if (conn.heard) conn.activeAt = now;
       conn.heard = false;
-      if (conn.queue.length > 0) waiting = true;
       if (conn.failed) continue; // closing already
       if (conn.decoder.bufferedBytes === 0) {
         conn.frameSeenAt = 0;
-        if (conn.heldBytes === 0 && now - conn.activeAt >= idleTimeoutMs) this.closeOnDeadline(conn, 'idle', `no request for ${now - conn.activeAt} ms`);
+        if (conn.memory.heldBytes === 0 && now - conn.activeAt >= idleTimeoutMs) this.closeOnDeadline(conn, 'idle', `no request for ${now - conn.activeAt} ms`);
       } else if (conn.frameSeenAt === 0 || conn.frameSeenCount !== conn.framesRead) {
         conn.frameSeenAt = now;
         conn.frameSeenCount = conn.framesRead;
@@ -534,15 +465,7 @@ export class RpcServer implements ApiRegistrar {
         this.closeOnDeadline(conn, 'frame-timeout', `request frame incomplete after ${now - conn.frameSeenAt} ms, ${conn.decoder.bufferedBytes} bytes received`);
       }
     }
-    this.saturatedSince = !waiting ? 0 : this.saturatedSince || now;
-    if (silentLone && silentLone === this.lone) {
-      // To the end of the turn order, so the next connection receiving a frame gets the turn.
-      this.connections.delete(silentLone);
-      this.connections.add(silentLone);
-      this.lone = undefined;
-      this.updateGate();
-    }
-    this.loneAtSweep = this.lone;
+    this.saturatedSince = !this.requestMemory.requestsWaiting() ? 0 : this.saturatedSince || now;
   }
 
   private closeOnDeadline(conn: ServerConnection, deadline: ConnectionDeadline, reason: string): void {
@@ -551,36 +474,13 @@ export class RpcServer implements ApiRegistrar {
     this.options.onDeadlineClosed?.(deadline);
   }
 
-  /** Recomputes the global read gate; on a change, every connection re-evaluates whether it reads (and true is returned). */
-  private updateGate(): boolean {
-    const over = this.heldBytes >= this.options.maxInflightBytes;
-    let lone: ServerConnection | undefined;
-    if (over && this.runningBytes === 0) {
-      const receiving = (c: ServerConnection): boolean => !c.failed && !c.writeBlocked && c.decoder.bufferedBytes > 0;
-      lone = this.lone && receiving(this.lone) ? this.lone : undefined;
-      for (const conn of this.connections) {
-        if (lone) break;
-        if (receiving(conn)) lone = conn;
-      }
-    }
-    if (over === this.overBudget && lone === this.lone) return false;
-    this.overBudget = over;
-    this.lone = lone;
-    this.refreshAll();
-    return true;
-  }
-
-  private refreshAll(): void {
-    for (const conn of this.connections) this.refresh(conn);
-  }
-
   private refresh(conn: ServerConnection): void {
     const read =
       conn.failed ||
       (!this.closing &&
         !conn.writeBlocked &&
         conn.queue.length === 0 &&
-        (!this.overBudget || conn === this.lone || conn.heldBytes < Math.max(this.shareFloor, this.options.maxInflightBytes / this.connections.size)));
+        conn.memory.mayRead);
     if (read === conn.reading) return;
     conn.reading = read;
     if (read) conn.socket.resume();
@@ -601,8 +501,7 @@ export class RpcServer implements ApiRegistrar {
     this.refresh(conn);
     socket.once('drain', () => {
       conn.writeBlocked = false;
-      this.updateGate();
-      this.refresh(conn);
+      conn.memory.changed();
     });
   }
 
