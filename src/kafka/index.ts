@@ -8,16 +8,17 @@
 import type { Options } from '../common/config.js';
 import { TributaryError } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
-import { idleShareOf } from '../rpc/frame-pool.js';
+import type { RequestMemoryBudget } from '../rpc/request-memory.js';
 import type { KafkaBrokerNode, LakeHistory, TributaryBackend } from './backend.js';
 import { KafkaBroker } from './broker.js';
-import { KafkaListener } from './listener.js';
+import { KafkaListener, type KafkaListenerStats } from './listener.js';
 import { initKafkaCompression } from './records/compression.js';
 
 import { groupLag, type GroupLag } from './groups/group-coordinator.js';
 
 export type { KafkaBrokerNode, LakeCursor, LakeHistory, LakeRun, TributaryBackend } from './backend.js';
 export type { GroupLag } from './groups/group-coordinator.js';
+export type { KafkaListenerStats } from './listener.js';
 
 export interface Listener {
   name: string;
@@ -51,17 +52,21 @@ export interface RunningKafkaListener {
   consumerGroups(logEnds: (topic: string) => ReadonlyMap<number, bigint> | undefined): GroupLag[];
   /** This server began or stopped leading a bucket of table `tableId` (the group coordinator follows its offsets buckets). */
   leadershipChanged(tableId: number, bucket: number, leading: boolean): void;
+  /** Its connections and the request bytes they hold. */
+  stats(): KafkaListenerStats;
   close(): Promise<void>;
 }
 
 /**
- * Starts the Kafka listener on `listen`; `nodeId` is this server's id, `brokers` the Kafka
+ * Starts the Kafka listener on `listen`; `requestMemory` is the node's request memory (the RPC
+ * listener's), which its connections join, `nodeId` this server's id, `brokers` the Kafka
  * listeners of the servers that lead buckets, given this one's bound address, `lake` the history
  * of lake-enabled topics below their log start.
  */
 export async function startKafkaListener(
   options: Options,
   listen: Listener,
+  requestMemory: RequestMemoryBudget,
   backend: TributaryBackend,
   nodeId: number,
   brokers: (self: { host: string; port: number }) => KafkaBrokerNode[],
@@ -97,7 +102,7 @@ export async function startKafkaListener(
     port: listen.port,
     maxFrameBytes: options.bytes('rpc.max-frame-size'),
     maxProducesInFlight: options.int('kafka.produce.max-in-flight'),
-    maxIdleFrameBytes: idleShareOf(options.bytes('server.buffer.memory-size')),
+    requestMemory,
     idleTimeoutMs: options.durationMs('netty.connection.max-idle-time'),
     logger: log,
   });
@@ -111,6 +116,7 @@ export async function startKafkaListener(
     address,
     consumerGroups: (logEnds) => groupLag(broker.groups.summaries(), logEnds),
     leadershipChanged: (tableId, bucket, leading) => broker.groups.leadershipChanged(tableId, bucket, leading),
+    stats: () => listener.stats(),
     close: async () => {
       await listener.close();
       await broker.groups.close();

@@ -17,6 +17,12 @@
  * records were copied into log batches by then), any other frame is left to the garbage collector,
  * since what it decodes to (a group member's metadata, say) may keep views of it.
  *
+ * Memory: the listener's connections are in the node's request memory (rpc/request-memory.ts,
+ * `server.buffer.memory-size`), shared with the native listener's. Every byte read is held until
+ * the answer of its request is written (the bytes of a Produce with acks 0 until it is handled);
+ * a request starts, in its turn, only once that memory lets it, and while the memory is full a
+ * connection holding its share of it is not read until answers release bytes.
+ *
  * Failures and what the peer sees (the connection stays unless said otherwise):
  *   frame length < 8 or > rpc.max-frame-size    an error answer (below) with CORRUPT_MESSAGE or
  *                                               MESSAGE_TOO_LARGE, then the connection is closed:
@@ -32,8 +38,9 @@
  * no known response shape: its answer is the response header v0 followed by the int16 error code.
  */
 import net from 'node:net';
-import { FrameDecoder } from '../rpc/frame.js';
-import { FramePool } from '../rpc/frame-pool.js';
+import { FrameDecoder, LENGTH_FIELD_SIZE } from '../rpc/frame.js';
+import { FramePool, idleShareOf } from '../rpc/frame-pool.js';
+import type { BudgetedConnection, ConnectionMemory, ListenerMemory, RequestMemoryBudget } from '../rpc/request-memory.js';
 import { listenOn, type RpcLogger } from '../rpc/server.js';
 import type { KafkaApi } from './protocol/api.js';
 import {
@@ -71,8 +78,8 @@ export interface KafkaListenerOptions {
   maxFrameBytes: number;
   /** Most Produce requests of one connection running at once (`kafka.produce.max-in-flight`). */
   maxProducesInFlight: number;
-  /** Most bytes of idle pooled frame memory the listener keeps for reuse. */
-  maxIdleFrameBytes: number;
+  /** The request memory the listener's connections hold their bytes in (the native listener's). */
+  requestMemory: RequestMemoryBudget;
   idleTimeoutMs: number;
   logger: RpcLogger;
 }
@@ -116,36 +123,95 @@ type QueueItem = { kind: 'frame'; frame: Buffer } | { kind: 'frame-error'; heade
 /** A request decoded and ready to run, or the answer it gets without running. */
 type Prepared = { api: KafkaApi; version: number; correlationId: number; request: unknown; clientId: string | null } | { answer: Buffer[] };
 
-class KafkaConnection {
+/** A listener's connections and the request bytes they hold (closed connections' running requests included). */
+export interface KafkaListenerStats {
+  connections: number;
+  heldBytes: number;
+  runningBytes: number;
+}
+
+class KafkaConnection implements BudgetedConnection {
   readonly queue: QueueItem[] = [];
+  readonly memory: ConnectionMemory;
   running = false;
+  /** Bytes arrived while requests were being taken: the connection is not read until they are. */
+  backlogged = false;
   closing = false;
+  reading = true;
   /** Produce requests running, answered or not. */
   inFlight = 0;
   /** Settles once every answer so far is written, in order. */
   written: Promise<void> = Promise.resolve();
+  /** The request waiting for request memory, and how it is let start (or told the connection closed). */
+  private admission: { bytes: number; start: (started: boolean) => void } | undefined;
+
   constructor(
     readonly socket: net.Socket,
     readonly decoder: FrameDecoder,
-  ) {}
+    memory: ListenerMemory,
+  ) {
+    this.memory = memory.open(this);
+  }
+
+  /** Settles true once the request memory lets a request of `bytes` start, false if the connection closes first. */
+  admit(bytes: number): Promise<boolean> {
+    const admitted = new Promise<boolean>((start) => (this.admission = { bytes, start }));
+    this.memory.startWaiting();
+    return admitted;
+  }
+
+  closed(): void {
+    this.memory.close();
+    this.admission?.start(false);
+    this.admission = undefined;
+  }
+
+  waitingBytes(): number {
+    return this.admission?.bytes ?? 0;
+  }
+
+  startWaiting(): void {
+    this.admission?.start(true);
+    this.admission = undefined;
+  }
+
+  receiving(): boolean {
+    return !this.closing && !this.backlogged && this.decoder.bufferedBytes > 0;
+  }
+
+  /** Read while requests are taken as they come and the request memory allows; after a frame error, read to discard. */
+  refresh(): void {
+    const read = this.closing || (!this.backlogged && this.memory.mayRead);
+    if (read === this.reading) return;
+    this.reading = read;
+    if (read) this.socket.resume();
+    else this.socket.pause();
+  }
 }
 
 export class KafkaListener {
   private readonly server: net.Server;
   private readonly connections = new Set<KafkaConnection>();
   private readonly frames: FramePool;
+  /** This listener's part of the request memory. */
+  private readonly memory: ListenerMemory;
 
   constructor(
     private readonly broker: KafkaBroker,
     private readonly options: KafkaListenerOptions,
   ) {
-    this.frames = new FramePool(options.maxIdleFrameBytes);
+    this.frames = new FramePool(idleShareOf(options.requestMemory.limitBytes));
+    this.memory = options.requestMemory.listener();
     this.server = net.createServer({ noDelay: true }, (socket) => this.accept(socket));
     this.server.on('error', (err) => options.logger.error({ err }, 'kafka listener error'));
   }
 
   listen(): Promise<{ host: string; port: number }> {
     return listenOn(this.server, this.options.host, this.options.port);
+  }
+
+  stats(): KafkaListenerStats {
+    return { connections: this.connections.size, heldBytes: this.memory.heldBytes, runningBytes: this.memory.runningBytes };
   }
 
   async close(): Promise<void> {
@@ -155,13 +221,14 @@ export class KafkaListener {
   }
 
   private accept(socket: net.Socket): void {
-    const conn = new KafkaConnection(socket, new FrameDecoder(HEADER_START, this.options.maxFrameBytes, (length) => this.frames.take(length)));
+    const conn = new KafkaConnection(socket, new FrameDecoder(HEADER_START, this.options.maxFrameBytes, (length) => this.frames.take(length)), this.memory);
     this.connections.add(conn);
     socket.setTimeout(this.options.idleTimeoutMs, () => {
       if (!conn.running && conn.inFlight === 0) socket.destroy();
     });
     socket.on('data', (chunk: Buffer) => {
-      if (conn.closing) return;
+      if (conn.closing) return; // discarded until the peer closes
+      conn.memory.hold(chunk.length);
       const error = conn.decoder.push(chunk, (frame) => conn.queue.push({ kind: 'frame', frame }));
       if (error) {
         const oversized = error.kind === 'oversized';
@@ -169,14 +236,18 @@ export class KafkaListener {
         conn.closing = true;
       }
       void this.drain(conn);
+      conn.memory.changed();
     });
     socket.on('error', (err) => this.options.logger.debug({ err }, 'kafka connection error'));
-    socket.on('close', () => this.connections.delete(conn));
+    socket.on('close', () => {
+      this.connections.delete(conn);
+      conn.closed();
+    });
   }
 
   private async drain(conn: KafkaConnection): Promise<void> {
     if (conn.running) {
-      conn.socket.pause();
+      conn.backlogged = true;
       return;
     }
     conn.running = true;
@@ -185,6 +256,8 @@ export class KafkaListener {
         const item = conn.queue.shift()!;
         if (item.kind === 'frame-error') {
           await conn.written;
+          // Every request before the broken frame is answered: what is held is the frame's bytes.
+          conn.memory.releaseIdle();
           this.write(conn, this.frameErrorAnswer(item.header, item.code));
           conn.socket.end();
           return;
@@ -193,6 +266,8 @@ export class KafkaListener {
         const produce = 'api' in prepared && prepared.api === Produce;
         // A request that cannot run beside the ones before it waits for their answers.
         if (!produce || conn.inFlight >= this.options.maxProducesInFlight) await conn.written;
+        const bytes = item.frame.length + LENGTH_FIELD_SIZE;
+        if (!(await conn.admit(bytes))) return;
         const answer = 'answer' in prepared ? Promise.resolve(prepared.answer) : this.run(prepared, conn.socket.remoteAddress ?? '');
         if (produce) {
           this.track(conn, answer);
@@ -200,13 +275,15 @@ export class KafkaListener {
         }
         conn.written = conn.written.then(() => answer).then((parts) => {
           if (parts) this.write(conn, parts);
+          conn.memory.release(bytes);
         });
         // Only Produce requests run beside what comes after them.
         if (!produce) await conn.written;
       }
     } finally {
       conn.running = false;
-      if (!conn.closing) conn.socket.resume();
+      conn.backlogged = false;
+      conn.memory.changed();
     }
   }
 
