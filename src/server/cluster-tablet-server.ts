@@ -113,7 +113,7 @@ export class ClusterTabletServer {
       // A group's lag counts the partitions this server hosts a replica of (all of them where every server has one).
       const consumerGroups = (): GroupLag[] => kafka?.consumerGroups((topic) => tablets.hostedHighWatermarks({ database: kafkaDatabase, table: topic })) ?? [];
       const metrics = options.has('http.port')
-        ? new NodeMetrics({ ...processMetricSources(() => rpc, disk, activity), ...tabletMetricSources(tablets), ...(kafkaListen ? { consumerGroups } : {}) }, options.int('metrics.replica-lag.max-bucket-series'))
+        ? new NodeMetrics({ ...processMetricSources(() => rpc, disk, activity), ...tabletMetricSources(tablets), ...(kafkaListen ? { consumerGroups, kafka: () => kafka?.stats() ?? { heldBytes: 0 } } : {}) }, options.int('metrics.replica-lag.max-bucket-series'))
         : undefined;
       const rpc = rpcServerOf(options, listen, log, () => metrics);
       registerTabletService(rpc, tablets);

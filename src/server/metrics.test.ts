@@ -49,3 +49,10 @@ test('the followers\' lag: the most lagging bucket series up to the cap, totals 
   assert.equal(samples(uncapped, 'tributary_replica_lag_records').length, 3, 'every follower whose log end is known');
   assert.equal(samples(uncapped, 'tributary_replica_last_caught_up_seconds').length, 4);
 });
+
+test('a server with a Kafka listener exports the request bytes it holds beside the RPC listener\'s; one without does not', async () => {
+  const withKafka = await new NodeMetrics({ ...processSources, kafka: () => ({ heldBytes: 4096 }) }).text();
+  assert.deepEqual(samples(withKafka, 'tributary_kafka_held_bytes'), [' 4096']);
+  assert.deepEqual(samples(withKafka, 'tributary_rpc_held_bytes'), [' 0']);
+  assert.deepEqual(samples(await new NodeMetrics(processSources).text(), 'tributary_kafka_held_bytes'), []);
+});

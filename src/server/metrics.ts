@@ -63,6 +63,8 @@ export interface MetricSources {
   remoteLog?(): { requests: number; uploadedBytes: number; failedRounds: number; downloads: number; hits: number };
   /** Servers with a Kafka listener: the consumer groups they coordinate. */
   consumerGroups?(): ConsumerGroupMetrics[];
+  /** Servers with a Kafka listener: the request bytes its connections hold. */
+  kafka?(): { heldBytes: number };
   rpc(): { connections: number; heldBytes: number };
   /** What the process asked of remote storage, and how its lake file cache served reads. */
   storage(): Readonly<StorageStats>;
@@ -208,6 +210,9 @@ export class NodeMetrics {
     window('tributary_gc_pause_seconds', 'Garbage-collection pauses by kind (minor, major, incremental, weakcb): quantiles since the previous scrape, count and sum since the start.', 'kind', () => GC_KINDS.map((k) => [k, current().activity.runtime.gc[k]]));
     window('tributary_log_flush_seconds', 'fdatasync of a log on the append path (acknowledgements and readers wait for it): quantiles since the previous scrape, count and sum since the start.', undefined, () => [['', current().activity.flushes]]);
     window('tributary_background_task_seconds', 'Runs of the periodic tasks (checkpoint, retention, kv snapshots, tiering and auto-partition timers, data-disk check, sweepers): quantiles since the previous scrape, count and sum since the start.', 'task', () => [...current().activity.tasks]);
+    if (sources.kafka) {
+      scalar('tributary_kafka_held_bytes', 'Kafka request bytes read and not yet answered (with the RPC listener\'s, bounded by server.buffer.memory-size).', () => current().kafka.heldBytes);
+    }
     if (sources.consumerGroups) {
       scalar('tributary_kafka_consumer_groups', 'Kafka consumer groups this server coordinates (with members or committed offsets).', () => current().consumerGroups.length);
       seriesGauge(registers, 'tributary_kafka_consumer_group_members', 'Members of a Kafka consumer group.', ['group'], () => current().consumerGroups, (g) => ({ group: g.group }), (g) => g.members);
@@ -263,6 +268,7 @@ export class NodeMetrics {
       lakeTables: sources.lakeTables?.() ?? [],
       tables: sources.tables?.() ?? { tables: 0, partitions: 0 },
       consumerGroups: sources.consumerGroups?.() ?? [],
+      kafka: sources.kafka?.() ?? { heldBytes: 0 },
       remoteLog: sources.remoteLog?.() ?? { requests: 0, uploadedBytes: 0, failedRounds: 0, downloads: 0, hits: 0 },
       kvSnapshots: sources.kvSnapshots?.() ?? { restores: { snapshot: 0, local: 0, none: 0 }, uploads: { bytes: 0, uploadedBytes: 0, chunks: 0, uploadedChunks: 0 } },
       rpc: sources.rpc(),

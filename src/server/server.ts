@@ -99,8 +99,15 @@ export class TributaryServer {
       }
     };
     const consumerGroups = (): GroupLag[] => kafka?.consumerGroups(topicEnds) ?? [];
+    const kafkaListen = kafkaListenerOf(options);
     const metrics = new NodeMetrics(
-      { ...processMetricSources(() => rpc, disk, activity), ...coordinatorMetricSources(tiering, () => ONE_NODE), ...tabletMetricSources(tablets), consumerGroups },
+      {
+        ...processMetricSources(() => rpc, disk, activity),
+        ...coordinatorMetricSources(tiering, () => ONE_NODE),
+        ...tabletMetricSources(tablets),
+        consumerGroups,
+        ...(kafkaListen ? { kafka: () => kafka?.stats() ?? { heldBytes: 0 } } : {}),
+      },
       options.int('metrics.replica-lag.max-bucket-series'),
     );
     const rpc = rpcServerOf(options, listen, log, () => metrics);
@@ -125,7 +132,6 @@ export class TributaryServer {
     undo.push(() => rpc.close());
     const rpcAddress = await rpc.listen();
     self = { nodeId: 0, host: rpcAddress.host, port: rpcAddress.port };
-    const kafkaListen = kafkaListenerOf(options);
     if (kafkaListen) {
       // One node leads every bucket: it is the only broker, node 0 as in GetMetadata.
       const backend: TributaryBackend = { call: (api, req) => rpc.invoke(api, req) };
