@@ -3,11 +3,13 @@
  * so its memory can be watched: the listener, as `startKafkaListener` builds it, in front of a real
  * node, reaching it over RPC through a backend that holds the node's ProduceLog calls until the
  * test releases them (a log that does not answer). Many producer connections together stay within
- * the memory, other connections are answered meanwhile, and a request bigger than the whole memory
- * runs alone.
+ * the memory, other connections are answered meanwhile, a request bigger than the whole memory
+ * runs alone, and a connection that stops in the middle of a frame is cut off after
+ * `rpc.frame-timeout`, giving its memory back.
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { pino } from 'pino';
@@ -81,8 +83,8 @@ class HeldProduces {
 }
 
 /** A Kafka listener of the node in `memory`, as the node starts it. */
-async function kafkaListener(memory: RequestMemoryBudget, held: HeldProduces): Promise<{ kafka: RunningKafkaListener; address: string }> {
-  const options = new Options('server', { 'kafka.enabled': 'true', 'bind.listeners': 'TRIBUTARY://127.0.0.1:0,KAFKA://127.0.0.1:0', 'kafka.auto-create-topics': 'true', 'num.partitions': '4' });
+async function kafkaListener(memory: RequestMemoryBudget, held: HeldProduces, settings: Record<string, string> = {}): Promise<{ kafka: RunningKafkaListener; address: string }> {
+  const options = new Options('server', { 'kafka.enabled': 'true', 'bind.listeners': 'TRIBUTARY://127.0.0.1:0,KAFKA://127.0.0.1:0', 'kafka.auto-create-topics': 'true', 'num.partitions': '4', ...settings });
   const kafka = await startKafkaListener(options, kafkaListenerOf(options)!, memory, held.backend, 0, (at) => [{ nodeId: 0, host: at.host, port: at.port, rack: null }], kafkaLakeHistory(held.backend), silent);
   return { kafka, address: `${kafka.address.host}:${kafka.address.port}` };
 }
@@ -194,4 +196,32 @@ test('a Produce frame bigger than the whole request memory runs alone once nothi
   assert.deepEqual([hugeAnswer.responses[0].partitions[0].errorCode, hugeAnswer.responses[0].partitions[0].baseOffset], [0, 0n]);
   assert.deepEqual([secondAnswer.responses[0].partitions[0].errorCode, secondAnswer.responses[0].partitions[0].baseOffset], [0, 1n]);
   await until(() => kafka.stats().heldBytes === 0, 'every byte is released');
+});
+
+test('a connection that stops in the middle of a frame is closed after rpc.frame-timeout and its bytes are released; others go on', async (t) => {
+  const held = new HeldProduces();
+  held.releaseAll();
+  const { kafka, address } = await kafkaListener(new RequestMemoryBudget(1 << 20), held, { 'rpc.frame-timeout': '300ms' });
+  t.after(() => kafka.close());
+  const [host, port] = address.split(':');
+  const stalled = net.connect(Number(port), host);
+  t.after(() => stalled.destroy());
+  const closed = new Promise<void>((resolve) => stalled.once('close', () => resolve()));
+  await new Promise<void>((resolve) => stalled.once('connect', () => resolve()));
+  // A 100 000-byte Produce frame of which only the length and 2 000 bytes arrive.
+  const start = Buffer.alloc(4 + 2000);
+  start.writeInt32BE(100_000, 0);
+  start.writeInt16BE(Produce.key, 4);
+  start.writeInt16BE(7, 6);
+  stalled.write(start);
+  await until(() => kafka.stats().heldBytes >= start.length, 'the partial frame is held');
+
+  const other = await RawKafka.connect(address);
+  t.after(() => other.close());
+  // Answered while the stalled frame waits, and again after it is gone: the deadline is the frame's, not the listener's.
+  assert.equal((await other.request<ApiVersionsResponse>(ApiVersions, 3, { clientSoftwareName: 'test', clientSoftwareVersion: '1' })).errorCode, 0);
+  await closed;
+  await until(() => kafka.stats().heldBytes === 0, 'the partial frame is released');
+  assert.equal((await other.request<ApiVersionsResponse>(ApiVersions, 3, { clientSoftwareName: 'test', clientSoftwareVersion: '1' })).errorCode, 0);
+  assert.equal(kafka.stats().connections, 1);
 });

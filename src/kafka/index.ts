@@ -103,6 +103,7 @@ export async function startKafkaListener(
     maxFrameBytes: options.bytes('rpc.max-frame-size'),
     maxProducesInFlight: options.int('kafka.produce.max-in-flight'),
     requestMemory,
+    frameTimeoutMs: options.durationMs('rpc.frame-timeout'),
     idleTimeoutMs: options.durationMs('netty.connection.max-idle-time'),
     logger: log,
   });

@@ -11,7 +11,9 @@
  * requests before it are answered. While a request waits,
  * the connection is no longer read: it holds at most the requests running and what one socket read
  * brought after them. Frames are split by the native listener's FrameDecoder
- * with its limit (`rpc.max-frame-size`); a connection idle for `netty.connection.max-idle-time`
+ * with its limit (`rpc.max-frame-size`). The native listener's deadlines hold
+ * (rpc/connection-deadlines.ts): a connection whose frame is not complete `rpc.frame-timeout` after
+ * its first bytes, or that sends nothing and holds nothing for `netty.connection.max-idle-time`,
  * is closed. A frame that spans socket reads is assembled in pooled memory (rpc/frame-pool.ts), as
  * the native listener's are; a Produce frame is given back once its request is answered (its
  * records were copied into log batches by then), any other frame is left to the garbage collector,
@@ -38,6 +40,7 @@
  * no known response shape: its answer is the response header v0 followed by the int16 error code.
  */
 import net from 'node:net';
+import { DeadlineWatch, sweepIntervalMs } from '../rpc/connection-deadlines.js';
 import { FrameDecoder, LENGTH_FIELD_SIZE } from '../rpc/frame.js';
 import { FramePool, idleShareOf } from '../rpc/frame-pool.js';
 import type { BudgetedConnection, ConnectionMemory, ListenerMemory, RequestMemoryBudget } from '../rpc/request-memory.js';
@@ -80,6 +83,8 @@ export interface KafkaListenerOptions {
   maxProducesInFlight: number;
   /** The request memory the listener's connections hold their bytes in (the native listener's). */
   requestMemory: RequestMemoryBudget;
+  /** How long a frame may take from its first bytes to its last (`rpc.frame-timeout`). */
+  frameTimeoutMs: number;
   idleTimeoutMs: number;
   logger: RpcLogger;
 }
@@ -140,6 +145,9 @@ class KafkaConnection implements BudgetedConnection {
   reading = true;
   /** Produce requests running, answered or not. */
   inFlight = 0;
+  /** Frames completed so far, for the frame deadline. */
+  framesRead = 0;
+  readonly deadlines = new DeadlineWatch();
   /** Settles once every answer so far is written, in order. */
   written: Promise<void> = Promise.resolve();
   /** The request waiting for request memory, and how it is let start (or told the connection closed). */
@@ -195,6 +203,7 @@ export class KafkaListener {
   private readonly frames: FramePool;
   /** This listener's part of the request memory. */
   private readonly memory: ListenerMemory;
+  private readonly sweepTimer: NodeJS.Timeout;
 
   constructor(
     private readonly broker: KafkaBroker,
@@ -204,6 +213,7 @@ export class KafkaListener {
     this.memory = options.requestMemory.listener();
     this.server = net.createServer({ noDelay: true }, (socket) => this.accept(socket));
     this.server.on('error', (err) => options.logger.error({ err }, 'kafka listener error'));
+    this.sweepTimer = setInterval(() => this.sweep(), sweepIntervalMs(options)).unref();
   }
 
   listen(): Promise<{ host: string; port: number }> {
@@ -215,6 +225,7 @@ export class KafkaListener {
   }
 
   async close(): Promise<void> {
+    clearInterval(this.sweepTimer);
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
     for (const c of this.connections) c.socket.destroy();
     await closed;
@@ -223,13 +234,14 @@ export class KafkaListener {
   private accept(socket: net.Socket): void {
     const conn = new KafkaConnection(socket, new FrameDecoder(HEADER_START, this.options.maxFrameBytes, (length) => this.frames.take(length)), this.memory);
     this.connections.add(conn);
-    socket.setTimeout(this.options.idleTimeoutMs, () => {
-      if (!conn.running && conn.inFlight === 0) socket.destroy();
-    });
     socket.on('data', (chunk: Buffer) => {
       if (conn.closing) return; // discarded until the peer closes
+      conn.deadlines.touch();
       conn.memory.hold(chunk.length);
-      const error = conn.decoder.push(chunk, (frame) => conn.queue.push({ kind: 'frame', frame }));
+      const error = conn.decoder.push(chunk, (frame) => {
+        conn.framesRead++;
+        conn.queue.push({ kind: 'frame', frame });
+      });
       if (error) {
         const oversized = error.kind === 'oversized';
         conn.queue.push({ kind: 'frame-error', header: oversized ? error.header : undefined, code: oversized ? KafkaErrors.MESSAGE_TOO_LARGE : KafkaErrors.CORRUPT_MESSAGE });
@@ -293,7 +305,19 @@ export class KafkaListener {
     void answer.finally(() => conn.inFlight--);
   }
 
+  /** Closes the connections past a deadline; their held bytes are released as they close. */
+  private sweep(): void {
+    const now = Date.now();
+    for (const conn of this.connections) {
+      const past = conn.deadlines.check(now, { framesRead: conn.framesRead, partialBytes: conn.decoder.bufferedBytes, heldBytes: conn.memory.heldBytes }, this.options);
+      if (!past || conn.closing) continue;
+      this.options.logger.debug({ remote: `${conn.socket.remoteAddress}:${conn.socket.remotePort}`, ...past }, 'closing kafka connection');
+      conn.socket.destroy();
+    }
+  }
+
   private write(conn: KafkaConnection, parts: Buffer[]): void {
+    conn.deadlines.touch();
     if (conn.socket.destroyed || conn.socket.writableEnded) return;
     conn.socket.cork();
     for (const p of parts) conn.socket.write(p);

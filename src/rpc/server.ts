@@ -22,7 +22,7 @@
  * bytes; a complete frame waits in its connection's queue until the memory lets it start, and the
  * connection is not read while one waits.
  *
- * Deadlines, checked by one sweep timer per server (no timer per frame or connection):
+ * Deadlines (connection-deadlines.ts), checked by one sweep timer per server:
  *   a frame not complete frameTimeoutMs after its first bytes     the connection is closed
  *   no bytes and nothing held for idleTimeoutMs                   the connection is closed
  * Either way its held bytes are released and running requests still answer into the closed socket
@@ -45,6 +45,7 @@ import {
   writeFrame,
 } from './frame.js';
 import type { FrameError } from './frame.js';
+import { type ConnectionDeadline, DeadlineWatch, sweepIntervalMs } from './connection-deadlines.js';
 import { FramePool, idleShareOf, PoolLease } from './frame-pool.js';
 import { ErrorResponseSchema } from './gen/tributary_pb.js';
 import { type ConnectionMemory, type ListenerMemory, RequestMemoryBudget } from './request-memory.js';
@@ -79,7 +80,7 @@ export interface RpcServerOptions {
 }
 
 /** Why the server closed a connection on its own: a frame too slow, or a connection idle too long. */
-export type ConnectionDeadline = 'frame-timeout' | 'idle';
+export type { ConnectionDeadline } from './connection-deadlines.js';
 
 /** Whether the listener serves new requests; `reason` says why not. */
 export type RpcReadiness = { ready: true } | { ready: false; reason: string };
@@ -154,8 +155,6 @@ interface Registration {
 /** After a fatal frame error the server sends its answer and half-closes; a peer that keeps the connection open longer is cut off. */
 const LINGER_MS = 1000;
 const DEFAULT_CLOSE_TIMEOUT_MS = 10_000;
-/** The sweep runs a few times per shortest deadline, and at least once a second. */
-const MAX_SWEEP_INTERVAL_MS = 1000;
 const silentLogger: RpcLogger = { debug() {}, warn() {}, error() {} };
 /** The context of requests run by `invoke`: no connection of this listener. */
 const IN_PROCESS: RequestContext = { connectionId: 0, remoteAddress: 'in-process', responseMemory: (length) => Buffer.allocUnsafe(length) };
@@ -173,13 +172,7 @@ class ServerConnection {
   lingerTimer: NodeJS.Timeout | undefined;
   /** Frames completed so far: the sweep tells a frame still under way from a later one by it. */
   framesRead = 0;
-  /** Bytes arrived or a response was written since the last sweep. */
-  heard = false;
-  /** When the sweep last saw the connection active (ms since epoch). */
-  activeAt: number;
-  /** When the sweep first saw the frame under way (0: none was), and the frame count then. */
-  frameSeenAt = 0;
-  frameSeenCount = 0;
+  readonly deadlines = new DeadlineWatch();
 
   constructor(
     readonly socket: net.Socket,
@@ -189,7 +182,6 @@ class ServerConnection {
     frames: FramePool,
   ) {
     this.decoder = new FrameDecoder(REQUEST_HEADER_SIZE, maxFrameBytes, (length) => frames.take(length));
-    this.activeAt = Date.now();
   }
 }
 
@@ -219,8 +211,7 @@ export class RpcServer implements ApiRegistrar {
     this.logger = options.logger ?? silentLogger;
     this.frames = new FramePool(idleShareOf(options.maxInflightBytes));
     this.responses = new FramePool(idleShareOf(options.maxInflightBytes), MIN_POOLED_RESPONSE);
-    const { frameTimeoutMs, idleTimeoutMs } = options;
-    this.sweepIntervalMs = Math.max(1, Math.min(MAX_SWEEP_INTERVAL_MS, Math.floor(Math.min(frameTimeoutMs, idleTimeoutMs) / 4)));
+    this.sweepIntervalMs = sweepIntervalMs(options);
     // A connection reading alone loses its turn after a sweep's time without bytes.
     this.requestMemory = new RequestMemoryBudget(options.maxInflightBytes, this.sweepIntervalMs);
     this.memory = this.requestMemory.listener();
@@ -326,7 +317,7 @@ export class RpcServer implements ApiRegistrar {
   private onData(conn: ServerConnection, chunk: Buffer): void {
     if (conn.failed || this.closing) return; // discarded until the peer closes
     conn.memory.hold(chunk.length);
-    conn.heard = true;
+    conn.deadlines.touch();
     const error = conn.decoder.push(chunk, (frame) => {
       conn.framesRead++;
       conn.queue.push(frame);
@@ -403,7 +394,7 @@ export class RpcServer implements ApiRegistrar {
 
   /** A request's response is written (or its connection is gone): release its bytes. */
   private finish(conn: ServerConnection, size: number): void {
-    conn.heard = true;
+    conn.deadlines.touch();
     conn.memory.release(size);
     if (conn.failed && conn.memory.runningBytes === 0) this.endFailed(conn);
     if (this.memory.runningBytes === 0 && this.onIdle) {
@@ -450,20 +441,9 @@ export class RpcServer implements ApiRegistrar {
   /** Closes the connections past a deadline, and notes whether requests wait for the request memory. */
   private sweep(): void {
     const now = Date.now();
-    const { frameTimeoutMs, idleTimeoutMs } = this.options;
     for (const conn of this.connections) {
-      if (conn.heard) conn.activeAt = now;
-      conn.heard = false;
-      if (conn.failed) continue; // closing already
-      if (conn.decoder.bufferedBytes === 0) {
-        conn.frameSeenAt = 0;
-        if (conn.memory.heldBytes === 0 && now - conn.activeAt >= idleTimeoutMs) this.closeOnDeadline(conn, 'idle', `no request for ${now - conn.activeAt} ms`);
-      } else if (conn.frameSeenAt === 0 || conn.frameSeenCount !== conn.framesRead) {
-        conn.frameSeenAt = now;
-        conn.frameSeenCount = conn.framesRead;
-      } else if (now - conn.frameSeenAt >= frameTimeoutMs) {
-        this.closeOnDeadline(conn, 'frame-timeout', `request frame incomplete after ${now - conn.frameSeenAt} ms, ${conn.decoder.bufferedBytes} bytes received`);
-      }
+      const past = conn.deadlines.check(now, { framesRead: conn.framesRead, partialBytes: conn.decoder.bufferedBytes, heldBytes: conn.memory.heldBytes }, this.options);
+      if (past && !conn.failed) this.closeOnDeadline(conn, past.deadline, past.reason); // a failed one is closing already
     }
     this.saturatedSince = !this.requestMemory.requestsWaiting() ? 0 : this.saturatedSince || now;
   }
