@@ -4,8 +4,9 @@
  * node, reaching it over RPC through a backend that holds the node's ProduceLog calls until the
  * test releases them (a log that does not answer). Many producer connections together stay within
  * the memory, other connections are answered meanwhile, a request bigger than the whole memory
- * runs alone, and a connection that stops in the middle of a frame is cut off after
- * `rpc.frame-timeout`, giving its memory back.
+ * runs alone, a connection that stops in the middle of a frame is cut off after
+ * `rpc.frame-timeout`, giving its memory back, and a consumer that does not read its answers is
+ * not answered further until it does.
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -16,7 +17,7 @@ import { pino } from 'pino';
 import { Options } from '../src/common/config.js';
 import { kafkaListenerOf, type RunningKafkaListener, startKafkaListener, type TributaryBackend } from '../src/kafka/index.js';
 import type { ApiVersionsResponse } from '../src/kafka/protocol/apis/api-versions.js';
-import { ApiVersions, Metadata, Produce } from '../src/kafka/protocol/apis/index.js';
+import { ApiVersions, Fetch, Metadata, Produce } from '../src/kafka/protocol/apis/index.js';
 import type { MetadataResponse } from '../src/kafka/protocol/apis/metadata.js';
 import type { ProduceResponse } from '../src/kafka/protocol/apis/produce.js';
 import { encodeBatch } from '../src/kafka/records/record-batch.js';
@@ -156,7 +157,7 @@ test('producer connections whose requests the log holds back stay together withi
     assert.deepEqual(offsets.sort((a, b) => a - b), [...offsets.keys()], `partition ${partition}: every frame written once`);
   }
   await until(() => kafka.stats().heldBytes === 0, 'every byte is released');
-  assert.deepEqual(kafka.stats(), { connections: producers + 1, heldBytes: 0, runningBytes: 0 });
+  assert.deepEqual(kafka.stats(), { connections: producers + 1, heldBytes: 0, runningBytes: 0, unsentBytes: 0 });
 
   // Requests start only while the running bytes stay within the memory, across connections.
   assert.ok(watching.most.runningBytes <= budget, `at most ${watching.most.runningBytes} bytes ran at once`);
@@ -224,4 +225,46 @@ test('a connection that stops in the middle of a frame is closed after rpc.frame
   await until(() => kafka.stats().heldBytes === 0, 'the partial frame is released');
   assert.equal((await other.request<ApiVersionsResponse>(ApiVersions, 3, { clientSoftwareName: 'test', clientSoftwareVersion: '1' })).errorCode, 0);
   assert.equal(kafka.stats().connections, 1);
+});
+
+test('a consumer that pipelines Fetch requests and reads no answer gets no more answers than its socket can take, then all of them in order', async (t) => {
+  const held = new HeldProduces();
+  held.releaseAll();
+  const { kafka, address } = await kafkaListener(new RequestMemoryBudget(64 << 20), held);
+  t.after(() => kafka.close());
+  const producer = await RawKafka.connect(address);
+  t.after(() => producer.close());
+  await producer.request(Metadata, 4, { topics: [{ name: 'unread' }], allowAutoTopicCreation: true });
+  const valueBytes = 1 << 20;
+  assert.equal((await producer.request<ProduceResponse>(Produce, 7, produce('unread', 0, valueBytes).body)).responses[0].partitions[0].errorCode, 0);
+
+  // 60 Fetch requests of the same megabyte, sent at once by a consumer that then stops reading.
+  const fetches = 60;
+  const consumer = await RawKafka.connect(address);
+  t.after(() => consumer.close());
+  consumer.socket.pause();
+  const body = {
+    replicaId: -1,
+    maxWaitMs: 0,
+    minBytes: 0,
+    maxBytes: 2 * valueBytes,
+    isolationLevel: 0,
+    sessionId: 0,
+    sessionEpoch: -1,
+    topics: [{ topic: 'unread', partitions: [{ partition: 0, currentLeaderEpoch: -1, fetchOffset: 0n, logStartOffset: -1n, partitionMaxBytes: 2 * valueBytes }] }],
+  };
+  const answers = consumer.pipelined<{ responses: { partitions: { errorCode: number; records: Uint8Array | null }[] }[] }>(Array.from({ length: fetches }, () => ({ api: Fetch, version: 11, body })));
+  await until(() => kafka.stats().unsentBytes > 0, 'the socket holds answers it cannot send');
+  // Time for the listener to answer every request it would (all 60 MB of them, without the back-pressure).
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  const unsent = kafka.stats().unsentBytes;
+  assert.ok(unsent <= 2 * valueBytes + 64 * 1024, `${unsent} answer bytes wait in the process for a consumer that reads nothing`);
+
+  consumer.socket.resume();
+  const got = await answers;
+  assert.equal(got.length, fetches);
+  for (const a of got) {
+    assert.equal(a.responses[0].partitions[0].errorCode, 0);
+    assert.ok(a.responses[0].partitions[0].records!.length > valueBytes, 'each answer carries the megabyte');
+  }
 });

@@ -19,6 +19,11 @@
  * records were copied into log batches by then), any other frame is left to the garbage collector,
  * since what it decodes to (a group member's metadata, say) may keep views of it.
  *
+ * Answers: a connection whose socket still holds answers its peer has not read is not given the
+ * next request's answer until the socket has sent them ('drain'), as the native listener stops
+ * reading such a peer; a consumer that pipelines Fetch requests and reads nothing makes the
+ * process hold about one answer, not one per request.
+ *
  * Memory: the listener's connections are in the node's request memory (rpc/request-memory.ts,
  * `server.buffer.memory-size`), shared with the native listener's. Every byte read is held until
  * the answer of its request is written (the bytes of a Produce with acks 0 until it is handled);
@@ -128,11 +133,12 @@ type QueueItem = { kind: 'frame'; frame: Buffer } | { kind: 'frame-error'; heade
 /** A request decoded and ready to run, or the answer it gets without running. */
 type Prepared = { api: KafkaApi; version: number; correlationId: number; request: unknown; clientId: string | null } | { answer: Buffer[] };
 
-/** A listener's connections and the request bytes they hold (closed connections' running requests included). */
+/** A listener's connections, the request bytes they hold (closed connections' running requests included) and the answer bytes their sockets have yet to send. */
 export interface KafkaListenerStats {
   connections: number;
   heldBytes: number;
   runningBytes: number;
+  unsentBytes: number;
 }
 
 class KafkaConnection implements BudgetedConnection {
@@ -221,7 +227,9 @@ export class KafkaListener {
   }
 
   stats(): KafkaListenerStats {
-    return { connections: this.connections.size, heldBytes: this.memory.heldBytes, runningBytes: this.memory.runningBytes };
+    let unsentBytes = 0;
+    for (const c of this.connections) unsentBytes += c.socket.writableLength;
+    return { connections: this.connections.size, heldBytes: this.memory.heldBytes, runningBytes: this.memory.runningBytes, unsentBytes };
   }
 
   async close(): Promise<void> {
@@ -274,6 +282,9 @@ export class KafkaListener {
           conn.socket.end();
           return;
         }
+        // A peer that does not read its answers gets no more until the socket has sent what it
+        // holds: answers waiting in this process stay at about one (a Fetch answer may be 50 MiB).
+        if (conn.socket.writableNeedDrain && !(await drained(conn.socket))) return;
         const prepared = this.prepare(item.frame);
         const produce = 'api' in prepared && prepared.api === Produce;
         // A request that cannot run beside the ones before it waits for their answers.
@@ -375,6 +386,21 @@ export class KafkaListener {
     out.writeInt32BE(out.length - 4, 0);
     return [out];
   }
+}
+
+/** Settles true once `socket` has sent what it held, false if it closes first. */
+function drained(socket: net.Socket): Promise<boolean> {
+  return new Promise((resolve) => {
+    const settle = (sent: boolean) => () => {
+      socket.off('drain', onDrain);
+      socket.off('close', onClose);
+      resolve(sent);
+    };
+    const onDrain = settle(true);
+    const onClose = settle(false);
+    socket.once('drain', onDrain);
+    socket.once('close', onClose);
+  });
 }
 
 function servedApi(apiKey: number, apiVersion: number): KafkaApi | undefined {
