@@ -13,12 +13,13 @@
  * registry gets decoders only, so that its own readers read our compressed streams too.
  *
  * `initArrowCompression()` must be awaited once per process before compressed payloads are encoded
- * or decoded: the ZSTD codec is WebAssembly and loads asynchronously. NONE needs no set-up.
+ * or decoded: it loads the process's ZSTD codec (`zstd.ts`), WebAssembly where node:zlib has no zstd.
+ * NONE needs no set-up.
  */
-import * as zstd from '@bokuweb/zstd-wasm';
 import * as arrow from 'apache-arrow';
 import { compressFrameSync, decompressFrameSync } from 'lz4-napi';
 import { TributaryError } from '../common/errors.js';
+import { compressZstd, decompressZstd, initZstd } from './zstd.js';
 
 /** `table.log.arrow.compression.type`. */
 export type ArrowCompression = 'ZSTD' | 'LZ4_FRAME' | 'NONE';
@@ -30,16 +31,16 @@ export const MAX_ZSTD_LEVEL = 22;
 /** Size of the uncompressed-length prefix of each stored buffer. */
 export const LENGTH_PREFIX_SIZE = 8;
 const NOT_COMPRESSED = -1;
+/** The longest body buffer: what a prefix may declare, and the bound of apache-arrow's decoders, which do not see the prefix. */
+const MAX_BUFFER_LENGTH = 0x7fffffff;
 
 let ready: Promise<void> | undefined;
-let zstdReady = false;
 
 /** Loads the ZSTD codec and registers decoders with apache-arrow; safe to call more than once. */
 export function initArrowCompression(): Promise<void> {
   ready ??= (async () => {
-    await zstd.init();
-    zstdReady = true;
-    arrow.compressionRegistry.set(arrow.CompressionType.ZSTD, { decode: (frame) => zstd.decompress(frame) });
+    await initZstd();
+    arrow.compressionRegistry.set(arrow.CompressionType.ZSTD, { decode: (frame) => decompressZstd(frame, MAX_BUFFER_LENGTH) });
     arrow.compressionRegistry.set(arrow.CompressionType.LZ4_FRAME, { decode: (frame) => decompressFrameSync(asBuffer(frame)) });
   })();
   return ready;
@@ -65,10 +66,6 @@ export function checkZstdLevel(level: number): void {
   }
 }
 
-function requireZstd(): void {
-  if (!zstdReady) throw new TributaryError('UNKNOWN_SERVER_ERROR', 'ZSTD is not loaded: await initArrowCompression() once before using compressed Arrow payloads');
-}
-
 function asBuffer(bytes: Uint8Array): Buffer {
   return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
@@ -80,8 +77,7 @@ function asBuffer(bytes: Uint8Array): Buffer {
 export function compressBodyBuffer(codec: arrow.CompressionType, raw: Uint8Array, zstdLevel: number): Uint8Array | null {
   let frame: Uint8Array;
   if (codec === arrow.CompressionType.ZSTD) {
-    requireZstd();
-    frame = zstd.compress(raw, zstdLevel);
+    frame = compressZstd(raw, zstdLevel);
   } else {
     frame = compressFrameSync(asBuffer(raw));
   }
@@ -95,13 +91,11 @@ export function decompressBodyBuffer(codec: arrow.CompressionType, stored: Uint8
   const length = Number(new DataView(stored.buffer, stored.byteOffset, LENGTH_PREFIX_SIZE).getBigInt64(0, true));
   const frame = stored.subarray(LENGTH_PREFIX_SIZE);
   if (length === NOT_COMPRESSED) return frame;
-  if (length < 0 || length > 0x7fffffff) throw new TributaryError('CORRUPT_MESSAGE', `compressed Arrow buffer declares ${length} uncompressed bytes`);
+  if (length < 0 || length > MAX_BUFFER_LENGTH) throw new TributaryError('CORRUPT_MESSAGE', `compressed Arrow buffer declares ${length} uncompressed bytes`);
   let out: Uint8Array;
   try {
     if (codec === arrow.CompressionType.ZSTD) {
-      requireZstd();
-      // The prefix sizes the output for frames written without their content size.
-      out = zstd.decompress(frame, { defaultHeapSize: length });
+      out = decompressZstd(frame, length);
     } else {
       out = decompressFrameSync(asBuffer(frame));
     }

@@ -9,16 +9,15 @@
  *              int32 length + raw snappy. librdkafka writes raw snappy without it; both are read,
  *              the framing is written.
  *   3 lz4      one LZ4 frame (the frame format with a correct header checksum, KIP-57)
- *   4 zstd     one zstd frame (zstd-wasm: Node 20's zlib has no zstd)
+ *   4 zstd     one zstd frame (record/zstd.ts: node:zlib's where Node has it, else WebAssembly)
  *
  * Decompression is bounded: a batch may not expand past `maxBytes`, so a small batch cannot make
  * the server allocate without limit.
  */
 import zlib from 'node:zlib';
-import * as zstd from '@bokuweb/zstd-wasm';
 import { compressFrameSync, decompressFrameSync } from 'lz4-napi';
 import { compressSync as snappyCompress, uncompressSync as snappyUncompress } from 'snappy';
-import { initArrowCompression } from '../../record/compression.js';
+import { compressZstd, decompressZstd, initZstd } from '../../record/zstd.js';
 
 export const Codec = { NONE: 0, GZIP: 1, SNAPPY: 2, LZ4: 3, ZSTD: 4 } as const;
 export type CodecId = (typeof Codec)[keyof typeof Codec];
@@ -33,23 +32,23 @@ const XERIAL_MAGIC = Buffer.from([0x82, 0x53, 0x4e, 0x41, 0x50, 0x50, 0x59, 0x00
 const XERIAL_HEADER = 16;
 const XERIAL_BLOCK = 32 * 1024;
 
-/** Loads the zstd WebAssembly once per process (shared with the Arrow payload codecs). */
+/** Loads the process's zstd codec (shared with the Arrow payload codecs). */
 export function initKafkaCompression(): Promise<void> {
-  return initArrowCompression();
+  return initZstd();
 }
 
 export function compressRecords(codec: CodecId, raw: Uint8Array): Buffer {
   switch (codec) {
     case Codec.NONE:
-      return Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
+      return asBuffer(raw);
     case Codec.GZIP:
       return zlib.gzipSync(raw, { level: 1 });
     case Codec.SNAPPY:
       return xerialFrame(raw);
     case Codec.LZ4:
-      return compressFrameSync(Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength));
+      return compressFrameSync(asBuffer(raw));
     case Codec.ZSTD:
-      return Buffer.from(zstd.compress(raw, 3));
+      return asBuffer(compressZstd(raw, 3));
   }
 }
 
@@ -69,7 +68,7 @@ export function decompressRecords(codec: number, data: Buffer, maxBytes: number)
         out = decompressFrameSync(data);
         break;
       case Codec.ZSTD:
-        out = zstdRead(data, maxBytes);
+        out = asBuffer(decompressZstd(data, maxBytes));
         break;
       default:
         throw new CompressionError(`unknown compression codec ${codec}`);
@@ -113,15 +112,6 @@ function snappyRead(data: Buffer, maxBytes: number): Buffer {
   return Buffer.concat(blocks);
 }
 
-/** zstd frames from librdkafka may not carry their content size: the output grows until it fits, up to the limit. */
-function zstdRead(data: Buffer, maxBytes: number): Buffer {
-  let capacity = Math.min(maxBytes, Math.max(64 * 1024, data.length * 8));
-  for (;;) {
-    try {
-      return Buffer.from(zstd.decompress(data, { defaultHeapSize: capacity }));
-    } catch (err) {
-      if (capacity >= maxBytes) throw err;
-      capacity = Math.min(maxBytes, capacity * 4);
-    }
-  }
+function asBuffer(bytes: Uint8Array): Buffer {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { before, test } from 'node:test';
-import { Codec, CODEC_NAMES, type CodecId, CompressionError, decompressRecords, initKafkaCompression } from './compression.js';
+import { Codec, CODEC_NAMES, type CodecId, CompressionError, compressRecords, decompressRecords, initKafkaCompression } from './compression.js';
 import { CorruptBatchError, decodeBatch, encodeBatch, splitBatches } from './record-batch.js';
 import { compressSync } from 'snappy';
 
@@ -45,6 +45,14 @@ for (const codec of [Codec.NONE, Codec.GZIP, Codec.SNAPPY, Codec.LZ4, Codec.ZSTD
 test('snappy without the xerial framing (as librdkafka writes it) is read too', () => {
   const raw = Buffer.from('hello hello hello hello');
   assert.deepEqual(decompressRecords(Codec.SNAPPY, compressSync(raw), 1024), raw);
+});
+
+test('zstd records past the limit, or corrupt, are refused by name', () => {
+  const raw = Buffer.alloc(10_000, 'a');
+  const frame = compressRecords(Codec.ZSTD, raw);
+  assert.deepEqual(decompressRecords(Codec.ZSTD, frame, raw.length), raw);
+  assert.throws(() => decompressRecords(Codec.ZSTD, frame, raw.length - 1), { name: 'CompressionError', message: /more than 9999 bytes/ });
+  assert.throws(() => decompressRecords(Codec.ZSTD, frame.subarray(0, frame.length - 2), raw.length), CompressionError);
 });
 
 test('bad CRC, wrong magic, cut batches and a bomb past the limit are refused by name', () => {
