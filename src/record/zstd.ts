@@ -2,9 +2,10 @@
  * The ZSTD codec of this process, for the Arrow log payloads (`compression.ts`) and the Kafka
  * record batches (`kafka/records/compression.ts`): node:zlib's own where the running Node has it
  * (22.15, 23.8 and later; found by feature, not by version), else `@bokuweb/zstd-wasm`, the
- * reference C library compiled to WebAssembly. Both write the same frames, content size included.
- * node:zlib's takes 1.3–2× less CPU on column buffers of 256 KiB, but a call costs it about 10 µs
- * more, so it is slower below a few KiB (docs/benchmarks.md).
+ * reference C library compiled to WebAssembly. Both write standard frames with their content size,
+ * byte for byte the same ones (the ARROW fixtures check it).
+ * node:zlib's takes 1.15–1.7× less CPU on the append benchmark's column buffers (256–512 KiB), but
+ * a call costs it about 10 µs more, so it is slower below a few KiB (docs/benchmarks.md).
  *
  * `initZstd()` must be awaited once per process before either is used, whichever codec it picks:
  * it loads the WebAssembly only where node:zlib has no zstd.
