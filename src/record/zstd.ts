@@ -1,14 +1,15 @@
 /**
  * The ZSTD codec of this process, for the Arrow log payloads (`compression.ts`) and the Kafka
- * record batches (`kafka/records/compression.ts`): node:zlib's own where the running Node has it
- * (22.15, 23.8 and later; found by feature, not by version), else `@bokuweb/zstd-wasm`, the
- * reference C library compiled to WebAssembly. Both write standard frames with their content size,
- * byte for byte the same ones (the ARROW fixtures check it).
- * node:zlib's takes 1.15–1.7× less CPU on the append benchmark's column buffers (256–512 KiB), but
- * a call costs it about 10 µs more, so it is slower below a few KiB (docs/benchmarks.md).
+ * record batches (`kafka/records/compression.ts`): `@bokuweb/zstd-wasm`, the reference C library
+ * compiled to WebAssembly, and node:zlib's own where the running Node has it (22.15, 23.8 and
+ * later; found by feature, not by version). Both write standard frames with their content size,
+ * byte for byte the same ones (the ARROW fixtures check it). node:zlib's takes 1.15–1.7× less CPU
+ * on the append benchmark's column buffers (256–512 KiB), but a call costs it about 10 µs more,
+ * so it is slower below a few KiB (docs/benchmarks.md): buffers below NATIVE_MIN_COMPRESS, and
+ * frames declaring less than NATIVE_MIN_DECOMPRESS, go to the WebAssembly one, as the small column
+ * buffers of low-latency batches do.
  *
- * `initZstd()` must be awaited once per process before either is used, whichever codec it picks:
- * it loads the WebAssembly only where node:zlib has no zstd.
+ * `initZstd()` must be awaited once per process before either is used.
  *
  * Decompression reads one frame and bounds its output by the caller's limit: a frame whose header
  * declares more is refused before anything is allocated for it; one without a content size (as
@@ -35,27 +36,36 @@ const FRAME_MAGIC = 0xfd2fb528;
 /** node:zlib's smallest `chunkSize`. */
 const MIN_CHUNK = 64;
 
-let codec: Codec | undefined;
+/** The sizes from which node:zlib's speed outweighs its cost per call (the measured crossovers). */
+const NATIVE_MIN_COMPRESS = 1024;
+const NATIVE_MIN_DECOMPRESS = 4096;
+
+/** The WebAssembly codec, for small buffers, and the one for the rest: node:zlib's where there is one. */
+let codecs: { small: Codec; large: Codec } | undefined;
 let loading: Promise<void> | undefined;
 
-/** Picks the codec, loading the WebAssembly one if node:zlib has no zstd; safe to call more than once. */
+/** Loads the codecs; safe to call more than once. */
 export function initZstd(): Promise<void> {
   loading ??= (async () => {
     const node = zlib as unknown as Partial<ZlibZstd>;
-    codec = typeof node.zstdCompressSync === 'function' ? zlibCodec(node as ZlibZstd) : await wasmCodec();
+    const small = await wasmCodec();
+    codecs = { small, large: typeof node.zstdCompressSync === 'function' ? zlibCodec(node as ZlibZstd) : small };
   })();
   return loading;
 }
 
 export function compressZstd(raw: Uint8Array, level: number): Uint8Array {
-  return loaded().compress(raw, level);
+  const { small, large } = loaded();
+  return (raw.length < NATIVE_MIN_COMPRESS ? small : large).compress(raw, level);
 }
 
 /** Decompresses one frame, refusing (CORRUPT_MESSAGE) output longer than `maxLength`. */
 export function decompressZstd(frame: Uint8Array, maxLength: number): Uint8Array {
-  const c = loaded();
+  const { small, large } = loaded();
   const contentSize = contentSizeOf(frame);
   if (contentSize !== null && contentSize > maxLength) throw tooLarge(maxLength);
+  // A frame without a content size (as some Kafka clients write their batches) counts as large.
+  const c = contentSize !== null && contentSize < NATIVE_MIN_DECOMPRESS ? small : large;
   const out = c.decompress(frame, maxLength, contentSize);
   if (out.length > maxLength) throw tooLarge(maxLength);
   // Node 22's zlib returns what it decoded of a cut frame without an error.
@@ -63,9 +73,9 @@ export function decompressZstd(frame: Uint8Array, maxLength: number): Uint8Array
   return out;
 }
 
-function loaded(): Codec {
-  if (!codec) throw new TributaryError('UNKNOWN_SERVER_ERROR', 'ZSTD is not loaded: await initZstd() once per process first (initArrowCompression() and initKafkaCompression() do)');
-  return codec;
+function loaded(): { small: Codec; large: Codec } {
+  if (!codecs) throw new TributaryError('UNKNOWN_SERVER_ERROR', 'ZSTD is not loaded: await initZstd() once per process first (initArrowCompression() and initKafkaCompression() do)');
+  return codecs;
 }
 
 function zlibCodec(node: ZlibZstd): Codec {
