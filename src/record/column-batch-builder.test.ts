@@ -457,3 +457,75 @@ describe('ColumnBatchBuilder.appendCompactedRow', () => {
     assert.deepEqual(payloadOf(b.build()), payloadOf(throughValues(rows)));
   });
 });
+
+describe('ColumnBatchBuilder field by field', () => {
+  const schema = buildSchema([
+    { name: 'bin', type: 'BYTES' },
+    { name: 's', type: 'STRING' },
+    { name: 'ltz', type: 'TIMESTAMP_LTZ(3)' },
+  ]);
+  const source = Buffer.concat([Buffer.from('héllo'), Buffer.from([0x61, 0xff, 0x62]), Buffer.alloc(100, 0x7a)]);
+  /** [start, end) of `source` per row and column, null for null: short, not UTF-8, long (a native copy), empty. */
+  const spans: ([number, number] | null)[][] = Array.from({ length: 21 }, (_, i) => [
+    i % 4 === 3 ? null : [[0, 6], [6, 9], [9, 109], [3, 3]][i % 4] as [number, number],
+    i % 5 === 2 ? null : [[6, 9], [0, 6], [9, 109], [5, 5], [0, 109]][i % 5] as [number, number],
+  ]);
+  const micros = (i: number): bigint | null => (i % 6 === 5 ? null : 1_700_000_000_000_000n + BigInt(i) * 1000n);
+  const payloadOf = (batch: arrow.RecordBatch): Buffer => Buffer.from(encodeArrowPayload(batch, 'NONE'));
+
+  function throughRows(count: number): arrow.RecordBatch {
+    const b = new ColumnBatchBuilder(schema);
+    for (let i = 0; i < count; i++) {
+      const [bin, s] = spans[i].map((span) => (span === null ? null : source.subarray(...span)));
+      b.appendInternalRow([bin, s === null ? null : s.toString('utf8'), micros(i)]);
+    }
+    return b.build();
+  }
+
+  function appendFields(b: ColumnBatchBuilder, from: number, to: number): void {
+    for (let i = from; i < to; i++) {
+      spans[i].forEach((span, column) => (span === null ? b.appendValue(column, null) : b.appendBytes(column, source, ...span)));
+      b.appendValue(2, micros(i));
+      b.endRow();
+    }
+  }
+
+  it('gives exactly the Arrow data appendInternalRow gives, through transient batches too', () => {
+    const b = new ColumnBatchBuilder(schema);
+    for (const count of [spans.length, 3, 1, spans.length]) {
+      appendFields(b, 0, count);
+      assert.equal(b.rowCount, count);
+      assert.deepEqual(payloadOf(b.buildTransient()), payloadOf(throughRows(count)));
+    }
+    appendFields(b, 0, 2);
+    assert.equal(b.build().getChild('s')!.get(1), 'héllo');
+  });
+
+  it('refuses bytes for a column of another type and a row without exactly one value per column', () => {
+    const b = new ColumnBatchBuilder(schema);
+    assert.throws(() => b.appendBytes(2, source, 0, 8), { errorName: 'INVALID_ROW', message: /column 'ltz' \(TIMESTAMP_LTZ\(3\)\) does not take bytes/ });
+    b.appendBytes(0, source, 0, 1);
+    b.appendValue(1, null);
+    assert.throws(() => b.endRow(), /column 'ltz' has 0 values of a row/);
+    b.appendValue(2, 0n);
+    b.appendValue(2, 0n);
+    assert.throws(() => b.endRow(), /column 'ltz' has 2 values of a row/);
+    assert.equal(b.rowCount, 0);
+  });
+
+  it('truncate takes back whole rows and a row left unended, nulls and bitmaps included', () => {
+    const b = new ColumnBatchBuilder(schema);
+    appendFields(b, 0, 7);
+    const size = b.estimatedSizeInBytes;
+    // Rows with values and nulls where the kept ones have none, and half a row.
+    appendFields(b, 7, 19);
+    b.appendBytes(0, source, 9, 109);
+    b.appendValue(1, null);
+    b.truncate(7);
+    assert.equal(b.rowCount, 7);
+    assert.equal(b.estimatedSizeInBytes, size);
+    assert.throws(() => b.truncate(8), RangeError);
+    appendFields(b, 7, spans.length);
+    assert.deepEqual(payloadOf(b.build()), payloadOf(throughRows(spans.length)));
+  });
+});

@@ -16,8 +16,12 @@
  * Rows already encoded as CompactedRows (a primary-key table's writes and stored values) skip JS
  * values altogether: each field goes from the row's bytes into its column (`appendCompactedRow`).
  *
+ * Rows read out of another encoding can be appended field by field (`appendValue`, `appendBytes`,
+ * `endRow`), bytes copied from the caller's buffer without a view made per value.
+ *
  * Appends are all-or-nothing: a value that does not fit its column throws INVALID_ROW (a
- * CompactedRow that does not decode, CORRUPT_MESSAGE) and leaves the builder as it was.
+ * CompactedRow that does not decode, CORRUPT_MESSAGE) and leaves the builder as it was; `truncate`
+ * takes back the rows of a caller's own many-row append that fails part-way.
  */
 import { isUtf8 } from 'node:buffer';
 import * as arrow from 'apache-arrow';
@@ -107,15 +111,17 @@ abstract class ColumnAppender {
     this.length++;
   }
 
-  /** Takes back the last value appended. */
-  dropLast(): void {
-    this.length--;
+  /** Takes back the values appended after the first `length`. */
+  truncate(length: number): void {
     const validity = this.validity;
     if (validity) {
-      if (bitAt(validity, this.length)) clearBit(validity, this.length);
-      else this.nullCount--;
+      for (let i = length; i < this.length; i++) {
+        if (bitAt(validity, i)) clearBit(validity, i);
+        else this.nullCount--;
+      }
     }
-    this.popValue();
+    this.dropValues(length);
+    this.length = length;
   }
 
   /** Appends the values of an Arrow column of this column's type (checked by the caller). */
@@ -195,8 +201,8 @@ abstract class ColumnAppender {
     this.pushValue(reader.read(field));
   }
 
-  /** Undoes the last push, whose place is now `length`. */
-  protected abstract popValue(): void;
+  /** Undoes the pushes of the values from `from` to the current length. */
+  protected abstract dropValues(from: number): void;
   protected abstract pushData(data: arrow.Data): void;
   protected abstract valuesByteSize(): number;
   /** With `reuse`, the value arrays may be kept (the bitmap never is: its bits are only ever set). */
@@ -215,8 +221,8 @@ class BoolColumn extends ColumnAppender {
     if (value) setBit(this.bits, this.length);
   }
 
-  protected popValue(): void {
-    clearBit(this.bits, this.length);
+  protected dropValues(from: number): void {
+    for (let i = from; i < this.length; i++) clearBit(this.bits, i);
   }
 
   protected pushData(data: arrow.Data): void {
@@ -303,8 +309,8 @@ class FixedColumn extends ColumnAppender {
     this.storeCompacted(reader, field, this.values, this.words, this.length);
   }
 
-  protected popValue(): void {
-    // The place is overwritten by the next push, or zeroed when that is a null.
+  protected dropValues(): void {
+    // The places are overwritten by the next pushes, or zeroed when those are nulls.
   }
 
   private pushBytes(bytes: Uint8Array): void {
@@ -370,11 +376,20 @@ class VarBinaryColumn extends ColumnAppender {
     this.offsets[this.length + 1] = this.end;
   }
 
-  /** Copies the field's bytes as they are, unless a string's are not well-formed UTF-8: those go as the JS string would. */
   protected override pushCompacted(reader: CompactedReader, field: number): void {
     const start = reader.span(field);
-    const end = reader.position;
-    const input = reader.input;
+    this.pushBytes(reader.input, start, reader.position);
+  }
+
+  /** Appends `input[start, end)` (see pushBytes). */
+  appendBytes(input: Buffer, start: number, end: number): void {
+    this.pushBytes(input, start, end);
+    this.markPresent(1);
+    this.length++;
+  }
+
+  /** Copies the bytes as they are, unless a string's are not well-formed UTF-8: those go as the JS string would. */
+  private pushBytes(input: Buffer, start: number, end: number): void {
     if (this.utf8 && !isWellFormedUtf8(input, start, end)) return this.pushValue(input.toString('utf8', start, end));
     const size = end - start;
     if (this.end + size > this.bytes.length || this.length + 2 > this.offsets.length) this.reserve(1, size);
@@ -386,8 +401,8 @@ class VarBinaryColumn extends ColumnAppender {
     this.offsets[this.length + 1] = at;
   }
 
-  protected popValue(): void {
-    this.end = this.offsets[this.length];
+  protected dropValues(from: number): void {
+    this.end = this.offsets[from];
   }
 
   /**
@@ -631,10 +646,51 @@ export class ColumnBatchBuilder {
     try {
       this.compactedRows.visit(row, this.compactedVisitor, start);
     } catch (err) {
-      for (const appender of this.appenders) if (appender.length > this.rows) appender.dropLast();
+      this.truncate(this.rows);
       throw err;
     }
     this.rows++;
+  }
+
+  /**
+   * Appends an internal value (as `appendInternalRow` takes them, null for null) to column
+   * `column` of the row being appended field by field: each column gets one value, by this or by
+   * `appendBytes`, then `endRow()` ends the row. For a caller that reads rows out of an encoding of
+   * its own, without making a row of values first.
+   */
+  appendValue(column: number, value: unknown): void {
+    if (value === null || value === undefined) this.appenders[column].appendNull();
+    else this.appenders[column].append(value);
+  }
+
+  /**
+   * Appends the bytes `source[start, end)` to BYTES, BINARY, STRING or CHAR column `column` of the
+   * row being appended field by field (see `appendValue`), without a view of them: the same value
+   * as `appendValue` of those bytes (of their UTF-8 decoding for a string), trusted as that is.
+   */
+  appendBytes(column: number, source: Buffer, start: number, end: number): void {
+    const appender = this.appenders[column];
+    if (!(appender instanceof VarBinaryColumn)) throw invalidRow(`column '${this.schema.columns[column].name}' (${formatDataType(this.schema.columns[column].type)}) does not take bytes`);
+    appender.appendBytes(source, start, end);
+  }
+
+  /** Ends a row appended field by field; throws, the row left unended, when a column has not exactly one value of it. */
+  endRow(): void {
+    const rows = this.rows + 1;
+    for (let i = 0; i < this.appenders.length; i++) {
+      if (this.appenders[i].length !== rows) throw invalidRow(`column '${this.schema.columns[i].name}' has ${this.appenders[i].length - this.rows} values of a row`);
+    }
+    this.rows = rows;
+  }
+
+  /**
+   * Takes back everything appended after the first `rows` rows, a row left unended included: an
+   * append of many rows that fails part-way leaves the builder as it was before it.
+   */
+  truncate(rows: number): void {
+    if (rows < 0 || rows > this.rows) throw new RangeError(`cannot truncate ${this.rows} rows to ${rows}`);
+    for (const appender of this.appenders) if (appender.length > rows) appender.truncate(rows);
+    this.rows = rows;
   }
 
   /**
