@@ -29,7 +29,7 @@ import type { InitProducerIdRequest, InitProducerIdResponse } from './protocol/a
 import { EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, type ListOffsetsRequest, type ListOffsetsResponse } from './protocol/apis/list-offsets.js';
 import type { MetadataRequest, MetadataResponse, MetadataTopic } from './protocol/apis/metadata.js';
 import type { ProducePartitionResponse, ProduceRequest, ProduceResponse } from './protocol/apis/produce.js';
-import { decodeBatch, splitBatches } from './records/record-batch.js';
+import { openBatch, splitBatches } from './records/record-batch.js';
 import { CompressionError } from './records/compression.js';
 import { KafkaDecodeError } from './protocol/primitives.js';
 import { GroupCoordinator, type GroupCoordinatorOptions } from './groups/group-coordinator.js';
@@ -395,19 +395,20 @@ export class KafkaBroker {
     const compression = tableOption(topic.table.properties, 'table.log.arrow.compression.type') as ArrowCompression;
     const zstdLevel = Number(tableOption(topic.table.properties, 'table.log.arrow.compression.zstd.level'));
     for (const raw of splitBatches(records)) {
-      const batch = decodeBatch(raw, this.options.maxBatchBytes);
-      if (batch.transactional || batch.control) throw new TributaryError('INVALID_ARGUMENT', 'transactional and control batches are not supported');
-      if (batch.records.length === 0) throw new TributaryError('CORRUPT_MESSAGE', 'a record batch without records');
+      const batch = openBatch(raw, this.options.maxBatchBytes);
+      // The records are read (and checked) first, so a batch that does not decode fails as that.
       topic.mapping.append(builder, batch.records);
+      if (batch.transactional || batch.control) throw new TributaryError('INVALID_ARGUMENT', 'transactional and control batches are not supported');
+      if (batch.recordCount === 0) throw new TributaryError('CORRUPT_MESSAGE', 'a record batch without records');
       const idempotent = batch.producerId >= 0n && batch.baseSequence >= 0;
       out.push(
         buildLogBatch({
           schemaId: topic.table.schemaId,
           appendOnly: true,
-          recordCount: batch.records.length,
+          recordCount: batch.recordCount,
           // Encoded before the next append, so a transient batch may lend the builder's arrays.
           payload: encodeArrowPayload(builder.estimatedSizeInBytes > MAX_REUSED_BATCH_BYTES ? builder.build() : builder.buildTransient(), compression, zstdLevel),
-          ...(idempotent ? { writerId: batch.producerId, batchSequence: (batch.baseSequence + batch.records.length - 1) % 2 ** 31, recordSequences: true } : {}),
+          ...(idempotent ? { writerId: batch.producerId, batchSequence: (batch.baseSequence + batch.recordCount - 1) % 2 ** 31, recordSequences: true } : {}),
         }),
       );
     }
@@ -419,7 +420,8 @@ export class KafkaBroker {
     const key = `${table.tableId}/${table.schemaId}`;
     let builder = this.builders.get(key);
     this.builders.delete(key);
-    // Rows left by a conversion that failed between append and build are not this batch's.
+    // Rows left by a conversion that failed between append and build (a transactional batch is
+    // refused once its records are read) are not this batch's.
     if (!builder || builder.rowCount > 0) {
       builder = new ColumnBatchBuilder(table.schema);
       if (this.builders.size >= REUSED_BUILDERS) this.builders.delete(this.builders.keys().next().value!);

@@ -9,7 +9,8 @@
  *           key BYTES, value BYTES, headers BYTES, timestamp TIMESTAMP_LTZ(3)
  *         `headers` holds the record's headers in the record format's own encoding (count varint,
  *         then per header key length varint, key, value length varint (-1 null), value), or null
- *         when there are none; `timestamp` is the record's timestamp (CreateTime).
+ *         when there are none; `timestamp` is the record's timestamp (CreateTime). The fields go
+ *         from the records section straight into the columns as the records are read.
  *   json  any log table: a record value is a JSON object of the table's columns, checked and
  *         converted as every write is (values.ts; BYTES as base64, timestamps as text or epoch
  *         ms); a record that does not fit refuses its whole batch with INVALID_RECORD. On fetch
@@ -23,7 +24,7 @@ import { toExternal, toInternal, Timestamp } from '../common/values.js';
 import { internalRowReader } from '../record/arrow-payload.js';
 import { ColumnBatchBuilder } from '../record/column-batch-builder.js';
 import { Reader, Writer } from './protocol/primitives.js';
-import type { KafkaHeader, KafkaRecord } from './records/record-batch.js';
+import type { KafkaHeader, RecordCursor } from './records/record-batch.js';
 
 export const RAW_TOPIC_COLUMNS: ColumnSpec[] = [
   { name: 'key', type: 'BYTES', nullable: true },
@@ -42,8 +43,11 @@ export interface OutgoingRecord {
 
 export interface TopicMapping {
   readonly format: 'raw' | 'json';
-  /** Appends the records of one Kafka batch to `builder` (all of them or, on a bad record, none). */
-  append(builder: ColumnBatchBuilder, records: readonly KafkaRecord[]): void;
+  /**
+   * Appends the records of one Kafka batch, read to the end from `records`, to `builder`: all of
+   * them or, on a bad record, none (the cursor's error, or INVALID_ROW).
+   */
+  append(builder: ColumnBatchBuilder, records: RecordCursor): void;
   /** The Kafka records of one decoded log batch. */
   records(batch: arrow.RecordBatch, schema: Schema, commitTimestamp: bigint): OutgoingRecord[];
 }
@@ -62,20 +66,31 @@ function isRawShape(schema: Schema): boolean {
   return schema.columns.length === RAW_TOPIC_COLUMNS.length && RAW_TOPIC_COLUMNS.every((c, i) => schema.columns[i].name === c.name);
 }
 
+const [KEY, VALUE, HEADERS, TIMESTAMP] = [0, 1, 2, 3];
+
 const RAW: TopicMapping = {
   format: 'raw',
+  /** Fields go from the records' bytes into the columns as they are read: no record objects. */
   append(builder, records) {
-    const row: unknown[] = new Array(4);
+    const first = builder.rowCount;
+    const body = records.body;
     // The records of a batch mostly share a timestamp: its microseconds are made once.
     let ms = -1n;
     let micros = -1000n;
-    for (const r of records) {
-      if (r.timestamp !== ms) [ms, micros] = [r.timestamp, r.timestamp * 1000n];
-      row[0] = r.key;
-      row[1] = r.value;
-      row[2] = r.headers.length > 0 ? encodeHeaders(r.headers) : null;
-      row[3] = micros;
-      builder.appendInternalRow(row);
+    try {
+      while (records.next()) {
+        appendNullableBytes(builder, KEY, body, records.keyAt, records.keyLength);
+        appendNullableBytes(builder, VALUE, body, records.valueAt, records.valueLength);
+        if (records.headerCount === 0) builder.appendValue(HEADERS, null);
+        else if (records.headersCanonical) builder.appendBytes(HEADERS, body, records.headersAt, records.end);
+        else builder.appendValue(HEADERS, encodeHeaders(records.headers()));
+        if (records.timestamp !== ms) [ms, micros] = [records.timestamp, records.timestamp * 1000n];
+        builder.appendValue(TIMESTAMP, micros);
+        builder.endRow();
+      }
+    } catch (err) {
+      builder.truncate(first);
+      throw err;
     }
   },
   records(batch, schema) {
@@ -92,6 +107,12 @@ const RAW: TopicMapping = {
   },
 };
 
+function appendNullableBytes(builder: ColumnBatchBuilder, column: number, body: Buffer, at: number, length: number): void {
+  if (length < 0) builder.appendValue(column, null);
+  else builder.appendBytes(column, body, at, at + length);
+}
+
+/** The stored form of a record's headers: the record format's own, so a record's canonical header bytes (RecordCursor) are stored as they are. */
 export function encodeHeaders(headers: readonly KafkaHeader[]): Uint8Array {
   const w = new Writer(64);
   w.varint(headers.length);
@@ -123,9 +144,12 @@ function jsonMapping(table: TableInfo): TopicMapping {
   return {
     format: 'json',
     append(builder, records) {
-      const rows = records.map((r, i) => {
+      // Every record read before any is converted: a batch that does not decode fails as that.
+      const values: (Buffer | null)[] = [];
+      while (records.next()) values.push(records.value());
+      const rows = values.map((value, i) => {
         try {
-          return jsonRow(schema, r.value);
+          return jsonRow(schema, value);
         } catch (err) {
           const why = err instanceof Error ? err.message : String(err);
           throw new TributaryError('INVALID_ROW', `record ${i} of the batch: ${why}`);

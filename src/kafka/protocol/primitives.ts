@@ -122,6 +122,11 @@ export class Reader {
     return this.raw(16);
   }
 
+  /** Moves past `n` bytes; returns where they start. */
+  skip(n: number): number {
+    return this.need(n);
+  }
+
   /** `n` bytes as a view of the frame (no copy). */
   raw(n: number): Buffer {
     const at = this.need(n);

@@ -24,8 +24,11 @@
  *   Header = KeyLength varint, Key (UTF-8), ValueLength varint (-1 = null), Value
  *
  * Decoding checks the magic, the length and the CRC before it decompresses anything, then that
- * every record is whole and that the count and offset deltas agree with the header.
+ * every record is whole and that the count and offset deltas agree with the header. The records
+ * are read in one pass by a RecordCursor, which makes no object per record: the object decode
+ * (decodeBatch) is built on it, and a raw topic copies fields from it into its columns.
  */
+import { isUtf8 } from 'node:buffer';
 import { crc32c } from '@node-rs/crc32';
 import { KafkaDecodeError, Reader, Writer } from '../protocol/primitives.js';
 import { Codec, type CodecId, compressRecords, decompressRecords } from './compression.js';
@@ -52,7 +55,8 @@ export interface KafkaRecord {
   headers: KafkaHeader[];
 }
 
-export interface KafkaBatch {
+/** A batch's header: everything but its records. */
+export interface KafkaBatchHeader {
   baseOffset: bigint;
   partitionLeaderEpoch: number;
   codec: number;
@@ -65,7 +69,48 @@ export interface KafkaBatch {
   producerId: bigint;
   producerEpoch: number;
   baseSequence: number;
+  recordCount: number;
+}
+
+export interface KafkaBatch extends KafkaBatchHeader {
   records: KafkaRecord[];
+}
+
+/**
+ * The records of a batch, read in one pass without an object per record: each `next()` reads and
+ * checks one record and sets the fields below to it; after the last record it checks that nothing
+ * follows and that the offset deltas agree with the header, and returns false. A key or value is
+ * `length` bytes of `body` from `at`, length -1 for null.
+ */
+export interface RecordCursor {
+  /** The records section, decompressed. */
+  readonly body: Buffer;
+  /** ms since epoch. */
+  readonly timestamp: bigint;
+  readonly keyAt: number;
+  readonly keyLength: number;
+  readonly valueAt: number;
+  readonly valueLength: number;
+  readonly headerCount: number;
+  /** Where the record's headers start (their count first); they run to the record's `end`. */
+  readonly headersAt: number;
+  readonly end: number;
+  /**
+   * Whether the headers are written as this format's encoder writes those they decode to
+   * (shortest varints, keys well-formed UTF-8), so that encoding them again gives these bytes.
+   */
+  readonly headersCanonical: boolean;
+  next(): boolean;
+  /** The current record's value, a view into `body`. */
+  value(): Buffer | null;
+  /** The current record's headers, decoded. */
+  headers(): KafkaHeader[];
+  /** The current record as an object (views into `body`). */
+  record(): KafkaRecord;
+}
+
+export interface OpenBatch extends KafkaBatchHeader {
+  records: RecordCursor;
 }
 
 /** A batch that breaks the format: Produce answers it with CORRUPT_MESSAGE. */
@@ -84,17 +129,19 @@ export function splitBatches(buf: Buffer): Buffer[] {
   return out;
 }
 
-/** Decodes one batch; `maxBytes` bounds what its records may decompress to. */
-export function decodeBatch(batch: Buffer, maxBytes: number): KafkaBatch {
+/**
+ * Checks a batch's header and CRC and decompresses its records, `maxBytes` bounding what they may
+ * decompress to; its records are checked as they are read.
+ */
+export function openBatch(batch: Buffer, maxBytes: number): OpenBatch {
   if (batch.length < BATCH_HEADER_SIZE) throw new CorruptBatchError(`record batch of ${batch.length} bytes is shorter than its header`);
   const magic = batch.readInt8(16);
   if (magic !== 2) throw new CorruptBatchError(`record batch magic ${magic}: only magic 2 is supported`);
   const crc = batch.readUInt32BE(CRC_AT);
   if (crc32c(batch.subarray(CRC_FROM)) !== crc) throw new CorruptBatchError('record batch CRC mismatch');
   const attributes = batch.readInt16BE(21);
-  const recordCount = batch.readInt32BE(57);
   const codec = attributes & ATTR_CODEC_MASK;
-  const head = {
+  const header: KafkaBatchHeader = {
     baseOffset: batch.readBigInt64BE(0),
     partitionLeaderEpoch: batch.readInt32BE(12),
     codec,
@@ -107,53 +154,127 @@ export function decodeBatch(batch: Buffer, maxBytes: number): KafkaBatch {
     producerId: batch.readBigInt64BE(43),
     producerEpoch: batch.readInt16BE(51),
     baseSequence: batch.readInt32BE(53),
+    recordCount: batch.readInt32BE(57),
   };
+  const { recordCount } = header;
   if (recordCount < 0) throw new CorruptBatchError(`negative record count ${recordCount}`);
   const body = decompressRecords(codec, batch.subarray(BATCH_HEADER_SIZE), maxBytes);
   if (recordCount > body.length) throw new CorruptBatchError(`${recordCount} records in ${body.length} bytes`);
-  const r = new Reader(body);
-  const records: KafkaRecord[] = new Array(recordCount);
-  for (let i = 0; i < recordCount; i++) records[i] = readRecord(r, head.baseTimestamp, i);
-  if (r.remaining !== 0) throw new CorruptBatchError(`${r.remaining} bytes after the last of ${recordCount} records`);
-  if (recordCount > 0 && head.lastOffsetDelta !== recordCount - 1) throw new CorruptBatchError(`last offset delta ${head.lastOffsetDelta} with ${recordCount} records`);
-  return { ...head, records };
+  return { ...header, records: new BatchRecords(body, header) };
+}
+
+/** Decodes one batch, its records as objects; `maxBytes` bounds what its records may decompress to. */
+export function decodeBatch(batch: Buffer, maxBytes: number): KafkaBatch {
+  const { records: cursor, ...header } = openBatch(batch, maxBytes);
+  const records: KafkaRecord[] = new Array(header.recordCount);
+  for (let i = 0; cursor.next(); i++) records[i] = cursor.record();
+  return { ...header, records };
 }
 
 /** The headers of a record without any: one array shared by all of them, never written to. */
 const NO_HEADERS: KafkaHeader[] = Object.freeze([]) as unknown as KafkaHeader[];
 
-/** Record `index` of a batch, read from the batch's reader (no reader of its own: one per record cost more than the record). */
-function readRecord(r: Reader, baseTimestamp: bigint, index: number): KafkaRecord {
-  const length = r.varint();
-  if (length < 0 || length > r.remaining) throw new CorruptBatchError(`record length ${length} with ${r.remaining} bytes left`);
-  const end = r.pos + length;
-  r.int8();
-  const delta = r.varlong();
-  const timestamp = delta === 0n ? baseTimestamp : baseTimestamp + delta;
-  const offsetDelta = r.varint();
-  if (offsetDelta !== index) throw new CorruptBatchError(`record ${index} has offset delta ${offsetDelta}`);
-  const key = varBytes(r);
-  const value = varBytes(r);
-  const count = r.varint();
-  if (count < 0 || count > end - r.pos) throw new CorruptBatchError(`header count ${count}`);
-  let headers = NO_HEADERS;
-  if (count > 0) {
-    headers = new Array<KafkaHeader>(count);
-    for (let i = 0; i < count; i++) {
-      const k = varBytes(r);
-      if (k === null) throw new CorruptBatchError('header with a null key');
-      headers[i] = { key: k.toString('utf8'), value: varBytes(r) };
-    }
+/** The one reading of the records grammar, for every use of the records. */
+class BatchRecords implements RecordCursor {
+  timestamp = 0n;
+  keyAt = 0;
+  keyLength = -1;
+  valueAt = 0;
+  valueLength = -1;
+  headerCount = 0;
+  headersAt = 0;
+  end = 0;
+  headersCanonical = true;
+  private index = -1;
+  /** The batch's reader (none of each record's own: one per record cost more than the record). */
+  private readonly r: Reader;
+
+  constructor(
+    readonly body: Buffer,
+    private readonly header: KafkaBatchHeader,
+  ) {
+    this.r = new Reader(body);
   }
-  if (r.pos !== end) throw new CorruptBatchError(`record ${index} declares ${length} bytes, its fields take ${length + r.pos - end}`);
-  return { offsetDelta, timestamp, key, value, headers };
+
+  next(): boolean {
+    const r = this.r;
+    const { recordCount, baseTimestamp } = this.header;
+    if (this.index + 1 >= recordCount) {
+      if (r.remaining !== 0) throw new CorruptBatchError(`${r.remaining} bytes after the last of ${recordCount} records`);
+      if (recordCount > 0 && this.header.lastOffsetDelta !== recordCount - 1) throw new CorruptBatchError(`last offset delta ${this.header.lastOffsetDelta} with ${recordCount} records`);
+      return false;
+    }
+    const index = ++this.index;
+    const length = r.varint();
+    if (length < 0 || length > r.remaining) throw new CorruptBatchError(`record length ${length} with ${r.remaining} bytes left`);
+    const end = r.pos + length;
+    r.int8();
+    const delta = r.varlong();
+    this.timestamp = delta === 0n ? baseTimestamp : baseTimestamp + delta;
+    const offsetDelta = r.varint();
+    if (offsetDelta !== index) throw new CorruptBatchError(`record ${index} has offset delta ${offsetDelta}`);
+    const keyLength = (this.keyLength = bytesLength(r));
+    this.keyAt = r.skip(keyLength < 0 ? 0 : keyLength);
+    const valueLength = (this.valueLength = bytesLength(r));
+    this.valueAt = r.skip(valueLength < 0 ? 0 : valueLength);
+    this.headersAt = r.pos;
+    this.end = end;
+    this.readHeaders(r, null);
+    if (r.pos !== end) throw new CorruptBatchError(`record ${index} declares ${length} bytes, its fields take ${length + r.pos - end}`);
+    return true;
+  }
+
+  value(): Buffer | null {
+    return this.valueLength < 0 ? null : this.body.subarray(this.valueAt, this.valueAt + this.valueLength);
+  }
+
+  headers(): KafkaHeader[] {
+    if (this.headerCount === 0) return NO_HEADERS;
+    const out: KafkaHeader[] = [];
+    this.readHeaders(new Reader(this.body, this.headersAt, this.end), out);
+    return out;
+  }
+
+  record(): KafkaRecord {
+    const key = this.keyLength < 0 ? null : this.body.subarray(this.keyAt, this.keyAt + this.keyLength);
+    return { offsetDelta: this.index, timestamp: this.timestamp, key, value: this.value(), headers: this.headers() };
+  }
+
+  /** Reads the headers of the current record, from their count on, into `out` when given. */
+  private readHeaders(r: Reader, out: KafkaHeader[] | null): void {
+    const body = this.body;
+    let at = r.pos;
+    const count = r.varint();
+    if (count < 0 || count > this.end - r.pos) throw new CorruptBatchError(`header count ${count}`);
+    let canonical = shortest(r, at);
+    for (let i = 0; i < count; i++) {
+      at = r.pos;
+      const keyLength = bytesLength(r);
+      if (keyLength === -1) throw new CorruptBatchError('header with a null key');
+      canonical &&= shortest(r, at);
+      const keyAt = r.skip(keyLength);
+      canonical &&= isUtf8(body.subarray(keyAt, keyAt + keyLength));
+      at = r.pos;
+      const valueLength = bytesLength(r);
+      canonical &&= shortest(r, at);
+      const valueAt = r.skip(valueLength < 0 ? 0 : valueLength);
+      out?.push({ key: body.toString('utf8', keyAt, keyAt + keyLength), value: valueLength < 0 ? null : body.subarray(valueAt, valueAt + valueLength) });
+    }
+    this.headerCount = count;
+    this.headersCanonical = canonical;
+  }
 }
 
-function varBytes(r: Reader): Buffer | null {
+/** The length of a nullable byte string (-1 = null), its bytes not read yet. */
+function bytesLength(r: Reader): number {
   const n = r.varint();
-  if (n === -1) return null;
   if (n < -1) throw new CorruptBatchError(`length ${n}`);
-  return r.raw(n);
+  return n;
+}
+
+/** Whether the varint read from `at` to the reader's position is as short as it can be (no last group of zeros). */
+function shortest(r: Reader, at: number): boolean {
+  return r.pos - at === 1 || r.buf[r.pos - 1] !== 0;
 }
 
 export interface NewKafkaBatch {
