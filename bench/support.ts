@@ -331,22 +331,26 @@ export async function rawWriteMBps(bytes: number, dir: string, runs = 3): Promis
 
 /**
  * The fsync baseline of a log append: `count` times 4 KiB written at the end of a new file in `dir`
- * and fdatasync'd, each timed (ms, ascending). The file is removed afterwards.
+ * and fdatasync'd, each timed (ms, ascending), through Node's file thread pool as the server's are.
+ * `gapMs` > 0 waits that long on a timer between them, as a server between two batches does: a
+ * disk and a CPU left idle between fsyncs answer more slowly than a loop that keeps them busy.
+ * The file is removed afterwards.
  */
-export function fdatasyncLoopMs(dir: string, count: number): Float64Array {
+export async function fdatasyncLoopMs(dir: string, count: number, gapMs = 0): Promise<Float64Array> {
   const file = path.join(dir, `fdatasync-${process.pid}.bin`);
   const block = rawChunkBytes().subarray(0, 4096);
   const ms = new Float64Array(count);
-  const fd = fs.openSync(file, 'w');
+  const handle = await fs.promises.open(file, 'w');
   try {
     for (let i = 0; i < count; i++) {
+      if (gapMs > 0) await new Promise((resolve) => setTimeout(resolve, gapMs));
       const start = now();
-      fs.writeSync(fd, block, 0, block.length, i * block.length);
-      fs.fdatasyncSync(fd);
+      await handle.write(block, 0, block.length, i * block.length);
+      await handle.datasync();
       ms[i] = now() - start;
     }
   } finally {
-    fs.closeSync(fd);
+    await handle.close();
     fs.rmSync(file, { force: true });
   }
   return ms.sort();
