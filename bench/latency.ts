@@ -58,6 +58,7 @@ import {
   count,
   DATABASE,
   fdatasyncLoopMs,
+  nodeFlags,
   generateWorkload,
   measure,
   median,
@@ -331,7 +332,7 @@ async function produce(conn: Connection, total: number, warmupRows: number): Pro
 /** Runs `produce` in a child process (this program, `--role producer`); its last stdout line is its result. */
 async function produceInChild(bootstrap: string, total: number, warmupRows: number): Promise<Produced> {
   const self = fileURLToPath(import.meta.url);
-  const childArgs = ['--import', 'tsx', self, '--role', 'producer', '--bootstrap', bootstrap, '--rate', String(rate), '--rows', String(total), '--warmup-rows', String(warmupRows)];
+  const childArgs = [...nodeFlags(), '--import', 'tsx', self, '--role', 'producer', '--bootstrap', bootstrap, '--rate', String(rate), '--rows', String(total), '--warmup-rows', String(warmupRows)];
   if (soak) childArgs.push('--soak', '--kv-rate', String(kvRate));
   for (const [k, v] of Object.entries(clientOptions)) childArgs.push('--client', `${k}=${v}`);
   const child = spawn(process.execPath, childArgs, { stdio: ['ignore', 'pipe', 'inherit'] });

@@ -500,9 +500,16 @@ export function percentile(sorted: ArrayLike<number>, p: number): number {
 
 // ---------------------------------------------------------------------------------- printing
 
+/** This process's Node and V8 flags (e.g. `--no-incremental-marking-task`) without its module loaders. */
+export function nodeFlags(): string[] {
+  const loader = /^--(import|require|loader|experimental-loader)(=|$)/;
+  return process.execArgv.filter((arg, i, all) => !loader.test(arg) && !(i > 0 && /^--(import|require|loader|experimental-loader)$/.test(all[i - 1])));
+}
+
 export function printHeader(title: string, lines: string[]): void {
   console.log(`\n== ${title}`);
-  console.log(`machine: ${os.cpus().length} cores (${os.cpus()[0]?.model.trim() ?? 'unknown'}), ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB RAM, Node ${process.version}, ${os.platform()} ${os.release()}`);
+  const flags = nodeFlags();
+  console.log(`machine: ${os.cpus().length} cores (${os.cpus()[0]?.model.trim() ?? 'unknown'}), ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB RAM, Node ${process.version}${flags.length > 0 ? ` (${flags.join(' ')})` : ''}, ${os.platform()} ${os.release()}`);
   for (const line of lines) console.log(line);
 }
 
