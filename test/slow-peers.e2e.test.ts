@@ -1,7 +1,8 @@
 /**
  * Peers that stall in the middle of requests (slowloris), against real server processes with a
  * small request memory: a client and the REST API are still served while stalled connections fill
- * it, the stalled and the idle connections are closed on their deadlines and counted, and
+ * it, the stalled and the idle connections are closed on their deadlines and counted (on the Kafka
+ * listener too, under its own name), and
  * `GET /ready` says whether the RPC listener serves while `GET /health` stays the liveness check.
  */
 import assert from 'node:assert/strict';
@@ -13,7 +14,7 @@ import { startCluster, useCluster } from './support/cluster.js';
 const FRAME_TIMEOUT_S = 8;
 // No connection of the fixture's own: the tests count the connections the server closes.
 const cluster = useCluster({
-  args: ['--no-tiering'],
+  args: ['--no-tiering', '--kafka-port', '0'],
   settings: { 'server.buffer.memory-size': '1mb', 'rpc.frame-timeout': `${FRAME_TIMEOUT_S}s`, 'netty.connection.max-idle-time': '3s' },
   client: false,
 });
@@ -29,7 +30,7 @@ async function within<T>(promise: Promise<T>, ms: number, what: string): Promise
   }
 }
 
-/** A raw TCP connection to the RPC port and a promise of its closing. */
+/** A raw TCP connection to a listener's port and a promise of its closing. */
 async function rawSocket(port: number): Promise<{ socket: net.Socket; closed: Promise<void> }> {
   const socket = net.connect({ host: '127.0.0.1', port });
   socket.on('error', () => {});
@@ -78,6 +79,16 @@ test('a connection that sends nothing is closed after netty.connection.max-idle-
   const { closed } = await rawSocket(cluster.server.port);
   await within(closed, 20_000, 'the idle connection is closed');
   assert.ok((await metric('tributary_rpc_connections_closed_total{deadline="idle"}')) > before);
+});
+
+test('a Kafka connection that sends nothing is closed after netty.connection.max-idle-time and counted as the Kafka listener\'s', async () => {
+  const rpcBefore = await metric('tributary_rpc_connections_closed_total{deadline="idle"}');
+  const before = await metric('tributary_kafka_connections_closed_total{deadline="idle"}');
+  assert.equal(await metric('tributary_kafka_connections_closed_total{deadline="frame-timeout"}'), 0);
+  const { closed } = await rawSocket(Number(cluster.server.kafka.split(':').pop()));
+  await within(closed, 20_000, 'the idle Kafka connection is closed');
+  assert.equal(await metric('tributary_kafka_connections_closed_total{deadline="idle"}'), before + 1);
+  assert.equal(await metric('tributary_rpc_connections_closed_total{deadline="idle"}'), rpcBefore);
 });
 
 test('GET /ready answers 200 while the RPC listener serves, and /health stays 200', async () => {

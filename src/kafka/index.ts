@@ -9,6 +9,7 @@ import type { Options } from '../common/config.js';
 import { TributaryError } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
 import type { RequestMemoryBudget } from '../rpc/request-memory.js';
+import type { ConnectionDeadline } from '../rpc/connection-deadlines.js';
 import type { KafkaBrokerNode, LakeHistory, TributaryBackend } from './backend.js';
 import { KafkaBroker } from './broker.js';
 import { KafkaListener, type KafkaListenerStats } from './listener.js';
@@ -61,7 +62,8 @@ export interface RunningKafkaListener {
  * Starts the Kafka listener on `listen`; `requestMemory` is the node's request memory (the RPC
  * listener's), which its connections join, `nodeId` this server's id, `brokers` the Kafka
  * listeners of the servers that lead buckets, given this one's bound address, `lake` the history
- * of lake-enabled topics below their log start.
+ * of lake-enabled topics below their log start, `onDeadlineClosed` told of each connection closed
+ * on a deadline.
  */
 export async function startKafkaListener(
   options: Options,
@@ -72,6 +74,7 @@ export async function startKafkaListener(
   brokers: (self: { host: string; port: number }) => KafkaBrokerNode[],
   lake: LakeHistory,
   log: Logger,
+  onDeadlineClosed?: (deadline: ConnectionDeadline) => void,
 ): Promise<RunningKafkaListener> {
   await initKafkaCompression();
   let self = { host: listen.host, port: listen.port };
@@ -106,6 +109,7 @@ export async function startKafkaListener(
     frameTimeoutMs: options.durationMs('rpc.frame-timeout'),
     idleTimeoutMs: options.durationMs('netty.connection.max-idle-time'),
     logger: log,
+    ...(onDeadlineClosed ? { onDeadlineClosed } : {}),
   });
   // Tolerated on a tablet server, where no coordinator may be active yet: the first topic creates
   // the database then, and the group coordinator opens its offsets table on its first request.

@@ -45,7 +45,7 @@
  * no known response shape: its answer is the response header v0 followed by the int16 error code.
  */
 import net from 'node:net';
-import { DeadlineWatch, sweepIntervalMs } from '../rpc/connection-deadlines.js';
+import { type ConnectionDeadline, DeadlineWatch, sweepIntervalMs } from '../rpc/connection-deadlines.js';
 import { FrameDecoder, LENGTH_FIELD_SIZE } from '../rpc/frame.js';
 import { FramePool, idleShareOf } from '../rpc/frame-pool.js';
 import type { BudgetedConnection, ConnectionMemory, ListenerMemory, RequestMemoryBudget } from '../rpc/request-memory.js';
@@ -92,6 +92,8 @@ export interface KafkaListenerOptions {
   frameTimeoutMs: number;
   idleTimeoutMs: number;
   logger: RpcLogger;
+  /** Told of every connection the listener closed because it missed a deadline. */
+  onDeadlineClosed?: (deadline: ConnectionDeadline) => void;
 }
 
 const HEADER_START = 8;
@@ -324,6 +326,7 @@ export class KafkaListener {
       if (!past || conn.closing) continue;
       this.options.logger.debug({ remote: `${conn.socket.remoteAddress}:${conn.socket.remotePort}`, ...past }, 'closing kafka connection');
       conn.socket.destroy();
+      this.options.onDeadlineClosed?.(past.deadline);
     }
   }
 

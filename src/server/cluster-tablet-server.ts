@@ -134,7 +134,7 @@ export class ClusterTabletServer {
       let kafkaAddress: { host: string; port: number } | undefined;
       if (kafkaListen) {
         const backend: TributaryBackend = { call: (api, req) => (LOCAL_KAFKA_APIS.has(api.key) ? rpc.invoke(api, req) : coordinator.request(api, req)) };
-        kafka = await startKafkaListener(options, kafkaListen, rpc.requestMemory, backend, id, (at) => kafkaBrokers(tablets, id, kafkaAddress ?? at, rack), kafkaLakeHistory(backend), log.child({ role: 'kafka' }));
+        kafka = await startKafkaListener(options, kafkaListen, rpc.requestMemory, backend, id, (at) => kafkaBrokers(tablets, id, kafkaAddress ?? at, rack), kafkaLakeHistory(backend), log.child({ role: 'kafka' }), (deadline) => metrics?.connectionClosed(deadline, 'kafka'));
         undo.push(() => kafka!.close());
         const unsubscribe = tablets.onLeadershipChange((bucket, leading) => kafka?.leadershipChanged(bucket.tableId, bucket.bucket, leading));
         undo.push(async () => unsubscribe());

@@ -93,7 +93,7 @@ export class NodeMetrics {
   private readonly requests: Counter<'api'>;
   private readonly errors: Counter<'api' | 'error'>;
   private readonly latency: Histogram<'api'>;
-  private readonly deadlineClosed: Counter<'deadline'>;
+  private readonly deadlineClosed: { rpc: Counter<'deadline'>; kafka?: Counter<'deadline'> };
   /** The sources as read for the scrape under way, so each is read once per scrape, not once per gauge. */
   private scrape?: Scrape;
   private followers?: FollowerSeries;
@@ -116,13 +116,17 @@ export class NodeMetrics {
       buckets: [0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30],
       registers,
     });
-    this.deadlineClosed = new Counter({
-      name: 'tributary_rpc_connections_closed_total',
-      help: 'RPC connections the server closed because they missed a deadline: frame-timeout (rpc.frame-timeout), idle (netty.connection.max-idle-time).',
-      labelNames: ['deadline'],
-      registers,
-    });
-    for (const deadline of ['frame-timeout', 'idle']) this.deadlineClosed.inc({ deadline }, 0);
+    const deadlineCounter = (listener: string): Counter<'deadline'> => {
+      const counter = new Counter({
+        name: `tributary_${listener.toLowerCase()}_connections_closed_total`,
+        help: `${listener} connections the server closed because they missed a deadline: frame-timeout (rpc.frame-timeout), idle (netty.connection.max-idle-time).`,
+        labelNames: ['deadline'],
+        registers,
+      });
+      for (const deadline of ['frame-timeout', 'idle']) counter.inc({ deadline }, 0);
+      return counter;
+    };
+    this.deadlineClosed = { rpc: deadlineCounter('RPC'), ...(sources.kafka ? { kafka: deadlineCounter('Kafka') } : {}) };
     const scalar = (name: string, help: string, value: () => number): void => {
       new Gauge({
         name,
@@ -235,9 +239,9 @@ export class NodeMetrics {
     if (error !== undefined) this.errors.inc({ api, error });
   }
 
-  /** Counts a connection the RPC server closed on a deadline (`frame-timeout`, `idle`). */
-  connectionClosed(deadline: string): void {
-    this.deadlineClosed.inc({ deadline });
+  /** Counts a connection a listener closed on a deadline (`frame-timeout`, `idle`). */
+  connectionClosed(deadline: string, listener: 'rpc' | 'kafka'): void {
+    this.deadlineClosed[listener]?.inc({ deadline });
   }
 
   get contentType(): string {

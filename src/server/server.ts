@@ -135,7 +135,7 @@ export class TributaryServer {
     if (kafkaListen) {
       // One node leads every bucket: it is the only broker, node 0 as in GetMetadata.
       const backend: TributaryBackend = { call: (api, req) => rpc.invoke(api, req) };
-      kafka = await startKafkaListener(options, kafkaListen, rpc.requestMemory, backend, 0, (at) => [{ nodeId: 0, host: at.host, port: at.port, rack: null }], kafkaLakeHistory(backend), log.child({ role: 'kafka' }));
+      kafka = await startKafkaListener(options, kafkaListen, rpc.requestMemory, backend, 0, (at) => [{ nodeId: 0, host: at.host, port: at.port, rack: null }], kafkaLakeHistory(backend), log.child({ role: 'kafka' }), (deadline) => metrics.connectionClosed(deadline, 'kafka'));
       undo.push(() => kafka!.close());
     }
 

@@ -70,6 +70,6 @@ export function rpcServerOf(options: Options, listen: { host: string; port: numb
     idleTimeoutMs: options.durationMs('netty.connection.max-idle-time'),
     logger: log.child({ role: 'rpc' }),
     onAnswered: (api, seconds, errorName) => metrics()?.requestDone(api.name, seconds, errorName),
-    onDeadlineClosed: (deadline) => metrics()?.connectionClosed(deadline),
+    onDeadlineClosed: (deadline) => metrics()?.connectionClosed(deadline, 'rpc'),
   });
 }
