@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { FetchBudget } from './fetch-budget.js';
-import { BATCH_HEADER_SIZE, decodeBatch, splitBatches } from './records/record-batch.js';
+import { decodeBatch } from '../../test/support/kafka-records.js';
+import { BATCH_HEADER_SIZE, splitBatches } from './records/record-batch.js';
 
 /** `n` records of `size`-byte values; each record frames to size + 7 bytes (size < 64). */
 const records = (n: number, size: number) => Array.from({ length: n }, (_, i) => ({ timestamp: 1000n, key: null, value: Buffer.alloc(size, 97 + (i % 26)) }));

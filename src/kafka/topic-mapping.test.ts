@@ -7,7 +7,8 @@ import { encodeArrowPayload } from '../record/arrow-payload.js';
 import { ColumnBatchBuilder } from '../record/column-batch-builder.js';
 import { Writer } from './protocol/primitives.js';
 import { Codec, CODEC_NAMES, type CodecId, initKafkaCompression } from './records/compression.js';
-import { BATCH_HEADER_SIZE, decodeBatch, encodeBatch, openBatch } from './records/record-batch.js';
+import { decodeBatch } from '../../test/support/kafka-records.js';
+import { BATCH_HEADER_SIZE, encodeBatch, openBatch } from './records/record-batch.js';
 import { decodeHeaders, encodeHeaders, RAW_TOPIC_COLUMNS, topicMapping } from './topic-mapping.js';
 
 before(() => initKafkaCompression());

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { before, test } from 'node:test';
 import { Codec, CODEC_NAMES, type CodecId, CompressionError, compressRecords, decompressRecords, initKafkaCompression } from './compression.js';
-import { CorruptBatchError, decodeBatch, encodeBatch, splitBatches } from './record-batch.js';
+import { decodeBatch } from '../../../test/support/kafka-records.js';
+import { CorruptBatchError, encodeBatch, splitBatches } from './record-batch.js';
 import { compressSync } from 'snappy';
 
 before(() => initKafkaCompression());

@@ -25,8 +25,8 @@
  *
  * Decoding checks the magic, the length and the CRC before it decompresses anything, then that
  * every record is whole and that the count and offset deltas agree with the header. The records
- * are read in one pass by a RecordCursor, which makes no object per record: the object decode
- * (decodeBatch) is built on it, and a raw topic copies fields from it into its columns.
+ * are read in one pass by a RecordCursor, which makes no object per record: a raw topic copies
+ * fields from it into its columns, a JSON topic takes the values.
  */
 import { isUtf8 } from 'node:buffer';
 import { crc32c } from '@node-rs/crc32';
@@ -46,15 +46,6 @@ export interface KafkaHeader {
   value: Buffer | null;
 }
 
-export interface KafkaRecord {
-  offsetDelta: number;
-  /** ms since epoch. */
-  timestamp: bigint;
-  key: Buffer | null;
-  value: Buffer | null;
-  headers: KafkaHeader[];
-}
-
 /** A batch's header: everything but its records. */
 export interface KafkaBatchHeader {
   baseOffset: bigint;
@@ -70,10 +61,6 @@ export interface KafkaBatchHeader {
   producerEpoch: number;
   baseSequence: number;
   recordCount: number;
-}
-
-export interface KafkaBatch extends KafkaBatchHeader {
-  records: KafkaRecord[];
 }
 
 /**
@@ -105,8 +92,6 @@ export interface RecordCursor {
   value(): Buffer | null;
   /** The current record's headers, decoded. */
   headers(): KafkaHeader[];
-  /** The current record as an object (views into `body`). */
-  record(): KafkaRecord;
 }
 
 export interface OpenBatch extends KafkaBatchHeader {
@@ -161,14 +146,6 @@ export function openBatch(batch: Buffer, maxBytes: number): OpenBatch {
   const body = decompressRecords(codec, batch.subarray(BATCH_HEADER_SIZE), maxBytes);
   if (recordCount > body.length) throw new CorruptBatchError(`${recordCount} records in ${body.length} bytes`);
   return { ...header, records: new BatchRecords(body, header) };
-}
-
-/** Decodes one batch, its records as objects; `maxBytes` bounds what its records may decompress to. */
-export function decodeBatch(batch: Buffer, maxBytes: number): KafkaBatch {
-  const { records: cursor, ...header } = openBatch(batch, maxBytes);
-  const records: KafkaRecord[] = new Array(header.recordCount);
-  for (let i = 0; cursor.next(); i++) records[i] = cursor.record();
-  return { ...header, records };
 }
 
 /** The headers of a record without any: one array shared by all of them, never written to. */
@@ -233,11 +210,6 @@ class BatchRecords implements RecordCursor {
     const out: KafkaHeader[] = [];
     this.readHeaders(new Reader(this.body, this.headersAt, this.end), out);
     return out;
-  }
-
-  record(): KafkaRecord {
-    const key = this.keyLength < 0 ? null : this.body.subarray(this.keyAt, this.keyAt + this.keyLength);
-    return { offsetDelta: this.index, timestamp: this.timestamp, key, value: this.value(), headers: this.headers() };
   }
 
   /** Reads the headers of the current record, from their count on, into `out` when given. */
