@@ -500,10 +500,12 @@ export function percentile(sorted: ArrayLike<number>, p: number): number {
 
 // ---------------------------------------------------------------------------------- printing
 
+/** A flag that loads a module: `--import=x`, or `--import` with `x` the next argument. */
+const LOADER_FLAG = /^--(import|require|loader|experimental-loader)(=|$)/;
+
 /** This process's Node and V8 flags (e.g. `--no-incremental-marking-task`) without its module loaders. */
 export function nodeFlags(): string[] {
-  const loader = /^--(import|require|loader|experimental-loader)(=|$)/;
-  return process.execArgv.filter((arg, i, all) => !loader.test(arg) && !(i > 0 && /^--(import|require|loader|experimental-loader)$/.test(all[i - 1])));
+  return process.execArgv.filter((arg, i, all) => !LOADER_FLAG.test(arg) && !(i > 0 && LOADER_FLAG.test(all[i - 1]) && !all[i - 1].includes('=')));
 }
 
 export function printHeader(title: string, lines: string[]): void {
