@@ -4,12 +4,17 @@
  *
  * One producer appends rows of the workload (support.ts, cycled) with the row API at a fixed rate,
  * paced against the clock (every millisecond it appends the rows that are due), with a short
- * linger (`client.writer.batch-timeout`, 5 ms by default) so that small batches go out at once.
+ * linger (`client.writer.batch-timeout`, 2 ms by default) so that small batches go out at once.
  * Each row carries its send time in `ts`: microseconds of `performance.timeOrigin +
  * performance.now()`, taken just before `append`. A scanner on its own connection subscribes from
  * the latest offset before the producer starts and long-polls with `pollBatches`; as each batch
  * arrives, the latency of each of its rows is now − ts. The server defaults stay: every batch is
  * fsynced before it is acknowledged and before readers see it, so each latency includes an fsync.
+ *
+ * This process and a producer child run with the GC flags a latency-minded process on this
+ * machine starts with (src/cli/node-flags.cts: `--single-threaded-gc` on two cores or fewer, as
+ * docs/client.md recommends and the server gets them; `TRIBUTARY_GC=parallel` runs without): the
+ * program starts itself again with them when they are missing.
  *
  * `--processes same` (default): producer and scanner in this process. `--processes separate`: the
  * producer runs in a child process (this program with `--role producer`), as producers and
@@ -40,7 +45,7 @@
  * ms, every run's p99 < 20 ms and p99.9 < 50 ms.
  *
  *   npm run bench:latency [-- --rate 10000 --seconds 60 --warmup 2 --runs 3 --processes same|separate
- *                          --soak --kv-rate 500 --client client.writer.batch-timeout=2ms
+ *                          --soak --kv-rate 500 --client client.writer.batch-timeout=5ms
  *                          --server log.flush.offset.checkpoint-interval=5s --profile DIR]
  *
  * `--profile DIR` writes a CPU profile of the server into DIR (`node --cpu-prof`).
@@ -68,6 +73,7 @@ import {
   percentile,
   printHeader,
   printTable,
+  rerunWithGcFlags,
   spread,
   verdict,
   untilQuiet,
@@ -120,7 +126,7 @@ const { values: args } = parseArgs({
 const rate = Number(args.rate);
 const soak = args.soak;
 const kvRate = soak ? Number(args['kv-rate']) : 0;
-const clientOptions = { 'client.writer.batch-timeout': '5ms', ...clientOptionArgs(args.client) };
+const clientOptions = { 'client.writer.batch-timeout': '2ms', ...clientOptionArgs(args.client) };
 
 /** The shared clock of producer and scanner, in microseconds. */
 const clockMicros = (): number => (performance.timeOrigin + now()) * 1000;
@@ -136,7 +142,9 @@ interface Produced {
   pauses: Pause[];
 }
 
-if (args.role === 'producer') await producerChild();
+const rerun = rerunWithGcFlags();
+if (rerun !== undefined) process.exitCode = rerun;
+else if (args.role === 'producer') await producerChild();
 else await main();
 
 async function main(): Promise<void> {

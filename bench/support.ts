@@ -18,6 +18,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { gcFlags, missingFlags } from '../src/cli/node-flags.cjs';
 import { Connection } from '../src/client/index.js';
 import type { ColumnSpec, Row, Table } from '../src/client/index.js';
 import { CLI, ServerProcess, TieringProcess } from '../test/support/server-process.js';
@@ -506,6 +507,18 @@ const LOADER_FLAG = /^--(import|require|loader|experimental-loader)(=|$)/;
 /** This process's Node and V8 flags (e.g. `--no-incremental-marking-task`) without its module loaders. */
 export function nodeFlags(): string[] {
   return process.execArgv.filter((arg, i, all) => !LOADER_FLAG.test(arg) && !(i > 0 && LOADER_FLAG.test(all[i - 1]) && !all[i - 1].includes('=')));
+}
+
+/**
+ * For a benchmark whose client processes' pauses count (bench:latency): when this process lacks
+ * the GC flags a latency-minded process on this machine runs with (src/cli/node-flags.cts, as the
+ * server gets them and docs/client.md recommends), runs the benchmark again in a child with them
+ * and returns its exit code; undefined when this process has them.
+ */
+export function rerunWithGcFlags(): number | undefined {
+  const missing = missingFlags(gcFlags());
+  if (missing.length === 0) return undefined;
+  return spawnSync(process.execPath, [...process.execArgv, ...missing, ...process.argv.slice(1)], { stdio: 'inherit' }).status ?? 1;
 }
 
 export function printHeader(title: string, lines: string[]): void {
