@@ -15,6 +15,9 @@ const PAUSE_LOG_MS = 5;
 export class ServerActivity {
   private readonly flushes = new DurationWindow();
   private readonly tasks = new Map<string, DurationWindow>();
+  /** The last run queued in each lane of tasks, and the tasks waiting or running in one. */
+  private readonly lanes = new Map<string, Promise<void>>();
+  private readonly due = new Set<string>();
   private readonly runtime: RuntimeMonitor;
   private readonly traced: boolean;
 
@@ -27,11 +30,23 @@ export class ServerActivity {
 
   /**
    * Runs `task` every `intervalMs` without keeping the process alive, timing each run; a failure
-   * is logged and the next run goes ahead.
+   * is logged and the next run goes ahead. Tasks given the same `lane` run one at a time, in the
+   * order they came due, and a task whose previous run is still waiting or running skips its turn.
    */
-  every(task: string, intervalMs: number, work: () => Promise<unknown> | void): NodeJS.Timeout {
+  every(task: string, intervalMs: number, work: () => Promise<unknown> | void, lane?: string): NodeJS.Timeout {
+    const run = (): Promise<void> => this.timed(task, work).then(
+      () => undefined,
+      (err: unknown) => this.log.error({ err }, `${task} failed`),
+    );
     const timer = setInterval(() => {
-      this.timed(task, work).catch((err: unknown) => this.log.error({ err }, `${task} failed`));
+      if (lane === undefined) {
+        void run();
+        return;
+      }
+      if (this.due.has(task)) return;
+      this.due.add(task);
+      const next = (this.lanes.get(lane) ?? Promise.resolve()).then(run).finally(() => this.due.delete(task));
+      this.lanes.set(lane, next);
     }, intervalMs);
     timer.unref();
     return timer;

@@ -217,11 +217,14 @@ export class TabletServer implements BucketLifecycle {
       if (table.partitionKeys.length === 0) await this.createBuckets(table);
       for (const p of partitions) await this.createBuckets(table, p);
     }
-    const every = (task: string, key: string, work: () => Promise<unknown>): void => {
-      this.timers.push(this.activity.every(task, this.options.durationMs(key), work));
+    // The data dir's background writers run one at a time: a checkpoint and a KV snapshot writing
+    // at once made the append path's fsyncs wait for both (the worst latencies of the soak). The
+    // remote log's uploads, which may take long and write elsewhere, keep their own pace.
+    const every = (task: string, key: string, work: () => Promise<unknown>, lane: string | undefined = 'data-dir writes'): void => {
+      this.timers.push(this.activity.every(task, this.options.durationMs(key), work, lane));
     };
     every('log-retention', 'log.retention.check-interval', () => this.deleteExpiredSegments());
-    if (this.remoteLog) every('remote-log', 'remote.log.task-interval-duration', () => this.tierRemoteLogs());
+    if (this.remoteLog) every('remote-log', 'remote.log.task-interval-duration', () => this.tierRemoteLogs(), undefined);
     every('log-checkpoint', 'log.flush.offset.checkpoint-interval', () => this.checkpointAll());
     every('kv-snapshot', 'kv.snapshot.interval', () => this.snapshotAll());
     if (this.replication) {
