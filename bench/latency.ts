@@ -4,17 +4,17 @@
  *
  * One producer appends rows of the workload (support.ts, cycled) with the row API at a fixed rate,
  * paced against the clock (every millisecond it appends the rows that are due), with a short
- * linger (`client.writer.batch-timeout`, 2 ms by default) so that small batches go out at once.
+ * linger (`client.writer.batch-timeout`, 5 ms by default) so that small batches go out at once.
  * Each row carries its send time in `ts`: microseconds of `performance.timeOrigin +
  * performance.now()`, taken just before `append`. A scanner on its own connection subscribes from
  * the latest offset before the producer starts and long-polls with `pollBatches`; as each batch
  * arrives, the latency of each of its rows is now − ts. The server defaults stay: every batch is
  * fsynced before it is acknowledged and before readers see it, so each latency includes an fsync.
  *
- * This process and a producer child run with the GC flags a latency-minded process on this
- * machine starts with (src/cli/node-flags.cts: `--single-threaded-gc` on two cores or fewer, as
- * docs/client.md recommends and the server gets them; `TRIBUTARY_GC=parallel` runs without): the
- * program starts itself again with them when they are missing.
+ * `--client-gc single` (the default on two cores or fewer, `parallel` on more): this process and a
+ * producer child collect garbage on the main thread alone (`node --single-threaded-gc`, as
+ * docs/client.md recommends to latency-minded clients on small machines); the program starts
+ * itself again with the flag when it is missing. The server keeps V8's parallel collection.
  *
  * `--processes same` (default): producer and scanner in this process. `--processes separate`: the
  * producer runs in a child process (this program with `--role producer`), as producers and
@@ -44,13 +44,14 @@
  * event-loop delay of this process while idle. Targets: median p99 < 10
  * ms, every run's p99 < 20 ms and p99.9 < 50 ms.
  *
- *   npm run bench:latency [-- --rate 10000 --seconds 60 --warmup 2 --runs 3 --processes same|separate
- *                          --soak --kv-rate 500 --client client.writer.batch-timeout=5ms
+ *   npm run bench:latency [-- --rate 10000 --seconds 60 --warmup 2 --runs 3 --processes same|separate --client-gc single|parallel
+ *                          --soak --kv-rate 500 --client client.writer.batch-timeout=2ms
  *                          --server log.flush.offset.checkpoint-interval=5s --profile DIR]
  *
  * `--profile DIR` writes a CPU profile of the server into DIR (`node --cpu-prof`).
  */
 import { spawn } from 'node:child_process';
+import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Connection, type Row } from '../src/client/index.js';
@@ -73,7 +74,7 @@ import {
   percentile,
   printHeader,
   printTable,
-  rerunWithGcFlags,
+  rerunWithNodeFlags,
   spread,
   verdict,
   untilQuiet,
@@ -111,6 +112,7 @@ const { values: args } = parseArgs({
     warmup: { type: 'string', default: '2' },
     runs: { type: 'string' },
     processes: { type: 'string', default: 'same' },
+    'client-gc': { type: 'string', default: os.availableParallelism() <= 2 ? 'single' : 'parallel' },
     soak: { type: 'boolean', default: false },
     'kv-rate': { type: 'string', default: '500' },
     client: { type: 'string', multiple: true },
@@ -126,7 +128,7 @@ const { values: args } = parseArgs({
 const rate = Number(args.rate);
 const soak = args.soak;
 const kvRate = soak ? Number(args['kv-rate']) : 0;
-const clientOptions = { 'client.writer.batch-timeout': '2ms', ...clientOptionArgs(args.client) };
+const clientOptions = { 'client.writer.batch-timeout': '5ms', ...clientOptionArgs(args.client) };
 
 /** The shared clock of producer and scanner, in microseconds. */
 const clockMicros = (): number => (performance.timeOrigin + now()) * 1000;
@@ -142,7 +144,8 @@ interface Produced {
   pauses: Pause[];
 }
 
-const rerun = rerunWithGcFlags();
+if (args['client-gc'] !== 'single' && args['client-gc'] !== 'parallel') throw new Error(`--client-gc is single or parallel, got '${args['client-gc']}'`);
+const rerun = rerunWithNodeFlags(args['client-gc'] === 'single' ? ['--single-threaded-gc'] : []);
 if (rerun !== undefined) process.exitCode = rerun;
 else if (args.role === 'producer') await producerChild();
 else await main();
@@ -340,7 +343,7 @@ async function produce(conn: Connection, total: number, warmupRows: number): Pro
 /** Runs `produce` in a child process (this program, `--role producer`); its last stdout line is its result. */
 async function produceInChild(bootstrap: string, total: number, warmupRows: number): Promise<Produced> {
   const self = fileURLToPath(import.meta.url);
-  const childArgs = [...nodeFlags(), '--import', 'tsx', self, '--role', 'producer', '--bootstrap', bootstrap, '--rate', String(rate), '--rows', String(total), '--warmup-rows', String(warmupRows)];
+  const childArgs = [...nodeFlags(), '--import', 'tsx', self, '--role', 'producer', '--bootstrap', bootstrap, '--rate', String(rate), '--rows', String(total), '--warmup-rows', String(warmupRows), '--client-gc', args['client-gc']!];
   if (soak) childArgs.push('--soak', '--kv-rate', String(kvRate));
   for (const [k, v] of Object.entries(clientOptions)) childArgs.push('--client', `${k}=${v}`);
   const child = spawn(process.execPath, childArgs, { stdio: ['ignore', 'pipe', 'inherit'] });

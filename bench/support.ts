@@ -18,7 +18,6 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { gcFlags, missingFlags } from '../src/cli/node-flags.cjs';
 import { Connection } from '../src/client/index.js';
 import type { ColumnSpec, Row, Table } from '../src/client/index.js';
 import { CLI, ServerProcess, TieringProcess } from '../test/support/server-process.js';
@@ -511,12 +510,11 @@ export function nodeFlags(): string[] {
 
 /**
  * For a benchmark whose client processes' pauses count (bench:latency): when this process lacks
- * the GC flags a latency-minded process on this machine runs with (src/cli/node-flags.cts, as the
- * server gets them and docs/client.md recommends), runs the benchmark again in a child with them
- * and returns its exit code; undefined when this process has them.
+ * `flags` (V8 reads them only at start), runs the benchmark again in a child started with them and
+ * returns its exit code; undefined when this process has them.
  */
-export function rerunWithGcFlags(): number | undefined {
-  const missing = missingFlags(gcFlags());
+export function rerunWithNodeFlags(flags: readonly string[]): number | undefined {
+  const missing = flags.filter((f) => !process.execArgv.includes(f));
   if (missing.length === 0) return undefined;
   return spawnSync(process.execPath, [...process.execArgv, ...missing, ...process.argv.slice(1)], { stdio: 'inherit' }).status ?? 1;
 }

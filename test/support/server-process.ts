@@ -9,7 +9,6 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { gcFlags, missingFlags } from '../../src/cli/node-flags.cjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const CLI = path.join(ROOT, 'src', 'cli', 'main.ts');
@@ -63,8 +62,8 @@ export interface OwnedProcess {
 
 /** Spawns `node args` from the project root and resolves once its stdout matched `ready`. */
 async function spawnUntilReady(name: string, args: string[], logLevel: string, ready: RegExp): Promise<{ child: ChildProcess; match: RegExpExecArray; stderr: () => string }> {
-  // The file I/O thread pool and the V8 flags the installed command gives a server
-  // (src/cli/bin.cts), which a process started from the sources has to be given before it starts.
+  // The file I/O thread pool the installed command gives a server (src/cli/bin.cts), which a
+  // process started from the sources has to be given before it starts.
   const env = { ...process.env, TRIBUTARY_LOG_LEVEL: logLevel, UV_THREADPOOL_SIZE: process.env.UV_THREADPOOL_SIZE ?? '16' };
   const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env });
   let stderr = '';
@@ -161,9 +160,7 @@ export class ServerProcess extends OwnedChildProcess {
     const command = options.command ?? 'start';
     const dataDir = options.dataDir ?? tempDir('data');
     const cli = options.cli === undefined ? CLI_ARGS : [options.cli];
-    // The V8 flags the installed command gives a server (src/cli/bin.cts), given at its start.
-    const nodeArgs = options.nodeArgs ?? [];
-    const args = [...missingFlags(gcFlags(), nodeArgs), ...nodeArgs, ...cli, command, '--data-dir', dataDir, '--port', String(options.port ?? 0), '--http-port', '0'];
+    const args = [...(options.nodeArgs ?? []), ...cli, command, '--data-dir', dataDir, '--port', String(options.port ?? 0), '--http-port', '0'];
     for (const [k, v] of Object.entries(options.settings ?? {})) args.push('--set', `${k}=${v}`);
     args.push(...(options.args ?? []));
     const { child, match, stderr } = await spawnUntilReady(command === 'start' ? 'server' : command, args, options.logLevel ?? 'warn', /ready bootstrap=(\S+)(?: http=(\S+))?(?: kafka=(\S+))?/);
