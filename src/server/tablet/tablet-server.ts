@@ -220,15 +220,16 @@ export class TabletServer implements BucketLifecycle {
     // The data dir's background writers run one at a time: a checkpoint and a KV snapshot writing
     // at once made the append path's fsyncs wait for both (the worst latencies of the soak). The
     // remote log's uploads, which may take long and write elsewhere, keep their own pace.
-    const every = (task: string, key: string, work: () => Promise<unknown>, lane: string | undefined = 'data-dir writes'): void => {
+    const every = (task: string, key: string, work: () => Promise<unknown>, lane?: string): void => {
       this.timers.push(this.activity.every(task, this.options.durationMs(key), work, lane));
     };
-    every('log-retention', 'log.retention.check-interval', () => this.deleteExpiredSegments());
-    if (this.remoteLog) every('remote-log', 'remote.log.task-interval-duration', () => this.tierRemoteLogs(), undefined);
-    every('log-checkpoint', 'log.flush.offset.checkpoint-interval', () => this.checkpointAll());
-    every('kv-snapshot', 'kv.snapshot.interval', () => this.snapshotAll());
+    const dataDir = 'data-dir writes';
+    every('log-retention', 'log.retention.check-interval', () => this.deleteExpiredSegments(), dataDir);
+    if (this.remoteLog) every('remote-log', 'remote.log.task-interval-duration', () => this.tierRemoteLogs());
+    every('log-checkpoint', 'log.flush.offset.checkpoint-interval', () => this.checkpointAll(), dataDir);
+    every('kv-snapshot', 'kv.snapshot.interval', () => this.snapshotAll(), dataDir);
     if (this.replication) {
-      every('high-watermark-checkpoint', 'log.replica.high-watermark.checkpoint-interval', () => this.checkpointAll());
+      every('high-watermark-checkpoint', 'log.replica.high-watermark.checkpoint-interval', () => this.checkpointAll(), dataDir);
       this.replication.start(this.activity);
     }
   }
