@@ -169,6 +169,17 @@ describe('LogTablet append and read', () => {
     await log.close();
   });
 
+  it('shares fsyncs among concurrent appends and runs at most two at once', async () => {
+    const flushes: { start: number; end: number }[] = [];
+    const log = await LogTablet.open(tempDir(), CONFIG, undefined, { onFlush: (start, ms) => flushes.push({ start, end: start + ms }) });
+    await Promise.all(Array.from({ length: 500 }, (_, i) => log.append([batch(i)], 0)));
+    assert.equal(log.highWatermark, 500n);
+    assert.ok(flushes.length > 0 && flushes.length < 500, `${flushes.length} fsyncs for 500 appends`);
+    const overlapping = (t: number): number => flushes.filter((f) => f.start <= t && t < f.end).length;
+    assert.ok(Math.max(...flushes.map((f) => overlapping(f.start))) <= 2);
+    await log.close();
+  });
+
   it('serves reads below the high watermark while appends and rolls continue', async () => {
     const log = await LogTablet.open(tempDir(), { ...CONFIG, segmentBytes: 3000, indexIntervalBytes: 500 });
     const appends = Promise.all(Array.from({ length: 300 }, (_, i) => log.append([batch(i, { records: 2, payloadBytes: 100 + (i % 5) * 40 })], 0)));

@@ -141,6 +141,8 @@ const RECOVERY_POINT_FILE = 'recovery-point-checkpoint';
 const HIGH_WATERMARK_FILE = 'high-watermark-checkpoint';
 /** Offset-index positions and relative offsets are i32. */
 const INT32_MAX = 0x7fffffff;
+/** fsyncs of the log run side by side at most: a second overlaps a slow one; more would only queue in the kernel. */
+const SYNCS_IN_FLIGHT = 2;
 const SEGMENT_FILE = /^(\d{20})\.(log|index|timeindex)$/;
 const EMPTY = Buffer.alloc(0);
 const SILENT: LogTabletLogger = { info() {}, warn() {}, error() {} };
@@ -166,8 +168,8 @@ export class LogTablet {
   private checkpointWrites: Promise<void> = Promise.resolve();
   /** The leader epochs as the checkpoint file holds them (`epochsKey`); undefined when unknown. */
   private savedEpochs: string | undefined;
-  private runningSync: Promise<void> | undefined;
-  private runningSyncTarget = -1n;
+  /** fsyncs running, oldest first, each with the log end it covers. */
+  private runningSyncs: { target: bigint; done: Promise<void> }[] = [];
   private queuedSync: Promise<void> | undefined;
   private unflushedBatches = 0;
   private flushTimer: NodeJS.Timeout | undefined;
@@ -844,19 +846,22 @@ export class LogTablet {
   // ------------------------------------------------------------------ fsync (group commit)
 
   /**
-   * A promise of an fsync covering `offset`: the running one if it does, else the one queued
-   * behind it (shared by every caller arriving meanwhile), else a new one.
+   * A promise of an fsync covering `offset`: a running one if it does, else a new one started at
+   * once while fewer than SYNCS_IN_FLIGHT run, else the one queued until a running one ends
+   * (shared by every caller arriving meanwhile). An fsync started while another runs covers
+   * everything written before it started, so batches appended during a slow fsync need not wait
+   * for it to end before their own begins: the kernel overlaps the two (its journal commits
+   * follow each other without a return to this process between them).
    */
   private syncCovering(offset: bigint): Promise<void> {
-    if (this.runningSync) {
-      if (this.runningSyncTarget >= offset) return this.runningSync;
-      this.queuedSync ??= this.runningSync.then(() => {
-        this.queuedSync = undefined;
-        return this.startSync();
-      });
-      return this.queuedSync;
-    }
-    return this.startSync();
+    const covering = this.runningSyncs.find((s) => s.target >= offset);
+    if (covering) return covering.done;
+    if (this.runningSyncs.length < SYNCS_IN_FLIGHT) return this.startSync();
+    this.queuedSync ??= Promise.race(this.runningSyncs.map((s) => s.done)).then(() => {
+      this.queuedSync = undefined;
+      return this.startSync();
+    });
+    return this.queuedSync;
   }
 
   private startSync(): Promise<void> {
@@ -864,12 +869,12 @@ export class LogTablet {
     this.unflushedBatches = 0;
     clearTimeout(this.flushTimer);
     this.flushTimer = undefined;
-    const run: Promise<void> = this.syncTo(target).finally(() => {
-      if (this.runningSync === run) this.runningSync = undefined;
+    const running = { target: target.offset, done: Promise.resolve() };
+    running.done = this.syncTo(target).finally(() => {
+      this.runningSyncs = this.runningSyncs.filter((s) => s !== running);
     });
-    this.runningSync = run;
-    this.runningSyncTarget = target.offset;
-    return run;
+    this.runningSyncs.push(running);
+    return running.done;
   }
 
   /** fsyncs the log up to `target`; never rejects: a failure stops the log and its waiters see it. */
@@ -885,6 +890,8 @@ export class LogTablet {
         this.fail(err);
         return;
       }
+      // A failed fsync beside this one may have cost pages this one then found clean.
+      if (this.failure) return;
       if (target.offset > this.flushedOffset) this.flushedOffset = target.offset;
     }
     this.advanceDurableEnd(target);
@@ -924,7 +931,7 @@ export class LogTablet {
     clearTimeout(this.flushTimer);
     this.flushTimer = undefined;
     await this.checkpointWrites;
-    while (this.runningSync ?? this.queuedSync) await (this.queuedSync ?? this.runningSync);
+    while (this.queuedSync || this.runningSyncs.length > 0) await (this.queuedSync ?? Promise.all(this.runningSyncs.map((s) => s.done)));
   }
 
   /** Replays into the writer state the batches below `end` of the `writers` a truncation dropped. */
