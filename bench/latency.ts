@@ -38,8 +38,9 @@
  *
  * Rows sent during the warm-up are not counted; a run (or baseline) during which other work on the
  * machine took more than 0.25 cores is repeated (support.ts). Baselines, measured before the load:
- * the round trip of an empty RPC (ListDatabases) and of a 1-row produce (`append` of one row +
- * `flush`, which waits for its fsync), a loop of 4 KiB writes each followed by fdatasync on the
+ * the round trip of an empty RPC (ListDatabases), of 1 KiB echoed over loopback TCP by another
+ * Node process (one a millisecond: the machine's floor under any RPC, without our code) and of a
+ * 1-row produce (`append` of one row + `flush`, which waits for its fsync), a loop of 4 KiB writes each followed by fdatasync on the
  * data dir's disk, back to back and again with 2 ms between them (as the server's come), and the
  * event-loop delay of this process while idle. Targets: median p99 < 10
  * ms, every run's p99 < 20 ms and p99.9 < 50 ms.
@@ -64,6 +65,7 @@ import {
   count,
   DATABASE,
   fdatasyncLoopMs,
+  loopbackRoundTripMs,
   generateWorkload,
   measure,
   median,
@@ -87,6 +89,8 @@ const TARGET_P99_MS = 20;
 const TARGET_P999_MS = 50;
 const BASELINE_ROUND_TRIPS = 1000;
 const FDATASYNC_LOOPS = 2000;
+const LOOPBACK_ROUND_TRIPS = 5000;
+const LOOPBACK_GAP_MS = 1;
 /** About the idle time between two of the server's fsyncs at 50k rows/s (one every 2.5–3 ms). */
 const FDATASYNC_GAP_MS = 2;
 const IDLE_LOOP_MS = 5000;
@@ -203,6 +207,11 @@ async function main(): Promise<void> {
       const m = await measure(bench.pid, async () => void (ms = await fdatasyncLoopMs(bench.dataDir, FDATASYNC_LOOPS, gapMs)));
       return { m, ms };
     };
+    const loopback = await untilQuiet(async () => {
+      let ms: Float64Array = new Float64Array(0);
+      const m = await measure(bench.pid, async () => void (ms = await loopbackRoundTripMs(LOOPBACK_ROUND_TRIPS, LOOPBACK_GAP_MS)));
+      return { m, ms };
+    });
     const fdatasync = await untilQuiet(() => fdatasyncs(0));
     const pacedFdatasync = await untilQuiet(() => fdatasyncs(FDATASYNC_GAP_MS));
     const idle = await untilQuiet(async () => {
@@ -229,6 +238,7 @@ async function main(): Promise<void> {
       [
         [`produce → consume at ${count(rate)} rows/s`, ...PERCENTILES.map((p) => spread(across(p), millis))],
         ['baseline: empty RPC (ListDatabases)', ...PERCENTILES.map((p) => millis(percentile(rpc.ms, p)))],
+        [`baseline: loopback TCP echo of 1 KiB, another process, one a ms (${count(LOOPBACK_ROUND_TRIPS)})`, ...PERCENTILES.map((p) => millis(percentile(loopback.ms, p)))],
         ['baseline: 1-row produce (append + flush)', ...PERCENTILES.map((p) => millis(percentile(oneRowProduce.ms, p)))],
         [`baseline: 4 KiB write + fdatasync (${count(FDATASYNC_LOOPS)})`, ...PERCENTILES.map((p) => millis(percentile(fdatasync.ms, p)))],
         [`baseline: the same, one every ${FDATASYNC_GAP_MS} ms`, ...PERCENTILES.map((p) => millis(percentile(pacedFdatasync.ms, p)))],

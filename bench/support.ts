@@ -14,8 +14,9 @@
  *   price    uniform in [0.00, 1000.00], whole cents
  *   ts       2023-11-14T22:13:20Z + 50 µs per record (20 000 records per second of event time)
  */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Connection } from '../src/client/index.js';
@@ -354,6 +355,54 @@ export async function fdatasyncLoopMs(dir: string, count: number, gapMs = 0): Pr
     fs.rmSync(file, { force: true });
   }
   return ms.sort();
+}
+
+/** A TCP echo server on an ephemeral loopback port, run by `node -e`; it prints its port. */
+const ECHO_SERVER = `const s = require('node:net').createServer((c) => { c.setNoDelay(true); c.pipe(c); });
+s.listen(0, '127.0.0.1', () => console.log(s.address().port));`;
+
+/**
+ * The machine's floor under an RPC: `count` round trips of 1 KiB over loopback TCP to an echo
+ * server in another Node process, one every `gapMs` on a timer (as requests arrive at a server
+ * that otherwise idles), each timed (ms, ascending). No decoding, no work: what is left is the two
+ * processes' wake-ups and the kernel's loopback.
+ */
+export async function loopbackRoundTripMs(count: number, gapMs: number): Promise<Float64Array> {
+  const echo = spawn(process.execPath, ['-e', ECHO_SERVER], { stdio: ['ignore', 'pipe', 'inherit'] });
+  try {
+    const port = await new Promise<number>((resolve, reject) => {
+      echo.stdout.once('data', (d: Buffer) => resolve(Number(d.toString().trim())));
+      echo.once('exit', (code) => reject(new Error(`the echo server exited with ${code}`)));
+    });
+    const socket = net.connect(port, '127.0.0.1');
+    socket.setNoDelay(true);
+    await new Promise((resolve, reject) => socket.once('connect', resolve).once('error', reject));
+    const message = Buffer.alloc(1024, 1);
+    const ms = new Float64Array(count);
+    try {
+      for (let i = 0; i < count; i++) {
+        await new Promise((resolve) => setTimeout(resolve, gapMs));
+        const start = now();
+        let received = 0;
+        await new Promise<void>((resolve) => {
+          const onData = (d: Buffer): void => {
+            received += d.length;
+            if (received < message.length) return;
+            socket.off('data', onData);
+            resolve();
+          };
+          socket.on('data', onData);
+          socket.write(message);
+        });
+        ms[i] = now() - start;
+      }
+    } finally {
+      socket.destroy();
+    }
+    return ms.sort();
+  } finally {
+    echo.kill();
+  }
 }
 
 /** Deletes the raw baseline's files. */
