@@ -11,10 +11,12 @@
  * arrives, the latency of each of its rows is now − ts. The server defaults stay: every batch is
  * fsynced before it is acknowledged and before readers see it, so each latency includes an fsync.
  *
- * `--client-gc single` (the default on two cores or fewer, `parallel` on more): this process and a
- * producer child collect garbage on the main thread alone (`node --single-threaded-gc`, as
- * docs/client.md recommends to latency-minded clients on small machines); the program starts
- * itself again with the flag when it is missing. The server keeps V8's parallel collection.
+ * The client processes run with `--no-allocation-site-pretenuring`, as docs/client.md recommends
+ * to latency-minded clients (the server sets it itself). `--client-gc single` (the default on two
+ * cores or fewer, `parallel` on more): this process and a producer child also collect garbage on
+ * the main thread alone (`node --single-threaded-gc`, recommended there on small machines); the
+ * program starts itself again with the flags when they are missing. The server keeps V8's
+ * parallel collection.
  *
  * `--processes same` (default): producer and scanner in this process. `--processes separate`: the
  * producer runs in a child process (this program with `--role producer`), as producers and
@@ -149,7 +151,7 @@ interface Produced {
 }
 
 if (args['client-gc'] !== 'single' && args['client-gc'] !== 'parallel') throw new Error(`--client-gc is single or parallel, got '${args['client-gc']}'`);
-const rerun = rerunWithNodeFlags(args['client-gc'] === 'single' ? ['--single-threaded-gc'] : []);
+const rerun = rerunWithNodeFlags(['--no-allocation-site-pretenuring', ...(args['client-gc'] === 'single' ? ['--single-threaded-gc'] : [])]);
 if (rerun !== undefined) process.exitCode = rerun;
 else if (args.role === 'producer') await producerChild();
 else await main();
