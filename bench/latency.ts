@@ -42,10 +42,10 @@
  * machine took more than 0.25 cores is repeated (support.ts). Baselines, measured before the load:
  * the round trip of an empty RPC (ListDatabases), of 1 KiB echoed over loopback TCP by another
  * Node process (one a millisecond: the machine's floor under any RPC, without our code) and of a
- * 1-row produce (`append` of one row + `flush`, which waits for its fsync), a loop of 4 KiB writes each followed by fdatasync on the
- * data dir's disk, back to back and again with 2 ms between them (as the server's come), and the
- * event-loop delay of this process while idle. Targets: median p99 < 10
- * ms, every run's p99 < 20 ms and p99.9 < 50 ms.
+ * 1-row produce (`append` of one row + `flush`, which waits for its fsync), a loop of 4 KiB
+ * writes each followed by fdatasync on the data dir's disk, back to back and again with 2 ms
+ * between them (as the server's come), and the event-loop delay of this process while idle.
+ * Targets: median p99 < 10 ms, every run's p99 < 20 ms and p99.9 < 50 ms.
  *
  *   npm run bench:latency [-- --rate 10000 --seconds 60 --warmup 2 --runs 3 --processes same|separate --client-gc single|parallel
  *                          --soak --kv-rate 500 --client client.writer.batch-timeout=2ms
@@ -67,8 +67,8 @@ import {
   count,
   DATABASE,
   fdatasyncLoopMs,
-  loopbackRoundTripMs,
   generateWorkload,
+  loopbackRoundTripMs,
   measure,
   median,
   type Measured,
