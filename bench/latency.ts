@@ -47,8 +47,8 @@
  * between them (as the server's come), and the event-loop delay of this process while idle.
  * Targets: median p99 < 10 ms, every run's p99 < 20 ms and p99.9 < 50 ms.
  *
- *   npm run bench:latency [-- --rate 10000 --seconds 60 --warmup 2 --runs 3 --processes same|separate --client-gc single|parallel
- *                          --soak --kv-rate 500 --client client.writer.batch-timeout=2ms
+ *   npm run bench:latency [-- --rate 10000 --seconds 60 --warmup 2 --runs 3 --processes same|separate
+ *                          --client-gc single|parallel --soak --kv-rate 500 --client client.writer.batch-timeout=2ms
  *                          --server log.flush.offset.checkpoint-interval=5s --profile DIR]
  *
  * `--profile DIR` writes a CPU profile of the server into DIR (`node --cpu-prof`).
@@ -183,17 +183,23 @@ async function main(): Promise<void> {
     if (soak) await bench.conn.getAdmin().createTable({ database: DATABASE, table: KV_TABLE }, { columns: WORKLOAD_COLUMNS, primaryKey: ['id'], properties: lake });
 
     const writer = await (await bench.table(TABLE)).newAppend().createWriter();
+    /** A baseline loop that times its own iterations (ms, ascending), measured for the quiet check. */
+    const timedLoop = async (loop: () => Promise<Float64Array>): Promise<{ m: Measured; ms: Float64Array }> => {
+      let ms: Float64Array = new Float64Array(0);
+      const m = await measure(bench.pid, async () => void (ms = await loop()));
+      return { m, ms };
+    };
     const roundTrips = async (call: () => Promise<void>): Promise<{ m: Measured; ms: Float64Array }> => {
       for (let i = 0; i < 20; i++) await call();
-      const ms = new Float64Array(BASELINE_ROUND_TRIPS);
-      const m = await measure(bench.pid, async () => {
+      return timedLoop(async () => {
+        const ms = new Float64Array(BASELINE_ROUND_TRIPS);
         for (let i = 0; i < ms.length; i++) {
           const start = now();
           await call();
           ms[i] = now() - start;
         }
+        return ms.sort();
       });
-      return { m, ms: ms.sort() };
     };
     const rpc = await untilQuiet(() => roundTrips(() => bench.conn.getAdmin().listDatabases().then(() => undefined)));
     const oneRow = workloadRow(generateWorkload(1), 0);
@@ -204,18 +210,9 @@ async function main(): Promise<void> {
       }),
     );
     await writer.close();
-    const fdatasyncs = async (gapMs: number): Promise<{ m: Measured; ms: Float64Array }> => {
-      let ms: Float64Array = new Float64Array(0);
-      const m = await measure(bench.pid, async () => void (ms = await fdatasyncLoopMs(bench.dataDir, FDATASYNC_LOOPS, gapMs)));
-      return { m, ms };
-    };
-    const loopback = await untilQuiet(async () => {
-      let ms: Float64Array = new Float64Array(0);
-      const m = await measure(bench.pid, async () => void (ms = await loopbackRoundTripMs(LOOPBACK_ROUND_TRIPS, LOOPBACK_GAP_MS)));
-      return { m, ms };
-    });
-    const fdatasync = await untilQuiet(() => fdatasyncs(0));
-    const pacedFdatasync = await untilQuiet(() => fdatasyncs(FDATASYNC_GAP_MS));
+    const loopback = await untilQuiet(() => timedLoop(() => loopbackRoundTripMs(LOOPBACK_ROUND_TRIPS, LOOPBACK_GAP_MS)));
+    const fdatasync = await untilQuiet(() => timedLoop(() => fdatasyncLoopMs(bench.dataDir, FDATASYNC_LOOPS, 0)));
+    const pacedFdatasync = await untilQuiet(() => timedLoop(() => fdatasyncLoopMs(bench.dataDir, FDATASYNC_LOOPS, FDATASYNC_GAP_MS)));
     const idle = await untilQuiet(async () => {
       monitor.take();
       const m = await measure(bench.pid, () => new Promise((resolve) => setTimeout(resolve, IDLE_LOOP_MS)));

@@ -869,12 +869,11 @@ export class LogTablet {
     this.unflushedBatches = 0;
     clearTimeout(this.flushTimer);
     this.flushTimer = undefined;
-    const running = { target: target.offset, done: Promise.resolve() };
-    running.done = this.syncTo(target).finally(() => {
-      this.runningSyncs = this.runningSyncs.filter((s) => s !== running);
+    const done: Promise<void> = this.syncTo(target).finally(() => {
+      this.runningSyncs = this.runningSyncs.filter((s) => s.done !== done);
     });
-    this.runningSyncs.push(running);
-    return running.done;
+    this.runningSyncs.push({ target: target.offset, done });
+    return done;
   }
 
   /** fsyncs the log up to `target`; never rejects: a failure stops the log and its waiters see it. */
