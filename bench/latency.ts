@@ -260,6 +260,8 @@ interface SteadyRun {
   m: Measured;
   /** Ascending, of the rows after the warm-up. */
   latenciesMs: Float64Array;
+  /** Ascending, each: the latency without the linger, and its parts before and after the commit timestamp (RowTimes). */
+  phases: { withoutLinger: Float64Array; toCommit: Float64Array; afterCommit: Float64Array };
   /** Rows per second achieved after the warm-up, and over how long. */
   rate: number;
   seconds: number;
@@ -281,8 +283,15 @@ async function steadyLoad(bench: BenchServer, monitor: RuntimeMonitor, pauses: T
     await scanner.subscribe(0, 'latest');
     const total = Math.round(rate * (warmupSeconds + seconds));
     const warmupRows = Math.round(rate * warmupSeconds);
-    const sentMs = new Float64Array(total - warmupRows);
-    const latenciesMs = new Float64Array(total - warmupRows);
+    const measured = total - warmupRows;
+    const rows: RowTimes = {
+      sentMs: new Float64Array(measured),
+      latenciesMs: new Float64Array(measured),
+      afterLastSentMs: new Float64Array(measured),
+      toCommitMs: new Float64Array(measured),
+      afterCommitMs: new Float64Array(measured),
+    };
+    const { sentMs, latenciesMs } = rows;
     let before = new Map<string, number>();
     let originMs = 0;
     let produced!: Produced;
@@ -292,7 +301,7 @@ async function steadyLoad(bench: BenchServer, monitor: RuntimeMonitor, pauses: T
       monitor.take();
       pauses.length = 0;
       originMs = performance.timeOrigin + now();
-      const consumed = consume(scanner, total, warmupRows, sentMs, latenciesMs);
+      const consumed = consume(scanner, total, warmupRows, rows);
       produced = separate ? await produceInChild(bench.server.bootstrap, total, warmupRows) : await produce(bench.conn, total, warmupRows);
       await consumed;
     });
@@ -307,7 +316,8 @@ async function steadyLoad(bench: BenchServer, monitor: RuntimeMonitor, pauses: T
     const spikes = describeSpikes(worstSpikes(sentMs, latenciesMs, SPIKES, SPIKE_SEPARATION_MS), events, SPIKE_MARGIN_MS, originMs, EVENTS_PER_SPIKE);
     const sorted = Float64Array.from(latenciesMs).sort();
     const tail = tailCauses(sentMs, latenciesMs, percentile(sorted, 99), events);
-    return { m, latenciesMs: sorted, rate: produced.rate, seconds: produced.seconds, originMs, spikes, tail, server, clients };
+    const phases = { withoutLinger: rows.afterLastSentMs.sort(), toCommit: rows.toCommitMs.sort(), afterCommit: rows.afterCommitMs.sort() };
+    return { m, latenciesMs: sorted, phases, rate: produced.rate, seconds: produced.seconds, originMs, spikes, tail, server, clients };
   } finally {
     await scannerConn.close();
   }
@@ -380,22 +390,45 @@ async function producerChild(): Promise<void> {
 }
 
 /** Polls until `total` rows arrived, recording the send time and latency of each row after the warm-up ones. */
-async function consume(scanner: LogScanner, total: number, warmupRows: number, sentMs: Float64Array, latenciesMs: Float64Array): Promise<void> {
+async function consume(scanner: LogScanner, total: number, warmupRows: number, rows: RowTimes): Promise<void> {
   let received = 0;
   while (received < total) {
-    for (const { batch } of await scanner.pollBatches(1000)) {
+    for (const { batch, timestamp } of await scanner.pollBatches(1000)) {
       const arrived = clockMicros();
-      for (const data of batch.getChild('ts')!.data) {
+      const committed = timestamp * 1000;
+      const chunks = batch.getChild('ts')!.data;
+      // The batch's last row was sent just before the writer closed it: what follows is the
+      // request, the server, its fsync and the fetch, not the linger.
+      let lastSent = -Infinity;
+      for (const data of chunks) for (const sent of data.values as BigInt64Array) lastSent = Math.max(lastSent, Number(sent));
+      for (const data of chunks) {
         const sentAt = data.values as BigInt64Array;
         for (let i = 0; i < data.length; i++, received++) {
           if (received < warmupRows) continue;
           const sent = Number(sentAt[i]);
-          sentMs[received - warmupRows] = sent / 1000;
-          latenciesMs[received - warmupRows] = (arrived - sent) / 1000;
+          rows.sentMs[received - warmupRows] = sent / 1000;
+          rows.latenciesMs[received - warmupRows] = (arrived - sent) / 1000;
+          rows.afterLastSentMs[received - warmupRows] = (arrived - lastSent) / 1000;
+          rows.toCommitMs[received - warmupRows] = (committed - lastSent) / 1000;
+          rows.afterCommitMs[received - warmupRows] = (arrived - committed) / 1000;
         }
       }
     }
   }
+}
+
+/**
+ * Per measured row: when it was sent, its latency, and that latency without the linger
+ * (arrival − the send of its batch's last row), split at the batch's commit timestamp (the
+ * server's wall clock when it began writing the batch, in whole milliseconds): before it the
+ * request and the server's queue, after it the write, the fsync, the fetch and the decode.
+ */
+interface RowTimes {
+  sentMs: Float64Array;
+  latenciesMs: Float64Array;
+  afterLastSentMs: Float64Array;
+  toCommitMs: Float64Array;
+  afterCommitMs: Float64Array;
 }
 
 // ---------------------------------------------------------------------------------- evidence
@@ -462,6 +495,9 @@ function gcLine(gc: Record<string, { count: number; totalMs: number; maxMs: numb
 function printRun(n: number, load: SteadyRun, separate: boolean): void {
   const p = (q: number): string => percentile(load.latenciesMs, q).toFixed(2);
   console.log(`run ${n}: ${count(load.rate)} rows/s over ${load.seconds.toFixed(1)} s: p50 ${p(50)}, p99 ${p(99)}, p99.9 ${p(99.9)}, max ${p(100)} ms`);
+  const phase = (ms: Float64Array): string => [50, 90, 99, 99.9].map((q) => `p${q} ${percentile(ms, q).toFixed(2)}`).join(', ');
+  console.log(`  without the linger (arrival − send of the batch's last row): ${phase(load.phases.withoutLinger)} ms`);
+  console.log(`    of it, to the commit timestamp (request, server queue; ±1 ms): ${phase(load.phases.toCommit)}; after it (write, fsync, fetch, decode): ${phase(load.phases.afterCommit)} ms`);
   const { server } = load;
   console.log(`  server: event loop p99 ${millis(server.loop.p99Ms)}, max ${millis(server.loop.maxMs)} ms; GC ${gcLine(server.gc, load.m.seconds)}; fsync p50 ${millis(server.flush.p50Ms)}, p99 ${millis(server.flush.p99Ms)}, max ${millis(server.flush.maxMs)} ms (${count(server.flush.count)})`);
   console.log(`  server tasks: ${server.tasks.map((t) => `${t.task} ${t.count}× (max ${t.maxMs.toFixed(1)} ms)`).join(', ') || 'none'}`);
