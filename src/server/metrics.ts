@@ -12,6 +12,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import { type DurationStats, GC_KINDS } from '../common/runtime-monitor.js';
 import type { ServerActivity } from '../common/activity.js';
 import type { StorageStats } from '../storage/storage-stats.js';
+import { type SeriesFamily, seriesFamily, writeSeries } from './metric-series.js';
 import type { DataDiskState } from './tablet/data-disk.js';
 import type { BucketMetrics, FollowerMetrics, KvSnapshotMetrics, ReplicaMetrics } from './tablet/tablet-server.js';
 
@@ -73,8 +74,8 @@ export interface MetricSources {
   activity(): ReturnType<ServerActivity['take']>;
 }
 
-/** What one scrape reads of the sources; of the followers, the series exported. */
-type Scrape = { [K in keyof MetricSources]-?: ReturnType<NonNullable<MetricSources[K]>> };
+/** What one scrape reads of the sources, and of the followers the series exported. */
+type Scrape = { [K in keyof MetricSources]-?: ReturnType<NonNullable<MetricSources[K]>> } & { followerSeries: FollowerSeries };
 
 /** The followers' lag as exported: at most the cap of bucket series, the most lagging first, and one total per follower. */
 interface FollowerSeries {
@@ -96,7 +97,8 @@ export class NodeMetrics {
   private readonly deadlineClosed: { rpc: Counter<'deadline'>; kafka?: Counter<'deadline'> };
   /** The sources as read for the scrape under way, so each is read once per scrape, not once per gauge. */
   private scrape?: Scrape;
-  private followers?: FollowerSeries;
+  /** The gauges of one series per item, which `text` writes itself (metric-series.ts). */
+  private readonly families: SeriesFamily<Scrape>[] = [];
 
   /** `maxFollowerSeries` bounds the bucket series of the followers' lag (`metrics.replica-lag.max-bucket-series`). */
   constructor(
@@ -105,7 +107,9 @@ export class NodeMetrics {
   ) {
     const registers = [this.registry];
     const current = (): Scrape => this.scrape ?? this.read();
-    const followers = (): FollowerSeries => this.followers ?? followerSeries(current().replicas.followers, maxFollowerSeries);
+    const series = <T>(name: string, help: string, labelNames: readonly string[], items: (s: Scrape) => readonly T[], labels: (item: T) => readonly string[], value: (item: T) => number | undefined): void => {
+      this.families.push(seriesFamily({ name, help, labelNames, items, labels, value }));
+    };
     collectDefaultMetrics({ register: this.registry });
     this.requests = new Counter({ name: 'tributary_rpc_requests_total', help: 'RPC requests answered, by API.', labelNames: ['api'], registers });
     this.errors = new Counter({ name: 'tributary_rpc_request_errors_total', help: 'RPC requests answered with an error, by API and error name.', labelNames: ['api', 'error'], registers });
@@ -155,34 +159,34 @@ export class NodeMetrics {
       scalar('tributary_server_led_buckets', 'Buckets this tablet server leads.', () => current().replicas.led);
       scalar('tributary_server_under_replicated_buckets', 'Buckets this tablet server leads with fewer replicas in the ISR than assigned.', () => current().replicas.underReplicated);
       const follower = (name: string, help: string, value: (f: FollowerMetrics) => number | undefined): void =>
-        seriesGauge(registers, name, help, FOLLOWER_LABELS, () => followers().buckets, followerLabels, value);
+        series(name, help, FOLLOWER_LABELS, (s) => s.followerSeries.buckets, followerLabels, value);
       follower('tributary_replica_lag_records', 'Records a follower of a bucket this server leads is behind the leader\'s log end (absent before its first fetch of this leader epoch).', (f) =>
         f.lagRecords === undefined ? undefined : Number(f.lagRecords),
       );
       follower('tributary_replica_last_caught_up_seconds', 'Seconds since a follower of a bucket this server leads last caught up with the leader\'s log end.', (f) => f.sinceCaughtUpMs / 1000);
       const total = (name: string, help: string, value: (t: FollowerSeries['totals'][number]) => number): void =>
-        seriesGauge(registers, name, help, ['follower'] as const, () => followers().totals, (t) => ({ follower: String(t.follower) }), value);
+        series(name, help, ['follower'], (s) => s.followerSeries.totals, (t) => [String(t.follower)], value);
       total('tributary_follower_lag_records', 'Records a follower is behind, summed over every bucket this server leads (every bucket, also past the cap of bucket series).', (t) => Number(t.lagRecords));
       total('tributary_follower_last_caught_up_seconds', 'Seconds since a follower last caught up, the longest over every bucket this server leads.', (t) => t.sinceCaughtUpMs / 1000);
     }
     if (sources.kvSnapshots) {
-      seriesGauge(registers, 'tributary_kv_restores_total', 'Primary-key bucket states opened, by what they were recovered from: a registered snapshot, the local state, or none (the changelog alone).', ['source'] as const, () => Object.entries(current().kvSnapshots.restores), ([source]) => ({ source }), ([, n]) => n);
+      series('tributary_kv_restores_total', 'Primary-key bucket states opened, by what they were recovered from: a registered snapshot, the local state, or none (the changelog alone).', ['source'], (s) => Object.entries(s.kvSnapshots.restores), ([source]) => [source], ([, n]) => n);
       scalar('tributary_kv_snapshot_bytes_total', 'Bytes of the lmdb copies of the KV snapshots taken here.', () => current().kvSnapshots.uploads.bytes);
       scalar('tributary_kv_snapshot_uploaded_bytes_total', 'Bytes KV snapshots uploaded to remote.data.dir: the chunks no earlier snapshot of the bucket had stored.', () => current().kvSnapshots.uploads.uploadedBytes);
       scalar('tributary_kv_snapshot_uploaded_chunks_total', 'Chunks KV snapshots uploaded to remote.data.dir.', () => current().kvSnapshots.uploads.uploadedChunks);
     }
-    seriesGauge(registers, 'tributary_remote_requests_total', 'S3 requests this process sent, by operation (each attempt, retries included).', ['operation'] as const, () => [...current().storage.requests], ([operation]) => ({ operation }), ([, n]) => n);
+    series('tributary_remote_requests_total', 'S3 requests this process sent, by operation (each attempt, retries included).', ['operation'], (s) => [...s.storage.requests], ([operation]) => [operation], ([, n]) => n);
     scalar('tributary_remote_request_failures_total', 'S3 request attempts that failed (a retried request counts each failed attempt).', () => current().storage.failedRequests);
-    seriesGauge(registers, 'tributary_remote_bytes_total', 'Bytes this process sent to (up) and received from (down) S3.', ['direction'] as const, () => [['up', current().storage.uploadedBytes], ['down', current().storage.downloadedBytes]] as [string, number][], ([direction]) => ({ direction }), ([, n]) => n);
+    series('tributary_remote_bytes_total', 'Bytes this process sent to (up) and received from (down) S3.', ['direction'], (s): [string, number][] => [['up', s.storage.uploadedBytes], ['down', s.storage.downloadedBytes]], ([direction]) => [direction], ([, n]) => n);
     scalar('tributary_lake_cache_hits_total', 'Reads of a remote lake file the lake file cache held already.', () => current().storage.cacheHits);
     scalar('tributary_lake_cache_misses_total', 'Reads of a remote lake file the lake file cache had to download.', () => current().storage.cacheMisses);
     scalar('tributary_lake_cache_fetched_bytes_total', 'Bytes the lake file cache downloaded.', () => current().storage.cacheFetchedBytes);
     scalar('tributary_data_disk_write_locked', '1 while writes are refused because the data disk is full (DISK_WRITE_LOCKED), else 0.', () => (current().dataDisk.writeLocked ? 1 : 0));
     scalar('tributary_data_disk_used_ratio', 'Share of the data disk in use, 0 to 1, as of its last check.', () => current().dataDisk.usedRatio);
     const bucket = (name: string, help: string, value: (b: BucketMetrics) => number | undefined): void =>
-      seriesGauge(registers, name, help, BUCKET_LABELS, () => current().buckets, bucketLabels, value);
+      series(name, help, BUCKET_LABELS, (s) => s.buckets, bucketLabels, value);
     const lake = (name: string, help: string, value: (t: LakeTableMetrics) => number | undefined): void =>
-      seriesGauge(registers, name, help, TABLE_LABELS, () => current().lakeTables, tableLabels, value);
+      series(name, help, TABLE_LABELS, (s) => s.lakeTables, tableLabels, value);
     if (sources.buckets) {
       bucket('tributary_log_start_offset', 'First offset of the bucket\'s local log.', (b) => Number(b.logStartOffset));
       bucket('tributary_log_end_offset', 'Offset the next record appended to the bucket gets.', (b) => Number(b.logEndOffset));
@@ -219,14 +223,13 @@ export class NodeMetrics {
     }
     if (sources.consumerGroups) {
       scalar('tributary_kafka_consumer_groups', 'Kafka consumer groups this server coordinates (with members or committed offsets).', () => current().consumerGroups.length);
-      seriesGauge(registers, 'tributary_kafka_consumer_group_members', 'Members of a Kafka consumer group.', ['group'], () => current().consumerGroups, (g) => ({ group: g.group }), (g) => g.members);
-      seriesGauge(
-        registers,
+      series('tributary_kafka_consumer_group_members', 'Members of a Kafka consumer group.', ['group'], (s) => s.consumerGroups, (g) => [g.group], (g) => g.members);
+      series(
         'tributary_kafka_consumer_group_lag',
         'Records of a topic a Kafka consumer group has not committed: per partition with a committed offset, log end (high watermark) minus it, summed.',
         ['group', 'topic'],
-        () => current().consumerGroups.flatMap((g) => g.topics.map((t) => ({ group: g.group, ...t }))),
-        (t) => ({ group: t.group, topic: t.topic }),
+        (s) => s.consumerGroups.flatMap((g) => g.topics.map((t) => ({ group: g.group, ...t }))),
+        (t) => [t.group, t.topic],
         (t) => Number(t.lag),
       );
     }
@@ -248,26 +251,30 @@ export class NodeMetrics {
     return this.registry.contentType;
   }
 
-  /** The metrics in the Prometheus text format, from one reading of the sources (overlapping scrapes share the newer one). */
-  async text(): Promise<string> {
+  /**
+   * The metrics in the Prometheus text format (UTF-8), from one reading of the sources:
+   * prom-client's metrics, then the series per item, written in slices between which requests
+   * are served.
+   */
+  async exposition(): Promise<Buffer> {
     const scrape = this.read();
     this.scrape = scrape;
-    this.followers = followerSeries(scrape.replicas.followers, this.maxFollowerSeries);
+    let registered: string;
     try {
-      return await this.registry.metrics();
+      registered = await this.registry.metrics();
     } finally {
-      if (this.scrape === scrape) {
-        this.scrape = undefined;
-        this.followers = undefined;
-      }
+      this.scrape = undefined;
     }
+    return writeSeries(registered.endsWith('\n') ? registered : `${registered}\n`, this.families, scrape);
   }
 
   private read(): Scrape {
     const { sources } = this;
+    const replicas = sources.replicas?.() ?? { led: 0, underReplicated: 0, followers: [] };
     return {
       buckets: sources.buckets?.() ?? [],
-      replicas: sources.replicas?.() ?? { led: 0, underReplicated: 0, followers: [] },
+      replicas,
+      followerSeries: followerSeries(replicas.followers, this.maxFollowerSeries),
       cluster: sources.cluster?.() ?? { tabletServers: 0, offlineBuckets: 0, underReplicatedBuckets: 0, isrShrinks: 0, isrExpands: 0, bucketsMoving: 0 },
       lakeTables: sources.lakeTables?.() ?? [],
       tables: sources.tables?.() ?? { tables: 0, partitions: 0 },
@@ -305,34 +312,6 @@ export function followerSeries(followers: readonly FollowerMetrics[], max: numbe
 }
 
 /**
- * A gauge of one series per item of `items()` (buckets, tables), read when scraped; items for
- * which `value` is undefined are left out.
- */
-function seriesGauge<T, L extends string>(
-  registers: Registry[],
-  name: string,
-  help: string,
-  labelNames: readonly L[],
-  items: () => T[],
-  labels: (item: T) => Record<L, string>,
-  value: (item: T) => number | undefined,
-): void {
-  new Gauge({
-    name,
-    help,
-    labelNames,
-    registers,
-    collect() {
-      this.reset();
-      for (const item of items()) {
-        const v = value(item);
-        if (v !== undefined) this.set(labels(item), v);
-      }
-    },
-  });
-}
-
-/**
  * A summary of durations per label value: `name{quantile}` gauges over the window the scrape
  * closes (activity.ts) and, when `counted`, `name_count` and `name_sum` counters since the start.
  */
@@ -358,6 +337,6 @@ function windowSummary(registers: Registry[], name: string, help: string, labelN
   const sum = counted ? new Counter({ name: `${name}_sum`, help: `${help} (sum)`, labelNames, registers }) : undefined;
 }
 
-const followerLabels = (f: FollowerMetrics) => ({ ...bucketLabels(f), follower: String(f.follower) });
-const bucketLabels = (b: Pick<BucketMetrics, 'database' | 'table' | 'partition' | 'bucket'>) => ({ database: b.database, table: b.table, partition: b.partition, bucket: String(b.bucket) });
-const tableLabels = (t: LakeTableMetrics) => ({ database: t.database, table: t.table });
+const bucketLabels = (b: Pick<BucketMetrics, 'database' | 'table' | 'partition' | 'bucket'>): string[] => [b.database, b.table, b.partition, String(b.bucket)];
+const followerLabels = (f: FollowerMetrics): string[] => [...bucketLabels(f), String(f.follower)];
+const tableLabels = (t: LakeTableMetrics): string[] => [t.database, t.table];

@@ -19,7 +19,7 @@ import type { RpcReadiness } from '../../rpc/server.js';
 /** What the status routes read of the server. */
 export interface NodeStatus {
   /** The server's metrics (`NodeMetrics` in server/metrics.ts, built by the wiring above this folder), served as they are. */
-  metrics: { readonly contentType: string; text(): Promise<string> };
+  metrics: { readonly contentType: string; exposition(): Promise<Buffer> };
   /** Whether the server serves requests (RpcServer.readiness, or why a standby does not). */
   readiness: () => RpcReadiness;
 }
@@ -43,9 +43,9 @@ export function statusApp(status: NodeStatus, options: FastifyServerOptions = {}
     else plainJson(reply, 503, JSON.stringify({ status: 'not ready', reason: readiness.reason }));
   });
   app.get('/metrics', async (_req, reply) => {
-    const body = await status.metrics.text();
+    const body = await status.metrics.exposition();
     reply.hijack();
-    reply.raw.writeHead(200, { 'content-type': status.metrics.contentType, 'content-length': Buffer.byteLength(body) }).end(body);
+    reply.raw.writeHead(200, { 'content-type': status.metrics.contentType, 'content-length': body.length }).end(body);
   });
   app.setNotFoundHandler((_req, reply) => plainJson(reply, 404, '{"error":"not found"}'));
   return app;
