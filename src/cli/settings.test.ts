@@ -1,14 +1,14 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { TributaryError } from '../common/errors.js';
 import { parseSetting, readConfigFile } from './settings.js';
 import { serverSettings } from './start.js';
+import { testTempDir } from '../common/fixtures/temp-dirs.js';
 
 test('config files are key: value lines with comments and optional quotes', () => {
-  const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'tributary-conf-')), 'server.yaml');
+  const file = path.join(testTempDir('conf'), 'server.yaml');
   fs.writeFileSync(file, "# a node\ndata.dir: /srv/tributary   # where data lives\n\nbind.listeners: 'TRIBUTARY://0.0.0.0:9123'\nlog.segment.file-size: 256mb\n");
   assert.deepEqual(readConfigFile(file), {
     'data.dir': '/srv/tributary',
@@ -23,7 +23,7 @@ test('config files are key: value lines with comments and optional quotes', () =
 test('flags override --set, which overrides the config file', () => {
   assert.deepEqual(parseSetting('a.b=c=d', { x: '1' }), { x: '1', 'a.b': 'c=d' });
   assert.throws(() => parseSetting('novalue'), (e: TributaryError) => e.errorName === 'INVALID_CONFIG_EXCEPTION');
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tributary-conf-'));
+  const dir = testTempDir('conf');
   const file = path.join(dir, 'c.yaml');
   fs.writeFileSync(file, 'data.dir: from-file\nhttp.port: 1\ndefault.bucket.number: 3\n');
   assert.deepEqual(serverSettings({ config: file, set: { 'http.port': '2', 'data.dir': 'from-set' }, dataDir: 'from-flag', port: '0' }), {

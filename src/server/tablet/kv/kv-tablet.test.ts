@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { before, describe, test } from 'node:test';
 import { isDeepStrictEqual } from 'node:util';
@@ -18,6 +17,7 @@ import { type LogConfig, LogTablet } from '../log/log-tablet.js';
 import { KvSnapshotStore } from './kv-snapshot-store.js';
 import { decoder, keys, rows, schema, table } from './fixtures/kv-table.js';
 import { KvTablet } from './kv-tablet.js';
+import { testTempDir } from '../../../common/fixtures/temp-dirs.js';
 
 const log = pino({ level: 'silent' });
 
@@ -67,7 +67,7 @@ before(() => initArrowCompression());
 
 for (const flush of [1, 1000]) {
   test(`writes are visible once committed and survive a reopen (log.flush.interval-messages=${flush})`, async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kv-tablet-'));
+    const dir = testTempDir('kv-tablet');
     let { logTablet, kv } = await openAt(dir, flush);
     await kv.putKv([batch(0, [[1n, 'a'], [2n, 'b']])], undefined, 'high-watermark');
     await kv.putKv([batch(1, [[1n, 'a2'], [2n, null], [3n, 'c']])], undefined, 'high-watermark');
@@ -91,7 +91,7 @@ for (const flush of [1, 1000]) {
 }
 
 test('lost local state comes back from the latest snapshot plus the changelog after it', async () => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kv-tablet-'));
+  const dir = testTempDir('kv-tablet');
   let { logTablet, kv } = await openAt(dir, 1);
   await kv.putKv([batch(0, [[1n, 'a'], [2n, 'b']])], undefined, 'high-watermark');
   const snap = await kv.snapshot(accepted);
@@ -113,7 +113,7 @@ test('lost local state comes back from the latest snapshot plus the changelog af
 });
 
 test('a state ahead of its log (the log lost its tail) is rebuilt from the snapshot', async () => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kv-tablet-'));
+  const dir = testTempDir('kv-tablet');
   let { logTablet, kv } = await openAt(dir, 1);
   await kv.putKv([batch(0, [[1n, 'a'], [2n, 'b']])], undefined, 'high-watermark');
   await kv.snapshot(accepted);
@@ -132,7 +132,7 @@ test('a state ahead of its log (the log lost its tail) is rebuilt from the snaps
 });
 
 test('only a registered snapshot is restored: a newer directory no handle names is ignored, and a refused one is removed', async () => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kv-tablet-'));
+  const dir = testTempDir('kv-tablet');
   let { logTablet, kv } = await openAt(dir, 1);
   await kv.putKv([batch(0, [[1n, 'a']])], undefined, 'high-watermark');
   const registered = await kv.snapshot(accepted);
@@ -159,7 +159,7 @@ test('only a registered snapshot is restored: a newer directory no handle names 
 });
 
 test('a standby applies the replicated changelog up to the high watermark only, serves nothing, and opened as leader replays just the tail', async () => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kv-tablet-'));
+  const dir = testTempDir('kv-tablet');
   const { logTablet: leaderLog, kv: leader } = await openAt(dir, 1);
   const follower = path.join(dir, 'follower');
   const followerLog = await LogTablet.open(path.join(follower, 'log-0'), config(1), undefined, { replicated: true });
@@ -199,7 +199,7 @@ test('a standby applies the replicated changelog up to the high watermark only, 
 });
 
 for (const image of ['FULL', 'WAL']) test(`every committed change is visible at once to lookups, scans, prefix lookups and the row count, while lmdb catches up; snapshots taken meanwhile restore exactly (changelog ${image})`, async () => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kv-tablet-'));
+  const dir = testTempDir('kv-tablet');
   const info: TableInfo = { ...table, properties: { 'table.changelog.image': image } };
   let { logTablet, kv } = await openAt(dir, 1, info);
   const bucketKey = (k: bigint): Uint8Array => CompactedKeyEncoder.forColumns(schema, ['k']).encode([k, null]);
@@ -282,7 +282,7 @@ describe('after ADD COLUMN', () => {
   }
 
   test('old rows read the added column as null; old and new writers both write; the changelog replays', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kv-tablet-'));
+    const dir = testTempDir('kv-tablet');
     const table1: TableInfo = { ...table, schemaId: 1, schema: v1 };
     let { logTablet, kv } = await open(dir, table);
     await kv.putKv([batch(0, [[1n, 'a'], [2n, 'b'], [4n, 'd']])], undefined, 'high-watermark');
@@ -320,7 +320,7 @@ describe('after ADD COLUMN', () => {
   });
 
   test('aggregation merges a stored row without the added column as if it held null there', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kv-tablet-'));
+    const dir = testTempDir('kv-tablet');
     const aggSchema = buildSchema([{ name: 'k', type: 'BIGINT' }, { name: 'v', type: 'STRING' }], ['k']);
     const properties = { 'table.merge-engine': 'aggregation', 'fields.v.agg': 'listagg' };
     const agg: TableInfo = { ...table, schema: aggSchema, properties };
@@ -358,7 +358,7 @@ describe('the changelog', () => {
   const cases: Record<string, string>[] = [{}, { 'table.changelog.image': 'WAL' }, { 'table.delete.behavior': 'IGNORE' }];
   for (const properties of cases) {
     test(`is the Arrow data of the rows' values, through inserts, updates, deletes and an added column (${JSON.stringify(properties)})`, async () => {
-      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kv-tablet-'));
+      const dir = testTempDir('kv-tablet');
       const wal = properties['table.changelog.image'] === 'WAL';
       const ignoreDeletes = properties['table.delete.behavior'] === 'IGNORE';
       const info: TableInfo = { ...table, schema: s0, properties: { ...properties, 'table.log.arrow.compression.type': 'NONE' } };
@@ -418,7 +418,7 @@ describe('the changelog', () => {
   }
 
   test('refuses a batch with a delete when deletes are disabled, and logs nothing of it', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kv-tablet-'));
+    const dir = testTempDir('kv-tablet');
     const { logTablet, kv } = await openAt(dir, 1, { ...table, properties: { 'table.delete.behavior': 'DISABLE' } });
     await kv.putKv([batch(0, [[1n, 'a']])], undefined, 'high-watermark');
     const end = logTablet.logEndOffset;

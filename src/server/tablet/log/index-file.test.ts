@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { OffsetIndex } from './offset-index.js';
 import { TimeIndex } from './time-index.js';
+import { testTempDir } from '../../../common/fixtures/temp-dirs.js';
 
 function tempFile(name: string): string {
-  return path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'tributary-index-')), name);
+  return path.join(testTempDir('index'), name);
 }
 
 describe('OffsetIndex', () => {

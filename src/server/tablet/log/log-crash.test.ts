@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { buildLogBatch, logBatchPayload, readLogBatchHeader } from '../../../record/log-batch.js';
 import { type LogConfig, LogTablet, type LogTabletLogger } from './log-tablet.js';
+import { testTempDir } from '../../../common/fixtures/temp-dirs.js';
 
 const CHILD = fileURLToPath(new URL('./log-crash-child.ts', import.meta.url));
 const CONFIG: LogConfig = {
@@ -78,7 +78,7 @@ function warningsLogger(): LogTabletLogger & { warnings: string[] } {
 
 describe('LogTablet crash safety', () => {
   it('keeps every acknowledged batch exactly once and in order after SIGKILL', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tributary-log-crash-'));
+    const dir = testTempDir('log-crash');
     const lines = await runChild(process.execPath, ['--import', 'tsx', CHILD, dir, 'loop', JSON.stringify(CONFIG)], (line, child) => {
       if (line.startsWith('600 ')) child.kill('SIGKILL');
     });
@@ -109,7 +109,7 @@ describe('LogTablet crash safety', () => {
   });
 
   it('restores a replicated high watermark at least as checkpointed and at most the recovered log end after SIGKILL', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tributary-log-crash-'));
+    const dir = testTempDir('log-crash');
     const lines = await runChild(process.execPath, ['--import', 'tsx', CHILD, dir, 'replicated', JSON.stringify(CONFIG)], (line, child) => {
       if (line.startsWith('600 ')) child.kill('SIGKILL');
     });
@@ -136,7 +136,7 @@ describe('LogTablet crash safety', () => {
   });
 
   it('cuts a failed write off the file when the disk is full, keeping acknowledged batches', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tributary-log-full-'));
+    const dir = testTempDir('log-full');
     const child = `ulimit -f 64 && exec "$0" --import tsx "$@"`; // 64 KiB per file
     const lines = await runChild('bash', ['-c', child, process.execPath, CHILD, dir, 'disk-full', JSON.stringify({ ...CONFIG, segmentBytes: 1 << 20 })], () => {});
     const acks = parseAcks(lines);

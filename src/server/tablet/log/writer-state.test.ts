@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { TributaryError } from '../../../common/errors.js';
 import { WRITER_SNAPSHOT_FILE, WriterStateManager } from './writer-state.js';
+import { testTempDir } from '../../../common/fixtures/temp-dirs.js';
 
-const tempDir = () => fs.mkdtempSync(path.join(os.tmpdir(), 'tributary-writers-'));
+const tempDir = () => testTempDir('writers');
 
 // Snapshot at offset 10 of writer 42 with batches (seq 0, offsets 3..5, ts 1000) and (seq 1, 6..6, ts 2000).
 const FIXTURE = Buffer.from(
