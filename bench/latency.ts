@@ -31,12 +31,14 @@
  * 10 s, and a primary-key table (lake-enabled too) is upserted at `--kv-rate` rows/s over 10 000
  * keys with KV snapshots every 30 s.
  *
- * Evidence printed with each run: the event-loop delay and GC pauses of the server (scraped from
- * `/metrics` before and after the run) and of the client process(es), the server's fsync times
- * on the append path, and the 5 worst latencies (at least 1 s apart) each with everything that
- * overlapped its flight ± 50 ms: GC pauses and event-loop stalls of 5 ms or more in any process,
- * the server's periodic tasks and its fsyncs of 2 ms or more (the server runs at log level debug,
- * which logs them: docs/operations.md#metrics).
+ * Evidence printed with each run: the latency without the linger (arrival − the send of the
+ * batch's last row) and its parts before and after the batch's commit timestamp (RowTimes); the
+ * event-loop delay and GC pauses of the server (scraped from `/metrics` before and after the run)
+ * and of the client process(es), the server's fsync times on the append path, and the 5 worst
+ * latencies (at least 1 s apart) each with everything that overlapped its flight ± 50 ms: GC
+ * pauses and event-loop stalls of 5 ms or more in any process, the server's periodic tasks and its
+ * fsyncs of 2 ms or more (the server runs at log level debug, which logs them:
+ * docs/operations.md#metrics).
  *
  * Rows sent during the warm-up are not counted; a run (or baseline) during which other work on the
  * machine took more than 0.25 cores is repeated (support.ts). Baselines, measured before the load:
