@@ -26,7 +26,8 @@ test('series are written in the text format: escaped label values, no line for a
     { table: 'ü', bucket: 3, size: Number.POSITIVE_INFINITY },
     { table: 'g', bucket: 4, size: Number.NaN },
   ];
-  const text = (await writeSeries('up 1\n', [family(items), family([])], null)).toString('utf8');
+  const appended = seriesFamily<null, Bucket>({ ...family([]), name: 'appended_total', help: 'Appends.', type: 'counter', items: () => [{ table: 't', bucket: 0 }], value: () => 7 });
+  const text = (await writeSeries('up 1\n', [family(items), family([]), appended], null)).toString('utf8');
   assert.equal(
     text,
     [
@@ -40,6 +41,9 @@ test('series are written in the text format: escaped label values, no line for a
       // A family without series still says what it is.
       '# HELP log_size_bytes Bytes of a bucket\'s log \\\\ on disk.',
       '# TYPE log_size_bytes gauge',
+      '# HELP appended_total Appends.',
+      '# TYPE appended_total counter',
+      'appended_total{table="t",bucket="0"} 7',
       '',
     ].join('\n'),
   );

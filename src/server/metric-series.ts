@@ -12,6 +12,8 @@ import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 export interface TypedSeriesFamily<S, T> {
   name: string;
   help: string;
+  /** A counter only ever grows (`rate()` applies); a gauge by default. */
+  type?: 'gauge' | 'counter';
   labelNames: readonly string[];
   items(scrape: S): readonly T[];
   labels(item: T): readonly string[];
@@ -41,7 +43,7 @@ export async function writeSeries<S>(head: string, families: readonly SeriesFami
   let sliceStart = performance.now();
   let sinceClock = 0;
   for (const family of families) {
-    out.write(`# HELP ${family.name} ${escapeHelp(family.help)}\n# TYPE ${family.name} gauge\n`);
+    out.write(`# HELP ${family.name} ${escapeHelp(family.help)}\n# TYPE ${family.name} ${family.type ?? 'gauge'}\n`);
     for (const item of family.items(scrape)) {
       const value = family.value(item);
       if (value !== undefined) out.write(`${family.name}${labelSet(family.labelNames, family.labels(item))} ${formatValue(value)}\n`);

@@ -97,7 +97,7 @@ export class NodeMetrics {
   private readonly deadlineClosed: { rpc: Counter<'deadline'>; kafka?: Counter<'deadline'> };
   /** The sources as read for the scrape under way, so each is read once per scrape, not once per gauge. */
   private scrape?: Scrape;
-  /** The gauges of one series per item, which `text` writes itself (metric-series.ts). */
+  /** The metrics of one series per item, which `exposition` writes itself (metric-series.ts). */
   private readonly families: SeriesFamily<Scrape>[] = [];
 
   /** `maxFollowerSeries` bounds the bucket series of the followers' lag (`metrics.replica-lag.max-bucket-series`). */
@@ -107,8 +107,16 @@ export class NodeMetrics {
   ) {
     const registers = [this.registry];
     const current = (): Scrape => this.scrape ?? this.read();
-    const series = <T>(name: string, help: string, labelNames: readonly string[], items: (s: Scrape) => readonly T[], labels: (item: T) => readonly string[], value: (item: T) => number | undefined): void => {
-      this.families.push(seriesFamily({ name, help, labelNames, items, labels, value }));
+    const series = <T>(
+      name: string,
+      help: string,
+      labelNames: readonly string[],
+      items: (s: Scrape) => readonly T[],
+      labels: (item: T) => readonly string[],
+      value: (item: T) => number | undefined,
+      type: 'gauge' | 'counter' = 'gauge',
+    ): void => {
+      this.families.push(seriesFamily({ name, help, type, labelNames, items, labels, value }));
     };
     collectDefaultMetrics({ register: this.registry });
     this.requests = new Counter({ name: 'tributary_rpc_requests_total', help: 'RPC requests answered, by API.', labelNames: ['api'], registers });
@@ -170,14 +178,14 @@ export class NodeMetrics {
       total('tributary_follower_last_caught_up_seconds', 'Seconds since a follower last caught up, the longest over every bucket this server leads.', (t) => t.sinceCaughtUpMs / 1000);
     }
     if (sources.kvSnapshots) {
-      series('tributary_kv_restores_total', 'Primary-key bucket states opened, by what they were recovered from: a registered snapshot, the local state, or none (the changelog alone).', ['source'], (s) => Object.entries(s.kvSnapshots.restores), ([source]) => [source], ([, n]) => n);
+      series('tributary_kv_restores_total', 'Primary-key bucket states opened, by what they were recovered from: a registered snapshot, the local state, or none (the changelog alone).', ['source'], (s) => Object.entries(s.kvSnapshots.restores), ([source]) => [source], ([, n]) => n, 'counter');
       scalar('tributary_kv_snapshot_bytes_total', 'Bytes of the lmdb copies of the KV snapshots taken here.', () => current().kvSnapshots.uploads.bytes);
       scalar('tributary_kv_snapshot_uploaded_bytes_total', 'Bytes KV snapshots uploaded to remote.data.dir: the chunks no earlier snapshot of the bucket had stored.', () => current().kvSnapshots.uploads.uploadedBytes);
       scalar('tributary_kv_snapshot_uploaded_chunks_total', 'Chunks KV snapshots uploaded to remote.data.dir.', () => current().kvSnapshots.uploads.uploadedChunks);
     }
-    series('tributary_remote_requests_total', 'S3 requests this process sent, by operation (each attempt, retries included).', ['operation'], (s) => [...s.storage.requests], ([operation]) => [operation], ([, n]) => n);
+    series('tributary_remote_requests_total', 'S3 requests this process sent, by operation (each attempt, retries included).', ['operation'], (s) => [...s.storage.requests], ([operation]) => [operation], ([, n]) => n, 'counter');
     scalar('tributary_remote_request_failures_total', 'S3 request attempts that failed (a retried request counts each failed attempt).', () => current().storage.failedRequests);
-    series('tributary_remote_bytes_total', 'Bytes this process sent to (up) and received from (down) S3.', ['direction'], (s): [string, number][] => [['up', s.storage.uploadedBytes], ['down', s.storage.downloadedBytes]], ([direction]) => [direction], ([, n]) => n);
+    series('tributary_remote_bytes_total', 'Bytes this process sent to (up) and received from (down) S3.', ['direction'], (s): [string, number][] => [['up', s.storage.uploadedBytes], ['down', s.storage.downloadedBytes]], ([direction]) => [direction], ([, n]) => n, 'counter');
     scalar('tributary_lake_cache_hits_total', 'Reads of a remote lake file the lake file cache held already.', () => current().storage.cacheHits);
     scalar('tributary_lake_cache_misses_total', 'Reads of a remote lake file the lake file cache had to download.', () => current().storage.cacheMisses);
     scalar('tributary_lake_cache_fetched_bytes_total', 'Bytes the lake file cache downloaded.', () => current().storage.cacheFetchedBytes);
