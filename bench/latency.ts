@@ -391,7 +391,7 @@ async function producerChild(): Promise<void> {
   }
 }
 
-/** Polls until `total` rows arrived, recording the send time and latency of each row after the warm-up ones. */
+/** Polls until `total` rows arrived, recording the times of each row after the warm-up ones (RowTimes). */
 async function consume(scanner: LogScanner, total: number, warmupRows: number, rows: RowTimes): Promise<void> {
   let received = 0;
   while (received < total) {
@@ -399,8 +399,8 @@ async function consume(scanner: LogScanner, total: number, warmupRows: number, r
       const arrived = clockMicros();
       const committed = timestamp * 1000;
       const chunks = batch.getChild('ts')!.data;
-      // The batch's last row was sent just before the writer closed it: what follows is the
-      // request, the server, its fsync and the fetch, not the linger.
+      // The writer closed the batch within a millisecond of its last row (rows come every
+      // millisecond): what follows is the request, the server, its fsync and the fetch.
       let lastSent = -Infinity;
       for (const data of chunks) for (const sent of data.values as BigInt64Array) lastSent = Math.max(lastSent, Number(sent));
       for (const data of chunks) {
