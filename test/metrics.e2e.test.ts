@@ -103,6 +103,10 @@ test('metrics: bucket offsets, sizes, state rows, tiering lag and RPC counts', a
   assert.ok(s.samples.get('tributary_rpc_requests_total{api="PutKv"}')! >= 2);
   assert.equal(s.samples.get('tributary_rpc_request_errors_total{api="GetTableInfo",error="TABLE_NOT_EXIST"}'), 1);
   assert.equal(s.types.get('tributary_rpc_request_duration_seconds'), 'histogram');
+  // Every count of ours since the start is typed a counter, whoever writes it.
+  const totals = [...s.types].filter(([name]) => name.startsWith('tributary_') && name.endsWith('_total'));
+  assert.ok(totals.length > 10);
+  for (const [name, type] of totals) assert.equal(type, 'counter', `${name} is a ${type}`);
   assert.ok(s.samples.get('tributary_rpc_request_duration_seconds_count{api="ProduceLog"}')! >= 1);
   assert.ok(s.samples.get('tributary_rpc_connections')! >= 1);
   assert.ok(s.samples.has('process_cpu_user_seconds_total'), "the process's own metrics");

@@ -139,15 +139,28 @@ export class NodeMetrics {
       return counter;
     };
     this.deadlineClosed = { rpc: deadlineCounter('RPC'), ...(sources.kafka ? { kafka: deadlineCounter('Kafka') } : {}) };
+    // One series read when scraped; a `_total` is a count since the start, so a counter (rate() applies).
     const scalar = (name: string, help: string, value: () => number): void => {
-      new Gauge({
-        name,
-        help,
-        registers,
-        collect() {
-          this.set(value());
-        },
-      });
+      if (name.endsWith('_total')) {
+        new Counter({
+          name,
+          help,
+          registers,
+          collect() {
+            this.reset();
+            this.inc(value());
+          },
+        });
+      } else {
+        new Gauge({
+          name,
+          help,
+          registers,
+          collect() {
+            this.set(value());
+          },
+        });
+      }
     };
     scalar('tributary_rpc_connections', 'Open RPC connections.', () => current().rpc.connections);
     scalar('tributary_rpc_held_bytes', 'Request bytes read and not yet answered (bounded by server.buffer.memory-size).', () => current().rpc.heldBytes);
