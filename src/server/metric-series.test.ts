@@ -26,7 +26,7 @@ test('series are written in the text format: escaped label values, no line for a
     { table: 'ü', bucket: 3, size: Number.POSITIVE_INFINITY },
     { table: 'g', bucket: 4, size: Number.NaN },
   ];
-  const appended = seriesFamily<null, Bucket>({ ...family([]), name: 'appended_total', help: 'Appends.', type: 'counter', items: () => [{ table: 't', bucket: 0 }], value: () => 7 });
+  const appended = seriesFamily<null, Bucket>({ ...family([]), name: 'appended_total', help: 'Appends.', items: () => [{ table: 't', bucket: 0 }], value: () => 7 });
   const text = (await writeSeries('up 1\n', [family(items), family([]), appended], null)).toString('utf8');
   assert.equal(
     text,

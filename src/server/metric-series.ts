@@ -1,5 +1,5 @@
 /**
- * Gauges of one series per item (bucket, follower, lake table, consumer group), written in the
+ * Metrics of one series per item (bucket, follower, lake table, consumer group), written in the
  * Prometheus text format here rather than by prom-client: a server holds thousands of buckets, and
  * prom-client's labelled gauges cost about 1.6 µs a series in one synchronous stretch (14 ms a scrape
  * at 800 buckets, 100 ms at 4,000), during which no append is acknowledged and no fetch wakes.
@@ -12,8 +12,6 @@ import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 export interface TypedSeriesFamily<S, T> {
   name: string;
   help: string;
-  /** A counter only ever grows (`rate()` applies); a gauge by default. */
-  type?: 'gauge' | 'counter';
   labelNames: readonly string[];
   items(scrape: S): readonly T[];
   labels(item: T): readonly string[];
@@ -26,6 +24,11 @@ export type SeriesFamily<S> = TypedSeriesFamily<S, unknown>;
 export function seriesFamily<S, T>(family: TypedSeriesFamily<S, T>): SeriesFamily<S> {
   // Sound: `labels` and `value` only ever receive what the same family's `items` returned.
   return family as unknown as SeriesFamily<S>;
+}
+
+/** A `_total` counts since the start, so it is a counter (`rate()` applies); anything else a gauge. */
+export function metricType(name: string): 'counter' | 'gauge' {
+  return name.endsWith('_total') ? 'counter' : 'gauge';
 }
 
 /** Longest stretch of writing between two turns of the event loop. */
@@ -43,7 +46,7 @@ export async function writeSeries<S>(head: string, families: readonly SeriesFami
   let sliceStart = performance.now();
   let sinceClock = 0;
   for (const family of families) {
-    out.write(`# HELP ${family.name} ${escapeHelp(family.help)}\n# TYPE ${family.name} ${family.type ?? 'gauge'}\n`);
+    out.write(`# HELP ${family.name} ${escapeHelp(family.help)}\n# TYPE ${family.name} ${metricType(family.name)}\n`);
     for (const item of family.items(scrape)) {
       const value = family.value(item);
       if (value !== undefined) out.write(`${family.name}${labelSet(family.labelNames, family.labels(item))} ${formatValue(value)}\n`);

@@ -12,7 +12,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import { type DurationStats, GC_KINDS } from '../common/runtime-monitor.js';
 import type { ServerActivity } from '../common/activity.js';
 import type { StorageStats } from '../storage/storage-stats.js';
-import { type SeriesFamily, seriesFamily, writeSeries } from './metric-series.js';
+import { metricType, type SeriesFamily, seriesFamily, writeSeries } from './metric-series.js';
 import type { DataDiskState } from './tablet/data-disk.js';
 import type { BucketMetrics, FollowerMetrics, KvSnapshotMetrics, ReplicaMetrics } from './tablet/tablet-server.js';
 
@@ -114,9 +114,8 @@ export class NodeMetrics {
       items: (s: Scrape) => readonly T[],
       labels: (item: T) => readonly string[],
       value: (item: T) => number | undefined,
-      type: 'gauge' | 'counter' = 'gauge',
     ): void => {
-      this.families.push(seriesFamily({ name, help, type, labelNames, items, labels, value }));
+      this.families.push(seriesFamily({ name, help, labelNames, items, labels, value }));
     };
     collectDefaultMetrics({ register: this.registry });
     this.requests = new Counter({ name: 'tributary_rpc_requests_total', help: 'RPC requests answered, by API.', labelNames: ['api'], registers });
@@ -139,9 +138,9 @@ export class NodeMetrics {
       return counter;
     };
     this.deadlineClosed = { rpc: deadlineCounter('RPC'), ...(sources.kafka ? { kafka: deadlineCounter('Kafka') } : {}) };
-    // One series read when scraped; a `_total` is a count since the start, so a counter (rate() applies).
+    // One series read when scraped, typed by its name as the per-item series are (metricType).
     const scalar = (name: string, help: string, value: () => number): void => {
-      if (name.endsWith('_total')) {
+      if (metricType(name) === 'counter') {
         new Counter({
           name,
           help,
@@ -191,14 +190,14 @@ export class NodeMetrics {
       total('tributary_follower_last_caught_up_seconds', 'Seconds since a follower last caught up, the longest over every bucket this server leads.', (t) => t.sinceCaughtUpMs / 1000);
     }
     if (sources.kvSnapshots) {
-      series('tributary_kv_restores_total', 'Primary-key bucket states opened, by what they were recovered from: a registered snapshot, the local state, or none (the changelog alone).', ['source'], (s) => Object.entries(s.kvSnapshots.restores), ([source]) => [source], ([, n]) => n, 'counter');
+      series('tributary_kv_restores_total', 'Primary-key bucket states opened, by what they were recovered from: a registered snapshot, the local state, or none (the changelog alone).', ['source'], (s) => Object.entries(s.kvSnapshots.restores), ([source]) => [source], ([, n]) => n);
       scalar('tributary_kv_snapshot_bytes_total', 'Bytes of the lmdb copies of the KV snapshots taken here.', () => current().kvSnapshots.uploads.bytes);
       scalar('tributary_kv_snapshot_uploaded_bytes_total', 'Bytes KV snapshots uploaded to remote.data.dir: the chunks no earlier snapshot of the bucket had stored.', () => current().kvSnapshots.uploads.uploadedBytes);
       scalar('tributary_kv_snapshot_uploaded_chunks_total', 'Chunks KV snapshots uploaded to remote.data.dir.', () => current().kvSnapshots.uploads.uploadedChunks);
     }
-    series('tributary_remote_requests_total', 'S3 requests this process sent, by operation (each attempt, retries included).', ['operation'], (s) => [...s.storage.requests], ([operation]) => [operation], ([, n]) => n, 'counter');
+    series('tributary_remote_requests_total', 'S3 requests this process sent, by operation (each attempt, retries included).', ['operation'], (s) => [...s.storage.requests], ([operation]) => [operation], ([, n]) => n);
     scalar('tributary_remote_request_failures_total', 'S3 request attempts that failed (a retried request counts each failed attempt).', () => current().storage.failedRequests);
-    series('tributary_remote_bytes_total', 'Bytes this process sent to (up) and received from (down) S3.', ['direction'], (s): [string, number][] => [['up', s.storage.uploadedBytes], ['down', s.storage.downloadedBytes]], ([direction]) => [direction], ([, n]) => n, 'counter');
+    series('tributary_remote_bytes_total', 'Bytes this process sent to (up) and received from (down) S3.', ['direction'], (s): [string, number][] => [['up', s.storage.uploadedBytes], ['down', s.storage.downloadedBytes]], ([direction]) => [direction], ([, n]) => n);
     scalar('tributary_lake_cache_hits_total', 'Reads of a remote lake file the lake file cache held already.', () => current().storage.cacheHits);
     scalar('tributary_lake_cache_misses_total', 'Reads of a remote lake file the lake file cache had to download.', () => current().storage.cacheMisses);
     scalar('tributary_lake_cache_fetched_bytes_total', 'Bytes the lake file cache downloaded.', () => current().storage.cacheFetchedBytes);

@@ -172,7 +172,11 @@ describe('LogTablet append and read', () => {
   it('runs at most two fsyncs at once under concurrent appends, and acknowledges each append once durable', async () => {
     const flushes: { start: number; end: number }[] = [];
     const log = await LogTablet.open(tempDir(), CONFIG, undefined, { onFlush: (start, ms) => flushes.push({ start, end: start + ms }) });
-    await Promise.all(Array.from({ length: 500 }, (_, i) => log.append([batch(i)], 0)));
+    await Promise.all(
+      Array.from({ length: 500 }, (_, i) =>
+        log.append([batch(i)], 0).then(([r]) => assert.ok(log.durableEndOffset > r.lastOffset, `append ${i} acknowledged before its fsync`)),
+      ),
+    );
     assert.equal(log.highWatermark, 500n);
     assert.ok(flushes.length > 0);
     const overlapping = (t: number): number => flushes.filter((f) => f.start <= t && t < f.end).length;
