@@ -176,8 +176,13 @@ export function formatTime(micros: number, precision: number): string {
   return precision > 0 ? `${base}.${String(frac).padStart(6, '0').slice(0, precision)}` : base;
 }
 
+/** Microseconds per unit of each precision, 0 (seconds) to 6 (microseconds). */
+const PRECISION_UNITS = Array.from({ length: 7 }, (_, p) => 10n ** BigInt(6 - p));
+
 function truncateMicros(micros: bigint, precision: number): bigint {
-  const unit = 10n ** BigInt(6 - precision);
+  // Microsecond precision, the common case, keeps the value as it is: no bigint arithmetic per row.
+  if (precision >= 6) return micros;
+  const unit = PRECISION_UNITS[precision];
   return floorDiv(micros, unit) * unit;
 }
 
