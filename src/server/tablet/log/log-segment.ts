@@ -283,7 +283,10 @@ export class LogSegment {
     let bytes = 0;
     for (const b of batches) bytes += b.length;
     try {
-      const { bytesWritten } = await this.fh.writev(batches, this.size);
+      // Written on the event loop, as a broker's request thread writes: a write into the page
+      // cache takes ~10 µs (p99.9 ~0.1 ms), while handing it to the thread pool costs ~50 µs of
+      // CPU and a turn of the event loop before the fsync can start.
+      const bytesWritten = fs.writevSync(this.fh.fd, batches, this.size);
       if (bytesWritten !== bytes) throw new Error(`short write of ${bytesWritten} of ${bytes} bytes (disk full?)`);
     } catch (err) {
       try {
