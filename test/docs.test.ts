@@ -29,7 +29,7 @@ async function withServer(body: (server: ServerProcess) => Promise<void>): Promi
   try {
     await body(server);
   } finally {
-    assert.equal(await server.stop(), 0, 'a clean shutdown');
+    assert.equal(await server.stopAndRemove(), 0, 'a clean shutdown');
   }
 }
 

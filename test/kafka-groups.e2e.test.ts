@@ -89,7 +89,7 @@ describe('Kafka consumer groups', () => {
   before(async () => {
     server = await ServerProcess.start({ args: ['--no-tiering', '--kafka-port', '0'], settings: SETTINGS });
   });
-  after(() => server.stop());
+  after(() => server.stopAndRemove());
 
   const kafka = (): Kafka => new Kafka({ brokers: [server.kafka], logLevel: logLevel.NOTHING });
 

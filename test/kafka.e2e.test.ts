@@ -36,7 +36,7 @@ describe('Kafka listener', () => {
     await initKafkaCompression();
     server = await ServerProcess.start({ args: ['--no-tiering', '--kafka-port', '0'], settings: { 'kafka.auto-create-topics': 'true', 'num.partitions': '2' } });
   });
-  after(() => server.stop());
+  after(() => server.stopAndRemove());
 
   it('kcat produces with every codec and reads back keys, values, headers and offsets exactly; SQL sees the rows', async () => {
     const codecs = ['none', 'gzip', 'snappy', 'lz4', 'zstd'];

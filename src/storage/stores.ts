@@ -123,9 +123,19 @@ export function objectStoreFor(location: string): ObjectStore {
   return (s3 ??= new S3ObjectStore(objectStorageSettings()));
 }
 
-/** The cache directory of a process that names none: its own, under the system temp directory. */
+let cacheDirRemovedAtExit = false;
+
+/**
+ * The cache directory of a process that names none: its own, under the system temp directory,
+ * removed when the process exits (no other process ever reads it).
+ */
 export function processCacheDir(): string {
-  return path.join(os.tmpdir(), `tributary-lake-cache-${process.pid}`);
+  const dir = path.join(os.tmpdir(), `tributary-lake-cache-${process.pid}`);
+  if (!cacheDirRemovedAtExit) {
+    cacheDirRemovedAtExit = true;
+    process.once('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
+  }
+  return dir;
 }
 
 /** The largest share of a remote file a read of part of it may fetch as that part (datalake.cache.partial-file.max-ratio); past it the file is fetched whole. */

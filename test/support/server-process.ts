@@ -174,6 +174,13 @@ export class ServerProcess extends OwnedChildProcess {
   get port(): number {
     return Number(this.bootstrap.split(':').pop());
   }
+
+  /** Stops the server (SIGTERM) and removes its data dir: the end of a test that is done with both. */
+  async stopAndRemove(): Promise<number | null> {
+    const code = await this.stop();
+    fs.rmSync(this.dataDir, { recursive: true, force: true });
+    return code;
+  }
 }
 
 /** A `tributary tiering` worker process; `nodeArgs` go to Node (e.g. `--cpu-prof`). */
