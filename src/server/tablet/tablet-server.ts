@@ -304,7 +304,7 @@ export class TabletServer implements BucketLifecycle {
     const { table, bucket } = replica;
     const schemas = (schemaId: number): Schema | undefined => this.metadata.schemaById(table.tableId, schemaId);
     const logger = this.log.child({ bucket: bucketKey(bucket) });
-    const kv = await KvTablet.open(this.kvDir(replica.table, replica.partition, bucket.bucket), replica.log, table, schemas, replica.snapshots!, logger, () => replica.leaderEpoch, role);
+    const kv = await KvTablet.open(this.kvDir(replica.table, replica.partition, bucket.bucket), replica.log, table, schemas, replica.snapshots!, logger, () => replica.leaderEpoch, role, this.options.durationMs('kv.flush.interval'));
     this.kvRestores[kv.recoveredFrom]++;
     replica.kv = kv;
   }

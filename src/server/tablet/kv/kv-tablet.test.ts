@@ -43,11 +43,14 @@ function batch(seq: number, records: [bigint, string | null][]): Buffer {
   });
 }
 
-async function openAt(dir: string, flush: number, info: TableInfo = table): Promise<{ logTablet: LogTablet; kv: KvTablet }> {
+/** Opens the tablet over its log (log.flush.interval-messages `flush`); `flushIntervalMs` is kv.flush.interval. */
+async function openAt(dir: string, flush: number, info: TableInfo = table, flushIntervalMs = 0): Promise<{ logTablet: LogTablet; kv: KvTablet }> {
   const logTablet = await LogTablet.open(path.join(dir, 'log-0'), config(flush));
-  const kv = await KvTablet.open(path.join(dir, 'kv-0'), logTablet, info, (id) => (id === 0 ? schema : undefined), snapshotsOf(dir), log);
+  const kv = await KvTablet.open(path.join(dir, 'kv-0'), logTablet, info, (id) => (id === 0 ? schema : undefined), snapshotsOf(dir), log, () => 0, 'leader', flushIntervalMs);
   return { logTablet, kv };
 }
+
+const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** The values of `ks` in one lookup, each read while it is visited (a view valid only then). */
 function valuesOf(kv: KvTablet, ks: bigint[]): (string | null | undefined)[] {
@@ -198,10 +201,10 @@ test('a standby applies the replicated changelog up to the high watermark only, 
   await leaderLog.close();
 });
 
-for (const image of ['FULL', 'WAL']) test(`every committed change is visible at once to lookups, scans, prefix lookups and the row count, while lmdb catches up; snapshots taken meanwhile restore exactly (changelog ${image})`, async () => {
+for (const [image, interval] of [['FULL', 0], ['WAL', 0], ['FULL', 5]] as const) test(`every committed change is visible at once to lookups, scans, prefix lookups and the row count, while lmdb catches up; snapshots taken meanwhile restore exactly (changelog ${image}, kv.flush.interval ${interval} ms)`, async () => {
   const dir = testTempDir('kv-tablet');
   const info: TableInfo = { ...table, properties: { 'table.changelog.image': image } };
-  let { logTablet, kv } = await openAt(dir, 1, info);
+  let { logTablet, kv } = await openAt(dir, 1, info, interval);
   const bucketKey = (k: bigint): Uint8Array => CompactedKeyEncoder.forColumns(schema, ['k']).encode([k, null]);
   const allKeys = Array.from({ length: 120 }, (_, k) => BigInt(k));
   // 40 batches over 120 keys with deletes, and the state after each.
@@ -253,6 +256,38 @@ for (const image of ['FULL', 'WAL']) test(`every committed change is visible at 
   ({ logTablet, kv } = await openAt(dir, 1, info));
   assert.deepEqual(allKeys.map((k) => valueOf(kv, k)), allKeys.map((k) => model.get(k)));
   assert.equal(kv.rowCount, model.size);
+  await kv.close();
+  await logTablet.close();
+});
+
+test('kv.flush.interval: commits are read from memory until the next lmdb transaction is due; a prefix lookup and close write them at once', async () => {
+  const dir = testTempDir('kv-tablet');
+  const bucketKey = (k: bigint): Uint8Array => CompactedKeyEncoder.forColumns(schema, ['k']).encode([k, null]);
+  let { logTablet, kv } = await openAt(dir, 1, table, 60_000);
+  // No transaction ran before: the first commit's starts at once.
+  await kv.putKv([batch(0, [[1n, 'a']])], undefined, 'high-watermark');
+  for (let i = 0; kv.stateOffset < logTablet.highWatermark && i < 500; i++) await pause(10);
+  const first = logTablet.highWatermark;
+  assert.equal(kv.stateOffset, first);
+  // The next ones wait for the interval (a minute): lmdb stays where it was, reads see them.
+  await kv.putKv([batch(1, [[1n, 'a2'], [2n, 'b']])], undefined, 'high-watermark');
+  await kv.putKv([batch(2, [[3n, 'c'], [2n, null]])], undefined, 'high-watermark');
+  await pause(50);
+  assert.equal(kv.stateOffset, first);
+  assert.deepEqual(valuesOf(kv, [1n, 2n, 3n]), ['a2', undefined, 'c']);
+  assert.equal(kv.rowCount, 2);
+  // A prefix lookup reads lmdb alone, so it writes what is committed first.
+  const prefixed = await kv.prefixLookup([1n, 2n, 3n].map(bucketKey));
+  assert.deepEqual(prefixed.map((values) => values.map((v) => decoder.decode(readKvValue(v).row)[1])), [['a2'], [], ['c']]);
+  assert.equal(kv.stateOffset, logTablet.highWatermark);
+  // Close writes the rest: the reopened state needs no replay.
+  await kv.putKv([batch(3, [[4n, 'd']])], undefined, 'high-watermark');
+  await kv.close();
+  await logTablet.close();
+  ({ logTablet, kv } = await openAt(dir, 1, table, 60_000));
+  assert.equal(kv.stateOffset, logTablet.highWatermark);
+  assert.equal(kv.recoveredFrom, 'local');
+  assert.deepEqual(valuesOf(kv, [1n, 2n, 3n, 4n]), ['a2', undefined, 'c', 'd']);
   await kv.close();
   await logTablet.close();
 });

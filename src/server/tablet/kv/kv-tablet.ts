@@ -17,8 +17,9 @@
  * older schemas) are merged as values.
  *
  * Committed versions go to lmdb with its asynchronous writes, which run on lmdb's own write
- * thread: one transaction at a time, holding every version committed since the last one, the row
- * count and the offset the state now reaches. A version stays buffered (and is what reads see)
+ * thread: one transaction at a time, at most one per `kv.flush.interval` unless something needs
+ * lmdb complete (a prefix lookup, a snapshot), holding every version committed since the last one,
+ * the row count and the offset the state now reaches. A version stays buffered (and is what reads see)
  * until its transaction is visible in lmdb. lmdb need not be durable at once: the changelog is
  * the WAL, and recovery replays it from the offset recorded with the state.
  *
@@ -195,6 +196,9 @@ export class KvTablet {
   /** Set while lmdb's last write found the disk full (DISK_WRITE_LOCKED): it is retried on a timer. */
   private storeBlocked: TributaryError | undefined;
   private storeRetry: NodeJS.Timeout | undefined;
+  /** When the last lmdb transaction started (performance.now()), and the timer of the next one. */
+  private storeWriteStarted = -Infinity;
+  private storeWriteTimer: NodeJS.Timeout | undefined;
   /** Live keys in lmdb once the transaction in flight is visible. */
   private rowCountValue: number;
   private flushPaused = 0;
@@ -223,6 +227,8 @@ export class KvTablet {
     private readonly leaderEpoch: () => number,
     /** A standby applies the replicated changelog up to the high watermark and serves nothing. */
     readonly standby: boolean,
+    /** kv.flush.interval: the least time between two lmdb transactions that commits start on their own. */
+    private readonly flushIntervalMs: number,
   ) {
     this.env = open<Uint8Array, Uint8Array>({ path: dir, keyEncoding: 'binary', encoding: 'binary', compression: false, maxDbs: 4, noMetaSync: true });
     this.state = this.env.openDB<Uint8Array, Uint8Array>({ name: 'state', keyEncoding: 'binary', encoding: 'binary', compression: false });
@@ -235,7 +241,7 @@ export class KvTablet {
     this.flushedOffset = BigInt(this.meta.get(FLUSHED_OFFSET) ?? '0');
     this.flushingOffset = this.flushedOffset;
     this.rowCountValue = Number(this.meta.get(ROW_COUNT) ?? '0');
-    this.unsubscribe = standby ? log.onHighWatermark(() => this.followHighWatermark()) : log.onHighWatermark((hw) => this.flushBelow(hw));
+    this.unsubscribe = standby ? log.onHighWatermark(() => this.followHighWatermark()) : log.onHighWatermark(() => this.flushSoon());
   }
 
   /**
@@ -253,6 +259,7 @@ export class KvTablet {
     logger: Logger,
     leaderEpoch: () => number = () => 0,
     role: 'leader' | 'standby' = 'leader',
+    flushIntervalMs = 0,
   ): Promise<KvTablet> {
     const standby = role === 'standby';
     const hasLocal = fs.existsSync(path.join(dir, 'data.mdb'));
@@ -260,7 +267,7 @@ export class KvTablet {
     let local = hasLocal;
     if (!hasLocal) restored = await snapshots.restoreRegistered(dir);
     else await fs.promises.mkdir(dir, { recursive: true });
-    let tablet = new KvTablet(dir, log, table, schemas, snapshots, logger, leaderEpoch, standby);
+    let tablet = new KvTablet(dir, log, table, schemas, snapshots, logger, leaderEpoch, standby, flushIntervalMs);
     if (tablet.flushedOffset < log.logStartOffset || tablet.flushedOffset > log.logEndOffset) {
       // The changelog after the local state was deleted by retention, or the log lost a tail the
       // state already holds (an OS crash under a lazy flush policy): start from the snapshot.
@@ -268,7 +275,7 @@ export class KvTablet {
       await fs.promises.rm(dir, { recursive: true, force: true });
       local = false;
       restored = await snapshots.restoreRegistered(dir);
-      tablet = new KvTablet(dir, log, table, schemas, snapshots, logger, leaderEpoch, standby);
+      tablet = new KvTablet(dir, log, table, schemas, snapshots, logger, leaderEpoch, standby, flushIntervalMs);
       if (tablet.flushedOffset < log.logStartOffset || tablet.flushedOffset > log.logEndOffset) {
         throw new TributaryError(
           'KV_STORAGE_EXCEPTION',
@@ -417,7 +424,7 @@ export class KvTablet {
       if (counted) appended.rowDelta = rowDelta;
       this.unwritten.push(appended);
     }
-    this.flushBelow(this.log.highWatermark);
+    this.flushSoon();
     return result.lastOffset;
   }
 
@@ -471,6 +478,9 @@ export class KvTablet {
     if (this.closed || this.flushPaused > 0 || this.storeWrite || this.storeFailure || this.storeRetry) return;
     const upTo = this.committedEnd(highWatermark);
     if (upTo <= this.flushingOffset) return;
+    clearTimeout(this.storeWriteTimer);
+    this.storeWriteTimer = undefined;
+    this.storeWriteStarted = performance.now();
     const end = Number(upTo);
     const written: AppendedBatch[] = [];
     let delta = 0;
@@ -497,7 +507,7 @@ export class KvTablet {
         this.storeWrite = undefined;
         if (this.storeBlocked) this.logger.info({ dir: this.dir }, 'kv state written again');
         this.storeBlocked = undefined;
-        this.flushBelow(this.log.highWatermark);
+        this.flushSoon();
       },
       async (err: unknown) => {
         // lmdb also rejects a commit promise of its own for the failed batch, which nobody holds.
@@ -524,6 +534,26 @@ export class KvTablet {
         this.logger.error({ err: reason, dir: this.dir }, 'kv state write failed');
       },
     );
+  }
+
+  /**
+   * Starts the next lmdb transaction once `kv.flush.interval` has passed since the last one
+   * started: each transaction ends in an fsync of lmdb's file, and the changelog, fsynced with
+   * every batch, is what makes a write durable. Commits in between are read from their buffered
+   * versions. Whoever needs lmdb to hold everything now (`written`, snapshots) calls `flushBelow`.
+   */
+  private flushSoon(): void {
+    if (this.storeWriteTimer || this.closed) return;
+    const wait = this.storeWriteStarted + this.flushIntervalMs - performance.now();
+    if (wait <= 0) {
+      this.flushBelow(this.log.highWatermark);
+      return;
+    }
+    this.storeWriteTimer = setTimeout(() => {
+      this.storeWriteTimer = undefined;
+      this.flushBelow(this.log.highWatermark);
+    }, wait);
+    this.storeWriteTimer.unref();
   }
 
   /**
@@ -675,6 +705,9 @@ export class KvTablet {
   }
 
   private async copyState(): Promise<KvSnapshotHandle> {
+    // What is committed goes to lmdb first, not at the next kv.flush.interval: the snapshot then
+    // holds it. A store that cannot write is copied at its last good state.
+    await this.written().catch(() => undefined);
     let taken!: () => void;
     this.snapshotTaken = new Promise((resolve) => (taken = resolve));
     // No lmdb write may run while the state is copied, so that the recorded offset is exact.
@@ -822,6 +855,7 @@ export class KvTablet {
       // ends: the environment is left to the process. Its state stays at its last good offset.
       this.logger.warn({ dir: this.dir }, 'kv state closed on a full disk: lmdb is left open');
       clearTimeout(this.storeRetry);
+      clearTimeout(this.storeWriteTimer);
       this.unsubscribe();
       return;
     }
@@ -830,6 +864,7 @@ export class KvTablet {
 
   private async closeStore(): Promise<void> {
     clearTimeout(this.storeRetry);
+    clearTimeout(this.storeWriteTimer);
     this.unsubscribe();
     await this.env.close();
   }
