@@ -198,10 +198,15 @@ try {
   const snapshotSeconds = (now() - snapshotStart) / 1000;
   const snapshotRows = snapshots.reduce((n, s) => n + (s.rowCount ?? 0), 0);
   if (snapshotRows !== records) throw new Error(`the KV snapshots hold ${snapshotRows} rows, expected ${records}`);
-  const snapshotFiles = filesNamed(path.join(dataDir, 'remote'), 'data.mdb');
-  if (snapshotFiles.length !== buckets) throw new Error(`expected ${buckets} snapshot files, found ${snapshotFiles.length}`);
+  // Each bucket's snapshot: its _METADATA and the chunks of its lmdb copy (snap-<id>/, shared/).
+  const metadataFiles = filesNamed(path.join(dataDir, 'remote'), '_METADATA');
+  if (metadataFiles.length !== buckets) throw new Error(`expected ${buckets} snapshots, found ${metadataFiles.length}`);
+  const snapshotFiles = metadataFiles.flatMap((m) => {
+    const { chunks } = JSON.parse(fs.readFileSync(m, 'utf8')) as { chunks: string[] };
+    return chunks.map((hash) => path.join(path.dirname(path.dirname(m)), 'shared', hash));
+  });
   const snapshotBytes = snapshotFiles.reduce((n, f) => n + fs.statSync(f).size, 0);
-  console.log(`snapshot: ${snapshotFiles.length} files, ${(snapshotBytes / 1e6).toFixed(1)} MB, taken in ${snapshotSeconds.toFixed(2)} s`);
+  console.log(`snapshot: ${buckets} buckets, ${snapshotFiles.length} chunks, ${(snapshotBytes / 1e6).toFixed(1)} MB, taken in ${snapshotSeconds.toFixed(2)} s`);
   await bench.stop();
   bench = undefined;
 
@@ -220,10 +225,8 @@ try {
     const copyDir = path.join(rawDir, `copy-${run}`);
     await waitForIdle();
     start = now();
-    for (const [i, file] of snapshotFiles.entries()) {
-      await fs.promises.mkdir(path.join(copyDir, String(i)), { recursive: true });
-      await fs.promises.copyFile(file, path.join(copyDir, String(i), 'data.mdb'));
-    }
+    await fs.promises.mkdir(copyDir, { recursive: true });
+    for (const [i, file] of snapshotFiles.entries()) await fs.promises.copyFile(file, path.join(copyDir, String(i)));
     copySeconds.push((now() - start) / 1000);
     fs.rmSync(copyDir, { recursive: true });
 
