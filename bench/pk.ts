@@ -219,8 +219,7 @@ try {
     let start = now();
     const empty = await ServerProcess.start();
     emptyStartSeconds.push((now() - start) / 1000);
-    await empty.stop();
-    fs.rmSync(empty.dataDir, { recursive: true, force: true });
+    await empty.stopAndRemove();
 
     const copyDir = path.join(rawDir, `copy-${run}`);
     await waitForIdle();
