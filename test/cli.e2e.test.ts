@@ -5,10 +5,10 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
+import { testTempDir } from '../src/common/fixtures/temp-dirs.js';
 import type { ProgressEvent } from '../src/query/progress.js';
 import { startCluster, useCluster } from './support/cluster.js';
 import { CLI_ARGS } from './support/server-process.js';
@@ -103,7 +103,7 @@ describe('object storage options of the commands that are not servers', () => {
     const lake = await runCli(['lake', 'expire-snapshots', '--warehouse', 's3://nowhere/warehouse', '--table', 'db.t', ...s3]);
     assert.equal(lake.code, 1);
     assert.match(lake.stderr, /STORAGE_EXCEPTION.*127\.0\.0\.1:1|127\.0\.0\.1:1.*STORAGE_EXCEPTION/s, 'the S3 settings were used');
-    const config = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'cli-s3-')), 'tributary.yaml');
+    const config = path.join(testTempDir('cli-s3'), 'tributary.yaml');
     fs.writeFileSync(config, `s3.endpoint: http://127.0.0.1:1\ns3.access-key: ${KEY_ID}\ns3.secret-key: ${SECRET}\ns3.max-attempts: 1\n`);
     const fromFile = await runCli(['lake', 'compact', '--warehouse', 's3://nowhere/warehouse', '--table', 'db.t', '--config', config]);
     assert.equal(fromFile.code, 1);

@@ -32,7 +32,7 @@ import { configureObjectStorageFrom, objectStoreFor, remoteFileCache } from '../
 import { startCluster } from './support/cluster.js';
 import type { LakeCommitJob } from './support/lake-commit-child.js';
 import { readLakeTable } from './support/lake-content.js';
-import { tempDir } from './support/server-process.js';
+import { testTempDir } from '../src/common/fixtures/temp-dirs.js';
 import { waitTiered } from './support/tiering-rounds.js';
 
 const CHILD = path.join(path.dirname(fileURLToPath(import.meta.url)), 'support', 'lake-commit-child.ts');
@@ -49,7 +49,7 @@ function runWriter(job: LakeCommitJob): Promise<{ code: number | null; stdout: s
 test('two writer processes committing to one lake table on S3 at once: every commit lands', async (t) => {
   const s3 = await startS3Server();
   t.after(() => s3.stop());
-  configureObjectStorageFrom(s3.options, tempDir('lake-cache'));
+  configureObjectStorageFrom(s3.options, testTempDir('lake-cache'));
   const warehouse = s3.location('warehouse');
   const catalog = new FileSystemCatalog(warehouse);
   const schema: IcebergSchema = {

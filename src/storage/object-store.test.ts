@@ -16,6 +16,7 @@ import { joinLocation, type ObjectStore } from './object-store.js';
 import { describeS3Settings, s3SettingsOf } from './s3-settings.js';
 import { storageStats } from './storage-stats.js';
 import { FileCache } from './file-cache.js';
+import { testTempDir } from '../common/fixtures/temp-dirs.js';
 import { S3ObjectStore } from './s3-store.js';
 
 interface Backend {
@@ -260,7 +261,7 @@ describe('S3 settings and secrets', () => {
     assert.equal(now.failedRequests - before.failedRequests, 1, 'the missing object');
     assert.equal(now.uploadedBytes - before.uploadedBytes, 1000);
     assert.equal(now.downloadedBytes - before.downloadedBytes, 1000);
-    const cache = new FileCache(fs.mkdtempSync(path.join(os.tmpdir(), 'counted-cache-')), 1 << 20);
+    const cache = new FileCache(testTempDir('counted-cache'), 1 << 20);
     (await cache.pin(store, [location])).release();
     (await cache.pin(store, [location])).release();
     assert.deepEqual([storageStats().cacheMisses - before.cacheMisses, storageStats().cacheHits - before.cacheHits, storageStats().cacheFetchedBytes - before.cacheFetchedBytes], [1, 1, 1000]);
