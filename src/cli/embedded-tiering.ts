@@ -7,10 +7,11 @@
  * Messages: the thread posts `{ ready: true }` once it serves or `{ error }` if it cannot start;
  * the node posts `'stop'` and the thread exits once its worker has stopped.
  */
+import os from 'node:os';
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import type { Worker } from 'node:worker_threads';
 import { Options } from '../common/config.js';
-import { createLogger } from '../common/logger.js';
+import { createLogger, type Logger } from '../common/logger.js';
 import { startModuleWorker } from '../common/module-worker.js';
 import { configureObjectStorage } from '../storage/stores.js';
 import { TieringWorker } from '../tiering/tiering-worker.js';
@@ -53,7 +54,9 @@ if (!isMainThread && (workerData as { bootstrap?: string } | null)?.bootstrap !=
   const port = parentPort!;
   const log = createLogger().child({ role: 'tiering' });
   const data = workerData as { bootstrap: string; settings: Record<string, string>; cacheDir: string };
-  configureObjectStorage(new Options('server', data.settings), data.cacheDir);
+  const options = new Options('server', data.settings);
+  yieldToTheNode(options.int('datalake.tiering.embedded.nice'), log);
+  configureObjectStorage(options, data.cacheDir);
   TieringWorker.start(data.bootstrap, { log }).then(
     (worker) => {
       port.on('message', (m) => {
@@ -64,4 +67,19 @@ if (!isMainThread && (workerData as { bootstrap?: string } | null)?.bootstrap !=
     },
     (err: unknown) => port.postMessage({ error: err instanceof Error ? err.message : String(err) } satisfies ThreadMessage),
   );
+}
+
+/**
+ * Lowers the CPU priority of this thread and of the threads it starts later (its Parquet writers
+ * inherit it): on a node with few cores, a tiering round's decoding took the core an append's
+ * acknowledgement or a fetch's wake-up waited for. Linux keeps a nice value per thread; elsewhere
+ * it is the whole process's, which must keep its own.
+ */
+function yieldToTheNode(nice: number, log: Logger): void {
+  if (process.platform !== 'linux' || nice === 0) return;
+  try {
+    os.setPriority(0, nice);
+  } catch (err) {
+    log.warn({ err, nice }, 'cannot lower the priority of the tiering thread');
+  }
 }
