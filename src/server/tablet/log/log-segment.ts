@@ -283,10 +283,12 @@ export class LogSegment {
     let bytes = 0;
     for (const b of batches) bytes += b.length;
     try {
-      // Written on the event loop, as a broker's request thread writes: a write into the page
-      // cache takes ~10 µs (p99.9 ~0.1 ms), while handing it to the thread pool costs ~50 µs of
-      // CPU and a turn of the event loop before the fsync can start.
-      const bytesWritten = fs.writevSync(this.fh.fd, batches, this.size);
+      // Written on the file thread pool, not the event loop, though a write into the page cache
+      // usually takes ~10 µs: an fsync of this file holds its last page locked while ext4
+      // allocates its blocks, which waits for the journal, so an append to that page can sleep
+      // for as long as the disk's slowest fsync (45 ms seen), and on the event loop every other
+      // bucket's appends and fetches would wait with it.
+      const { bytesWritten } = await this.fh.writev(batches, this.size);
       if (bytesWritten !== bytes) throw new Error(`short write of ${bytesWritten} of ${bytes} bytes (disk full?)`);
     } catch (err) {
       try {
