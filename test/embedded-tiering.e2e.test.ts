@@ -4,6 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import os from 'node:os';
 import { test } from 'node:test';
 import { ServerProcess } from './support/server-process.js';
 
@@ -19,9 +20,12 @@ function threadNices(pid: number): Map<number, number> {
   return nices;
 }
 
+// Nice values are per thread on Linux only; a suite started niced would start its servers niced too.
+const skip = process.platform !== 'linux' ? 'nice values are per thread on Linux only' : os.getPriority() !== 0 ? 'the suite runs at a nice value of its own' : false;
+
 for (const nice of [undefined, 15, 0]) {
   const expected = nice ?? 10;
-  test(`the embedded tiering thread runs at nice ${expected}${nice === undefined ? ' (the default)' : ''}, the node's main thread at 0`, { skip: process.platform !== 'linux', timeout: 60_000 }, async () => {
+  test(`the embedded tiering thread runs at nice ${expected}${nice === undefined ? ' (the default)' : ''}, the node's main thread at 0`, { skip, timeout: 60_000 }, async () => {
     const server = await ServerProcess.start(nice === undefined ? {} : { settings: { 'datalake.tiering.embedded.nice': String(nice) } });
     try {
       const pid = server.child.pid!;
