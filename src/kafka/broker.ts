@@ -71,13 +71,7 @@ interface Topic {
   buckets: { bucketId: number; leaderId: number; leaderEpoch: number; replicaId: number[]; isr: number[] }[];
 }
 
-/**
- * Produce conversion keeps a column builder per table schema for its next batch, so each batch
- * converts into memory already grown (a fresh builder doubles its way up to a batch's size,
- * zeroing and copying as it goes). A batch larger than this hands its arrays away instead, so at
- * most this much is held per builder, for at most `REUSED_BUILDERS` schemas.
- */
-const MAX_REUSED_BATCH_BYTES = 4 << 20;
+/** Produce conversion keeps a column builder (`buildToEncode`) for each of this many table schemas at most. */
 const REUSED_BUILDERS = 4;
 
 const OFFSET_EARLIEST = 0;
@@ -99,7 +93,7 @@ export class KafkaBroker {
   /** Fetches below the log start of lake-enabled topics. */
   private readonly lake: LakeFetch;
   private readonly produceTurns = new ProduceTurns();
-  /** By table id and schema id, least recently used first; see MAX_REUSED_BATCH_BYTES. */
+  /** By table id and schema id, least recently used first; see REUSED_BUILDERS. */
   private readonly builders = new Map<string, ColumnBatchBuilder>();
 
   constructor(
@@ -406,8 +400,7 @@ export class KafkaBroker {
           schemaId: topic.table.schemaId,
           appendOnly: true,
           recordCount: batch.recordCount,
-          // Encoded before the next append, so a transient batch may lend the builder's arrays.
-          payload: encodeArrowPayload(builder.estimatedSizeInBytes > MAX_REUSED_BATCH_BYTES ? builder.build() : builder.buildTransient(), compression, zstdLevel),
+          payload: encodeArrowPayload(builder.buildToEncode(), compression, zstdLevel),
           ...(idempotent ? { writerId: batch.producerId, batchSequence: (batch.baseSequence + batch.recordCount - 1) % 2 ** 31, recordSequences: true } : {}),
         }),
       );

@@ -589,6 +589,9 @@ class CompactedAppend implements CompactedRowVisitor {
   }
 }
 
+/** The most a kept builder holds between batches (`buildToEncode`). */
+export const MAX_KEPT_BATCH_BYTES = 4 << 20;
+
 export class ColumnBatchBuilder {
   readonly arrowSchema: arrow.Schema;
   private readonly appenders: ColumnAppender[];
@@ -781,6 +784,16 @@ export class ColumnBatchBuilder {
    */
   buildTransient(): arrow.RecordBatch {
     return this.finish(true);
+  }
+
+  /**
+   * The batch for an encoding that follows at once, from a builder kept for the next batch:
+   * transient, so the next batch fills memory already grown (a fresh builder doubles its way up to
+   * a batch's size, zeroing and copying as it goes), unless it is larger than MAX_KEPT_BATCH_BYTES,
+   * whose arrays are handed away so that a builder waiting for its next batch holds at most that.
+   */
+  buildToEncode(): arrow.RecordBatch {
+    return this.estimatedSizeInBytes > MAX_KEPT_BATCH_BYTES ? this.build() : this.buildTransient();
   }
 
   private finish(reuse: boolean): arrow.RecordBatch {

@@ -454,7 +454,7 @@ describe('the changelog', () => {
 
   test('refuses a batch with a delete when deletes are disabled, and logs nothing of it', async () => {
     const dir = testTempDir('kv-tablet');
-    const { logTablet, kv } = await openAt(dir, 1, { ...table, properties: { 'table.delete.behavior': 'DISABLE' } });
+    const { logTablet, kv } = await openAt(dir, 1, { ...table, properties: { 'table.delete.behavior': 'DISABLE', 'table.log.arrow.compression.type': 'NONE' } });
     await kv.putKv([batch(0, [[1n, 'a']])], undefined, 'high-watermark');
     const end = logTablet.logEndOffset;
     for (const records of [[[2n, 'b'], [1n, null]], [[3n, null]]] as [bigint, string | null][][]) {
@@ -462,6 +462,13 @@ describe('the changelog', () => {
     }
     assert.equal(logTablet.logEndOffset, end);
     assert.deepEqual([1n, 2n].map((k) => valueOf(kv, k)), ['a', undefined]);
+    // The next batch's changelog holds its own row only, not the one of the refused batch before its delete.
+    await kv.putKv([batch(1, [[4n, 'd']])], undefined, 'high-watermark');
+    const expected = new ColumnBatchBuilder(schema);
+    expected.appendInternalRow([4n, 'd']);
+    const [logged, ...more] = [...logBatchesOf((await logTablet.read(end, 1 << 24)).records)];
+    assert.equal(more.length, 0);
+    assert.deepEqual(Buffer.from(logBatchPayload(logged)), Buffer.from(encodeChangelogPayload(Uint8Array.from([1]), expected.build(), 'NONE')));
     await kv.close();
     await logTablet.close();
   });

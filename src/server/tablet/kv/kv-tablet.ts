@@ -126,6 +126,8 @@ interface WriteSchema {
   engine: MergeEngine;
   blind: BlindMerges;
   options: PrimaryKeyTableOptions;
+  /** The changelog rows of the batch being applied; kept for the next batch (`buildToEncode`). */
+  changelog: ColumnBatchBuilder;
 }
 
 /**
@@ -169,6 +171,7 @@ function writeSchemaOf(table: TableInfo, schemas: SchemaLookup): WriteSchema {
     engine,
     blind: new BlindMerges(engine, schema.columns.length),
     options: primaryKeyTableOptions(schema, table.properties),
+    changelog: new ColumnBatchBuilder(schema),
   };
 }
 
@@ -354,7 +357,7 @@ export class KvTablet {
     // store: full-row deletes, and full-row upserts under last_row in the table's current schema.
     const fullRow = partial === undefined;
     const blindUpserts = fullRow && current.engine.upsertsBlind && batch.schemaId === current.schemaId;
-    const builder = new ColumnBatchBuilder(current.schema);
+    const builder = current.changelog;
     const changeTypes: number[] = [];
     const appended: AppendedBatch = { lastOffset: PENDING, versions: [], rowDelta: undefined };
     // The new values of the batch share buffers, roughly the size of the rows that came in.
@@ -397,7 +400,7 @@ export class KvTablet {
         this.versions.set(record.key, version);
         appended.versions.push(version);
       }
-      const payload = encodeChangelogPayload(Uint8Array.from(changeTypes), builder.build(), this.compression, this.zstdLevel);
+      const payload = encodeChangelogPayload(Uint8Array.from(changeTypes), builder.buildToEncode(), this.compression, this.zstdLevel);
       const logBatch = buildLogBatch({
         schemaId: current.schemaId,
         appendOnly: false,
@@ -415,6 +418,8 @@ export class KvTablet {
         this.inflightFrom = undefined;
       }
     } catch (err) {
+      // A record that failed part-way leaves its rows in the builder: they are not the next batch's.
+      builder.truncate(0);
       this.takeBack(appended.versions);
       throw err;
     }
