@@ -8,7 +8,7 @@ import { buildSchema } from '../common/schema.js';
 import { arrowIpcStream, encodeArrowPayload, readPayloadMessage } from './arrow-payload.js';
 import { toArrowSchema } from './arrow-schema.js';
 import { ColumnBatchBuilder } from './column-batch-builder.js';
-import { type ArrowCompression, decompressBodyBuffer, initArrowCompression } from './compression.js';
+import { type ArrowCompression, decompressBodyBuffer, initArrowCompression, MIN_COMPRESSED_LENGTH } from './compression.js';
 import { decompressZstd } from './zstd.js';
 
 const schema = buildSchema([
@@ -91,6 +91,22 @@ describe('Arrow body compression', () => {
       });
       // Random ids stay raw; validity bitmaps, offsets and words compress.
       assert.ok(compressed >= 4 && leftRaw === 1, `${compressed} compressed, ${leftRaw} raw buffers`);
+    });
+  }
+
+  for (const compression of ['ZSTD', 'LZ4_FRAME'] as const) {
+    it(`${compression}: stores a buffer shorter than ${MIN_COMPRESSED_LENGTH} bytes raw, however well it would compress`, () => {
+      const idsOf = (rows: number): Uint8Array => {
+        const b = new ColumnBatchBuilder(schema);
+        for (let i = 0; i < rows; i++) b.appendRow({ id: 42n, word: 'same', tiny: 1 });
+        return storedBuffers(encodeArrowPayload(b.build(), compression))[1];
+      };
+      const below = idsOf(MIN_COMPRESSED_LENGTH / 8 - 1);
+      assert.equal(prefixOf(below), -1n);
+      assert.equal(below.length, 8 + MIN_COMPRESSED_LENGTH - 8);
+      const at = idsOf(MIN_COMPRESSED_LENGTH / 8);
+      assert.equal(prefixOf(at), BigInt(MIN_COMPRESSED_LENGTH));
+      assert.ok(at.length < 8 + MIN_COMPRESSED_LENGTH, `${at.length} bytes stored`);
     });
   }
 

@@ -31,6 +31,12 @@ export const MAX_ZSTD_LEVEL = 22;
 /** Size of the uncompressed-length prefix of each stored buffer. */
 export const LENGTH_PREFIX_SIZE = 8;
 const NOT_COMPRESSED = -1;
+/**
+ * Body buffers shorter than this are stored raw without a try: a frame brings at least 9 (ZSTD) or
+ * 15 (LZ4) bytes of its own, so they would shrink by a few dozen bytes at best, for a codec call
+ * that costs more than the rest of encoding a batch of a row or two (a primary-key write's changelog).
+ */
+export const MIN_COMPRESSED_LENGTH = 64;
 /** The longest body buffer: what a prefix may declare, and the bound of apache-arrow's decoders, which do not see the prefix. */
 const MAX_BUFFER_LENGTH = 0x7fffffff;
 
@@ -71,10 +77,11 @@ function asBuffer(bytes: Uint8Array): Buffer {
 }
 
 /**
- * Compresses one non-empty body buffer. Returns the frame, or null when it would not be smaller
- * than `raw` (the buffer is then stored raw behind a -1 prefix).
+ * Compresses one non-empty body buffer. Returns the frame, or null when `raw` is shorter than
+ * MIN_COMPRESSED_LENGTH or the frame would not be smaller (the buffer is then stored raw behind a -1 prefix).
  */
 export function compressBodyBuffer(codec: arrow.CompressionType, raw: Uint8Array, zstdLevel: number): Uint8Array | null {
+  if (raw.length < MIN_COMPRESSED_LENGTH) return null;
   let frame: Uint8Array;
   if (codec === arrow.CompressionType.ZSTD) {
     frame = compressZstd(raw, zstdLevel);
