@@ -71,7 +71,12 @@ interface Topic {
   buckets: { bucketId: number; leaderId: number; leaderEpoch: number; replicaId: number[]; isr: number[] }[];
 }
 
-/** Produce conversion keeps a column builder (`buildToEncode`) for each of this many table schemas at most. */
+/**
+ * Produce conversion keeps a column builder per table schema for its next batch
+ * (`buildToEncode`), for at most `REUSED_BUILDERS` schemas; a batch larger than
+ * MAX_REUSED_BATCH_BYTES hands its arrays away, so each builder holds about that much at most.
+ */
+const MAX_REUSED_BATCH_BYTES = 4 << 20;
 const REUSED_BUILDERS = 4;
 
 const OFFSET_EARLIEST = 0;
@@ -400,7 +405,7 @@ export class KafkaBroker {
           schemaId: topic.table.schemaId,
           appendOnly: true,
           recordCount: batch.recordCount,
-          payload: encodeArrowPayload(builder.buildToEncode(), compression, zstdLevel),
+          payload: encodeArrowPayload(builder.buildToEncode(MAX_REUSED_BATCH_BYTES), compression, zstdLevel),
           ...(idempotent ? { writerId: batch.producerId, batchSequence: (batch.baseSequence + batch.recordCount - 1) % 2 ** 31, recordSequences: true } : {}),
         }),
       );

@@ -296,6 +296,24 @@ describe('ColumnBatchBuilder.buildTransient', () => {
   });
 });
 
+describe('ColumnBatchBuilder.buildToEncode', () => {
+  it('lends its buffers to a batch up to the size it keeps, and gives a larger one buffers of its own', () => {
+    const b = new ColumnBatchBuilder(sampleSchema);
+    const i64Buffer = (batch: arrow.RecordBatch): ArrayBufferLike => batch.getChild('i64')!.data[0].values.buffer;
+    b.appendRow(sampleRows[0]);
+    const kept = b.estimatedSizeInBytes;
+    const first = i64Buffer(b.buildToEncode(kept));
+    b.appendRow(sampleRows[1]);
+    assert.equal(i64Buffer(b.buildToEncode(kept)), first, 'a batch within the size is transient');
+    sampleRows.forEach((r) => b.appendRow(r));
+    const large = b.buildToEncode(kept);
+    // The next batches write into the builder's memory; the larger one keeps its rows.
+    [...sampleRows].reverse().forEach((r) => b.appendRow(r));
+    b.buildToEncode(Infinity);
+    assert.deepEqual(recordBatchRows(large, sampleSchema), recordBatchRows(built(sampleRows), sampleSchema));
+  });
+});
+
 describe('ColumnBatchBuilder.appendRecordBatch', () => {
   it('appends decoded batches and slices of them', () => {
     const full = built(sampleRows);

@@ -589,9 +589,6 @@ class CompactedAppend implements CompactedRowVisitor {
   }
 }
 
-/** The most a kept builder holds between batches (`buildToEncode`). */
-export const MAX_KEPT_BATCH_BYTES = 4 << 20;
-
 export class ColumnBatchBuilder {
   readonly arrowSchema: arrow.Schema;
   private readonly appenders: ColumnAppender[];
@@ -789,11 +786,11 @@ export class ColumnBatchBuilder {
   /**
    * The batch for an encoding that follows at once, from a builder kept for the next batch:
    * transient, so the next batch fills memory already grown (a fresh builder doubles its way up to
-   * a batch's size, zeroing and copying as it goes), unless it is larger than MAX_KEPT_BATCH_BYTES,
-   * whose arrays are handed away so that a builder waiting for its next batch holds at most that.
+   * a batch's size, zeroing and copying as it goes), unless it is larger than `maxKeptBytes`,
+   * whose arrays are handed away so that a builder waiting for its next batch holds little.
    */
-  buildToEncode(): arrow.RecordBatch {
-    return this.estimatedSizeInBytes > MAX_KEPT_BATCH_BYTES ? this.build() : this.buildTransient();
+  buildToEncode(maxKeptBytes: number): arrow.RecordBatch {
+    return this.estimatedSizeInBytes > maxKeptBytes ? this.build() : this.buildTransient();
   }
 
   private finish(reuse: boolean): arrow.RecordBatch {

@@ -76,6 +76,12 @@ import type { KvSnapshotStore } from './kv-snapshot-store.js';
 
 const FLUSHED_OFFSET = 'flushed-offset';
 const ROW_COUNT = 'row-count';
+/**
+ * The most of a changelog batch a bucket's column builder keeps for its next one: small batches,
+ * the ones whose cost is the builder's, reuse its memory, while a node of many buckets holds
+ * little of each between writes (a larger batch allocates afresh, for many rows).
+ */
+const MAX_KEPT_CHANGELOG_BYTES = 64 << 10;
 /** Rows per lmdb transaction while replaying the changelog. */
 const REPLAY_TXN_ROWS = 50_000;
 /** How long a KV state write that found the disk full waits before it is tried again. */
@@ -400,7 +406,7 @@ export class KvTablet {
         this.versions.set(record.key, version);
         appended.versions.push(version);
       }
-      const payload = encodeChangelogPayload(Uint8Array.from(changeTypes), builder.buildToEncode(), this.compression, this.zstdLevel);
+      const payload = encodeChangelogPayload(Uint8Array.from(changeTypes), builder.buildToEncode(MAX_KEPT_CHANGELOG_BYTES), this.compression, this.zstdLevel);
       const logBatch = buildLogBatch({
         schemaId: current.schemaId,
         appendOnly: false,
