@@ -21,6 +21,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Connection } from '../src/client/index.js';
 import type { ColumnSpec, Row, Table } from '../src/client/index.js';
+import { logBatchesOf } from '../src/record/log-batch.js';
 import { CLI, ServerProcess, TieringProcess } from '../test/support/server-process.js';
 import { random } from '../test/support/random.js';
 
@@ -270,9 +271,18 @@ export function dirBytes(dir: string, filter: (name: string) => boolean = () => 
   return total;
 }
 
-/** Bytes of log segments (`*.log`) under a table or bucket directory. */
+/**
+ * Bytes of the batches in the log segments (`*.log`) under a table or bucket directory, without
+ * the zeros an active segment holds ahead of its end (log.preallocate.size).
+ */
 export function logSegmentBytes(dir: string): number {
-  return dirBytes(dir, (name) => name.endsWith('.log'));
+  let total = 0;
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, entry.name);
+    if (entry.isDirectory()) total += logSegmentBytes(p);
+    else if (entry.isFile() && entry.name.endsWith('.log')) for (const batch of logBatchesOf(fs.readFileSync(p))) total += batch.length;
+  }
+  return total;
 }
 
 // ---------------------------------------------------------------------------------- baselines

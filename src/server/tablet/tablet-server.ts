@@ -961,6 +961,7 @@ export class TabletServer implements BucketLifecycle {
       segmentBytes: this.options.bytes('log.segment.file-size'),
       indexIntervalBytes: this.options.bytes('log.index.interval-size'),
       recentBytes: this.options.bytes('log.recent-batches.size'),
+      preallocateBytes: this.options.bytes('log.preallocate.size'),
       flushIntervalMessages: this.options.int('log.flush.interval-messages'),
       flushIntervalMs: this.options.durationMs('log.flush.interval'),
       ttlMs: parseDuration(tableOption(table.properties, 'table.log.ttl')!)!,

@@ -45,7 +45,7 @@ function roundOf(kv: KvTablet, k: bigint): string | undefined {
 }
 
 async function open(): Promise<{ log: LogTablet; kv: KvTablet }> {
-  const config = { segmentBytes: 1 << 24, indexIntervalBytes: 4096, recentBytes: 1 << 20, flushIntervalMessages: 1, flushIntervalMs: 1000, ttlMs: 0, writerIdExpirationMs: 86_400_000 };
+  const config = { segmentBytes: 1 << 24, indexIntervalBytes: 4096, recentBytes: 1 << 20, preallocateBytes: 8192, flushIntervalMessages: 1, flushIntervalMs: 1000, ttlMs: 0, writerIdExpirationMs: 86_400_000 };
   const log = await LogTablet.open(path.join(logDir, 'log-0'), config);
   const kv = await KvTablet.open(path.join(mountPoint, 'kv-0'), log, table, (id) => (id === 0 ? schema : undefined), new KvSnapshotStore(path.join(logDir, 'snapshots'), path.join(logDir, 'snapshot-staging'), 4 << 20), silent);
   return { log, kv };

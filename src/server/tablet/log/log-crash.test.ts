@@ -13,6 +13,8 @@ const CONFIG: LogConfig = {
   segmentBytes: 16 * 1024,
   indexIntervalBytes: 1024,
   recentBytes: 4096,
+  // Crashes leave zeros written ahead of the active segment's end, which recovery must cut quietly.
+  preallocateBytes: 4096,
   flushIntervalMessages: 1,
   flushIntervalMs: 1000,
   ttlMs: 0,

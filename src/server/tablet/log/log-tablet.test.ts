@@ -13,7 +13,7 @@ import { initArrowCompression } from '../../../record/compression.js';
 import { sampleRows, sampleSchema } from '../../../record/fixtures/sample.js';
 import { buildLogBatch, HEADER_SIZE, isCrcValid, type LogBatchHeader, logBatchPayload, readLogBatchHeader } from '../../../record/log-batch.js';
 import { projectArrowPayload, projectChangelogPayload } from '../../../record/fixtures/projected.js';
-import { batch, checkOffsetIndexes, idOf, logFiles, readAll, rejectsWith, split, tempDir, TEST_LOG_CONFIG as CONFIG } from './fixtures/logs.js';
+import { batch, batchesEnd, checkOffsetIndexes, idOf, logFiles, readAll, rejectsWith, split, tearAtEnd, tempDir, TEST_LOG_CONFIG as CONFIG } from './fixtures/logs.js';
 import type { BatchCutter } from './log-segment.js';
 import { type LogConfig, LogTablet, type LogTabletLogger } from './log-tablet.js';
 
@@ -481,6 +481,8 @@ describe('LogTablet recovery', () => {
     const copy = tempDir();
     fs.cpSync(dir, copy, { recursive: true });
     await log.close();
+    const active = path.join(copy, logFiles(copy).at(-1)!);
+    assert.ok(fs.statSync(active).size > batchesEnd(active), 'the crash left no zeros written ahead of the active segment');
     return { dir: copy, ids: Array.from({ length: 30 }, (_, i) => i), config, sizes };
   }
 
@@ -535,14 +537,14 @@ describe('LogTablet recovery', () => {
 
   it('cuts garbage appended at the tail', async () => {
     const { dir, ids, config } = await crashedCopy(20);
-    fs.appendFileSync(lastLog(dir), Buffer.from('this is not a record batch at all, just garbage bytes'));
+    tearAtEnd(lastLog(dir), Buffer.from('this is not a record batch at all, just garbage bytes'));
     await expectRecovered(dir, config, ids, 53);
   });
 
   it('cuts a torn half batch at the tail', async () => {
     const { dir, ids, config } = await crashedCopy();
     const torn = batch(30, { records: 2, payloadBytes: 400 });
-    fs.appendFileSync(lastLog(dir), torn.subarray(0, 250));
+    tearAtEnd(lastLog(dir), torn.subarray(0, 250));
     await expectRecovered(dir, config, ids, 250);
   });
 
@@ -550,7 +552,7 @@ describe('LogTablet recovery', () => {
     const { dir, ids, config, sizes } = await crashedCopy(25);
     const file = lastLog(dir);
     const data = fs.readFileSync(file);
-    data[data.length - 10] ^= 0xff;
+    data[batchesEnd(file) - 10] ^= 0xff;
     fs.writeFileSync(file, data);
     await expectRecovered(dir, config, ids.slice(0, 29), sizes[29]);
   });
@@ -598,6 +600,70 @@ describe('LogTablet recovery', () => {
     assert.ok(!fs.existsSync(path.join(dir, 'recovery-point-checkpoint.tmp')));
     await log.close();
     assert.equal(fs.readFileSync(path.join(dir, 'recovery-point-checkpoint'), 'utf8'), '0\n1\n60\n');
+  });
+});
+
+describe('LogTablet preallocation', () => {
+  /** Waits until the zeros written ahead of the active segment show in its file size. */
+  async function untilZerosAhead(file: string): Promise<number> {
+    for (let i = 0; i < 500; i++) {
+      const ahead = fs.statSync(file).size - batchesEnd(file);
+      if (ahead > 0) return ahead;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    assert.fail(`no zeros were written ahead in ${file}`);
+  }
+
+  it('keeps zeros ahead of the active segment, within its size, and cuts them when it rolls or the log closes', async () => {
+    const dir = tempDir();
+    const config = { ...CONFIG, segmentBytes: 3000, preallocateBytes: 2048 };
+    const log = await LogTablet.open(dir, config);
+    const active = (): string => path.join(dir, logFiles(dir).at(-1)!);
+    for (let i = 0; i < 40; i++) {
+      await log.append([batch(i, { payloadBytes: 150 })], 0);
+      const ahead = await untilZerosAhead(active());
+      assert.ok(fs.statSync(active()).size <= config.segmentBytes, 'zeros past the segment size');
+      // Renewed at half, to a page boundary past preallocateBytes.
+      assert.ok(ahead >= config.preallocateBytes / 2 - 256 || fs.statSync(active()).size === config.segmentBytes, `only ${ahead} bytes ahead`);
+      assert.ok(ahead <= config.preallocateBytes + 4096, `${ahead} bytes ahead`);
+    }
+    const files = logFiles(dir);
+    assert.ok(files.length >= 3);
+    for (const f of files.slice(0, -1)) assert.equal(fs.statSync(path.join(dir, f)).size, batchesEnd(path.join(dir, f)), `sealed ${f}`);
+    const last = active();
+    await log.close();
+    assert.equal(fs.statSync(last).size, batchesEnd(last));
+    const reopened = await LogTablet.open(dir, config);
+    assert.deepEqual((await readAll(reopened)).map(idOf), Array.from({ length: 40 }, (_, i) => i));
+    await reopened.close();
+  });
+
+  it('lets segments grow with their batches when preallocateBytes is 0', async () => {
+    const dir = tempDir();
+    const log = await LogTablet.open(dir, { ...CONFIG, preallocateBytes: 0 });
+    for (let i = 0; i < 10; i++) {
+      await log.append([batch(i)], 0);
+      const file = path.join(dir, logFiles(dir).at(-1)!);
+      assert.equal(fs.statSync(file).size, batchesEnd(file));
+    }
+    await log.close();
+  });
+
+  it('writes a batch that reaches into zeros still being written after them, never under them', async () => {
+    const dir = tempDir();
+    // Zeros written a megabyte at a time, several writes in all: a large batch right after a
+    // small one reaches into the part still to be zeroed.
+    const config = { ...CONFIG, segmentBytes: 64 << 20, preallocateBytes: 8 << 20 };
+    const log = await LogTablet.open(dir, config);
+    const batches = Array.from({ length: 8 }, (_, i) => batch(i, { payloadBytes: i % 2 === 0 ? 100 : 3 << 20 }));
+    await Promise.all(batches.map((b) => log.append([b], 0)));
+    await log.close();
+    // What the file holds, read from disk.
+    const reopened = await LogTablet.open(dir, config);
+    const read = await readAll(reopened, 4 << 20);
+    assert.equal(read.length, batches.length);
+    for (let i = 0; i < read.length; i++) assert.ok(Buffer.from(logBatchPayload(read[i])).equals(Buffer.from(logBatchPayload(batches[i]))), `batch ${i}`);
+    await reopened.close();
   });
 });
 

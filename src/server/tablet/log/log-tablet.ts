@@ -56,6 +56,8 @@ export interface LogConfig {
   indexIntervalBytes: number;
   /** log.recent-batches.size: bytes of the last batches appended kept in memory for reads (0: none). */
   recentBytes: number;
+  /** log.preallocate.size: zeros kept written ahead of the active segment's end (0: none). */
+  preallocateBytes: number;
   /** log.flush.interval-messages: fsync after this many batches; 1 = fsync before every ack. */
   flushIntervalMessages: number;
   /** log.flush.interval: longest delay of an fsync when flushIntervalMessages > 1. */
@@ -1108,6 +1110,7 @@ function checkConfig(config: LogConfig): LogConfig {
   atLeast('segmentBytes', 1);
   atLeast('indexIntervalBytes', 0);
   atLeast('recentBytes', 0);
+  atLeast('preallocateBytes', 0);
   atLeast('flushIntervalMessages', 1);
   atLeast('flushIntervalMs', 0);
   atLeast('ttlMs', 0);
