@@ -14,7 +14,7 @@ const CONFIG: LogConfig = {
   indexIntervalBytes: 1024,
   recentBytes: 4096,
   // Crashes leave zeros written ahead of the active segment's end, which recovery must cut quietly.
-  preallocateBytes: 4096,
+  preallocateBytes: 16384,
   flushIntervalMessages: 1,
   flushIntervalMs: 1000,
   ttlMs: 0,

@@ -616,10 +616,10 @@ describe('LogTablet preallocation', () => {
 
   it('keeps zeros ahead of the active segment, within its size, and cuts them when it rolls or the log closes', async () => {
     const dir = tempDir();
-    const config = { ...CONFIG, segmentBytes: 3000, preallocateBytes: 2048 };
+    const config = { ...CONFIG, segmentBytes: 6000, preallocateBytes: 4096 };
     const log = await LogTablet.open(dir, config);
     const active = (): string => path.join(dir, logFiles(dir).at(-1)!);
-    for (let i = 0; i < 40; i++) {
+    for (let i = 0; i < 80; i++) {
       await log.append([batch(i, { payloadBytes: 150 })], 0);
       const ahead = await untilZerosAhead(active());
       assert.ok(fs.statSync(active()).size <= config.segmentBytes, 'zeros past the segment size');
@@ -634,8 +634,20 @@ describe('LogTablet preallocation', () => {
     await log.close();
     assert.equal(fs.statSync(last).size, batchesEnd(last));
     const reopened = await LogTablet.open(dir, config);
-    assert.deepEqual((await readAll(reopened)).map(idOf), Array.from({ length: 40 }, (_, i) => i));
+    assert.deepEqual((await readAll(reopened)).map(idOf), Array.from({ length: 80 }, (_, i) => i));
     await reopened.close();
+  });
+
+  it('writes no zeros ahead of appends larger than a sixteenth of preallocateBytes', async () => {
+    const dir = tempDir();
+    const log = await LogTablet.open(dir, { ...CONFIG, preallocateBytes: 4096 });
+    const file = path.join(dir, logFiles(dir)[0]);
+    for (let i = 0; i < 5; i++) await log.append([batch(i, { payloadBytes: 1000 })], 0);
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(fs.statSync(file).size, batchesEnd(file));
+    await log.append([batch(5, { payloadBytes: 100 })], 0);
+    await untilZerosAhead(file);
+    await log.close();
   });
 
   it('lets segments grow with their batches when preallocateBytes is 0', async () => {
