@@ -1,6 +1,14 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --max-semi-space-size=2
 /**
- * The installed `tributary` command. libuv sizes its thread pool, which runs every file read,
+ * The installed `tributary` command.
+ *
+ * Node starts with V8's young generation capped at semi-spaces of 2 MB (the first line: heap sizes
+ * are fixed when the process starts, too early for src/cli/v8-options.ts). V8 grows them up to
+ * 16 MB when many objects survive a scavenge, and a server's request path keeps objects for a few
+ * milliseconds: grown, the scavenges came half as often, took 2-3 ms instead of under 1, and the
+ * p99 of bench:latency at 10k rows/s was 13-16 ms instead of 9-10 (docs/benchmarks.md).
+ *
+ * libuv sizes its thread pool, which runs every file read,
  * write and fsync, when it is first used, and loading ES modules already uses it: only this
  * CommonJS entry runs early enough to size it. Four threads (libuv's default) are few for a node
  * whose appends fsync beside checkpoints, snapshots and lake files: with four background fsync
