@@ -63,6 +63,7 @@ import { Connection, type Row } from '../src/client/index.js';
 import type { LogScanner } from '../src/client/log-scanner.js';
 import { type DurationStats, GC_KINDS, type Pause, type RuntimeWindow, RuntimeMonitor } from '../src/common/runtime-monitor.js';
 import { describeSpikes, tailCauses, type TimedEvent, worstSpikes } from './latency-spikes.js';
+import { TRIBUTARY_NODE_OPTIONS } from '../test/support/server-process.js';
 import {
   BenchServer,
   clientOptionArgs,
@@ -174,7 +175,7 @@ async function main(): Promise<void> {
   const lake = { 'table.datalake.enabled': 'true', 'table.datalake.freshness': '10s' };
   printHeader(soak ? 'latency soak' : 'latency', [
     `load: ${count(rate)} rows/s for ${seconds} s after ${warmupSeconds} s of warm-up, ${runs} run(s), row API, workload rows (ts = send time)`,
-    `server: child process at log level debug, defaults (fsync before ack and before readers see a batch)${Object.keys(settings).length > 0 ? ` with ${JSON.stringify(settings)}` : ''}; client: ${JSON.stringify(clientOptions)} over the defaults`,
+    `server: child process (node ${TRIBUTARY_NODE_OPTIONS.join(' ')}) at log level debug, defaults (fsync before ack and before readers see a batch)${Object.keys(settings).length > 0 ? ` with ${JSON.stringify(settings)}` : ''}; client: ${JSON.stringify(clientOptions)} over the defaults`,
     ...(soak ? [`soak: table ${JSON.stringify({ ...lake, 'table.log.ttl': '2min' })}; primary-key table upserted at ${count(kvRate)} rows/s over ${count(KV_KEYS)} keys, lake-enabled; tiering worker in the server`] : []),
     `producer: ${separate ? 'a child process' : 'this process'}; scanner: own connection in this process, subscribed from latest, pollBatches`,
   ]);

@@ -41,7 +41,7 @@ export function distIsCurrent(): boolean {
 }
 
 /** The Node options of the installed command (the `#!` line of src/cli/bin.cts), which the processes started here are given too. */
-const BIN_NODE_OPTIONS: readonly string[] = /^#!\/usr\/bin\/env -S node (.+)$/.exec(fs.readFileSync(path.join(ROOT, 'src', 'cli', 'bin.cts'), 'utf8').split('\n')[0])?.[1].split(' ') ?? [];
+export const TRIBUTARY_NODE_OPTIONS: readonly string[] = /^#!\/usr\/bin\/env -S node (.+)$/.exec(fs.readFileSync(path.join(ROOT, 'src', 'cli', 'bin.cts'), 'utf8').split('\n')[0])?.[1].split(' ') ?? [];
 
 /** A new directory in `parent`, the system's temp dir by default. */
 export function tempDir(prefix: string, parent = os.tmpdir()): string {
@@ -68,7 +68,7 @@ async function spawnUntilReady(name: string, args: string[], logLevel: string, r
   // The file I/O thread pool the installed command gives a server (src/cli/bin.cts), which a
   // process started from the sources has to be given before it starts.
   const env = { ...process.env, TRIBUTARY_LOG_LEVEL: logLevel, UV_THREADPOOL_SIZE: process.env.UV_THREADPOOL_SIZE ?? '16' };
-  const child = spawn(process.execPath, [...BIN_NODE_OPTIONS, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env });
+  const child = spawn(process.execPath, [...TRIBUTARY_NODE_OPTIONS, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env });
   let stderr = '';
   child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
   const match = await new Promise<RegExpExecArray>((resolve, reject) => {
