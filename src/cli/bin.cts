@@ -8,12 +8,12 @@
  * milliseconds: grown, the scavenges came half as often, took 2-3 ms instead of under 1, and the
  * p99 of bench:latency at 10k rows/s was 13-16 ms instead of 9-10 (docs/benchmarks.md).
  *
- * libuv sizes its thread pool, which runs every file read,
- * write and fsync, when it is first used, and loading ES modules already uses it: only this
- * CommonJS entry runs early enough to size it. Four threads (libuv's default) are few for a node
- * whose appends fsync beside checkpoints, snapshots and lake files: with four background fsync
- * writers, appends waited for a free thread (bench:latency p50 7.8-8.6 ms with four, 5.0-6.9 ms
- * with sixteen). A value the operator sets is kept.
+ * libuv sizes its thread pool, which runs every file read, write and fsync, when it is first used,
+ * and loading ES modules already uses it: only this CommonJS entry runs early enough to size it.
+ * Four threads (libuv's default) are few for a node whose appends fsync beside checkpoints,
+ * snapshots and lake files: with four background fsync writers, appends waited for a free thread
+ * (bench:latency p50 7.8-8.6 ms with four, 5.0-6.9 ms with sixteen). A value the operator sets is
+ * kept.
  */
 process.env.UV_THREADPOOL_SIZE ??= '16';
 void import('./main.js');
