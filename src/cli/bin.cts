@@ -5,8 +5,9 @@
  * Node starts with V8's young generation capped at semi-spaces of 2 MB (the first line: heap sizes
  * are fixed when the process starts, too early for src/cli/v8-options.ts). V8 grows them up to
  * 16 MB when many objects survive a scavenge, and a server's request path keeps objects for a few
- * milliseconds: grown, the scavenges came half as often, took 2-3 ms instead of under 1, and the
- * p99 of bench:latency at 10k rows/s was 13-16 ms instead of 9-10 (docs/benchmarks.md).
+ * milliseconds: grown, the scavenges came half as often and took 2-3 ms instead of under 1, and
+ * in runs side by side the p99 of bench:latency at 10k rows/s was 13.0-13.3 ms against 8.7-10.4
+ * with the cap (docs/benchmarks.md).
  *
  * libuv sizes its thread pool, which runs every file read, write and fsync, when it is first used,
  * and loading ES modules already uses it: only this CommonJS entry runs early enough to size it.
