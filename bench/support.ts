@@ -21,7 +21,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Connection } from '../src/client/index.js';
 import type { ColumnSpec, Row, Table } from '../src/client/index.js';
-import { logBatchesOf } from '../src/record/log-batch.js';
+import { batchesEnd } from '../src/server/tablet/log/fixtures/logs.js';
 import { CLI, ServerProcess, TieringProcess } from '../test/support/server-process.js';
 import { random } from '../test/support/random.js';
 
@@ -260,13 +260,13 @@ function logLinesOf(text: string, msgs: readonly string[]): LogLine[] {
   return out;
 }
 
-/** Sum of the sizes of the files under `dir` whose name passes `filter`. */
-export function dirBytes(dir: string, filter: (name: string) => boolean = () => true): number {
+/** Sum of `bytesOf` (the file size by default) of the files under `dir` whose name passes `filter`. */
+export function dirBytes(dir: string, filter: (name: string) => boolean = () => true, bytesOf: (file: string) => number = (file) => fs.statSync(file).size): number {
   let total = 0;
   for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
     const p = path.join(dir, entry.name);
-    if (entry.isDirectory()) total += dirBytes(p, filter);
-    else if (entry.isFile() && filter(entry.name)) total += fs.statSync(p).size;
+    if (entry.isDirectory()) total += dirBytes(p, filter, bytesOf);
+    else if (entry.isFile() && filter(entry.name)) total += bytesOf(p);
   }
   return total;
 }
@@ -276,13 +276,7 @@ export function dirBytes(dir: string, filter: (name: string) => boolean = () => 
  * the zeros an active segment holds ahead of its end (log.preallocate.size).
  */
 export function logSegmentBytes(dir: string): number {
-  let total = 0;
-  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
-    const p = path.join(dir, entry.name);
-    if (entry.isDirectory()) total += logSegmentBytes(p);
-    else if (entry.isFile() && entry.name.endsWith('.log')) for (const batch of logBatchesOf(fs.readFileSync(p))) total += batch.length;
-  }
-  return total;
+  return dirBytes(dir, (name) => name.endsWith('.log'), batchesEnd);
 }
 
 // ---------------------------------------------------------------------------------- baselines
