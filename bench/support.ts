@@ -21,7 +21,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Connection } from '../src/client/index.js';
 import type { ColumnSpec, Row, Table } from '../src/client/index.js';
-import { batchesEnd } from '../src/server/tablet/log/fixtures/logs.js';
+import { batchesEnd } from '../src/server/tablet/log/fixtures/segment-files.js';
 import { CLI, ServerProcess, TieringProcess } from '../test/support/server-process.js';
 import { random } from '../test/support/random.js';
 

@@ -117,3 +117,24 @@ test('a file belongs to the deepest row containing it', () => {
     ['src/lake/format.ts:1 imports src/lake/iceberg/t.ts (row src/lake/iceberg/), but src/lake/ may import nothing of ours', 'import circle: src/lake/format.ts:1 -> src/lake/iceberg/t.ts:1 -> src/lake/format.ts'],
   );
 });
+
+// A benchmark's producer child answers on its stdout; a module that loads node:test makes every
+// process that loads it print a test report there at exit.
+test('nothing a benchmark loads loads the test runner', () => {
+  const files = new Map(readSources(root, ['src', 'test', 'bench']).map((f) => [f.path, f]));
+  const via = new Map<string, string>();
+  const queue = [...files.keys()].filter((p) => p.startsWith('bench/') && !p.endsWith('.test.ts'));
+  for (const p of queue) via.set(p, '');
+  const loadsRunner: string[] = [];
+  for (const p of queue) {
+    const source = files.get(p)!;
+    if (/^import\b(?!\s+type\b)[^;]*['"]node:test['"]/m.test(source.text)) loadsRunner.push(p);
+    for (const { target } of importsOf(source)) {
+      if (via.has(target) || !files.has(target)) continue;
+      via.set(target, p);
+      queue.push(target);
+    }
+  }
+  const chain = (p: string): string => (via.get(p) ? `${chain(via.get(p)!)} → ${p}` : p);
+  assert.deepEqual(loadsRunner.map(chain), []);
+});

@@ -33,13 +33,14 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { after, before, type TestContext } from 'node:test';
+import type { TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Connection } from '../../src/client/index.js';
 import { DEFAULT_DATABASE } from '../../src/common/schema.js';
 import { DuckSession } from '../../src/query/duckdb/session.js';
 import { SqlExecutor } from '../../src/query/executor.js';
 import { type OwnedProcess, type ServerCommand, ServerProcess, TieringProcess, tempDir } from './server-process.js';
+import { suiteHooks } from './suite-hooks.js';
 import { ZooKeeperServer } from './zookeeper.js';
 import { type S3TestServer, startS3Server } from '../../src/storage/fixtures/s3-server.js';
 
@@ -313,6 +314,7 @@ async function end(p: OwnedProcess): Promise<string | undefined> {
  */
 export function useCluster(options: ClusterOptions = {}, setup?: (cluster: TestCluster) => Promise<void>): TestCluster {
   const cluster = new TestCluster(options);
+  const { before, after } = suiteHooks();
   before(async () => {
     await cluster.start();
     await setup?.(cluster);

@@ -11,8 +11,8 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { after, before } from 'node:test';
 import type { OwnedProcess } from './server-process.js';
+import { suiteHooks } from './suite-hooks.js';
 
 const INSTALL_HINT = 'ZooKeeper is not installed: run `apt-get install -y zookeeper` (Debian; .ci/run installs it in CI)';
 /** Session timeouts the server grants: 2 ticks up to maxSessionTimeout, so tests can ask for short ones. */
@@ -201,6 +201,7 @@ export function useZooKeeper(): ZooKeeperFixture {
   let server: ZooKeeperServer | undefined;
   const sessions: { close(): Promise<void> }[] = [];
   let roots = 0;
+  const { before, after } = suiteHooks();
   before(async () => {
     server = await ZooKeeperServer.start();
   });

@@ -13,7 +13,8 @@ import { initArrowCompression } from '../../../record/compression.js';
 import { sampleRows, sampleSchema } from '../../../record/fixtures/sample.js';
 import { buildLogBatch, HEADER_SIZE, isCrcValid, type LogBatchHeader, logBatchPayload, readLogBatchHeader } from '../../../record/log-batch.js';
 import { projectArrowPayload, projectChangelogPayload } from '../../../record/fixtures/projected.js';
-import { batch, batchesEnd, checkOffsetIndexes, idOf, logFiles, readAll, rejectsWith, split, tearAtEnd, tempDir, TEST_LOG_CONFIG as CONFIG } from './fixtures/logs.js';
+import { batch, checkOffsetIndexes, idOf, logFiles, readAll, rejectsWith, split, tempDir, TEST_LOG_CONFIG as CONFIG } from './fixtures/logs.js';
+import { batchesEnd, tearAtEnd } from './fixtures/segment-files.js';
 import type { BatchCutter } from './log-segment.js';
 import { type LogConfig, LogTablet, type LogTabletLogger } from './log-tablet.js';
 
