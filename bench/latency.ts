@@ -11,8 +11,8 @@
  * arrives, the latency of each of its rows is now − ts. The server defaults stay: every batch is
  * fsynced before it is acknowledged and before readers see it, so each latency includes an fsync.
  *
- * The client processes run with `--no-allocation-site-pretenuring`, as docs/client.md recommends
- * to latency-minded clients (the server sets it itself). `--client-gc single` (the default on two
+ * The client processes run with `--no-allocation-site-pretenuring` and `--max-semi-space-size=2`,
+ * as docs/client.md recommends to latency-minded clients (the server starts with both). `--client-gc single` (the default on two
  * cores or fewer, `parallel` on more): this process and a producer child also collect garbage on
  * the main thread alone (`node --single-threaded-gc`, recommended there on small machines); the
  * program starts itself again with the flags when they are missing. The server keeps V8's
@@ -156,7 +156,7 @@ interface Produced {
 }
 
 if (args['client-gc'] !== 'single' && args['client-gc'] !== 'parallel') throw new Error(`--client-gc is single or parallel, got '${args['client-gc']}'`);
-const rerun = rerunWithNodeFlags(['--no-allocation-site-pretenuring', ...(args['client-gc'] === 'single' ? ['--single-threaded-gc'] : [])]);
+const rerun = rerunWithNodeFlags(['--no-allocation-site-pretenuring', '--max-semi-space-size=2', ...(args['client-gc'] === 'single' ? ['--single-threaded-gc'] : [])]);
 if (rerun !== undefined) process.exitCode = rerun;
 else if (args.role === 'producer') await producerChild();
 else await main();
