@@ -12,11 +12,11 @@
  * fsynced before it is acknowledged and before readers see it, so each latency includes an fsync.
  *
  * The client processes run with `--no-allocation-site-pretenuring` and `--max-semi-space-size=2`,
- * as docs/client.md recommends to latency-minded clients (the server starts with both). `--client-gc single` (the default on two
- * cores or fewer, `parallel` on more): this process and a producer child also collect garbage on
- * the main thread alone (`node --single-threaded-gc`, recommended there on small machines); the
- * program starts itself again with the flags when they are missing. The server keeps V8's
- * parallel collection.
+ * as docs/client.md recommends to latency-minded clients (the server starts with both).
+ * `--client-gc single` (the default on two cores or fewer, `parallel` on more): this process and
+ * a producer child also collect garbage on the main thread alone (`node --single-threaded-gc`,
+ * recommended there on small machines); the program starts itself again with the flags when they
+ * are missing. The server keeps V8's parallel collection.
  *
  * `--processes same` (default): producer and scanner in this process. `--processes separate`: the
  * producer runs in a child process (this program with `--role producer`), as producers and
