@@ -447,6 +447,46 @@ function statCpuSeconds(file: string): number | undefined {
   }
 }
 
+/**
+ * A kernel DAMON monitor (a `kdamond` thread): it checks the accessed bits of sampled pages at
+ * each sample interval and holds a core while it does (about 4 ms every 500 ms on the small VMs
+ * of docs/benchmarks.md); when it runs on the machine, a latency tail shows it.
+ */
+export interface MemoryMonitor {
+  pid: number;
+  sampleMs: number;
+}
+
+const DAMON_ADMIN = '/sys/kernel/mm/damon/admin/kdamonds';
+
+/** The DAMON monitors running now (none where the kernel has no DAMON or it is off). */
+export function memoryMonitors(): MemoryMonitor[] {
+  const read = (file: string): string => fs.readFileSync(path.join(DAMON_ADMIN, file), 'utf8').trim();
+  const monitors: MemoryMonitor[] = [];
+  let entries: string[];
+  try {
+    entries = fs.readdirSync(DAMON_ADMIN).filter((e) => /^\d+$/.test(e));
+  } catch {
+    return [];
+  }
+  for (const k of entries) {
+    try {
+      if (read(`${k}/state`) !== 'on') continue;
+      const contexts = fs.readdirSync(path.join(DAMON_ADMIN, k, 'contexts')).filter((e) => /^\d+$/.test(e));
+      const sampleUs = Math.min(...contexts.map((c) => Number(read(`${k}/contexts/${c}/monitoring_attrs/intervals/sample_us`))));
+      monitors.push({ pid: Number(read(`${k}/pid`)), sampleMs: sampleUs / 1000 });
+    } catch {
+      // Stopped while read, or not readable here: not counted.
+    }
+  }
+  return monitors;
+}
+
+/** CPU seconds used so far by the DAMON monitors of `monitors` (kernel threads, in /proc like any). */
+export function memoryMonitorCpuSeconds(monitors: MemoryMonitor[]): number {
+  return monitors.reduce((sum, m) => sum + (processCpuSeconds(m.pid) ?? 0), 0);
+}
+
 /** Busy CPU seconds of the whole machine so far (every state of /proc/stat but idle and iowait). */
 export function machineBusySeconds(): number | undefined {
   try {
@@ -488,11 +528,15 @@ export interface Measured {
   serverCpu: number | undefined;
   /** Everything else on the machine: kernel threads (disk flushes) and any outside load. */
   otherCpu: number | undefined;
+  /** Of the other CPU, what the kernel's DAMON monitors used (0 where none runs; unset where not measured). */
+  memoryMonitorCpu?: number;
 }
 
 /** Runs `section` once the machine is idle, timing it and accounting for CPU. */
 export async function measure(serverPid: number | undefined, section: () => Promise<void>): Promise<Measured> {
   await waitForIdle();
+  const monitors = memoryMonitors();
+  const monitorsBefore = memoryMonitorCpuSeconds(monitors);
   const machineBefore = machineBusySeconds();
   const serverBefore = serverPid === undefined ? undefined : processCpuSeconds(serverPid);
   const cpuBefore = process.cpuUsage();
@@ -502,10 +546,11 @@ export async function measure(serverPid: number | undefined, section: () => Prom
   const cpu = process.cpuUsage(cpuBefore);
   const serverAfter = serverPid === undefined ? undefined : processCpuSeconds(serverPid);
   const machineAfter = machineBusySeconds();
+  const memoryMonitorCpu = memoryMonitorCpuSeconds(monitors) - monitorsBefore;
   const clientCpu = (cpu.user + cpu.system) / 1e6;
   const serverCpu = serverBefore === undefined || serverAfter === undefined ? undefined : serverAfter - serverBefore;
   const otherCpu = machineBefore === undefined || machineAfter === undefined ? undefined : machineAfter - machineBefore - clientCpu - (serverCpu ?? 0);
-  return { seconds, clientCpu, serverCpu, otherCpu };
+  return { seconds, clientCpu, serverCpu, otherCpu, memoryMonitorCpu };
 }
 
 const QUIET_OTHER_CORES = 0.25;
@@ -576,6 +621,7 @@ export function printHeader(title: string, lines: string[]): void {
   console.log(`\n== ${title}`);
   const flags = nodeFlags();
   console.log(`machine: ${os.cpus().length} cores (${os.cpus()[0]?.model.trim() ?? 'unknown'}), ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB RAM, Node ${process.version}${flags.length > 0 ? ` (${flags.join(' ')})` : ''}, ${os.platform()} ${os.release()}`);
+  for (const m of memoryMonitors()) console.log(`kernel: a DAMON memory monitor runs (kdamond, pid ${m.pid}), sampling every ${m.sampleMs} ms`);
   for (const line of lines) console.log(line);
 }
 
