@@ -21,11 +21,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { Connection } from '../src/client/index.js';
 import type { ColumnSpec, Row, Table } from '../src/client/index.js';
+import { memoryMonitors, type MemoryMonitor } from '../src/server/host-checks.js';
 import { batchesEnd } from '../src/server/tablet/log/fixtures/segment-files.js';
 import { CLI, ServerProcess, TieringProcess } from '../test/support/server-process.js';
 import { random } from '../test/support/random.js';
 
-export { random };
+export { memoryMonitors, random };
 
 
 /** Bytes per record of the peers' packed binary form. */
@@ -445,41 +446,6 @@ function statCpuSeconds(file: string): number | undefined {
   } catch {
     return undefined;
   }
-}
-
-/**
- * A kernel DAMON monitor (a `kdamond` thread): it checks the accessed bits of sampled pages at
- * each sample interval and holds a core while it does (about 4 ms every 500 ms on the small VMs
- * of docs/benchmarks.md); when it runs on the machine, a latency tail shows it.
- */
-export interface MemoryMonitor {
-  pid: number;
-  sampleMs: number;
-}
-
-const DAMON_ADMIN = '/sys/kernel/mm/damon/admin/kdamonds';
-
-/** The DAMON monitors running now (none where the kernel has no DAMON or it is off). */
-export function memoryMonitors(): MemoryMonitor[] {
-  const read = (file: string): string => fs.readFileSync(path.join(DAMON_ADMIN, file), 'utf8').trim();
-  const monitors: MemoryMonitor[] = [];
-  let entries: string[];
-  try {
-    entries = fs.readdirSync(DAMON_ADMIN).filter((e) => /^\d+$/.test(e));
-  } catch {
-    return [];
-  }
-  for (const k of entries) {
-    try {
-      if (read(`${k}/state`) !== 'on') continue;
-      const contexts = fs.readdirSync(path.join(DAMON_ADMIN, k, 'contexts')).filter((e) => /^\d+$/.test(e));
-      const sampleUs = Math.min(...contexts.map((c) => Number(read(`${k}/contexts/${c}/monitoring_attrs/intervals/sample_us`))));
-      monitors.push({ pid: Number(read(`${k}/pid`)), sampleMs: sampleUs / 1000 });
-    } catch {
-      // Stopped while read, or not readable here: not counted.
-    }
-  }
-  return monitors;
 }
 
 /** CPU seconds used so far by the DAMON monitors of `monitors` (kernel threads, in /proc like any). */

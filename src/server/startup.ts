@@ -1,8 +1,9 @@
 /**
- * What every server process does the same way: claim its data directory, open its parts one by one
- * so that a start failing half-way closes what it opened (in reverse), releases the lock and
- * removes the data dir if it created it; build its RPC listener from the server options; and let
- * the data dir go at the end of its stop.
+ * What every server process does the same way: claim its data directory, warn of what on the host
+ * lengthens latency tails (host-checks.ts), open its parts one by one so that a start failing
+ * half-way closes what it opened (in reverse), releases the lock and removes the data dir if it
+ * created it; build its RPC listener from the server options; and let the data dir go at the end
+ * of its stop.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -13,6 +14,7 @@ import type { Logger } from '../common/logger.js';
 import { initArrowCompression } from '../record/compression.js';
 import { RpcServer } from '../rpc/server.js';
 import { DataDirLock } from './data-dir-lock.js';
+import { warnOfMemoryMonitors } from './host-checks.js';
 import type { NodeMetrics } from './metrics.js';
 import { DataDisk } from './tablet/data-disk.js';
 import { configureObjectStorage } from '../storage/stores.js';
@@ -38,6 +40,7 @@ export async function startOnDataDir<T>(options: Options, log: Logger, open: (ba
   try {
     const lock = await DataDirLock.acquire(dataDir);
     undo.push(() => lock.abandon());
+    warnOfMemoryMonitors(log);
     await initArrowCompression();
     configureObjectStorage(options, lakeCacheDir(options));
     const activity = new ServerActivity(log.child({ role: 'activity' }));
