@@ -2,8 +2,9 @@
  * What on the host lengthens latency tails, checked when a server starts and logged once, as a
  * warning an operator can act on: the kernel's DAMON memory monitors. A monitor (a `kdamond`
  * kernel thread) wakes at each sample interval and checks the accessed bits of sampled pages
- * while holding a core; on a two-core VM sampling every 500 ms it held one about 4 ms each time,
- * and a request whose thread waited for that core was as much later (docs/operations.md).
+ * while holding a core; on a two-core VM sampling every 500 ms it took 8–16 ms of a core a
+ * sample, in stretches of several ms, and a request whose thread waited for that core was as much
+ * later (docs/operations.md).
  */
 import fs from 'node:fs';
 import path from 'node:path';
