@@ -76,7 +76,6 @@ import {
   median,
   type Measured,
   medianCores,
-  memoryMonitors,
   nodeFlags,
   now,
   percentile,
@@ -507,9 +506,8 @@ function printRun(n: number, load: SteadyRun, separate: boolean): void {
   const { server } = load;
   console.log(`  server: event loop p99 ${millis(server.loop.p99Ms)}, max ${millis(server.loop.maxMs)} ms; GC ${gcLine(server.gc, load.m.seconds)}; fsync p50 ${millis(server.flush.p50Ms)}, p99 ${millis(server.flush.p99Ms)}, max ${millis(server.flush.maxMs)} ms (${count(server.flush.count)})`);
   console.log(`  server tasks: ${server.tasks.map((t) => `${t.task} ${t.count}× (max ${t.maxMs.toFixed(1)} ms)`).join(', ') || 'none'}`);
-  const samples = memoryMonitors().reduce((n, m) => n + (load.m.seconds * 1000) / m.sampleMs, 0);
-  const monitorMs = (load.m.memoryMonitorCpu ?? 0) * 1000;
-  if (samples > 0) console.log(`  kernel: DAMON memory monitor ${monitorMs.toFixed(0)} ms of CPU in ${count(samples)} samples (${(monitorMs / samples).toFixed(1)} ms each, on one core)`);
+  const monitors = load.m.memoryMonitors;
+  if (monitors) console.log(`  kernel: DAMON memory monitor ${(monitors.cpu * 1000).toFixed(0)} ms of CPU in ${count(monitors.samples)} samples (${((monitors.cpu * 1000) / monitors.samples).toFixed(1)} ms each, on one core)`);
   for (const [who, runtime] of load.clients) {
     const gc = Object.fromEntries(GC_KINDS.map((k) => [k, runtime.gc[k]]));
     console.log(`  ${who}${separate ? '' : ' (producer and scanner)'}: event loop p99 ${millis(runtime.loopDelay.p99Ms)}, max ${millis(runtime.loopDelay.maxMs)} ms; GC ${gcLine(gc, load.m.seconds)}`);

@@ -26,7 +26,7 @@ import { batchesEnd } from '../src/server/tablet/log/fixtures/segment-files.js';
 import { CLI, ServerProcess, TieringProcess } from '../test/support/server-process.js';
 import { random } from '../test/support/random.js';
 
-export { memoryMonitors, random };
+export { random };
 
 
 /** Bytes per record of the peers' packed binary form. */
@@ -449,7 +449,7 @@ function statCpuSeconds(file: string): number | undefined {
 }
 
 /** CPU seconds used so far by the DAMON monitors of `monitors` (kernel threads, in /proc like any). */
-export function memoryMonitorCpuSeconds(monitors: MemoryMonitor[]): number {
+function memoryMonitorCpuSeconds(monitors: MemoryMonitor[]): number {
   return monitors.reduce((sum, m) => sum + (processCpuSeconds(m.pid) ?? 0), 0);
 }
 
@@ -494,8 +494,11 @@ export interface Measured {
   serverCpu: number | undefined;
   /** Everything else on the machine: kernel threads (disk flushes) and any outside load. */
   otherCpu: number | undefined;
-  /** Of the other CPU, what the kernel's DAMON monitors used (0 where none runs; unset where not measured). */
-  memoryMonitorCpu?: number;
+  /**
+   * The kernel's DAMON monitors running when the section started: the CPU they used (part of
+   * the other CPU) and their samples meanwhile; unset where none ran or it was not measured.
+   */
+  memoryMonitors?: { cpu: number; samples: number };
 }
 
 /** Runs `section` once the machine is idle, timing it and accounting for CPU. */
@@ -516,7 +519,8 @@ export async function measure(serverPid: number | undefined, section: () => Prom
   const clientCpu = (cpu.user + cpu.system) / 1e6;
   const serverCpu = serverBefore === undefined || serverAfter === undefined ? undefined : serverAfter - serverBefore;
   const otherCpu = machineBefore === undefined || machineAfter === undefined ? undefined : machineAfter - machineBefore - clientCpu - (serverCpu ?? 0);
-  return { seconds, clientCpu, serverCpu, otherCpu, memoryMonitorCpu };
+  const samples = monitors.reduce((n, m) => n + (seconds * 1000) / m.sampleMs, 0);
+  return { seconds, clientCpu, serverCpu, otherCpu, ...(monitors.length > 0 ? { memoryMonitors: { cpu: memoryMonitorCpu, samples } } : {}) };
 }
 
 const QUIET_OTHER_CORES = 0.25;
